@@ -1,0 +1,183 @@
+import type { HardhatRuntimeEnvironment } from "hardhat/types";
+import type { Signer } from "ethers";
+import { MockUSDC__factory, TaskEscrow__factory, type TaskEscrow } from "../typechain-types";
+import { readDeployment, writeDeployment, type EscrowDeployment } from "./deployments";
+
+/** Chain ids of local development chains: the only places a mock token is deployed. */
+export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
+export const DEFAULT_FEE_BPS = 1000;
+
+export interface DeployEscrowOptions {
+  /** Escrow roles; on a local chain they default to the first three accounts (admin, verifier, treasury). */
+  admin?: string;
+  verifier?: string;
+  treasury?: string;
+  feeBps?: number;
+  /** Settlement token; required off local chains, where a mock USDC is deployed when it is missing. */
+  token?: string;
+  /** Write `deployments/<network>.json`. Default: on every network but the in-process `hardhat` one. */
+  save?: boolean;
+  /** Where deployment records live (tests point this at a temporary folder). */
+  dir?: string;
+  log?: (line: string) => void;
+}
+
+export interface DeployEscrowResult {
+  deployment: EscrowDeployment;
+  escrow: TaskEscrow;
+  /** False when a live deployment was already recorded and nothing was sent. */
+  created: boolean;
+}
+
+/**
+ * Deploys the escrow behind a UUPS proxy (and a mock USDC on local chains), then records it.
+ * Idempotent: when the network already has a recorded deployment whose proxy has code, nothing is sent.
+ */
+export async function deployEscrow(
+  hre: HardhatRuntimeEnvironment,
+  options: DeployEscrowOptions = {},
+): Promise<DeployEscrowResult> {
+  const { ethers, upgrades, network } = hre;
+  const log = options.log ?? (() => {});
+  const save = options.save ?? network.name !== "hardhat";
+  const chainId = Number((await ethers.provider.getNetwork()).chainId);
+  const [deployer, ...others] = await ethers.getSigners();
+  if (!deployer) throw new Error(`no deployer account configured for network ${network.name}`);
+
+  const existing = save ? readDeployment(network.name, options.dir) : undefined;
+  if (existing && existing.chainId === chainId && (await ethers.provider.getCode(existing.proxy)) !== "0x") {
+    log(`escrow already deployed on ${network.name} at ${existing.proxy}; nothing sent`);
+    return { deployment: existing, escrow: TaskEscrow__factory.connect(existing.proxy, deployer), created: false };
+  }
+
+  const local = LOCAL_CHAIN_IDS.includes(chainId);
+  const role = (given: string | undefined, name: string, localDefault: Signer | undefined) => {
+    if (given) return ethers.getAddress(given);
+    if (local && localDefault) return localDefault.getAddress();
+    throw new Error(`${name} address is required on network ${network.name} (chainId ${chainId})`);
+  };
+  const admin = await role(options.admin, "admin", deployer);
+  const verifier = await role(options.verifier, "verifier", others[0]);
+  const treasury = await role(options.treasury, "treasury", others[1]);
+  const feeBps = options.feeBps ?? DEFAULT_FEE_BPS;
+
+  let token = options.token ? ethers.getAddress(options.token) : undefined;
+  const mockToken = !token;
+  if (!token) {
+    if (!local) throw new Error(`token address is required on network ${network.name} (chainId ${chainId})`);
+    const usdc = await new MockUSDC__factory(deployer).deploy();
+    await usdc.waitForDeployment();
+    token = await usdc.getAddress();
+    log(`mock USDC deployed at ${token}`);
+  }
+
+  const factory = await ethers.getContractFactory("TaskEscrow", deployer);
+  const proxy = await upgrades.deployProxy(factory, [admin, verifier, treasury, feeBps, token], {
+    kind: "uups",
+    initializer: "initialize",
+  });
+  await proxy.waitForDeployment();
+  const proxyAddress = await proxy.getAddress();
+  const receipt = await proxy.deploymentTransaction()?.wait();
+  const escrow = TaskEscrow__factory.connect(proxyAddress, deployer);
+
+  const deployment: EscrowDeployment = {
+    network: network.name,
+    chainId,
+    proxy: proxyAddress,
+    implementation: await upgrades.erc1967.getImplementationAddress(proxyAddress),
+    contract: "TaskEscrow",
+    version: await escrow.version(),
+    token,
+    mockToken,
+    admin,
+    verifier,
+    treasury,
+    feeBps,
+    block: receipt?.blockNumber ?? (await ethers.provider.getBlockNumber()),
+    deployedAt: new Date().toISOString(),
+  };
+  if (save) log(`deployment written to ${writeDeployment(deployment, options.dir)}`);
+  log(`escrow proxy ${proxyAddress} (implementation ${deployment.implementation})`);
+  return { deployment, escrow, created: true };
+}
+
+export interface UpgradeEscrowOptions {
+  /** Contract to upgrade to; default `TaskEscrow` (the current source). */
+  contract?: string;
+  /** Deployment to upgrade when it is not read from `deployments/<network>.json`. */
+  deployment?: EscrowDeployment;
+  /** Signs as the escrow admin; default: the configured account whose address is the on-chain admin. */
+  admin?: Signer;
+  /** `always` deploys a fresh implementation even when the bytecode is unchanged. */
+  redeployImplementation?: "always" | "onchange";
+  save?: boolean;
+  dir?: string;
+  log?: (line: string) => void;
+}
+
+/**
+ * Validates the new implementation against the deployed one with the upgrades plugin, then upgrades the proxy from
+ * the admin key (no delay) and records the new implementation.
+ */
+export async function upgradeEscrow(
+  hre: HardhatRuntimeEnvironment,
+  options: UpgradeEscrowOptions = {},
+): Promise<{ deployment: EscrowDeployment; escrow: TaskEscrow }> {
+  const { ethers, upgrades, network } = hre;
+  const log = options.log ?? (() => {});
+  const save = options.save ?? network.name !== "hardhat";
+  const current = options.deployment ?? readDeployment(network.name, options.dir);
+  if (!current) throw new Error(`no escrow deployment recorded for network ${network.name}`);
+
+  const onChainAdmin = await TaskEscrow__factory.connect(current.proxy, ethers.provider).admin();
+  const admin = options.admin ?? (await findSigner(hre, onChainAdmin));
+  if (!admin || (await admin.getAddress()) !== onChainAdmin) {
+    throw new Error(`the admin key for ${onChainAdmin} is not configured (set ADMIN_PRIVATE_KEY)`);
+  }
+
+  const contract = options.contract ?? "TaskEscrow";
+  const next = await ethers.getContractFactory(contract, admin);
+  try {
+    await upgrades.validateUpgrade(current.proxy, next, { kind: "uups" });
+  } catch (error) {
+    if (!(error instanceof Error) || !/is not registered/.test(error.message)) throw error;
+    // A fork, or a checkout without the plugin's manifest: register the deployed implementation from the contract
+    // the deployment record names, then validate against it.
+    log(`registering ${current.proxy} with the upgrades plugin as ${current.contract}`);
+    await upgrades.forceImport(current.proxy, await ethers.getContractFactory(current.contract, admin), {
+      kind: "uups",
+    });
+    await upgrades.validateUpgrade(current.proxy, next, { kind: "uups" });
+  }
+  log(`upgrade to ${contract} validated`);
+
+  await upgrades.upgradeProxy(current.proxy, next, {
+    kind: "uups",
+    redeployImplementation: options.redeployImplementation ?? "onchange",
+  });
+  const escrow = TaskEscrow__factory.connect(current.proxy, admin);
+  const deployment: EscrowDeployment = {
+    ...current,
+    implementation: await upgrades.erc1967.getImplementationAddress(current.proxy),
+    contract,
+    version: await escrow.version(),
+    upgradedAt: new Date().toISOString(),
+  };
+  if (save) writeDeployment(deployment, options.dir);
+  log(`escrow ${current.proxy} now runs ${contract} ${deployment.version} at ${deployment.implementation}`);
+  return { deployment, escrow };
+}
+
+/** The configured signer for `address`: `ADMIN_PRIVATE_KEY` when it matches, else one of the network's accounts. */
+export async function findSigner(hre: HardhatRuntimeEnvironment, address: string): Promise<Signer | undefined> {
+  const key = process.env.ADMIN_PRIVATE_KEY;
+  if (key) {
+    const wallet = new hre.ethers.Wallet(key, hre.ethers.provider);
+    if (wallet.address === address) return wallet;
+  }
+  for (const signer of await hre.ethers.getSigners()) {
+    if ((await signer.getAddress()) === address) return signer;
+  }
+  return undefined;
+}

@@ -1,0 +1,43 @@
+import { subtask } from "hardhat/config";
+import { TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD } from "hardhat/builtin-tasks/task-names";
+import type { HardhatUserConfig } from "hardhat/config";
+import "@nomicfoundation/hardhat-toolbox";
+import "@openzeppelin/hardhat-upgrades";
+import "./scripts/settlement";
+
+const SOLC_VERSION = "0.8.28";
+
+// No network access here or in CI: compile with the solc-js build installed from npm (pinned in package.json)
+// instead of letting Hardhat download a native compiler.
+subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args: { solcVersion: string }, _hre, runSuper) => {
+  if (args.solcVersion !== SOLC_VERSION) return runSuper();
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const solc = require("solc") as { version(): string };
+  return {
+    compilerPath: require.resolve("solc/soljson.js"),
+    isSolcJs: true,
+    version: SOLC_VERSION,
+    longVersion: solc.version(),
+  };
+});
+
+const config: HardhatUserConfig = {
+  solidity: {
+    version: SOLC_VERSION,
+    settings: {
+      optimizer: { enabled: true, runs: 10_000 },
+      evmVersion: "cancun",
+    },
+  },
+  networks: {
+    hardhat: {
+      // The fork tests point this at a running node; see test/fork/.
+      ...(process.env.FORK_URL ? { forking: { url: process.env.FORK_URL } } : {}),
+    },
+    localhost: { url: process.env.LOCAL_RPC_URL ?? "http://127.0.0.1:8545" },
+  },
+  typechain: { outDir: "typechain-types", target: "ethers-v6" },
+  mocha: { timeout: 120_000 },
+};
+
+export default config;
