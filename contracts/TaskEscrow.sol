@@ -219,8 +219,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     }
 
     /// @dev A permit failure is ignored on purpose: a front-runner may have spent the permit already, and the
-    /// transfer below still fails if the allowance is missing.
+    /// transfer below still fails if the allowance is missing. A token the escrow does not take is not called at all:
+    /// the funding fails with {TokenNotAllowed}, and a call to an address without code (`address(0)`) would revert
+    /// before try/catch could catch it.
     function _permit(address token, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) private {
+        if (!_getTaskEscrowStorage().tokens[token].allowed) return;
         try IERC20Permit(token).permit(msg.sender, address(this), value, deadline, v, r, s) {} catch {}
     }
 
@@ -263,10 +266,26 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint32 clock = _clockWhenLive($);
         if (t.status != Status.Funded) revert InvalidStatus(taskHash, t.status);
         if (clock >= t.deadline) revert DeadlinePassed(taskHash, _toBlockTime($, t.deadline));
-        if (worker == address(0) || worker == t.poster || worker == t.verifier) revert InvalidWorker(taskHash, worker);
+        // The marketplace verifier never works a task: it judges every task without a verifier agent.
+        if (worker == address(0) || worker == t.poster || worker == t.verifier || worker == $.verifier) {
+            revert InvalidWorker(taskHash, worker);
+        }
         t.worker = worker;
         t.status = Status.Assigned;
         emit WorkerAssigned(taskHash, worker, msg.sender);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function releaseTask(bytes32 taskHash) external nonReentrant {
+        TaskEscrowStorage storage $ = _getTaskEscrowStorage();
+        _requireLive($);
+        TaskRecord storage t = _task($, taskHash);
+        if (msg.sender != t.worker) revert NotWorker(taskHash, msg.sender);
+        // Assigned means no round was delivered yet: nothing the task holds belongs to this worker.
+        if (t.status != Status.Assigned) revert InvalidStatus(taskHash, t.status);
+        t.status = Status.Funded;
+        t.worker = address(0);
+        emit WorkerReleased(taskHash, msg.sender);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -301,6 +320,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (t.status != Status.Submitted) revert InvalidStatus(taskHash, t.status);
         if (score > 100) revert InvalidScore(score);
         if (passed) {
+            // Emitted before the payout so the ending event (TaskCompleted) stays the last of the transaction.
             emit VerificationCompleted(taskHash, msg.sender, true, score, t.rounds);
             _payWorker($, taskHash, t, Status.Verified, Ending.VerificationPassed);
         } else {
@@ -499,7 +519,9 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         task.status = t.status;
         task.rounds = t.rounds;
         task.ending = t.ending;
-        if (task.status == Status.Failed) task.windowEndsAt = _toBlockTime($, t.phaseAt + APPEAL_WINDOW);
+        if (task.status == Status.Failed) {
+            task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + APPEAL_WINDOW, t.deadline));
+        }
         else if (task.status == Status.Disputed) {
             task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + RULING_WINDOW, t.deadline));
         } else if (task.status == Status.Escalated) task.windowEndsAt = _toBlockTime($, t.phaseAt + RULING_WINDOW);

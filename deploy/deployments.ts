@@ -25,7 +25,8 @@ export interface EscrowDeployment {
   upgradedAt?: string;
 }
 
-export const DEPLOYMENTS_DIR = path.resolve(__dirname, "..", "deployments");
+/** `DEPLOYMENTS_DIR` moves the records elsewhere (tests use a temporary folder). */
+export const DEPLOYMENTS_DIR = process.env.DEPLOYMENTS_DIR ?? path.resolve(__dirname, "..", "deployments");
 
 export function deploymentPath(network: string, dir = DEPLOYMENTS_DIR): string {
   return path.join(dir, `${network}.json`);

@@ -1,1 +1,231 @@
-export {};
+/**
+ * Settlement operations from the command line, as Hardhat tasks:
+ *   npx hardhat --network <network> escrow:<operation> [--task <hash>] [--from <address>] ...
+ * Each prints the transaction hash and the resulting state. A call that would revert is simulated first: the decoded
+ * custom error is printed and the command exits non-zero without sending anything.
+ *
+ * Signer: `--from <address>` picks one of the network's accounts; otherwise PRIVATE_KEY, else the first account.
+ * Escrow: `--escrow <address>`, else deployments/<network>.json.
+ *
+ * Loaded by hardhat.config.ts, so nothing here may import the generated bindings at module load (they do not exist
+ * before the first compile).
+ */
+import { task, types } from "hardhat/config";
+import type { HardhatRuntimeEnvironment } from "hardhat/types";
+import type { ContractTransactionResponse, Signer } from "ethers";
+import type { TaskEscrow } from "../typechain-types";
+
+interface CommonArgs {
+  escrow?: string;
+  from?: string;
+}
+
+async function connect(hre: HardhatRuntimeEnvironment, args: CommonArgs): Promise<{ escrow: TaskEscrow; signer: Signer }> {
+  const { readDeployment } = await import("../deploy/deployments");
+  const { TaskEscrow__factory } = await import("../typechain-types");
+  const address = args.escrow ?? readDeployment(hre.network.name)?.proxy;
+  if (!address) throw new UsageError(`no escrow given (--escrow) or recorded in deployments/${hre.network.name}.json`);
+  const signer = await pickSigner(hre, args.from);
+  return { escrow: TaskEscrow__factory.connect(address, signer), signer };
+}
+
+async function pickSigner(hre: HardhatRuntimeEnvironment, from: string | undefined): Promise<Signer> {
+  const signers = await hre.ethers.getSigners();
+  if (from) {
+    const wanted = hre.ethers.getAddress(from);
+    const found = signers.find((s) => s.address === wanted);
+    if (found) return found;
+    const key = process.env.PRIVATE_KEY;
+    if (key && new hre.ethers.Wallet(key).address === wanted) return new hre.ethers.Wallet(key, hre.ethers.provider);
+    throw new UsageError(`no key for ${wanted} on network ${hre.network.name}`);
+  }
+  if (process.env.PRIVATE_KEY) return new hre.ethers.Wallet(process.env.PRIVATE_KEY, hre.ethers.provider);
+  const first = signers[0];
+  if (!first) throw new UsageError(`no account configured for network ${hre.network.name}`);
+  return first;
+}
+
+class UsageError extends Error {}
+
+/** Simulates, then sends; prints the hash, or the decoded custom error and a non-zero exit. */
+async function send(
+  escrow: TaskEscrow,
+  label: string,
+  simulate: () => Promise<unknown>,
+  submit: () => Promise<ContractTransactionResponse>,
+): Promise<boolean> {
+  try {
+    await simulate();
+  } catch (error) {
+    const { describeRevert } = await import("../core/revert");
+    console.error(`${label} would revert: ${describeRevert(escrow.interface, error)}`);
+    process.exitCode = 1;
+    return false;
+  }
+  const tx = await submit();
+  const receipt = await tx.wait();
+  console.log(`${label}: transaction ${tx.hash} (block ${receipt?.blockNumber}, gas ${receipt?.gasUsed})`);
+  return true;
+}
+
+async function printTask(escrow: TaskEscrow, taskHash: string) {
+  const { statusName, endingName } = await import("../core/escrow");
+  const t = await escrow.getTask(taskHash);
+  if (t.poster === "0x0000000000000000000000000000000000000000") {
+    console.log(`task ${taskHash}: not found`);
+    return;
+  }
+  const when = (s: bigint) => (s === 0n ? "-" : `${new Date(Number(s) * 1000).toISOString()} (${s})`);
+  console.log(
+    [
+      `task        ${taskHash}`,
+      `status      ${statusName(t.status)} (${t.status})`,
+      `ending      ${endingName(t.ending)}`,
+      `poster      ${t.poster}`,
+      `worker      ${t.worker}`,
+      `verifier    ${t.verifier === "0x0000000000000000000000000000000000000000" ? "marketplace verifier" : t.verifier}`,
+      `token       ${t.token}`,
+      `amount      ${t.amount}`,
+      `deadline    ${when(t.deadline)}`,
+      `window end  ${when(t.windowEndsAt)}`,
+      `rounds      ${t.rounds} of 3`,
+    ].join("\n"),
+  );
+}
+
+async function printConfig(escrow: TaskEscrow) {
+  const [admin, pending, verifier, treasury, feeBps, paused, totalPaused, version] = await Promise.all([
+    escrow.admin(),
+    escrow.pendingAdmin(),
+    escrow.verifier(),
+    escrow.treasury(),
+    escrow.feeBps(),
+    escrow.paused(),
+    escrow.totalPaused(),
+    escrow.version(),
+  ]);
+  console.log(
+    [
+      `escrow      ${await escrow.getAddress()} (v${version})`,
+      `admin       ${admin}${pending !== "0x0000000000000000000000000000000000000000" ? ` (proposed: ${pending})` : ""}`,
+      `verifier    ${verifier}`,
+      `treasury    ${treasury}`,
+      `fee         ${feeBps} bps`,
+      `paused      ${paused} (paused so far: ${totalPaused} s)`,
+    ].join("\n"),
+  );
+}
+
+/** Registers a task whose action runs `body`, turning usage errors into a message and a non-zero exit. */
+function escrowTask<A extends CommonArgs>(
+  name: string,
+  description: string,
+  body: (args: A, ctx: { hre: HardhatRuntimeEnvironment; escrow: TaskEscrow; signer: Signer }) => Promise<void>,
+) {
+  return task(name, description)
+    .addOptionalParam("escrow", "Escrow proxy address (default: deployments/<network>.json)")
+    .addOptionalParam("from", "Sender address among the network's accounts (default: PRIVATE_KEY or the first)")
+    .setAction(async (args: A, hre) => {
+      try {
+        const { escrow, signer } = await connect(hre, args);
+        await body(args, { hre, escrow, signer });
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error;
+        console.error(error.message);
+        process.exitCode = 1;
+      }
+    });
+}
+
+type TaskArgs = CommonArgs & { task: string };
+
+/** A poster/worker/admin operation on one task: simulate, send, print the task. */
+function taskOperation(
+  name: string,
+  description: string,
+  call: (escrow: TaskEscrow, taskHash: string, args: TaskArgs & Record<string, unknown>) => {
+    simulate: () => Promise<unknown>;
+    submit: () => Promise<ContractTransactionResponse>;
+  },
+) {
+  return escrowTask<TaskArgs & Record<string, unknown>>(name, description, async (args, { escrow }) => {
+    const { simulate, submit } = call(escrow, args.task, args);
+    if (await send(escrow, name, simulate, submit)) await printTask(escrow, args.task);
+  }).addParam("task", "Task hash (0x + 64 hex)");
+}
+
+escrowTask<TaskArgs>("escrow:status", "Prints a task's on-chain state (or the escrow's settings without --task)", async (args, { escrow }) => {
+  if (args.task) await printTask(escrow, args.task);
+  else await printConfig(escrow);
+}).addOptionalParam("task", "Task hash (0x + 64 hex)");
+
+taskOperation("escrow:cancel", "Poster cancels a Funded task (100% refund)", (e, h) => ({
+  simulate: () => e.cancelTask.staticCall(h),
+  submit: () => e.cancelTask(h),
+}));
+
+taskOperation("escrow:claim-timeout", "Poster refunds or escalates after the deadline", (e, h) => ({
+  simulate: () => e.claimTimeout.staticCall(h),
+  submit: () => e.claimTimeout(h),
+}));
+
+taskOperation("escrow:raise-dispute", "Poster or worker puts the task under dispute", (e, h) => ({
+  simulate: () => e.raiseDispute.staticCall(h),
+  submit: () => e.raiseDispute(h),
+}));
+
+taskOperation("escrow:resolve-dispute", "Admin rules on a disputed or escalated task", (e, h, args) => {
+  const workerWins = args.workerWins as boolean;
+  return {
+    simulate: () => e.resolveDispute.staticCall(h, workerWins),
+    submit: () => e.resolveDispute(h, workerWins),
+  };
+}).addParam("workerWins", "true pays the worker (fee applies), false refunds the poster", undefined, types.boolean);
+
+taskOperation("escrow:release-unjudged", "Worker collects escalated work 14 days after escalation", (e, h) => ({
+  simulate: () => e.releaseUnjudgedWork.staticCall(h),
+  submit: () => e.releaseUnjudgedWork(h),
+}));
+
+escrowTask<CommonArgs & { token?: string; to?: string }>(
+  "escrow:withdraw-credit",
+  "Withdraws funds credited to the sender after a failed transfer",
+  async (args, { hre, escrow, signer }) => {
+    const { readDeployment } = await import("../deploy/deployments");
+    const token = args.token ?? readDeployment(hre.network.name)?.token;
+    if (!token) throw new UsageError("no token given (--token) or recorded for this network");
+    const account = await signer.getAddress();
+    const credit = await escrow.creditOf(token, account);
+    const to = args.to;
+    const ok = to
+      ? await send(escrow, "escrow:withdraw-credit", () => escrow.withdrawCreditTo.staticCall(token, to), () => escrow.withdrawCreditTo(token, to))
+      : await send(escrow, "escrow:withdraw-credit", () => escrow.withdrawCredit.staticCall(token), () => escrow.withdrawCredit(token));
+    if (ok) console.log(`withdrew ${credit} of ${token} credited to ${account} to ${to ?? account}`);
+  },
+)
+  .addOptionalParam("token", "Token address (default: the settlement token)")
+  .addOptionalParam("to", "Recipient (default: the sender)");
+
+escrowTask<CommonArgs & { bps: number }>("escrow:set-fee", "Admin sets the fee in basis points (at most 3000)", async (args, { escrow }) => {
+  if (await send(escrow, "escrow:set-fee", () => escrow.setFeeBps.staticCall(args.bps), () => escrow.setFeeBps(args.bps))) {
+    await printConfig(escrow);
+  }
+}).addParam("bps", "Fee in basis points", undefined, types.int);
+
+escrowTask("escrow:pause", "Admin pauses the escrow (rulings still go through)", async (_args, { escrow }) => {
+  if (await send(escrow, "escrow:pause", () => escrow.pause.staticCall(), () => escrow.pause())) await printConfig(escrow);
+});
+
+escrowTask("escrow:unpause", "Admin unpauses; live deadlines move by the paused time", async (_args, { escrow }) => {
+  if (await send(escrow, "escrow:unpause", () => escrow.unpause.staticCall(), () => escrow.unpause())) await printConfig(escrow);
+});
+
+escrowTask<CommonArgs & { admin: string }>("escrow:propose-admin", "Admin proposes a new admin (step 1 of 2)", async (args, { escrow }) => {
+  if (await send(escrow, "escrow:propose-admin", () => escrow.proposeAdmin.staticCall(args.admin), () => escrow.proposeAdmin(args.admin))) {
+    await printConfig(escrow);
+  }
+}).addParam("admin", "Proposed admin address (zero withdraws the proposal)");
+
+escrowTask("escrow:accept-admin", "Proposed admin accepts (step 2 of 2)", async (_args, { escrow }) => {
+  if (await send(escrow, "escrow:accept-admin", () => escrow.acceptAdmin.staticCall(), () => escrow.acceptAdmin())) await printConfig(escrow);
+});

@@ -42,7 +42,8 @@ interface ITaskEscrow {
         address token;
         uint256 amount; // fixed at funding
         uint64 deadline; // evidence must arrive before it; claimTimeout opens at it
-        uint64 windowEndsAt; // Failed: appeal window end; Disputed: unruled-claim opening; Escalated: release opening
+        uint64 windowEndsAt; // Failed: end of the worker's appeal (and claim opening); Disputed: unruled-claim opening;
+        // Escalated: release opening
         Status status;
         uint8 rounds; // evidence submissions used, at most 3
         Ending ending;
@@ -102,7 +103,8 @@ interface ITaskEscrow {
 
     /// @notice The task is not in a state that allows this call.
     error InvalidStatus(bytes32 taskHash, Status status);
-    /// @notice A worker must be a non-zero address other than the poster and the task's verifier.
+    /// @notice A worker must be a non-zero address other than the poster, the task's verifier agent and the
+    /// marketplace verifier.
     error InvalidWorker(bytes32 taskHash, address worker);
     /// @notice The deadline has passed.
     error DeadlinePassed(bytes32 taskHash, uint64 deadline);
@@ -141,6 +143,8 @@ interface ITaskEscrow {
     );
     /// @notice A worker was assigned, by the poster or by the marketplace verifier.
     event WorkerAssigned(bytes32 indexed taskHash, address indexed worker, address indexed assignedBy);
+    /// @notice The worker handed the task back before delivering; it is Funded again.
+    event WorkerReleased(bytes32 indexed taskHash, address indexed worker);
     /// @notice The worker delivered evidence for round `round` (1 to 3).
     event EvidenceSubmitted(bytes32 indexed taskHash, address indexed worker, bytes32 resultHash, uint8 round);
     /// @notice A verdict was recorded. A pass is followed by {TaskCompleted} in the same transaction.
@@ -220,6 +224,9 @@ interface ITaskEscrow {
 
     /// @notice The marketplace verifier assigns the agent that accepted the task while it is Funded.
     function marketplaceAssign(bytes32 taskHash, address worker) external;
+
+    /// @notice The worker hands an assigned task back before delivering anything; it is Funded (open) again.
+    function releaseTask(bytes32 taskHash) external;
 
     /// @notice The worker records a result hash: from Assigned or a failed round, before the deadline, 3 rounds at most.
     function submitEvidence(bytes32 taskHash, bytes32 resultHash) external;

@@ -1,0 +1,25 @@
+/** The columns of a bulk task file (spec: "Bulk row columns"). Names ignore case. */
+export const BULK_COLUMNS = [
+  "instructions",
+  "instructions_file",
+  "reward",
+  "amount",
+  "duration",
+  "privacy",
+  "verification",
+  "zone",
+  "routing_summary",
+  "capabilities",
+  "target",
+] as const;
+
+export type BulkColumn = (typeof BULK_COLUMNS)[number];
+
+/** `instructions_file` exists only where files can be read (the CLI), i.e. when a `readFile` is supplied. */
+export function knownColumns(withInstructionsFile: boolean): ReadonlySet<string> {
+  return new Set(BULK_COLUMNS.filter((column) => withInstructionsFile || column !== "instructions_file"));
+}
+
+export function columnKey(name: string): string {
+  return name.trim().toLowerCase();
+}

@@ -1,0 +1,210 @@
+/**
+ * One bulk row, from the raw values of its columns to a typed task, applying the defaults and rules of the spec's
+ * "Bulk row columns" table. CSV cells arrive as strings, JSON Lines values as JSON; an empty string or null is an
+ * empty cell (the default applies).
+ */
+import { checkCapabilities, parseCapabilityList, type CapabilityTag } from "../capabilities";
+import type { Checked } from "../issues";
+import { DEFAULT_BULK_DURATION_SECONDS, DEFAULT_ZONE, MAX_UPLOAD_BYTES } from "../limits";
+import { parseRawAmount, parseUsdcDecimal } from "../money";
+import { checkRoutingSummary, checkZone, parseAgentAddress, parseDuration, parsePrivacy, type Privacy } from "../task-fields";
+import { charCount } from "../text";
+import type { BulkColumn } from "./columns";
+
+export type BulkVerification = "auto" | "manual";
+
+export interface BulkRow {
+  /** Line of the file where the row starts. */
+  line: number;
+  instructions: string;
+  amount: bigint;
+  durationSeconds: number;
+  privacy: Privacy;
+  verification: BulkVerification;
+  zone: string;
+  routingSummary?: string;
+  capabilities: CapabilityTag[];
+  /** Checksummed address of the only agent that may take the task. */
+  target?: string;
+}
+
+export type RowIssue = {
+  line: number;
+  /** The column at fault; absent when the whole row is (a CSV row of the wrong width, a JSON line that is not an object). */
+  column?: string;
+  code: string;
+  message: string;
+};
+
+export interface BulkRowOptions {
+  /** CLI: capabilities may also be separated by `,`. */
+  allowCommaInCapabilities?: boolean;
+  /** CLI: reads an `instructions_file` path relative to the task file. Without it the column is unknown. */
+  readFile?: (relativePath: string) => string;
+  /** Web app: briefs are limited to MAX_WEB_BRIEF_CHARS. Everywhere the encrypted brief must fit one upload. */
+  maxInstructionsChars?: number;
+}
+
+export const BulkRowIssue = {
+  INVALID_VALUE: "INVALID_VALUE",
+  INSTRUCTIONS_REQUIRED: "INSTRUCTIONS_REQUIRED",
+  INSTRUCTIONS_CONFLICT: "INSTRUCTIONS_CONFLICT",
+  INSTRUCTIONS_FILE_UNREADABLE: "INSTRUCTIONS_FILE_UNREADABLE",
+  INSTRUCTIONS_TOO_LONG: "INSTRUCTIONS_TOO_LONG",
+  REWARD_REQUIRED: "REWARD_REQUIRED",
+  REWARD_AND_AMOUNT: "REWARD_AND_AMOUNT",
+  INVALID_VERIFICATION: "INVALID_VERIFICATION",
+  UNKNOWN_CAPABILITY: "UNKNOWN_CAPABILITY",
+  DUPLICATE_BRIEF: "DUPLICATE_BRIEF",
+} as const;
+
+/** AES-GCM adds a 12-byte IV and a 16-byte tag to the brief before upload. */
+const ENCRYPTION_OVERHEAD_BYTES = 28;
+
+export type RowValues = ReadonlyMap<BulkColumn, unknown>;
+
+export function normalizeBulkRow(
+  line: number,
+  values: RowValues,
+  options: BulkRowOptions = {},
+): { row: BulkRow; issues: [] } | { row?: undefined; issues: RowIssue[] } {
+  const issues: RowIssue[] = [];
+  const fail = (column: BulkColumn, code: string, message: string) => issues.push({ line, column, code, message });
+  const take = <T>(column: BulkColumn, checked: Checked<T>): T | undefined => {
+    if (checked.ok) return checked.value;
+    fail(column, checked.code, checked.message);
+    return undefined;
+  };
+  const cell = (column: BulkColumn, numbers: "none" | "integer" | "decimal" = "none"): string | undefined => {
+    const value = values.get(column);
+    if (value === undefined || value === null) return undefined;
+    if (typeof value === "string") return value.trim() === "" ? undefined : value;
+    if (typeof value === "number" && numbers === "decimal" && Number.isFinite(value)) return String(value);
+    if (typeof value === "number" && numbers === "integer" && Number.isSafeInteger(value)) return String(value);
+    fail(column, BulkRowIssue.INVALID_VALUE, `${column} must be ${numbers === "none" ? "text" : "text or a number"}`);
+    return undefined;
+  };
+
+  const inline = cell("instructions");
+  const file = cell("instructions_file");
+  // A cell of the wrong JSON type has its issue already; "required" on top would only repeat it.
+  const instructions = issues.length > 0 ? undefined : readInstructions(inline, file, options, fail);
+
+  const reward = cell("reward", "decimal")?.trim();
+  const rawAmount = cell("amount", "integer")?.trim();
+  let amount: bigint | undefined;
+  if (reward !== undefined && rawAmount !== undefined) {
+    fail("amount", BulkRowIssue.REWARD_AND_AMOUNT, "give either reward (USDC) or amount (raw units), not both");
+  } else if (reward !== undefined) {
+    amount = take("reward", parseUsdcDecimal(reward));
+  } else if (rawAmount !== undefined) {
+    amount = take("amount", parseRawAmount(rawAmount));
+  } else if (!issues.some((issue) => issue.column === "reward" || issue.column === "amount")) {
+    fail("reward", BulkRowIssue.REWARD_REQUIRED, "each row needs a reward (USDC, e.g. 2.5) or an amount (raw units)");
+  }
+
+  const durationText = cell("duration", "integer")?.trim();
+  const durationSeconds =
+    durationText === undefined ? DEFAULT_BULK_DURATION_SECONDS : take("duration", parseDuration(durationText));
+
+  const privacyText = cell("privacy");
+  const privacy = privacyText === undefined ? "private" : take("privacy", parsePrivacy(privacyText));
+
+  const verificationText = cell("verification")?.trim().toLowerCase();
+  let verification: BulkVerification | undefined = "auto";
+  if (verificationText !== undefined) {
+    if (verificationText === "auto" || verificationText === "manual") verification = verificationText;
+    else {
+      verification = undefined;
+      fail("verification", BulkRowIssue.INVALID_VERIFICATION, `verification must be auto or manual, got ${JSON.stringify(verificationText)}`);
+    }
+  }
+
+  const zoneText = cell("zone")?.trim();
+  const zone = zoneText === undefined ? DEFAULT_ZONE : take("zone", checkZone(zoneText));
+
+  const summaryText = cell("routing_summary")?.trim();
+  const routingSummary = summaryText === undefined ? undefined : take("routing_summary", checkRoutingSummary(summaryText));
+
+  const capabilities = readCapabilities(values.get("capabilities"), options, fail);
+
+  const targetText = cell("target");
+  const target = targetText === undefined ? undefined : take("target", parseAgentAddress(targetText));
+
+  if (
+    issues.length > 0 ||
+    instructions === undefined ||
+    amount === undefined ||
+    durationSeconds === undefined ||
+    privacy === undefined ||
+    verification === undefined ||
+    zone === undefined ||
+    capabilities === undefined
+  ) {
+    return { issues };
+  }
+  const row: BulkRow = { line, instructions, amount, durationSeconds, privacy, verification, zone, capabilities };
+  if (routingSummary !== undefined) row.routingSummary = routingSummary;
+  if (target !== undefined) row.target = target;
+  return { row, issues: [] };
+}
+
+function readInstructions(
+  inline: string | undefined,
+  file: string | undefined,
+  options: BulkRowOptions,
+  fail: (column: BulkColumn, code: string, message: string) => void,
+): string | undefined {
+  let instructions = inline;
+  let column: BulkColumn = "instructions";
+  if (file !== undefined) {
+    column = "instructions_file";
+    if (inline !== undefined) {
+      fail(column, BulkRowIssue.INSTRUCTIONS_CONFLICT, "give either instructions or instructions_file, not both");
+      return undefined;
+    }
+    if (!options.readFile) {
+      fail(column, BulkRowIssue.INSTRUCTIONS_FILE_UNREADABLE, "instructions_file is only read by the CLI");
+      return undefined;
+    }
+    try {
+      instructions = options.readFile(file.trim());
+    } catch (error) {
+      fail(column, BulkRowIssue.INSTRUCTIONS_FILE_UNREADABLE, `cannot read ${file.trim()}: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+  if (instructions === undefined || instructions.trim() === "") {
+    fail(column, BulkRowIssue.INSTRUCTIONS_REQUIRED, "each row needs instructions (the brief)");
+    return undefined;
+  }
+  if (options.maxInstructionsChars !== undefined && charCount(instructions) > options.maxInstructionsChars) {
+    fail(column, BulkRowIssue.INSTRUCTIONS_TOO_LONG, `instructions may be at most ${options.maxInstructionsChars} characters`);
+    return undefined;
+  }
+  if (Buffer.byteLength(instructions, "utf8") + ENCRYPTION_OVERHEAD_BYTES > MAX_UPLOAD_BYTES) {
+    fail(column, BulkRowIssue.INSTRUCTIONS_TOO_LONG, "instructions do not fit one 10 MB upload");
+    return undefined;
+  }
+  return instructions;
+}
+
+function readCapabilities(
+  value: unknown,
+  options: BulkRowOptions,
+  fail: (column: BulkColumn, code: string, message: string) => void,
+): CapabilityTag[] | undefined {
+  if (value === undefined || value === null || (typeof value === "string" && value.trim() === "")) return [];
+  let list;
+  if (typeof value === "string") list = parseCapabilityList(value, { allowComma: options.allowCommaInCapabilities ?? false });
+  else if (Array.isArray(value) && value.every((entry) => typeof entry === "string")) list = checkCapabilities(value);
+  else {
+    fail("capabilities", BulkRowIssue.INVALID_VALUE, "capabilities must be text (tags separated by ;) or a list of tags");
+    return undefined;
+  }
+  if (list.unknown.length > 0) {
+    fail("capabilities", BulkRowIssue.UNKNOWN_CAPABILITY, `unknown capability tag${list.unknown.length > 1 ? "s" : ""}: ${list.unknown.join(", ")}`);
+    return undefined;
+  }
+  return list.tags;
+}

@@ -1,0 +1,25 @@
+/** Chains the marketplace knows, by the identifiers used as values in the API. */
+export const CHAIN_NAMES = ["arc", "0g", "base"] as const;
+export type ChainName = (typeof CHAIN_NAMES)[number];
+
+/** The only chain new tasks are posted on; settlement is USDC there. */
+export const POSTING_CHAIN: ChainName = "arc";
+
+/** Production chain id of `arc`. */
+export const ARC_CHAIN_ID = 5042;
+
+/** An agent registered without `supportedChains` is treated as supporting only this chain. */
+export const LEGACY_AGENT_CHAIN: ChainName = "base";
+
+export function isChainName(value: unknown): value is ChainName {
+  return typeof value === "string" && (CHAIN_NAMES as readonly string[]).includes(value);
+}
+
+/** The chains an agent works on, with the legacy default for agents registered before chains were recorded. */
+export function agentChains(supportedChains: readonly string[] | null | undefined): ChainName[] {
+  if (!supportedChains || supportedChains.length === 0) return [LEGACY_AGENT_CHAIN];
+  return supportedChains.filter(isChainName);
+}
+
+/** The settlement token's symbol and decimals on every chain (USDC). */
+export const SETTLEMENT_UNIT = { symbol: "USDC", decimals: 6 } as const;

@@ -1,0 +1,192 @@
+/**
+ * The one crypto module of the product: brief encryption, key wrapping to agents, and the hashes that name tasks,
+ * results and blobs. Server, SDK, runtime and CLI all call these, so a brief sealed by one opens in every other.
+ *
+ * Encrypted brief (what is uploaded and hashed into the private task hash), AES-256-GCM with a fresh key per brief:
+ *
+ *     iv (12 bytes, random) || ciphertext (same length as the UTF-8 plaintext) || tag (16 bytes)
+ *
+ * no associated data. This is WebCrypto's `AES-GCM` output with the IV in front, so a browser opens it with
+ * `crypto.subtle.decrypt({ name: "AES-GCM", iv: blob.slice(0, 12) }, key, blob.slice(12))`.
+ *
+ * Wrapped key (`wrappedKeys` values, hex without 0x), eciesjs 0.4 defaults, 129 bytes for a 32-byte AES key:
+ *
+ *     ephemeral public key (65 bytes, uncompressed secp256k1) || nonce (16) || tag (16) || encrypted AES key (32)
+ *
+ * with the AES-256-GCM key = HKDF-SHA256(ikm = ephemeral public key || uncompressed shared point, no salt, no info).
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { decrypt as eciesDecrypt, encrypt as eciesEncrypt, ECIES_CONFIG } from "eciesjs";
+import { computeAddress, SigningKey } from "ethers";
+
+export const BRIEF_KEY_BYTES = 32;
+export const BRIEF_IV_BYTES = 12;
+export const BRIEF_TAG_BYTES = 16;
+export const WRAPPED_KEY_BYTES = 65 + 16 + 16 + BRIEF_KEY_BYTES;
+
+export type CryptoErrorCode =
+  | "INVALID_PUBLIC_KEY"
+  | "INVALID_PRIVATE_KEY"
+  | "INVALID_KEY_LENGTH"
+  | "BRIEF_DECRYPT_FAILED"
+  | "KEY_UNWRAP_FAILED";
+
+/** Thrown for a malformed key or a ciphertext that does not open (wrong key or altered bytes). */
+export class CryptoError extends Error {
+  override readonly name = "CryptoError";
+  constructor(
+    readonly code: CryptoErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface EncryptedBrief {
+  /** `iv || ciphertext || tag`, see the layout above. */
+  ciphertext: Uint8Array;
+  /** The fresh 32-byte AES key; wrap it to each agent allowed to open the brief. */
+  key: Uint8Array;
+}
+
+export function encryptBrief(plaintext: string): EncryptedBrief {
+  const key = new Uint8Array(randomBytes(BRIEF_KEY_BYTES));
+  const iv = randomBytes(BRIEF_IV_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
+  return { ciphertext: new Uint8Array(Buffer.concat([iv, body, cipher.getAuthTag()])), key };
+}
+
+export function decryptBrief(ciphertext: Uint8Array, key: Uint8Array): string {
+  checkBriefKey(key);
+  if (ciphertext.length < BRIEF_IV_BYTES + BRIEF_TAG_BYTES) {
+    throw new CryptoError("BRIEF_DECRYPT_FAILED", "encrypted brief is shorter than its IV and tag");
+  }
+  const iv = ciphertext.subarray(0, BRIEF_IV_BYTES);
+  const body = ciphertext.subarray(BRIEF_IV_BYTES, ciphertext.length - BRIEF_TAG_BYTES);
+  const tag = ciphertext.subarray(ciphertext.length - BRIEF_TAG_BYTES);
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", key, iv);
+    decipher.setAuthTag(tag);
+    const plain = Buffer.concat([decipher.update(body), decipher.final()]);
+    return new TextDecoder("utf-8", { fatal: true }).decode(plain);
+  } catch (cause) {
+    throw new CryptoError("BRIEF_DECRYPT_FAILED", "brief does not open: wrong key or altered ciphertext", { cause });
+  }
+}
+
+/** ECIES-wraps a brief key to an agent's public key; the result is hex without 0x (a `wrappedKeys` value). */
+export function wrapBriefKey(key: Uint8Array, recipientPublicKey: string): string {
+  checkBriefKey(key);
+  assertEciesDefaults();
+  const publicKey = normalizePublicKey(recipientPublicKey);
+  return Buffer.from(eciesEncrypt(Buffer.from(publicKey, "hex"), key)).toString("hex");
+}
+
+/** Opens a wrapped brief key with the agent's private key (hex, with or without 0x). */
+export function unwrapBriefKey(wrappedKeyHex: string, privateKeyHex: string): Uint8Array {
+  const secret = privateKeyBytes(privateKeyHex);
+  assertEciesDefaults();
+  const hex = strip0x(wrappedKeyHex);
+  if (!/^[0-9a-fA-F]*$/.test(hex) || hex.length !== WRAPPED_KEY_BYTES * 2) {
+    throw new CryptoError("KEY_UNWRAP_FAILED", `wrapped key must be ${WRAPPED_KEY_BYTES * 2} hex characters`);
+  }
+  try {
+    return new Uint8Array(eciesDecrypt(secret, Buffer.from(hex, "hex")));
+  } catch (cause) {
+    throw new CryptoError("KEY_UNWRAP_FAILED", "wrapped key does not open with this private key", { cause });
+  }
+}
+
+/**
+ * Canonical form of a secp256k1 public key: uncompressed, 130 lowercase hex characters, no 0x. Accepts 0x or not,
+ * compressed (66 hex), uncompressed (130 hex) or the bare 64-byte point (128 hex); refuses points off the curve.
+ */
+export function normalizePublicKey(publicKey: string): string {
+  let hex = strip0x(publicKey.trim());
+  if (hex.length === 128) hex = `04${hex}`;
+  if (!/^[0-9a-fA-F]+$/.test(hex) || (hex.length !== 66 && hex.length !== 130)) {
+    throw new CryptoError("INVALID_PUBLIC_KEY", "public key must be 66 or 130 hex characters (secp256k1)");
+  }
+  try {
+    return strip0x(SigningKey.computePublicKey(`0x${hex}`, false));
+  } catch (cause) {
+    throw new CryptoError("INVALID_PUBLIC_KEY", "public key is not a point on secp256k1", { cause });
+  }
+}
+
+export function publicKeyFromPrivateKey(privateKeyHex: string): string {
+  return strip0x(signingKey(privateKeyHex).publicKey);
+}
+
+/** The wallet address (checksummed) that owns a public key in any accepted form. */
+export function addressFromPublicKey(publicKey: string): string {
+  return computeAddress(`0x${normalizePublicKey(publicKey)}`);
+}
+
+/** Task hash of a private task: SHA-256 of the encrypted brief exactly as uploaded. */
+export function privateTaskHash(ciphertext: Uint8Array): string {
+  return sha256Hex(ciphertext);
+}
+
+/** Task hash of a public task: SHA-256 of the brief's UTF-8 text, byte for byte (no trimming or normalising). */
+export function publicTaskHash(briefText: string): string {
+  return sha256Hex(Buffer.from(briefText, "utf8"));
+}
+
+/** Evidence hash submitted on chain for a delivered result: SHA-256 of the output's UTF-8 text. */
+export function resultHash(output: string): string {
+  return sha256Hex(Buffer.from(output, "utf8"));
+}
+
+/** The blob store's `rootHash` for uploaded bytes. */
+export function contentHash(bytes: Uint8Array): string {
+  return sha256Hex(bytes);
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return `0x${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+function signingKey(privateKeyHex: string): SigningKey {
+  const hex = strip0x(privateKeyHex.trim());
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
+    throw new CryptoError("INVALID_PRIVATE_KEY", "private key must be 64 hex characters");
+  }
+  try {
+    const key = new SigningKey(`0x${hex}`);
+    void key.publicKey; // ethers checks the range 0 < key < n only when the point is first computed
+    return key;
+  } catch (cause) {
+    throw new CryptoError("INVALID_PRIVATE_KEY", "private key is outside the secp256k1 range", { cause });
+  }
+}
+
+function privateKeyBytes(privateKeyHex: string): Uint8Array {
+  return Buffer.from(strip0x(signingKey(privateKeyHex).privateKey), "hex");
+}
+
+function checkBriefKey(key: Uint8Array): void {
+  if (key.length !== BRIEF_KEY_BYTES) {
+    throw new CryptoError("INVALID_KEY_LENGTH", `brief key must be ${BRIEF_KEY_BYTES} bytes, got ${key.length}`);
+  }
+}
+
+/** eciesjs keeps its format in a process-wide mutable object; refuse to wrap in any format but the documented one. */
+function assertEciesDefaults(): void {
+  const c = ECIES_CONFIG;
+  if (
+    c.ellipticCurve !== "secp256k1" ||
+    c.isEphemeralKeyCompressed ||
+    c.isHkdfKeyCompressed ||
+    c.symmetricAlgorithm !== "aes-256-gcm" ||
+    c.symmetricNonceLength !== 16
+  ) {
+    throw new Error("eciesjs ECIES_CONFIG was changed in this process; wrapped keys would not match the format");
+  }
+}
+
+function strip0x(hex: string): string {
+  return hex.startsWith("0x") || hex.startsWith("0X") ? hex.slice(2) : hex;
+}

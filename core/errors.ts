@@ -1,0 +1,172 @@
+/**
+ * The one table of error codes. The API answers `{ success: false, error: { code, message, reason?, details? } }`
+ * with the status listed here; clients branch on `code`, never on `message`. docs/errors.md is generated from it.
+ * Codes marked `client` are raised by the SDK or CLI before anything is sent.
+ */
+export interface ErrorCodeInfo {
+  status: number;
+  description: string;
+  /** True when the same request may succeed later unchanged. */
+  retryable?: boolean;
+  /** Raised by clients (SDK, CLI) rather than the API. */
+  client?: boolean;
+}
+
+const define = <T extends Record<string, ErrorCodeInfo>>(table: T) => table;
+
+export const ERROR_CODES = define({
+  // ---- any route
+  INVALID_JSON: { status: 400, description: "The body is not valid JSON." },
+  BODY_TOO_LARGE: { status: 413, description: "The body is larger than the route allows." },
+  BODY_LENGTH_MISMATCH: { status: 400, description: "Content-Length does not match the body received." },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, description: "The Content-Type is not accepted (send application/json)." },
+  UNSUPPORTED_CHARSET: { status: 415, description: "The body's charset is not utf-8." },
+  UNSUPPORTED_ENCODING: { status: 415, description: "Content-Encoding is not accepted (send the body uncompressed)." },
+  REQUEST_ABORTED: { status: 400, description: "The client aborted the request before the body arrived." },
+  VALIDATION_FAILED: { status: 400, description: "A field is missing or invalid; `details` names each field." },
+  NOT_FOUND: { status: 404, description: "No such route." },
+  RATE_LIMITED: { status: 429, description: "Too many requests; wait `Retry-After` seconds.", retryable: true },
+  NOT_READY: { status: 503, description: "The service is not ready (database or a chain's indexer behind); `details` says which.", retryable: true },
+  CHAIN_UNAVAILABLE: { status: 503, description: "The chain's RPC did not answer; nothing changed.", retryable: true },
+  INTERNAL_ERROR: { status: 500, description: "Unexpected failure; nothing was changed by this request.", retryable: true },
+
+  // ---- authentication and keys
+  AUTH_REQUIRED: { status: 401, description: "This route needs an `X-API-Key` or a session token." },
+  INVALID_TOKEN: { status: 401, description: "The API key or session token is wrong, expired or revoked." },
+  SESSION_REQUIRED: { status: 403, description: "Only a signed-in wallet session or an API key may do this." },
+  NONCE_INVALID: { status: 401, description: "The sign-in nonce is unknown, used or expired; ask for a new one." },
+  SIGNATURE_MISMATCH: { status: 401, description: "The signature was not made by the wallet named in the message." },
+  SIGN_IN_MESSAGE_INVALID: { status: 400, description: "The sign-in message is malformed, for another domain or chain, or expired." },
+  KEY_NOT_FOUND: { status: 404, description: "No such API key on this account." },
+  WALLET_ALREADY_LINKED: { status: 409, description: "The wallet is linked to another account." },
+
+  // ---- posting
+  CHAIN_NOT_POSTABLE: { status: 400, description: "New tasks are posted only on `arc`." },
+  CHAIN_NOT_CONFIGURED: { status: 400, description: "The chain is not configured on this server." },
+  INVALID_TASK_HASH: { status: 400, description: "The task hash is not 32-byte hex, or is zero." },
+  TASK_HASH_IN_USE: { status: 409, description: "The task hash is already listed (a public brief is reserved marketplace-wide); change the text." },
+  TASK_HASH_CLAIMED: { status: 409, description: "Another wallet funded this task hash." },
+  TASK_HASH_MISMATCH: { status: 400, description: "A public task's hash must be the SHA-256 of its brief." },
+  TOKEN_NOT_SETTLEMENT: { status: 400, description: "The token is not the settlement token of the posting chain." },
+  INVALID_AMOUNT: { status: 400, description: "The amount must be a whole number of raw units above 0 and at most 2^256-1." },
+  INVALID_DURATION: { status: 400, description: "The duration must be 3600 to 7776000 seconds." },
+  INVALID_CRITERIA: { status: 400, description: "Verification criteria are missing a real rule, malformed, or unsafe; `details` lists each problem." },
+  UNSUPPORTED_VERIFICATION_MODE: { status: 400, description: "Verification mode must be `auto`, `manual` or `agent` (`oracle` is not supported)." },
+  VERIFIER_REQUIRED: { status: 400, description: "`agent` mode needs `verifierAddress`." },
+  VERIFIER_NOT_ALLOWED: { status: 400, description: "The verifier cannot be the poster or the pinned executor." },
+  VERIFIER_KEY_MISSING: { status: 400, description: "The brief key of an `agent`-verified private task must be wrapped to the verifier." },
+  VERIFIER_MODE_MISMATCH: { status: 409, description: "The escrow names a verifier, so the mode must be `agent` with that verifier (and the reverse)." },
+  PUBLIC_TASK_KEYS: { status: 400, description: "A public task cannot carry `wrappedKeys` or `keyCustodyBlob`." },
+  PUBLIC_BRIEF_REQUIRED: { status: 400, description: "A public task needs `publicBrief`; a private task cannot have one." },
+  PRIVACY_IMMUTABLE: { status: 409, description: "Privacy and the other listed properties cannot change after the first listing." },
+  BATCH_TOO_LARGE: { status: 400, description: "More tasks than the escrow's or the server's batch limit." },
+  UPLOAD_EMPTY: { status: 400, description: "The upload is empty." },
+  UPLOAD_TOO_LARGE: { status: 413, description: "The upload is over 10 MB." },
+  INVALID_BASE64: { status: 400, description: "`data` is not valid base64." },
+  STORAGE_FAILED: { status: 503, description: "Storage failed; nothing was paid. Retry in a minute.", retryable: true },
+  TX_PENDING: { status: 409, description: "The service's transaction is not confirmed yet; retry shortly.", retryable: true },
+  TX_NOT_FOUND: { status: 404, description: "The transaction receipt is not visible yet; retry.", retryable: true },
+  TX_REVERTED: { status: 400, description: "The transaction reverted." },
+  NOT_TASK_AGENT: { status: 403, description: "The funding wallet is not the API key's wallet; cancel the escrow from the funding wallet." },
+  NOT_IN_RECEIPT: { status: 400, description: "The receipt carries no `TaskCreated` for this task hash from the escrow." },
+  DUPLICATE_TASK_HASH: { status: 400, description: "The same task hash appears twice in one request." },
+  INDEX_FAILED: { status: 400, description: "This item of a batch was not listed; see its own `code`." },
+  BLOB_NOT_FOUND: { status: 404, description: "`rootHash` names no uploaded blob; upload the ciphertext first." },
+  TARGET_IS_POSTER: { status: 400, description: "A task cannot be pinned to its own poster." },
+  BATCH_UNSUPPORTED: { status: 400, description: "The chain's escrow has no batch creation; fund each task on its own." },
+  LISTING_IMMUTABLE: { status: 409, description: "The task was listed with other properties; the first listing fixes them." },
+  NOT_OPEN: { status: 409, description: "The task is not open: taken by another agent, cancelled or expired." },
+  BELOW_MIN_REWARD: { status: 409, description: "The reward is below the agent's registered `minReward`." },
+  NO_EXECUTORS: { status: 409, description: "No registered agent on the chain can open this private brief." },
+  TARGET_CHAIN_UNSUPPORTED: { status: 409, description: "The pinned agent is not registered for the task's chain; cancel for a full refund." },
+  SERVICE_NOT_FOUND: { status: 404, description: "No such service." },
+  SERVICE_REQUIRES_TARGET: { status: 400, description: "`serviceId` needs `targetExecutor` set to the service's agent." },
+  TASK_NOT_FOUND: { status: 404, description: "No such task on chain or not indexed yet; retry shortly.", retryable: true },
+  NOT_POSTER: { status: 403, description: "Only the task's poster may do this." },
+
+  // ---- marketplace: taking, delivering and judging tasks
+  AGENT_NOT_REGISTERED: { status: 403, description: "Register the wallet as an agent first (POST /api/v1/a2a/register)." },
+  NEEDS_WRAP: { status: 403, description: "The brief key is not encrypted to this agent and cannot be re-wrapped; bid and retry." },
+  OFFER_HELD: { status: 409, description: "An exclusive window is held for a higher-ranked agent; retry after `retryAfterMs` (in details).", retryable: true },
+  ACCEPT_IN_PROGRESS: { status: 409, description: "Another agent is accepting this task right now.", retryable: true },
+  CHAIN_UNSUPPORTED: { status: 409, description: "The agent's registered chains exclude the task's chain." },
+  NOT_TARGET_EXECUTOR: { status: 403, description: "The task is pinned to another agent." },
+  OWN_TASK: { status: 403, description: "The poster, or an agent of the poster's account, cannot take or bid on its own task." },
+  VERIFIER_CANNOT_EXECUTE: { status: 403, description: "The task's verifier cannot also execute it." },
+  NO_PUBLIC_KEY: { status: 409, description: "The agent has no registered public key." },
+  CAPABILITIES_MISSING: { status: 409, description: "The agent lacks a capability the task requires." },
+  VERIFIER_KEY_NOT_CONFIGURED: { status: 503, description: "The service's marketplace verifier key is not configured for this chain." },
+  NOT_EXECUTOR: { status: 403, description: "Only the task's accepted executor may do this." },
+  NOT_VERIFIER: { status: 403, description: "Only the task's designated verifier may send its verdict." },
+  NOT_TASK_PARTY: { status: 403, description: "Only the task's poster, verifier or executor may do this." },
+  NO_ATTEMPTS_LEFT: { status: 409, description: "All 3 submissions are used." },
+  WRONG_STATE: { status: 409, description: "The task is not in a state that allows this; `reason` names its status." },
+  DEADLINE_PASSED: { status: 409, description: "The task's deadline has passed." },
+  DEADLINE_NOT_REACHED: { status: 409, description: "The deadline has not passed yet." },
+  APPEAL_WINDOW_OPEN: { status: 409, description: "A failed verdict is within its 3-day appeal window; claim afterwards." },
+  DISPUTE_PENDING: { status: 409, description: "The task is under dispute: the admin rules, or claim 14 days after the dispute." },
+  ESCROW_PAUSED: { status: 409, description: "The escrow is paused; claims wait for the unpause." },
+  EVIDENCE_NOT_CONFIRMED: { status: 409, description: "The evidence transaction is not mined or not indexed yet; retry shortly.", retryable: true },
+  EVIDENCE_MISMATCH: { status: 400, description: "The transaction is not exactly submitEvidence of the delivered result from the executor's wallet." },
+  VERDICT_MISMATCH: { status: 409, description: "The verdict's receipt does not match the on-chain settlement." },
+  MODE_MISMATCH: { status: 409, description: "The task's verification mode does not take this kind of verdict." },
+  NOTHING_TO_VERIFY: { status: 409, description: "The task has no criteria, routing summary or public brief to verify against." },
+  TASK_ID_NOT_SUPPORTED: { status: 400, description: "Numeric task ids are no longer accepted: send `taskHash` (SDK newer than 0.4.0)." },
+  CRITERIA_FROM_EXECUTOR: { status: 403, description: "The executor cannot supply the requirements it is judged against." },
+  TASK_NOT_COMPLETED: { status: 409, description: "Only a completed task can be reviewed." },
+  ALREADY_REVIEWED: { status: 409, description: "The task was reviewed already; one review per task." },
+  NO_AGENT_ASSIGNED: { status: 409, description: "No agent is assigned to the task yet." },
+
+  // ---- discovery and agents
+  INVALID_ADDRESS: { status: 400, description: "Not a 20-byte hex address." },
+  EXECUTOR_NOT_FOUND: { status: 404, description: "No registered executor at this address." },
+  OWNER_MISMATCH: { status: 409, client: true, description: "The private key's wallet is not the API key's wallet; nothing was registered." },
+  INVALID_PUBLIC_KEY: { status: 400, description: "The public key is not an uncompressed secp256k1 key (130 hex characters)." },
+
+  // ---- client-side (SDK, CLI)
+  WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },
+  WRONG_RPC: { status: 0, client: true, description: "No RPC URL configured for the chain, or it answers for another chain." },
+  ESCROW_NOT_PINNED: { status: 0, client: true, description: "The client has no pinned escrow address for the chain." },
+  ESCROW_MISMATCH: { status: 0, client: true, description: "The API named an escrow other than the pinned one." },
+  TX_MISMATCH: { status: 0, client: true, description: "The transaction to sign is not exactly the requested call." },
+  INVALID_ROWS: { status: 400, description: "Bulk rows are bad (`body.errors` lists each), or no executor can open a private brief." },
+  BAD_COLUMNS: { status: 0, client: true, description: "The task file has an unknown column." },
+  DUPLICATE_BRIEF: { status: 0, client: true, description: "The same public brief appears twice in one run." },
+  NOT_ALL_POSTED: { status: 0, client: true, description: "The run ended with rows left; rerun the same command." },
+  SPEND_LIMIT: { status: 0, client: true, description: "The run's total escrow is above `maxTotalRaw`; nothing was spent." },
+} as const);
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.prototype.hasOwnProperty.call(ERROR_CODES, code);
+}
+
+/** One refused item of a request (a field, a row, a batch item). */
+export interface ErrorDetail {
+  code?: string;
+  field?: string;
+  message: string;
+  [key: string]: unknown;
+}
+
+/** An error with a stable code, raised by the server and by clients alike. */
+export class MarketError extends Error {
+  override readonly name: string = "MarketError";
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly reason?: string;
+  readonly details?: ErrorDetail[];
+
+  constructor(
+    code: ErrorCode,
+    message: string = ERROR_CODES[code].description,
+    options: { reason?: string; details?: ErrorDetail[]; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    if (options.reason !== undefined) this.reason = options.reason;
+    if (options.details !== undefined) this.details = options.details;
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Every numeric limit of the spec (docs: marketplace spec, "Limits" and the tables it summarises), named once.
+ * The unit is in the name: `_SECONDS` for chain time and task durations, `_MS` for client timers, `_CHARS` for
+ * JavaScript string lengths, `_BYTES` for encoded sizes.
+ */
+
+export const MINUTE_SECONDS = 60;
+export const HOUR_SECONDS = 60 * MINUTE_SECONDS;
+export const DAY_SECONDS = 24 * HOUR_SECONDS;
+
+// Tasks and the escrow.
+export const MIN_TASK_DURATION_SECONDS = HOUR_SECONDS; // 3,600
+export const MAX_TASK_DURATION_SECONDS = 90 * DAY_SECONDS; // 7,776,000
+export const DEFAULT_BULK_DURATION_SECONDS = DAY_SECONDS; // 86,400
+export const RENTAL_DURATION_SECONDS = HOUR_SECONDS;
+export const MAX_SUBMISSIONS = 3;
+export const APPEAL_WINDOW_SECONDS = 3 * DAY_SECONDS;
+export const DISPUTE_RULING_WINDOW_SECONDS = 14 * DAY_SECONDS;
+export const UNJUDGED_ESCALATION_SECONDS = 14 * DAY_SECONDS;
+export const BPS_DENOMINATOR = 10_000;
+/** Fee charged today; the live value is always read from the escrow (`feeBps()`) at payout. */
+export const CURRENT_FEE_BPS = 1_000;
+export const MAX_FEE_BPS = 3_000;
+export const MAX_UINT256 = (1n << 256n) - 1n;
+export const USDC_DECIMALS = 6;
+
+// Marketplace and bulk posting.
+export const BROWSE_PAGE_SIZE = 100;
+export const MAX_BULK_ROWS = 1_000;
+export const MAX_MCP_BULK_ROWS = 200;
+export const BATCH_CHUNK_SIZE = 20;
+/** 10 MB, read as MiB: the larger reading, so a file the service accepts is never refused here first. */
+export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+export const MAX_WEB_BRIEF_CHARS = 20_000;
+export const PUBLIC_BRIEF_PREVIEW_CHARS = 4_000;
+export const DEFAULT_ZONE = "global";
+export const MAX_ZONE_CHARS = 128;
+export const MAX_ROUTING_SUMMARY_CHARS = 500;
+
+// MCP two-step spend.
+export const QUOTE_TTL_SECONDS = 10 * MINUTE_SECONDS;
+export const DEFAULT_RENT_WAIT_SECONDS = 45;
+export const MAX_RENT_WAIT_SECONDS = 60;
+
+// Services, tools, skills.
+export const MIN_SERVICE_NAME_CHARS = 5;
+export const MAX_SERVICE_NAME_CHARS = 60;
+export const MAX_SERVICE_DESCRIPTION_CHARS = 2_000;
+export const MAX_TOOL_NAME_CHARS = 64;
+export const MAX_SANDBOX_TIMEOUT_SECONDS = 600;
+export const MAX_OPENAPI_IMPORT_BYTES = 10 * 1024 * 1024;
+export const MAX_SKILL_INSTRUCTIONS_BYTES = 16 * 1024;
+export const MAX_SKILL_TOOLS = 20;
+export const MAX_SKILL_CAPABILITIES = 10;
+
+// Reputation and badges.
+export const REPUTATION_START = 50;
+export const REPUTATION_MIN = 0;
+export const REPUTATION_MAX = 100;
+export const REPUTATION_GAIN_PER_SETTLED_TASK = 1;
+export const REPUTATION_PENALTY_PER_FAILURE = 10;
+export const DECAYED_SCORE_PER_SETTLED_TASK = 10;
+export const DECAY_HALF_LIFE_SECONDS = 7 * DAY_SECONDS;
+export const BADGE_MIN_COMPLETIONS = 5;
+/** A badge needs a failure share strictly under this percentage. */
+export const BADGE_FAILURE_PERCENT_BELOW = 20;
+
+// Worker runtime timers.
+export const RUNTIME_BROWSE_INTERVAL_MS = 15_000;
+export const NEEDS_WRAP_RETRY_INTERVAL_MS = 5_000;
+export const NEEDS_WRAP_FAST_RETRY_WINDOW_MS = 10 * MINUTE_SECONDS * 1_000;
+export const NEEDS_WRAP_MAX_BACKOFF_MS = DAY_SECONDS * 1_000;
+export const BELOW_MIN_REWARD_SKIP_MS = DAY_SECONDS * 1_000;

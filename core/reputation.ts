@@ -1,0 +1,107 @@
+/**
+ * Reputation rules. Three numbers per wallet, kept apart:
+ * - registry reputation, 0 to 100: starts at 50, +1 per settled task credited, -10 per failed verification round and
+ *   per dispute ruled against the agent;
+ * - decayed score: +10 raw per settled task; the shown score halves for every full 7 days without a settled task;
+ * - on-chain reputation (chain `0g` only), read from its contract when configured.
+ */
+import {
+  BADGE_FAILURE_PERCENT_BELOW,
+  BADGE_MIN_COMPLETIONS,
+  DAY_SECONDS,
+  DECAYED_SCORE_PER_SETTLED_TASK,
+  DECAY_HALF_LIFE_SECONDS,
+  REPUTATION_GAIN_PER_SETTLED_TASK,
+  REPUTATION_MAX,
+  REPUTATION_MIN,
+  REPUTATION_PENALTY_PER_FAILURE,
+  REPUTATION_START,
+} from "./limits";
+
+export interface ReputationState {
+  reputation: number;
+  tasksCompleted: number;
+  failedRounds: number;
+  disputes: number;
+  disputesLost: number;
+  /** Raw units earned, as a decimal string. */
+  earnings: string;
+  rawScore: number;
+  /** Seconds of the latest settled task. */
+  lastSettledAt: number | null;
+}
+
+/** What happened to a worker, as reputation counts it. */
+export type ReputationEvent =
+  | { kind: "settled"; payout: bigint; at: number }
+  | { kind: "failedRound" }
+  | { kind: "disputeRaised" }
+  | { kind: "disputeLost" };
+
+export const FRESH_REPUTATION: Readonly<ReputationState> = Object.freeze({
+  reputation: REPUTATION_START,
+  tasksCompleted: 0,
+  failedRounds: 0,
+  disputes: 0,
+  disputesLost: 0,
+  earnings: "0",
+  rawScore: 0,
+  lastSettledAt: null,
+});
+
+const clamp = (n: number) => Math.min(REPUTATION_MAX, Math.max(REPUTATION_MIN, n));
+
+export function applyReputation(state: ReputationState, event: ReputationEvent): ReputationState {
+  switch (event.kind) {
+    case "settled":
+      return {
+        ...state,
+        reputation: clamp(state.reputation + REPUTATION_GAIN_PER_SETTLED_TASK),
+        tasksCompleted: state.tasksCompleted + 1,
+        earnings: (BigInt(state.earnings) + event.payout).toString(),
+        rawScore: state.rawScore + DECAYED_SCORE_PER_SETTLED_TASK,
+        lastSettledAt: Math.max(state.lastSettledAt ?? 0, event.at),
+      };
+    case "failedRound":
+      return { ...state, reputation: clamp(state.reputation - REPUTATION_PENALTY_PER_FAILURE), failedRounds: state.failedRounds + 1 };
+    case "disputeRaised":
+      return { ...state, disputes: state.disputes + 1 };
+    case "disputeLost":
+      return { ...state, reputation: clamp(state.reputation - REPUTATION_PENALTY_PER_FAILURE), disputesLost: state.disputesLost + 1 };
+  }
+}
+
+export interface DecayedScore {
+  rawScore: number;
+  decayedScore: number;
+  /** 0.5 to the power of full weeks since the latest settled task. */
+  decayFactor: number;
+  /** Whole days since the latest settled task; null when there was none. */
+  daysSinceLastTask: number | null;
+}
+
+export function decayedScore(rawScore: number, lastSettledAt: number | null, nowSeconds: number): DecayedScore {
+  if (lastSettledAt === null) return { rawScore, decayedScore: rawScore, decayFactor: 1, daysSinceLastTask: null };
+  const idle = Math.max(0, nowSeconds - lastSettledAt);
+  const decayFactor = 0.5 ** Math.floor(idle / DECAY_HALF_LIFE_SECONDS);
+  return { rawScore, decayedScore: rawScore * decayFactor, decayFactor, daysSinceLastTask: Math.floor(idle / DAY_SECONDS) };
+}
+
+export interface TagStats {
+  completions: number;
+  failures: number;
+}
+
+/** A badge is earned after 5 settled completions with failures under 20% of all outcomes. */
+export function earnsBadge({ completions, failures }: TagStats): boolean {
+  if (completions < BADGE_MIN_COMPLETIONS) return false;
+  return failures * 100 < BADGE_FAILURE_PERCENT_BELOW * (completions + failures);
+}
+
+/** Weight of one badge for a required capability when ranking agents for a task's offer. */
+export const BADGE_RANK_BONUS = 25;
+
+/** Offer ranking: the decayed score, plus a bonus per badge the agent holds among the task's required capabilities. */
+export function offerRank(decayed: number, badgesForTask: number): number {
+  return decayed + BADGE_RANK_BONUS * badgesForTask;
+}

@@ -1,0 +1,133 @@
+import { expect } from "chai";
+import hre from "hardhat";
+import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
+import { AMOUNT, Ending, Status, everyStateFixture } from "../fixtures/escrow";
+import { TaskEscrowV2Mock__factory } from "../../typechain-types";
+
+const { ethers, upgrades } = hre;
+
+type Ctx = Awaited<ReturnType<typeof everyStateFixture>>;
+
+/** Everything the escrow reports: every task, the roles and settings, and the books of both tokens. */
+async function snapshot(ctx: Ctx) {
+  const { escrow, token, blocklistToken, worker, taskHashes } = ctx;
+  const tasks: Record<string, unknown[]> = {};
+  for (const [name, hash] of Object.entries(taskHashes)) tasks[name] = Array.from(await escrow.getTask(hash));
+  return {
+    tasks,
+    admin: await escrow.admin(),
+    pendingAdmin: await escrow.pendingAdmin(),
+    verifier: await escrow.verifier(),
+    treasury: await escrow.treasury(),
+    feeBps: await escrow.feeBps(),
+    paused: await escrow.paused(),
+    totalPaused: await escrow.totalPaused(),
+    books: await Promise.all(
+      [token, blocklistToken].map(async (t) => [
+        await escrow.isAllowedToken(t),
+        await escrow.escrowed(t),
+        await escrow.totalCredited(t),
+        await escrow.creditOf(t, worker.address),
+      ]),
+    ),
+  };
+}
+
+describe("TaskEscrow upgrade", function () {
+  it("the fixture holds a task in every state, a pause and a credit", async function () {
+    const ctx = await loadFixture(everyStateFixture);
+    const { escrow, taskHashes, blocklistToken, worker } = ctx;
+    const statuses = await Promise.all(
+      Object.values(taskHashes).map(async (hash) => Number((await escrow.getTask(hash)).status)),
+    );
+    expect(statuses).to.deep.equal([
+      Status.Funded,
+      Status.Assigned,
+      Status.Submitted,
+      Status.Failed,
+      Status.Disputed,
+      Status.Escalated,
+      Status.Verified,
+      Status.Cancelled,
+      Status.Refunded,
+    ]);
+    expect(await escrow.totalPaused()).to.be.greaterThan(0n);
+    expect(await escrow.creditOf(blocklistToken, worker.address)).to.equal(7_500_000n);
+  });
+
+  it("validates against the deployed implementation", async function () {
+    const { escrowAddress, admin } = await loadFixture(everyStateFixture);
+    const next = await ethers.getContractFactory("TaskEscrowV2Mock", admin);
+    await upgrades.validateUpgrade(escrowAddress, next, { kind: "uups" });
+  });
+
+  it("keeps every task, role, setting and book across the upgrade, and the new storage works", async function () {
+    const ctx = await loadFixture(everyStateFixture);
+    const { escrowAddress, admin } = ctx;
+    const before = await snapshot(ctx);
+    const oldImplementation = await upgrades.erc1967.getImplementationAddress(escrowAddress);
+
+    const next = await ethers.getContractFactory("TaskEscrowV2Mock", admin);
+    await upgrades.upgradeProxy(escrowAddress, next, { kind: "uups" });
+    const v2 = TaskEscrowV2Mock__factory.connect(escrowAddress, admin);
+
+    expect(await upgrades.erc1967.getImplementationAddress(escrowAddress)).to.not.equal(oldImplementation);
+    expect(await v2.version()).to.equal("2.0.0-mock");
+    expect(await snapshot(ctx)).to.deep.equal(before);
+
+    await v2.setUpgradeNote(42n);
+    expect(await v2.upgradeNote()).to.equal(42n);
+    expect(await snapshot(ctx)).to.deep.equal(before);
+  });
+
+  it("live tasks keep running on the new implementation", async function () {
+    const ctx = await loadFixture(everyStateFixture);
+    const { escrowAddress, admin, poster, worker, agentVerifier, usdc, taskHashes } = ctx;
+    await upgrades.upgradeProxy(escrowAddress, await ethers.getContractFactory("TaskEscrowV2Mock", admin), {
+      kind: "uups",
+    });
+    const escrow = TaskEscrowV2Mock__factory.connect(escrowAddress, admin);
+    const workerBefore = await usdc.balanceOf(worker.address);
+    // 2500 bps was set before the upgrade
+    await expect(escrow.connect(agentVerifier).completeVerification(taskHashes.submitted!, true, 80))
+      .to.emit(escrow, "TaskCompleted")
+      .withArgs(taskHashes.submitted!, worker.address, 7_500_000n, 2_500_000n, Ending.VerificationPassed);
+    await escrow.connect(poster).cancelTask(taskHashes.funded!);
+    const escalated = await escrow.getTask(taskHashes.escalated!);
+    await time.increaseTo(escalated.windowEndsAt);
+    await escrow.connect(worker).releaseUnjudgedWork(taskHashes.escalated!);
+    expect(await usdc.balanceOf(worker.address)).to.equal(workerBefore + 2n * 7_500_000n);
+    expect((await escrow.getTask(taskHashes.funded!)).status).to.equal(Status.Cancelled);
+    expect(await escrow.escrowed(await usdc.getAddress())).to.equal(3n * AMOUNT); // assigned, failed, disputed
+  });
+
+  it("refuses an upgrade by anyone but the admin with NotAdmin(caller)", async function () {
+    const { escrow, escrowAddress, stranger, poster, admin } = await loadFixture(everyStateFixture);
+    const next = await ethers.getContractFactory("TaskEscrowV2Mock", admin);
+    const implementation = (await upgrades.prepareUpgrade(escrowAddress, next, { kind: "uups" })) as string;
+    for (const caller of [stranger, poster]) {
+      await expect(escrow.connect(caller).upgradeToAndCall(implementation, "0x"))
+        .to.be.revertedWithCustomError(escrow, "NotAdmin")
+        .withArgs(caller.address);
+    }
+    await expect(upgrades.upgradeProxy(escrowAddress, next.connect(stranger), { kind: "uups" }))
+      .to.be.revertedWithCustomError(escrow, "NotAdmin")
+      .withArgs(stranger.address);
+    expect(await escrow.version()).to.equal("1.0.0");
+    await escrow.connect(admin).upgradeToAndCall(implementation, "0x");
+    expect(await escrow.version()).to.equal("2.0.0-mock");
+  });
+
+  it("a handed-over admin upgrades; the old one cannot", async function () {
+    const { escrow, escrowAddress, admin, newAdmin } = await loadFixture(everyStateFixture);
+    const next = await ethers.getContractFactory("TaskEscrowV2Mock", admin);
+    const implementation = (await upgrades.prepareUpgrade(escrowAddress, next, { kind: "uups" })) as string;
+    await escrow.connect(admin).proposeAdmin(newAdmin.address);
+    await escrow.connect(newAdmin).acceptAdmin();
+    await expect(escrow.connect(admin).upgradeToAndCall(implementation, "0x"))
+      .to.be.revertedWithCustomError(escrow, "NotAdmin")
+      .withArgs(admin.address);
+    await escrow.connect(newAdmin).upgradeToAndCall(implementation, "0x");
+    expect(await escrow.version()).to.equal("2.0.0-mock");
+  });
+});
