@@ -134,6 +134,13 @@ export const ERROR_CODES = define({
   DUPLICATE_BRIEF: { status: 0, client: true, description: "The same public brief appears twice in one run." },
   NOT_ALL_POSTED: { status: 0, client: true, description: "The run ended with rows left; rerun the same command." },
   SPEND_LIMIT: { status: 0, client: true, description: "The run's total escrow is above `maxTotalRaw`; nothing was spent." },
+  NETWORK_ERROR: { status: 0, client: true, retryable: true, description: "The API did not answer (network or timeout)." },
+  TX_FAILED: { status: 0, client: true, description: "A funding transaction could not be sent; its rows were not paid and the run stopped." },
+  VERIFICATION_FAILED: { status: 0, client: true, description: "WorkerRuntime: the task failed verification with no rounds left." },
+  EXECUTION_FAILED: { status: 0, client: true, description: "WorkerRuntime: executeTask threw or delivering failed; the task stays assigned, undelivered." },
+  CONFIRMATION_REQUIRED: { status: 0, client: true, description: "The CLI run was not confirmed (no terminal to ask on: pass --yes); nothing was sent." },
+  RUN_IN_PROGRESS: { status: 0, client: true, description: "Another CLI run holds the task file's journal; wait for it to end." },
+  JOURNAL_MISMATCH: { status: 0, client: true, description: "The CLI journal was written for another wallet, escrow or chain, or is damaged; nothing was sent." },
 } as const);
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,6 +1,6 @@
 /**
  * The rules shared by the server, the SDK, its worker runtime and the CLI, each written once. Core depends only on
- * Node built-ins, ethers and eciesjs, and does no I/O.
+ * Node built-ins, ethers and @noble/curves, and does no I/O.
  */
 export * from "./bulk";
 export * from "./capabilities";

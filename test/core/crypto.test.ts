@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { createDecipheriv, hkdfSync } from "node:crypto";
+import { createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { SigningKey } from "ethers";
 import {
   addressFromPublicKey,
@@ -203,6 +203,26 @@ describe("core/crypto", () => {
       decipher.setAuthTag(tag);
       const opened = Buffer.concat([decipher.update(body), decipher.final()]);
       expect(opened.equals(Buffer.from(key))).to.equal(true);
+    });
+  });
+
+  describe("interoperability with eciesjs", () => {
+    it("eciesjs opens a key wrapped here, and a key eciesjs wrapped opens here", async () => {
+      const ecies = await import("eciesjs");
+      const key = new Uint8Array(randomBytes(32));
+      const publicKey = normalizePublicKey(new SigningKey(`0x${HARDHAT_KEY}`).publicKey);
+      const ours = Buffer.from(wrapBriefKey(key, publicKey), "hex");
+      expect(Buffer.from(ecies.decrypt(Buffer.from(HARDHAT_KEY, "hex"), ours)).equals(Buffer.from(key))).to.equal(true);
+      const theirs = Buffer.from(ecies.encrypt(Buffer.from(publicKey, "hex"), key)).toString("hex");
+      expect(Buffer.from(unwrapBriefKey(theirs, HARDHAT_KEY)).equals(Buffer.from(key))).to.equal(true);
+    });
+
+    it("wraps the same key to the same recipient differently every time, before and after precomputing its point", () => {
+      const key = new Uint8Array(randomBytes(32));
+      const publicKey = new SigningKey(`0x${HARDHAT_KEY}`).publicKey;
+      const wraps = Array.from({ length: 6 }, () => wrapBriefKey(key, publicKey));
+      expect(new Set(wraps).size).to.equal(6);
+      for (const wrapped of wraps) expect(Buffer.from(unwrapBriefKey(wrapped, HARDHAT_KEY)).equals(Buffer.from(key))).to.equal(true);
     });
   });
 

@@ -1,0 +1,169 @@
+#!/usr/bin/env node
+/**
+ * `market`: the marketplace from a terminal. Post a spreadsheet of tasks (and finish a run that stopped), judge a
+ * manual task's result, get an escrow back. Configured by the environment; see `market --help`.
+ *
+ * Exit status: 0 done; 1 refused or failed (`error CODE: message` on stderr); 2 bad arguments; 3 NOT_ALL_POSTED
+ * (a run ended with rows left: rerun the same command).
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { ApiError } from "../../sdk/src/errors";
+import { parseUsdcDecimal } from "../../core/money";
+import { readConfig, redact, secretsOf, type CliConfig, type GlobalFlags } from "./config";
+import { postTasksCommand, type PostTasksFlags } from "./post-tasks";
+import { finishPostsCommand, type FinishPostsFlags } from "./finish-posts";
+import { reviewCommand, type ReviewFlags } from "./review";
+import { cancelCommand } from "./cancel";
+import { createTerminal, type Terminal } from "./terminal";
+
+export const ExitStatus = { ok: 0, failed: 1, usage: 2, notAllPosted: 3 } as const;
+
+const ENVIRONMENT_HELP = `
+Environment:
+  MARKET_API_KEY      API key (sk_...) of the posting wallet
+  MARKET_PRIVATE_KEY  private key of that same wallet; signs escrow transactions and never leaves this machine
+  MARKET_API_URL      API base URL (default http://127.0.0.1:3000)
+  MARKET_RPC_ARC      JSON-RPC URL of the arc chain (there is no default RPC)
+  MARKET_ESCROW_ARC   escrow address the client trusts on arc
+
+Exit status: 0 done, 1 refused or failed, 2 bad arguments, 3 NOT_ALL_POSTED (rerun the same command).`;
+
+function positiveInteger(value: string): number {
+  if (!/^[0-9]+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError("must be a whole number of at least 1");
+  return Number(value);
+}
+
+function score(value: string): number {
+  if (!/^[0-9]+$/.test(value) || Number(value) > 100) throw new InvalidArgumentError("must be a whole number from 0 to 100");
+  return Number(value);
+}
+
+function usdc(value: string): bigint {
+  const parsed = parseUsdcDecimal(value.trim());
+  if (!parsed.ok) throw new InvalidArgumentError(parsed.message);
+  return parsed.value;
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(path.resolve(__dirname, "../../../package.json"), "utf8")) as { name?: string; version?: string };
+    if (pkg.name === "@market/sdk" && pkg.version) return pkg.version;
+  } catch {
+    // run from source
+  }
+  return "0.0.0-dev";
+}
+
+/** The command as typed, to tell the user what to rerun. */
+function commandLine(argv: readonly string[]): string {
+  const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
+  return ["market", ...argv.map(quote)].join(" ");
+}
+
+export function buildProgram(terminal: Terminal, argv: readonly string[], setExit: (status: number) => void): Command {
+  const program = new Command("market")
+    .description("Post tasks to the marketplace in bulk, finish a stopped run, judge results, get escrow back.")
+    .version(version())
+    .option("--api-url <url>", "API base URL (overrides MARKET_API_URL)")
+    .option("--rpc-url <url>", "arc JSON-RPC URL (overrides MARKET_RPC_ARC)")
+    .option("--escrow <address>", "escrow address trusted on arc (overrides MARKET_ESCROW_ARC)")
+    .addHelpText("after", ENVIRONMENT_HELP)
+    .showHelpAfterError("(market --help for usage)")
+    .exitOverride();
+
+  const config = (): CliConfig => readConfig(process.env, program.opts<GlobalFlags>());
+
+  program
+    .command("post-tasks")
+    .description("Check a CSV or JSON Lines task file, show the totals, ask once, post every row; rerun the same command to finish a stopped run.")
+    .requiredOption("--file <path>", "task file (.csv, .jsonl or .ndjson)")
+    .option("--dry-run", "check the file and show the totals; send nothing")
+    .option("--results <path>", "results file (default <file>.results.csv); the journal is <results>.journal.jsonl")
+    .option("--chunk <n>", "tasks per funding transaction when the escrow has batch creation (default 20)", positiveInteger)
+    .option("--yes", "do not ask (required without a terminal)")
+    .option("--max-total <usdc>", "refuse, before paying anything, a run whose escrow total is above this (USDC)", usdc)
+    .action(async (options: Omit<PostTasksFlags, "maxTotalRaw"> & { maxTotal?: bigint }) => {
+      const { maxTotal, ...rest } = options;
+      const flags: PostTasksFlags = { ...rest, ...(maxTotal !== undefined ? { maxTotalRaw: maxTotal } : {}) };
+      setExit(await postTasksCommand(flags, config(), terminal, commandLine(argv)));
+    });
+
+  program
+    .command("finish-posts")
+    .description("List the rows an earlier post-tasks run paid for but did not list, without paying again; posts nothing new.")
+    .requiredOption("--file <path>", "the task file of that run")
+    .option("--results <path>", "its results file, if --results was given to post-tasks")
+    .action(async (flags: FinishPostsFlags) => {
+      const post = commandLine(["post-tasks", "--file", flags.file, ...(flags.results ? ["--results", flags.results] : [])]);
+      setExit(await finishPostsCommand(flags, config(), terminal, post));
+    });
+
+  program
+    .command("review")
+    .description("Your verdict, as the poster, on the delivered result of a manual task.")
+    .argument("<taskHash>", "the task (0x and 64 hex characters)")
+    .option("--approve", "the result passes: the worker is paid")
+    .option("--reject", "the result fails: the worker may appeal or deliver again")
+    .option("--reason <text>", "a reason (repeat for several)", collect)
+    .option("--score <0-100>", "score (default 100 for approve, 0 for reject)", score)
+    .action(async (taskHash: string, flags: ReviewFlags) => {
+      setExit(await reviewCommand(taskHash, flags, config(), terminal));
+    });
+
+  program
+    .command("cancel")
+    .description("Get the escrow back: cancel an open task, or claim after its deadline.")
+    .argument("<taskHash>", "the task (0x and 64 hex characters)")
+    .action(async (taskHash: string) => {
+      setExit(await cancelCommand(taskHash, config(), terminal));
+    });
+
+  return program;
+}
+
+/** Prints an error as `error CODE: message` (with each row of a bulk refusal) and returns the exit status. */
+export function reportError(terminal: Terminal, error: unknown): number {
+  if (error instanceof ApiError) {
+    terminal.note(`error ${error.code}: ${error.message}`);
+    for (const e of error.body.errors ?? []) {
+      terminal.note(`  line ${e.line ?? e.index + 1}${e.column ? `, column ${e.column}` : ""}: ${e.code}: ${e.message}`);
+    }
+    for (const d of error.body.details ?? []) {
+      const where = d.field ?? d.taskHash ?? d.index;
+      terminal.note(`  ${where !== undefined ? `${String(where)}: ` : ""}${d.code ? `${String(d.code)}: ` : ""}${String(d.message ?? "")}`);
+    }
+    return error.code === "VALIDATION_FAILED" ? ExitStatus.usage : ExitStatus.failed;
+  }
+  terminal.note(`error INTERNAL_ERROR: ${(error as Error)?.message ?? String(error)}`);
+  if (process.env.MARKET_DEBUG) terminal.note(String((error as Error)?.stack));
+  return ExitStatus.failed;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const secrets = secretsOf({ apiKey: process.env.MARKET_API_KEY?.trim(), privateKey: process.env.MARKET_PRIVATE_KEY?.trim() });
+  const terminal = createTerminal((text) => redact(text, secrets));
+  let status: number = ExitStatus.ok;
+  const program = buildProgram(terminal, argv, (s) => (status = s));
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return status;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? ExitStatus.ok : ExitStatus.usage;
+    }
+    return reportError(terminal, error);
+  }
+}
+
+if (require.main === module) {
+  void main(process.argv.slice(2)).then((status) => {
+    // Exit once the output is flushed; open RPC and HTTP sockets must not keep a finished command alive.
+    process.stdout.write("", () => process.stderr.write("", () => process.exit(status)));
+  });
+}

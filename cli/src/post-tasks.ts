@@ -1,0 +1,202 @@
+/**
+ * `market post-tasks`: checks the whole file, shows the totals, asks once, then finishes what an earlier run of the
+ * same file paid for but did not list and posts the rest in one SDK run, journaling every step (journal.ts) so that
+ * rerunning the same command after any failure or kill never pays for a row twice.
+ */
+import { MarketClient } from "../../sdk/src/client";
+import { ApiError, clientError } from "../../sdk/src/errors";
+import { erc20Interface } from "../../sdk/src/chain";
+import type { PostResult } from "../../sdk/src/posting";
+import { formatUsdc } from "../../core/money";
+import { publicClientOptions, type CliConfig } from "./config";
+import { journalPathFor, readJournal } from "./journal";
+import { reconcile } from "./reconcile";
+import { RowStatus } from "./results";
+import { finishRows, openRun, PENDING_FUNDING_WAIT_MS, resultsPathFor, sortRows, summarize, type Run } from "./run";
+import { loadTaskFile, type FileRow } from "./task-file";
+import { showTotals, totalsOf } from "./totals";
+import type { Progress, Terminal } from "./terminal";
+
+export interface PostTasksFlags {
+  file: string;
+  dryRun?: boolean;
+  results?: string;
+  chunk?: number;
+  yes?: boolean;
+  /** Raw units, from `--max-total <usdc>`. */
+  maxTotalRaw?: bigint;
+}
+
+/**
+ * Test-only hooks: milliseconds to sleep right after the journal records a funding about to be sent, or a funding
+ * mined and not listed yet, so an end-to-end test can SIGKILL the process inside that window. Unset in real use.
+ */
+const TEST_DELAY_BEFORE_FUNDING_MS = "MARKET_CLI_TEST_DELAY_BEFORE_FUNDING_MS";
+const TEST_DELAY_BEFORE_LISTING_MS = "MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS";
+
+export async function postTasksCommand(flags: PostTasksFlags, config: CliConfig, terminal: Terminal, rerun: string): Promise<number> {
+  if (flags.dryRun) return dryRun(flags, config, terminal);
+  const run = await openRun(flags.file, flags.results, config, terminal);
+  try {
+    const sorted = await sortRows(run, { waitMs: PENDING_FUNDING_WAIT_MS });
+    const settlement = await run.client.settlement(run.chain.chain);
+    const totals = totalsOf(sorted.fresh, settlement, flags.chunk);
+    const allowance = BigInt(
+      await run.chain.provider.call({ to: run.chain.token, data: erc20Interface.encodeFunctionData("allowance", [run.chain.wallet.address, run.chain.escrow]) }),
+    );
+    terminal.say(`file: ${flags.file} (${run.rows.length} rows)`);
+    if (sorted.posted.length > 0) terminal.say(`already posted by an earlier run: ${sorted.posted.length}`);
+    if (sorted.toFinish.length > 0) terminal.say(`paid by an earlier run, to be listed (nothing to pay): ${sorted.toFinish.length}`);
+    if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
+    showTotals(terminal, totals, totals.tasks > 0 ? allowance < totals.totalRaw : false);
+    checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
+
+    if (sorted.pending.length > 0) {
+      // Posting now would queue behind the pending nonce; finish it first.
+      run.results.write();
+      summarize(run);
+      return notAllPosted(run, terminal, rerun);
+    }
+    if (totals.tasks > 0) await confirm(flags, terminal, `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) from ${run.chain.wallet.address}?`);
+
+    const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows");
+    const done = { count: 0 };
+    run.results.write();
+    const finished = await finishRows(run, sorted.toFinish, progress, done);
+    // A listing failure stops the run: nothing new is paid while the service refuses listings.
+    if (finished && sorted.fresh.length > 0) await postFresh(run, sorted.fresh, flags, progress, done);
+    progress.end();
+    run.results.write();
+    summarize(run);
+    return run.results.count(RowStatus.posted) === run.rows.length ? 0 : notAllPosted(run, terminal, rerun);
+  } finally {
+    run.close();
+  }
+}
+
+async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Terminal): Promise<number> {
+  const rows = loadTaskFile(flags.file);
+  const journal = readJournal(journalPathFor(resultsPathFor(flags.file, flags.results)));
+  const posted = rows.filter((r) => journal.get(r.key)?.posted);
+  const inFlight = rows.filter((r) => !journal.get(r.key)?.posted && (journal.get(r.key)?.attempts.length ?? 0) > 0);
+  const remaining = rows.filter((r) => !journal.get(r.key)?.posted);
+  const settlement = await new MarketClient(publicClientOptions(config)).settlement();
+  const totals = totalsOf(remaining, settlement, flags.chunk);
+  terminal.say(`file: ${flags.file} (${rows.length} rows, all valid)`);
+  if (posted.length > 0) terminal.say(`already posted by an earlier run: ${posted.length}`);
+  if (inFlight.length > 0) terminal.say(`left in flight by an earlier run: ${inFlight.length} (a run checks the chain: those already paid are only listed)`);
+  showTotals(terminal, totals, undefined);
+  checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
+  terminal.say("dry run: nothing was sent");
+  return 0;
+}
+
+function checkSpendLimit(totalRaw: bigint, maxTotalRaw: bigint | undefined) {
+  if (maxTotalRaw !== undefined && totalRaw > maxTotalRaw) {
+    throw clientError("SPEND_LIMIT", `The total escrow ${formatUsdc(totalRaw)} USDC is above --max-total ${formatUsdc(maxTotalRaw)} USDC; nothing was sent.`);
+  }
+}
+
+async function confirm(flags: PostTasksFlags, terminal: Terminal, question: string) {
+  if (flags.yes) return;
+  if (!terminal.interactive) throw clientError("CONFIRMATION_REQUIRED", "No terminal to confirm on: pass --yes to post. Nothing was sent.");
+  if (!(await terminal.confirm(question))) throw clientError("CONFIRMATION_REQUIRED", "Not confirmed; nothing was sent.");
+}
+
+function notAllPosted(run: Run, terminal: Terminal, rerun: string): number {
+  const left = run.rows.length - run.results.count(RowStatus.posted);
+  terminal.note(
+    `error NOT_ALL_POSTED: ${left} of ${run.rows.length} rows are not posted. Rerun the same command to finish them; rows already paid are listed without paying again:\n  ${rerun}`,
+  );
+  return 3;
+}
+
+/** One SDK run for the rows nothing was paid for yet, journaled at each step. */
+async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFlags, progress: Progress, done: { count: number }) {
+  const { chain, journal, results } = run;
+  const rowAt = (index: number) => fresh[index]!;
+  const fundedHere = new Set<string>();
+  const record = (row: FileRow, result: PostResult) => {
+    const error = result.error;
+    if (result.status === "posted") {
+      journal.append({ t: "posted", key: row.key, taskHash: result.taskHash!, txHash: result.txHash! });
+      results.set(row, { status: RowStatus.posted, taskHash: result.taskHash!, txHash: result.txHash! });
+    } else if (result.status === "unlisted") {
+      journal.append({ t: "unlisted", key: row.key, taskHash: result.taskHash!, txHash: result.txHash!, error: error! });
+      results.set(row, { status: RowStatus.unlisted, taskHash: result.taskHash!, txHash: result.txHash!, ...(error ? { error } : {}) });
+    } else if (result.status === "failed") {
+      journal.append({ t: "failed", key: row.key, ...(result.taskHash ? { taskHash: result.taskHash } : {}), error: error! });
+      results.set(row, { status: RowStatus.failed, ...(result.taskHash ? { taskHash: result.taskHash } : {}), ...(error ? { error } : {}) });
+    }
+    results.writeSoon();
+  };
+
+  try {
+    await run.client.postTasks(
+      fresh.map((r) => r.input),
+      {
+        ...(flags.chunk !== undefined ? { chunkSize: flags.chunk } : {}),
+        ...(flags.maxTotalRaw !== undefined ? { maxTotalRaw: flags.maxTotalRaw } : {}),
+        onFunding: async (event) => {
+          const block = await chain.provider.getBlockNumber();
+          journal.append({
+            t: "funding",
+            chain: chain.chain,
+            wallet: chain.wallet.address,
+            escrow: chain.escrow,
+            nonce: event.nonce,
+            block,
+            rows: event.rows.map((r) => ({
+              key: rowAt(r.index).key,
+              line: rowAt(r.index).line,
+              taskHash: r.taskHash,
+              amount: rowAt(r.index).row.amount.toString(),
+              indexParams: r.indexParams,
+            })),
+          });
+          for (const r of event.rows) fundedHere.add(rowAt(r.index).key);
+          await testDelay(TEST_DELAY_BEFORE_FUNDING_MS);
+        },
+        onFunded: async (event) => {
+          journal.append({ t: "funded", txHash: event.txHash, rows: event.rows.map((r) => ({ key: rowAt(r.index).key, taskHash: r.taskHash })) });
+          for (const r of event.rows) results.set(rowAt(r.index), { status: RowStatus.unlisted, taskHash: r.taskHash, txHash: event.txHash });
+          results.write();
+          await testDelay(TEST_DELAY_BEFORE_LISTING_MS);
+        },
+        onProgress: ({ result }) => {
+          if (result.status !== "skipped") record(rowAt(result.index), result);
+          progress.update(++done.count);
+        },
+      },
+    );
+  } catch (error) {
+    if (error instanceof ApiError && fundedHere.size === 0 && (error.code === "INVALID_ROWS" || error.code === "SPEND_LIMIT")) {
+      // Refused before anything was sent: name the file lines, not the SDK's row indexes.
+      for (const e of error.body.errors ?? []) e.line = rowAt(e.index).line;
+      throw error;
+    }
+    // Stopped mid-run (the API or the RPC failed): the journal knows what was paid; the run ends with rows left.
+    progress.end();
+    const { code, message } = error instanceof ApiError ? error : { code: "INTERNAL_ERROR", message: (error as Error).message };
+    run.terminal.note(`error ${code}: ${message}`);
+  }
+
+  // A funding reported failed may still have gone through (the send failed after broadcast): ask the chain.
+  for (const row of fresh) {
+    if (results.get(row).status !== RowStatus.failed || !fundedHere.has(row.key)) continue;
+    const journaled = journal.rows.get(row.key)!;
+    const found = await reconcile(chain, journaled, { waitMs: 0 });
+    if (found.kind === "funded") {
+      const error = results.get(row).error;
+      journal.append({ t: "funded", txHash: found.txHash, rows: [{ key: row.key, taskHash: found.attempt.taskHash }] });
+      results.set(row, { status: RowStatus.unlisted, taskHash: found.attempt.taskHash, txHash: found.txHash, ...(error ? { error } : {}) });
+    } else if (found.kind === "pending") {
+      results.set(row, { status: RowStatus.notStarted, error: { code: "TX_PENDING", message: "the funding transaction is still pending; rerun once it is mined" } });
+    }
+  }
+}
+
+async function testDelay(variable: string) {
+  const ms = Number(process.env[variable] ?? 0);
+  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+}

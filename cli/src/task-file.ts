@@ -1,0 +1,97 @@
+/**
+ * A bulk task file (CSV or JSON Lines) read and checked whole before anything is sent: the rules of core/bulk with
+ * the CLI's extras (`instructions_file` read relative to the task file, capabilities also separated by `,`). Any
+ * problem refuses the whole file.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { bulkFormatOf, BulkRowIssue, parseBulkFile, type BulkRow, type RowIssue } from "../../core/bulk";
+import { clientError, type RowError } from "../../sdk/src/errors";
+import type { PostTaskInput } from "../../sdk/src/posting";
+
+/** One checked row of the file. */
+export interface FileRow {
+  /** The file line where the row starts. */
+  line: number;
+  /**
+   * Ties journal entries to the row's content, not its position: the hash of its normalized fields, and which
+   * occurrence of identical rows it is (a private brief may repeat). An edited row gets a new key.
+   */
+  key: string;
+  row: BulkRow;
+  input: PostTaskInput;
+}
+
+/** Reads, parses and checks the task file; refuses it (`BAD_COLUMNS`, `DUPLICATE_BRIEF`, `INVALID_ROWS`) on any problem. */
+export function loadTaskFile(filePath: string): FileRow[] {
+  const format = bulkFormatOf(filePath);
+  if (!format) throw clientError("VALIDATION_FAILED", `--file must name a .csv, .jsonl or .ndjson file, got ${filePath}`);
+  let text: string;
+  try {
+    text = readFileSync(filePath, "utf8");
+  } catch (error) {
+    throw clientError("VALIDATION_FAILED", `cannot read --file ${filePath}: ${(error as Error).message}`);
+  }
+  const directory = path.dirname(path.resolve(filePath));
+  const parsed = parseBulkFile(text, {
+    format,
+    allowCommaInCapabilities: true,
+    readFile: (relative) => readFileSync(path.resolve(directory, relative), "utf8"),
+  });
+  if (!parsed.readable) {
+    const { issue } = parsed;
+    const errors = [rowError(issue)];
+    if (issue.code === "BAD_COLUMNS") throw clientError("BAD_COLUMNS", "The file's header has a column the CLI does not take; nothing was sent.", { errors });
+    throw clientError("INVALID_ROWS", `The file cannot be read as task rows (${issue.code}); nothing was sent.`, { errors });
+  }
+  if (parsed.errors.length > 0) {
+    const errors = [...parsed.errors].sort((a, b) => a.line - b.line).map(rowError);
+    const lines = new Set(errors.map((e) => e.line)).size;
+    const total = lines + parsed.rows.length;
+    // DUPLICATE_BRIEF is the run-level code when repeating a public brief is the only problem.
+    const code = errors.every((e) => e.code === BulkRowIssue.DUPLICATE_BRIEF) ? "DUPLICATE_BRIEF" : "INVALID_ROWS";
+    throw clientError(code, `${lines} of ${total} rows are invalid; nothing was sent.`, { errors });
+  }
+  const occurrences = new Map<string, number>();
+  return parsed.rows.map((row) => {
+    const content = contentHash(row);
+    const occurrence = occurrences.get(content) ?? 0;
+    occurrences.set(content, occurrence + 1);
+    return { line: row.line, key: `${content}:${occurrence}`, row, input: inputOf(row) };
+  });
+}
+
+function rowError(issue: RowIssue): RowError {
+  return { index: issue.line - 1, line: issue.line, ...(issue.column ? { column: issue.column } : {}), code: issue.code, message: issue.message };
+}
+
+/** The SDK row of a checked file row (the SDK checks it again, with the same rules). */
+function inputOf(row: BulkRow): PostTaskInput {
+  return {
+    instructions: row.instructions,
+    amountRaw: row.amount,
+    durationSeconds: row.durationSeconds,
+    privacy: row.privacy,
+    verificationMode: row.verification,
+    zone: row.zone,
+    capabilities: row.capabilities,
+    ...(row.routingSummary !== undefined ? { routingSummary: row.routingSummary } : {}),
+    ...(row.target !== undefined ? { targetExecutor: row.target } : {}),
+  };
+}
+
+function contentHash(row: BulkRow): string {
+  const fields = [
+    row.instructions,
+    row.amount.toString(),
+    row.durationSeconds,
+    row.privacy,
+    row.verification,
+    row.zone,
+    row.routingSummary ?? null,
+    row.capabilities,
+    row.target ?? null,
+  ];
+  return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
+}

@@ -1,0 +1,78 @@
+/**
+ * What the CLI says and asks: reports on stdout, errors, notes and the progress bar on stderr. The bar and the
+ * question need a terminal; without one the bar stays silent and a question is never asked.
+ */
+import { createInterface } from "node:readline/promises";
+
+export interface Terminal {
+  /** A line of the report (stdout). */
+  say(line?: string): void;
+  /** A note or an error line (stderr). */
+  note(line: string): void;
+  /** Whether the user can answer a question (stdin and stderr are terminals). */
+  readonly interactive: boolean;
+  /** Asks once, y/N; anything but y or yes is no. */
+  confirm(question: string): Promise<boolean>;
+  /** A progress bar on stderr when it is a terminal; a no-op otherwise. */
+  progress(total: number, label: string): Progress;
+}
+
+export interface Progress {
+  update(done: number): void;
+  end(): void;
+}
+
+export function createTerminal(redact: (text: string) => string = (t) => t): Terminal {
+  const stderrIsTty = process.stderr.isTTY === true;
+  let bar: { clear(): void } | undefined;
+  const write = (stream: NodeJS.WriteStream, line: string) => {
+    bar?.clear();
+    stream.write(`${redact(line)}\n`);
+  };
+  return {
+    say: (line = "") => write(process.stdout, line),
+    note: (line) => write(process.stderr, line),
+    interactive: process.stdin.isTTY === true && stderrIsTty,
+    async confirm(question) {
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        const answer = await rl.question(`${question} [y/N] `);
+        return /^(y|yes)$/i.test(answer.trim());
+      } finally {
+        rl.close();
+      }
+    },
+    progress(total, label) {
+      if (!stderrIsTty || total === 0) return { update() {}, end() {} };
+      const width = 30;
+      let last = "";
+      const draw = (done: number) => {
+        const filled = Math.round((done / total) * width);
+        last = `\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total} ${label}`;
+        process.stderr.write(last);
+      };
+      const clear = () => {
+        if (last) process.stderr.write(`\r${" ".repeat(last.length)}\r`);
+        last = "";
+      };
+      let current = 0;
+      bar = {
+        clear() {
+          clear();
+          // Redrawn on the next update.
+        },
+      };
+      draw(0);
+      return {
+        update(done) {
+          current = done;
+          draw(current);
+        },
+        end() {
+          clear();
+          bar = undefined;
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import { getAddress, JsonRpcProvider, Wallet, type TransactionReceipt } from "ethers";
+import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
+import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
+import type { ChainName } from "../../core/chains";
+import { CHAIN_NAMES } from "../../core/chains";
+import { clientError } from "./errors";
+
+/** One chain as GET /api/v1/health/settlement reports it. */
+export interface Settlement {
+  chain: ChainName;
+  chainId: number;
+  escrowAddress: string;
+  token: string;
+  postable: boolean;
+  batchCreate: { supported: boolean; maxBatch: number };
+}
+
+/** A transaction the API built for the client's wallet. */
+export interface UnsignedTx {
+  chainId: number;
+  from: string;
+  to: string;
+  data: string;
+  value: string;
+}
+
+export type RpcUrls = Partial<Record<ChainName, string>>;
+export type PinnedEscrows = Partial<Record<ChainName, string>>;
+
+export const escrowInterface = TaskEscrow__factory.createInterface();
+export const erc20Interface = IERC20__factory.createInterface();
+
+const ENV_NAME: Record<ChainName, string> = { arc: "ARC", "0g": "0G", base: "BASE" };
+
+/** Escrow addresses the client trusts, from `MARKET_ESCROW_<CHAIN>` (ARC, 0G, BASE) unless given. */
+export function pinnedEscrowsFromEnv(env: NodeJS.ProcessEnv = process.env): PinnedEscrows {
+  const pinned: PinnedEscrows = {};
+  for (const chain of CHAIN_NAMES) {
+    const value = env[`MARKET_ESCROW_${ENV_NAME[chain]}`];
+    if (value) pinned[chain] = getAddress(value);
+  }
+  return pinned;
+}
+
+/** RPC URLs from `MARKET_RPC_<CHAIN>` (ARC, 0G, BASE); there is no default RPC. */
+export function rpcUrlsFromEnv(env: NodeJS.ProcessEnv = process.env): RpcUrls {
+  const urls: RpcUrls = {};
+  for (const chain of CHAIN_NAMES) {
+    const value = env[`MARKET_RPC_${ENV_NAME[chain]}`];
+    if (value) urls[chain] = value;
+  }
+  return urls;
+}
+
+/**
+ * The wallet on one chain, behind the transaction guard: it signs only a transaction that is exactly the call the
+ * client itself computed, for the chain its own RPC answers for, to the escrow it pinned.
+ */
+export interface ChainWallet {
+  chain: ChainName;
+  chainId: number;
+  escrow: string;
+  token: string;
+  wallet: Wallet;
+  provider: JsonRpcProvider;
+  /**
+   * Checks the API's transaction against the expected call, then signs and sends the expected call; with `nonce`,
+   * exactly at that nonce (a caller that journaled the nonce can later tell whether the transaction was sent).
+   */
+  send(unsigned: UnsignedTx | null | undefined, expected: { to: string; data: string }, options?: { nonce?: number }): Promise<TransactionReceipt>;
+}
+
+export async function connectChain(
+  settlement: Settlement,
+  privateKey: string,
+  rpcUrls: RpcUrls,
+  pinned: PinnedEscrows,
+): Promise<ChainWallet> {
+  const chain = settlement.chain;
+  const rpcUrl = rpcUrls[chain];
+  if (!rpcUrl) throw clientError("WRONG_RPC", `No RPC URL for ${chain}: set rpcUrls.${chain} (MARKET_RPC_${ENV_NAME[chain]}).`);
+  const pinnedEscrow = pinned[chain];
+  if (!pinnedEscrow) throw clientError("ESCROW_NOT_PINNED", `No pinned escrow for ${chain}: set escrows.${chain} (MARKET_ESCROW_${ENV_NAME[chain]}).`);
+  if (getAddress(pinnedEscrow) !== getAddress(settlement.escrowAddress)) {
+    throw clientError("ESCROW_MISMATCH", `The service names escrow ${settlement.escrowAddress} on ${chain}; the client pinned ${pinnedEscrow}.`);
+  }
+  // No response cache: consecutive transactions must see the nonce the previous one used.
+  const provider = new JsonRpcProvider(rpcUrl, undefined, { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
+  let chainId: bigint;
+  try {
+    chainId = (await provider.getNetwork()).chainId;
+  } catch (cause) {
+    provider.destroy();
+    throw clientError("WRONG_RPC", `The RPC for ${chain} (${rpcUrl}) does not answer: ${(cause as Error).message}`);
+  }
+  if (chainId !== BigInt(settlement.chainId)) {
+    provider.destroy();
+    throw clientError("WRONG_RPC", `The RPC for ${chain} answers for chain ${chainId}, not ${settlement.chainId}.`);
+  }
+  const wallet = new Wallet(privateKey, provider);
+  const escrow = getAddress(settlement.escrowAddress);
+  // One transaction at a time per wallet: each takes the nonce after the previous one is mined.
+  let queue: Promise<unknown> = Promise.resolve();
+
+  return {
+    chain,
+    chainId: settlement.chainId,
+    escrow,
+    token: getAddress(settlement.token),
+    wallet,
+    provider,
+    async send(unsigned, expected, options = {}) {
+      if (unsigned) guard(unsigned, { chainId: settlement.chainId, from: wallet.address, to: expected.to, data: expected.data, escrow });
+      const nonce = options.nonce === undefined ? {} : { nonce: options.nonce };
+      const run = queue.then(async () => {
+        const tx = await wallet.sendTransaction({ to: expected.to, data: expected.data, value: 0n, chainId: settlement.chainId, ...nonce });
+        const receipt = await tx.wait();
+        if (!receipt || receipt.status !== 1) throw clientError("TX_REVERTED", `Transaction ${tx.hash} reverted.`, { txHash: tx.hash });
+        return receipt;
+      });
+      queue = run.catch(() => undefined);
+      return run;
+    },
+  };
+}
+
+/** The transaction guard: refuses anything but exactly the expected call. */
+export function guard(unsigned: UnsignedTx, expected: { chainId: number; from: string; to: string; data: string; escrow: string }) {
+  if (Number(unsigned.chainId) !== expected.chainId) {
+    throw clientError("WRONG_CHAIN", `The transaction is for chain ${unsigned.chainId}, not ${expected.chainId}.`);
+  }
+  const to = getAddress(unsigned.to);
+  if (to !== getAddress(expected.to)) {
+    const escrowCall = getAddress(expected.to) === expected.escrow;
+    throw clientError(escrowCall ? "ESCROW_MISMATCH" : "TX_MISMATCH", `The transaction goes to ${to}, not ${expected.to}.`);
+  }
+  if (getAddress(unsigned.from) !== getAddress(expected.from)) {
+    throw clientError("TX_MISMATCH", `The transaction is from ${unsigned.from}, not this wallet ${expected.from}.`);
+  }
+  if (unsigned.data.toLowerCase() !== expected.data.toLowerCase() || BigInt(unsigned.value || "0") !== 0n) {
+    throw clientError("TX_MISMATCH", "The transaction is not exactly the requested call.");
+  }
+}

@@ -1,0 +1,317 @@
+import { Wallet } from "ethers";
+import { createHttp, type Http } from "./http";
+import { ApiError, clientError } from "./errors";
+import {
+  connectChain,
+  escrowInterface,
+  pinnedEscrowsFromEnv,
+  type ChainWallet,
+  type PinnedEscrows,
+  type RpcUrls,
+  type Settlement,
+  type UnsignedTx,
+} from "./chain";
+import { checkRows, listFunded, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
+import type { ChainName } from "../../core/chains";
+import { decryptBrief, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
+
+export interface MarketClientOptions {
+  apiKey: string;
+  /** Default: MARKET_API_URL, else http://127.0.0.1:3000. */
+  baseUrl?: string;
+  /** The wallet of the API key, to fund tasks and sign evidence. Its key never leaves the client. */
+  executor?: { privateKey: string; rpcUrls: RpcUrls };
+  /** Escrow addresses the client trusts per chain; default MARKET_ESCROW_<CHAIN>. */
+  escrows?: PinnedEscrows;
+  fetch?: typeof fetch;
+  /** Per request (ms). */
+  timeoutMs?: number;
+}
+
+/** A task as the API lists it (`{ meta, state }`). */
+export interface TaskView {
+  meta: {
+    chain: string;
+    taskHash: string;
+    poster: string;
+    privacy: "public" | "private";
+    reward: { amount: string; unit: { symbol: string; decimals: number; address: string } };
+    routingSummary?: string;
+    publicBrief?: string;
+    rootHash?: string;
+    verificationMode: string;
+    verificationCriteria?: Record<string, unknown>;
+    requiredCapabilities: string[];
+    targetExecutor?: string;
+    deadline: number;
+    listedAt: number;
+  };
+  state: { taskId: string; status: string; worker?: string; rounds: number; ending?: string; resultData?: { output?: string; resultHash?: string } };
+}
+
+/** What `accept` answers: the brief (or how to open it) and how the result is judged. */
+export interface AssignedTask {
+  taskHash: string;
+  chain: ChainName;
+  escrowAddress: string;
+  worker: string;
+  deadline: number;
+  rounds: number;
+  brief: { privacy: "public" | "private"; publicBrief?: string; routingSummary?: string; rootHash?: string; wrappedKey?: string };
+  verification: { mode: string; criteria?: Record<string, unknown>; verifierAddress?: string };
+}
+
+export interface Finalized {
+  taskHash: string;
+  round: number;
+  status: string;
+  verificationResult?: { passed: boolean; score: number; reasons: string[] };
+  roundsLeft: number;
+  txHash?: string;
+}
+
+export interface AgentProfile {
+  address: string;
+  publicKey: string | null;
+  displayName: string | null;
+  capabilities: string[];
+  supportedChains: string[] | null;
+  minReward: string | null;
+  reputation: number;
+  tasksCompleted: number;
+}
+
+export interface CreateAgentOptions {
+  /** The API key wallet's private key. Without it a random key is generated and returned once; that agent can open briefs but cannot sign evidence. */
+  privateKey?: string;
+  supportedChains: ChainName[];
+  capabilities?: string[];
+  displayName?: string;
+  /** Raw units. */
+  minReward?: bigint | string;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The marketplace client: post tasks (one or a spreadsheet of them), take and deliver tasks as a self-run agent, and
+ * settle. API errors raise `ApiError` with the stable `code`. Every transaction the API builds is checked against
+ * the call the client computes itself before the wallet signs it.
+ */
+export class MarketClient {
+  readonly http: Http;
+  private readonly options: MarketClientOptions;
+  private readonly pinned: PinnedEscrows;
+  private settlements?: Promise<Settlement[]>;
+  private readonly wallets = new Map<ChainName, Promise<ChainWallet>>();
+
+  constructor(options: MarketClientOptions) {
+    this.options = options;
+    this.http = createHttp({
+      baseUrl: options.baseUrl ?? process.env.MARKET_API_URL ?? "http://127.0.0.1:3000",
+      apiKey: options.apiKey,
+      fetch: options.fetch,
+      timeoutMs: options.timeoutMs,
+    });
+    this.pinned = options.escrows ?? pinnedEscrowsFromEnv();
+  }
+
+  /** The wallet the API key acts as. */
+  async whoami(): Promise<string> {
+    const { addresses } = await this.http.get<{ addresses: string[] }>("/api/v1/api-keys/whoami");
+    const address = addresses[0];
+    if (!address) throw clientError("INVALID_TOKEN", "The API key acts as no wallet.");
+    return address;
+  }
+
+  async settlement(chain?: string): Promise<Settlement> {
+    this.settlements ??= this.http.get<{ chains: Settlement[] }>("/api/v1/health/settlement").then((r) => r.chains);
+    const chains = await this.settlements;
+    const found = chain ? chains.find((c) => c.chain === chain) : chains.find((c) => c.postable);
+    if (!found) throw clientError("WRONG_CHAIN", chain ? `The service does not settle on ${chain}.` : "The service has no postable chain.");
+    return found;
+  }
+
+  /** The executor wallet on a chain, behind the transaction guard; checks the key is the API key's wallet once. */
+  async wallet(chain?: string): Promise<ChainWallet> {
+    const executor = this.options.executor;
+    if (!executor) throw clientError("WRONG_RPC", "This client has no executor { privateKey, rpcUrls }.");
+    const settlement = await this.settlement(chain);
+    let connected = this.wallets.get(settlement.chain);
+    if (!connected) {
+      connected = (async () => {
+        await this.requireOwnKey(executor.privateKey);
+        return connectChain(settlement, executor.privateKey, executor.rpcUrls, this.pinned);
+      })();
+      connected.catch(() => this.wallets.delete(settlement.chain));
+      this.wallets.set(settlement.chain, connected);
+    }
+    return connected;
+  }
+
+  private async requireOwnKey(privateKey: string): Promise<string> {
+    const keyWallet = new Wallet(privateKey).address;
+    const apiWallet = await this.whoami();
+    if (keyWallet !== apiWallet) {
+      throw clientError("OWNER_MISMATCH", `The private key's wallet ${keyWallet} is not the API key's wallet ${apiWallet}.`);
+    }
+    return apiWallet;
+  }
+
+  // ------------------------------------------------------------------ agents
+
+  /**
+   * Registers (or re-registers) the API key's wallet as an agent. With `privateKey`, its wallet must be the API key's
+   * (`OWNER_MISMATCH` otherwise, nothing registered); without, a fresh key is generated and returned once.
+   */
+  async createAgent(options: CreateAgentOptions): Promise<{ profile: AgentProfile; privateKey?: string }> {
+    let generated: string | undefined;
+    let privateKey = options.privateKey;
+    if (privateKey) await this.requireOwnKey(privateKey);
+    else privateKey = generated = Wallet.createRandom().privateKey;
+    const { profile } = await this.http.post<{ profile: AgentProfile }>("/api/v1/a2a/register", {
+      publicKey: publicKeyFromPrivateKey(privateKey),
+      supportedChains: options.supportedChains,
+      capabilities: options.capabilities ?? [],
+      ...(options.displayName ? { displayName: options.displayName } : {}),
+      ...(options.minReward !== undefined ? { minReward: options.minReward.toString() } : {}),
+    });
+    return generated ? { profile, privateKey: generated } : { profile };
+  }
+
+  async browseA2ATasks(filter: { capabilities?: string[] } = {}): Promise<{ tasks: TaskView[]; total: number }> {
+    const caps = filter.capabilities?.length ? `?capabilities=${encodeURIComponent(filter.capabilities.join(","))}` : "";
+    return this.http.get(`/api/v1/a2a/tasks${caps}`);
+  }
+
+  async getTask(taskId: string): Promise<TaskView> {
+    return this.http.get(`/api/v1/tasks/${taskId}`);
+  }
+
+  async postedTasks(options: { limit?: number; cursor?: string } = {}): Promise<{ tasks: TaskView[]; nextCursor: string | null }> {
+    const query = new URLSearchParams();
+    if (options.limit) query.set("limit", String(options.limit));
+    if (options.cursor) query.set("cursor", options.cursor);
+    return this.http.get(`/api/v1/a2a/tasks/posted${query.size ? `?${query}` : ""}`);
+  }
+
+  async acceptTask(taskId: string): Promise<AssignedTask> {
+    return this.http.post(`/api/v1/a2a/tasks/${taskId}/accept`);
+  }
+
+  /** Registers interest in a task whose brief is not wrapped to this agent; the poster may wrap it. */
+  async bidOnTask(taskId: string, message?: string): Promise<{ taskHash: string; wrapped: boolean }> {
+    return this.http.post(`/api/v1/a2a/tasks/${taskId}/bid`, message ? { message } : {});
+  }
+
+  /** The brief of an assigned task: the public text, or the private one decrypted with the executor key. */
+  async openBrief(task: AssignedTask): Promise<string> {
+    if (task.brief.privacy === "public") return task.brief.publicBrief ?? "";
+    const privateKey = this.options.executor?.privateKey;
+    if (!privateKey || !task.brief.wrappedKey || !task.brief.rootHash) throw clientError("NEEDS_WRAP", "No key to open this private brief.");
+    const { data } = await this.http.get<{ data: string }>(`/api/v1/storage/${task.brief.rootHash}`);
+    return decryptBrief(Buffer.from(data, "base64"), unwrapBriefKey(task.brief.wrappedKey, privateKey));
+  }
+
+  /**
+   * Delivers a result: the API stores it and builds submitEvidence (hash of the output), the executor wallet signs
+   * it after the guard checks it, and the delivery is finalized (verification runs).
+   */
+  async deliverResult(taskId: string, result: string | { output: string }): Promise<Finalized> {
+    const output = typeof result === "string" ? result : result.output;
+    const task = await this.getTask(taskId);
+    const wallet = await this.wallet(task.meta.chain);
+    const delivered = await this.http.post<{ round: number; unsignedTx: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/deliver`, { output });
+    const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("submitEvidence", [task.meta.taskHash, resultHash(output)]) };
+    const receipt = await wallet.send(delivered.unsignedTx, expected);
+    return this.finalize(taskId, receipt.hash);
+  }
+
+  /** Runs verification once the evidence is mined; retries while it is not indexed yet. */
+  async finalize(taskId: string, txHash?: string): Promise<Finalized> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.http.post<Finalized>(`/api/v1/a2a/tasks/${taskId}/finalize`, txHash ? { txHash } : {});
+      } catch (error) {
+        if (!(error instanceof ApiError) || !error.retryable || attempt >= 20) throw error;
+        await sleep(500 * Math.min(attempt + 1, 6));
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ posting
+
+  /** Posts one task (a bulk run of one row; `agent` verification allowed). */
+  async postTask(input: PostTaskInput): Promise<PostResult> {
+    const checked = checkRows([input], { allowAgentMode: true });
+    const result = await postRows(await this.postingContext(), checked, 1, {});
+    return result.results[0]!;
+  }
+
+  /**
+   * Posts up to 1,000 tasks: every row is checked first (`INVALID_ROWS` refuses the whole call), `maxTotalRaw` is
+   * checked before spending, the escrow is approved once for the total, and tasks are funded per chunk and listed.
+   * Unlisted rows carry `indexParams`: finish them with `indexTask`, never with `postTasks` again.
+   */
+  async postTasks(rows: readonly PostTaskInput[], options: PostTasksOptions = {}): Promise<PostTasksResult> {
+    const started = performance.now();
+    const checked = checkRows(rows, { allowAgentMode: false });
+    const checkMs = performance.now() - started;
+    const result = await postRows(await this.postingContext(), checked, rows.length, options);
+    return { ...result, timings: { ...result.timings, checkMs: result.timings.checkMs + Math.round(checkMs) } };
+  }
+
+  /** Lists a funded task from the `indexParams` a run left. */
+  async indexTask(params: IndexParams): Promise<{ taskHash: string; status: "listed" | "already_listed" }> {
+    const [outcome] = await listFunded({ http: this.http }, params.txHash, [params]);
+    if (!outcome!.ok) throw new ApiError(409, outcome!.error.code, outcome!.error.message);
+    return { taskHash: params.taskHash, status: "listed" };
+  }
+
+  private async postingContext() {
+    const settlement = await this.settlement();
+    return { http: this.http, settlement, chain: await this.wallet(settlement.chain) };
+  }
+
+  // ------------------------------------------------------------------ judging and settling
+
+  /**
+   * The poster's verdict on the latest delivered round of a `manual` task (the service settles it), or the designated
+   * verifier's on an `agent` task (signed by this client's wallet).
+   */
+  async reviewResult(taskId: string, verdict: { approve: boolean; score?: number; reasons?: string[] }): Promise<{ status: string; txHash?: string }> {
+    const answer = await this.http.post<{ status: string; txHash?: string; unsignedTx?: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/verdict`, {
+      passed: verdict.approve,
+      ...(verdict.score !== undefined ? { score: verdict.score } : {}),
+      ...(verdict.reasons ? { reasons: verdict.reasons } : {}),
+    });
+    if (!answer.unsignedTx) return answer;
+    const task = await this.getTask(taskId);
+    const wallet = await this.wallet(task.meta.chain);
+    const score = verdict.score ?? (verdict.approve ? 100 : 0);
+    const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("completeVerification", [task.meta.taskHash, verdict.approve, score]) };
+    const receipt = await wallet.send(answer.unsignedTx, expected);
+    return { status: answer.status, txHash: receipt.hash };
+  }
+
+  /**
+   * Gets the escrow back: cancels an open task, or claims after the deadline (a refund, or the escalation of
+   * delivered work nobody judged). Signed by this client's wallet.
+   */
+  async cancelAndRefund(taskId: string): Promise<{ outcome: string; txHash: string }> {
+    const task = await this.getTask(taskId);
+    const action = task.state.status === "open" ? "cancel" : "claim-timeout";
+    return this.settle(taskId, action, task);
+  }
+
+  /** A poster's or worker's own settlement call: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */
+  async settle(taskId: string, action: "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged", known?: TaskView): Promise<{ outcome: string; txHash: string }> {
+    const task = known ?? (await this.getTask(taskId));
+    const wallet = await this.wallet(task.meta.chain);
+    const answer = await this.http.post<{ outcome: string; unsignedTx: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/${action}`);
+    const fn = { cancel: "cancelTask", "claim-timeout": "claimTimeout", dispute: "raiseDispute", release: "releaseTask", "release-unjudged": "releaseUnjudgedWork" }[action];
+    const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData(fn as "cancelTask", [task.meta.taskHash]) };
+    const receipt = await wallet.send(answer.unsignedTx, expected);
+    return { outcome: answer.outcome, txHash: receipt.hash };
+  }
+}

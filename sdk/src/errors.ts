@@ -1,0 +1,50 @@
+import { ERROR_CODES, isErrorCode, type ErrorCodeInfo } from "../../core/errors";
+
+/**
+ * Every refusal the SDK reports: from the API (`status` is the HTTP status, `body` the answer's `error` object) or
+ * from the client itself before anything was sent (transaction guard, row checks, `OWNER_MISMATCH`), with the status
+ * the code table gives. Branch on `code`; `message` may change.
+ */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly status: number;
+  readonly code: string;
+  readonly body: ApiErrorBody;
+
+  constructor(status: number, code: string, message: string, body: Partial<ApiErrorBody> = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.status = status;
+    this.code = code;
+    this.body = { code, message, ...body };
+  }
+
+  /** True when the same request may succeed later unchanged (rate limits, pending transactions, lagging index). */
+  get retryable(): boolean {
+    return isErrorCode(this.code) && (ERROR_CODES[this.code] as ErrorCodeInfo).retryable === true;
+  }
+}
+
+export interface ApiErrorBody {
+  code: string;
+  message: string;
+  reason?: string;
+  details?: Array<Record<string, unknown>>;
+  /** Per-row refusals of a bulk call (`INVALID_ROWS`). */
+  errors?: RowError[];
+  [key: string]: unknown;
+}
+
+export interface RowError {
+  /** 0-based index of the row in the call (and the file line, for files). */
+  index: number;
+  line?: number;
+  column?: string;
+  code: string;
+  message: string;
+}
+
+/** A refusal raised by the client, with the status of the code table. */
+export function clientError(code: keyof typeof ERROR_CODES, message: string, body: Partial<ApiErrorBody> = {}): ApiError {
+  const status = ERROR_CODES[code].status || 400;
+  return new ApiError(status, code, message, body);
+}

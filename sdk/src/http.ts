@@ -1,0 +1,64 @@
+import { ApiError } from "./errors";
+
+export interface HttpOptions {
+  baseUrl: string;
+  apiKey?: string;
+  /** Per request (ms). */
+  timeoutMs?: number;
+  /** How many times a 429 is retried after its Retry-After. */
+  rateLimitRetries?: number;
+  fetch?: typeof fetch;
+}
+
+export type Http = ReturnType<typeof createHttp>;
+
+/** JSON over HTTP with the API's envelope: `data` on success, `ApiError` (with the stable `code`) otherwise. */
+export function createHttp(options: HttpOptions) {
+  const baseUrl = options.baseUrl.replace(/\/$/, "");
+  const doFetch = options.fetch ?? fetch;
+  const timeoutMs = options.timeoutMs ?? 120_000;
+
+  async function request<T>(method: string, path: string, body?: unknown, attempt = 0): Promise<T> {
+    let response: Response;
+    try {
+      response = await doFetch(`${baseUrl}${path}`, {
+        method,
+        headers: {
+          accept: "application/json",
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+          ...(options.apiKey ? { "x-api-key": options.apiKey } : {}),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (cause) {
+      throw new ApiError(0, "NETWORK_ERROR", `${method} ${path}: ${(cause as Error).message}`, {}, { cause });
+    }
+    const text = await response.text();
+    let parsed: { success?: boolean; data?: T; error?: { code?: string; message?: string } } | undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (response.ok && parsed?.success === true) return parsed.data as T;
+    const error = parsed?.error;
+    if (response.status === 429 && attempt < (options.rateLimitRetries ?? 3)) {
+      const wait = Number(response.headers.get("retry-after") ?? "1");
+      await new Promise((resolve) => setTimeout(resolve, Math.min(60, Math.max(1, wait)) * 1000));
+      return request(method, path, body, attempt + 1);
+    }
+    throw new ApiError(
+      response.status,
+      error?.code ?? `HTTP_${response.status}`,
+      error?.message ?? `${method} ${path} answered ${response.status}`,
+      (error ?? {}) as Record<string, unknown>,
+    );
+  }
+
+  return {
+    get: <T>(path: string) => request<T>("GET", path),
+    post: <T>(path: string, body: unknown = {}) => request<T>("POST", path, body),
+    baseUrl,
+  };
+}

@@ -1,0 +1,24 @@
+/**
+ * @market/sdk: post tasks (one, or up to 1,000 in a run), and run a self-run agent with WorkerRuntime.
+ * The rules it checks before sending anything are the service's own (core/), so a refused row costs nothing.
+ */
+export { MarketClient, type MarketClientOptions, type TaskView, type AssignedTask, type Finalized, type AgentProfile, type CreateAgentOptions } from "./client";
+export {
+  WorkerRuntime,
+  needsWrapDelay,
+  planAfterRefusal,
+  systemClock,
+  type Clock,
+  type ExecutionStatus,
+  type RuntimeEvent,
+  type TaskContext,
+  type WorkerRuntimeOptions,
+} from "./runtime";
+export { ApiError, type ApiErrorBody, type RowError } from "./errors";
+export type { IndexParams, PostResult, PostStatus, PostTaskInput, PostTasksOptions, PostTasksResult, FundingEvent, FundedEvent } from "./posting";
+export { pinnedEscrowsFromEnv, rpcUrlsFromEnv, guard, type Settlement, type UnsignedTx, type RpcUrls, type PinnedEscrows } from "./chain";
+export { AgentCap, CAPABILITY_TAGS, type CapabilityTag } from "../../core/capabilities";
+export { CHAIN_NAMES, type ChainName } from "../../core/chains";
+export { ERROR_CODES, type ErrorCode } from "../../core/errors";
+export { formatUsdc, parseUsdcDecimal, parseRawAmount } from "../../core/money";
+export { evaluate, type VerificationCriteria, type Verdict } from "../../core/verification";

@@ -1,0 +1,297 @@
+import { Wallet } from "ethers";
+import { MarketClient, type AgentProfile, type AssignedTask, type Finalized, type TaskView } from "../client";
+import { ApiError, clientError } from "../errors";
+import type { PinnedEscrows, RpcUrls } from "../chain";
+import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
+import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
+import { RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
+
+export { needsWrapDelay, planAfterRefusal, systemClock, type Clock } from "./schedule";
+
+/** What `executeTask` receives. */
+export interface TaskContext {
+  taskId: string;
+  /** The brief: public text, or the private brief decrypted with the agent's key. */
+  instructions: string;
+  privacy: "public" | "private";
+  chain: ChainName;
+  reward: { amount: string; symbol: string };
+  capabilities: string[];
+  verification: { mode: string; criteria?: Record<string, unknown> };
+  /** Unix seconds. */
+  deadline: number;
+  /** 1 for the first delivery; a redelivery after a failed round gets the previous attempt. */
+  round: number;
+  previousAttempt?: { output: string; reasons: string[] };
+}
+
+export type RuntimeEvent =
+  | { type: "registered"; profile: AgentProfile }
+  | { type: "task_assigned"; taskId: string }
+  | { type: "task_finalized"; taskId: string; finalize: { status: string; verificationResult?: { passed: boolean; reasons: string[] } } }
+  | { type: "task_failed"; taskId: string; error: { code: string; message: string } }
+  | { type: "error"; error: Error };
+
+export type ExecutionStatus = "bidding" | "assigned" | "working" | "submitted";
+
+export interface WorkerRuntimeOptions {
+  apiKey: string;
+  /** The API key wallet's key: the runtime registers with it, decrypts briefs and signs evidence. */
+  privateKey?: string;
+  /** The same key, to restart an agent that is already registered without registering it again. */
+  existingPrivateKey?: string;
+  /** RPC per chain; no default. The agent works on (and declares) exactly these chains; `arc` to work on `arc`. */
+  rpcUrls: RpcUrls;
+  displayName?: string;
+  capabilities?: string[];
+  /** Raw units; tasks below it are skipped for a day. */
+  minReward?: string | bigint;
+  /** Default 1. */
+  maxConcurrentTasks?: number;
+  executeTask(context: TaskContext): Promise<{ output: string }>;
+  baseUrl?: string;
+  escrows?: PinnedEscrows;
+  fetch?: typeof fetch;
+  /** Default 15 s. */
+  browseIntervalMs?: number;
+  clock?: Clock;
+}
+
+interface Pending {
+  wrap?: WrapState;
+  handle?: unknown;
+}
+
+/**
+ * Turns an async function into a paid worker: registers the wallet as an agent, browses every 15 s, accepts what it
+ * can open and is allowed to take, runs `executeTask`, delivers (signing its own evidence transaction) and finalizes,
+ * and delivers again after a failed round while rounds remain.
+ *
+ * Refusals follow the spec's schedule: `NEEDS_WRAP` is bid on and retried every 5 s for 10 minutes without holding a
+ * slot, then backed off up to a day; `BELOW_MIN_REWARD` is skipped for a day; `OFFER_HELD` waits for the window.
+ */
+export class WorkerRuntime {
+  private readonly options: WorkerRuntimeOptions;
+  private readonly client: MarketClient;
+  private readonly clock: Clock;
+  private readonly handlers: Array<(event: RuntimeEvent) => void> = [];
+  private readonly executions = new Map<string, { status: ExecutionStatus; done: Promise<void> }>();
+  private readonly pending = new Map<string, Pending>();
+  private readonly dropped = new Set<string>();
+  private readonly bids = new Set<string>();
+  private browseHandle: unknown;
+  private running = false;
+  private profile?: AgentProfile;
+
+  constructor(options: WorkerRuntimeOptions) {
+    const key = options.privateKey ?? options.existingPrivateKey;
+    if (!key) throw clientError("OWNER_MISMATCH", "WorkerRuntime needs privateKey (or existingPrivateKey): it decrypts briefs and signs evidence.");
+    this.options = options;
+    this.clock = options.clock ?? systemClock;
+    this.client = new MarketClient({
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl,
+      executor: { privateKey: key, rpcUrls: options.rpcUrls },
+      escrows: options.escrows,
+      fetch: options.fetch,
+    });
+  }
+
+  /** The chains this agent declares: those it has an RPC URL for. */
+  get declaredChains(): ChainName[] {
+    return CHAIN_NAMES.filter((chain) => Boolean(this.options.rpcUrls[chain]));
+  }
+
+  /** Tasks held right now (accepted and not yet finalized). */
+  get activeExecutions(): number {
+    return this.executions.size;
+  }
+
+  /** The runtime's own view of each task it holds or bids on. */
+  statuses(): Record<string, ExecutionStatus> {
+    const out: Record<string, ExecutionStatus> = {};
+    for (const taskId of this.bids) out[taskId] = "bidding";
+    for (const [taskId, e] of this.executions) out[taskId] = e.status;
+    return out;
+  }
+
+  on(handler: (event: RuntimeEvent) => void): this {
+    this.handlers.push(handler);
+    return this;
+  }
+
+  private emit(event: RuntimeEvent) {
+    for (const handler of this.handlers) {
+      try {
+        handler(event);
+      } catch (error) {
+        if (event.type !== "error") this.emit({ type: "error", error: error as Error });
+      }
+    }
+  }
+
+  /** Registers (or, with `existingPrivateKey`, checks the registration) and starts browsing. */
+  async start(): Promise<AgentProfile> {
+    if (this.declaredChains.length === 0) throw clientError("WRONG_RPC", "rpcUrls names no chain: there is no default RPC.");
+    if (this.options.privateKey) {
+      const { profile } = await this.client.createAgent({
+        privateKey: this.options.privateKey,
+        supportedChains: this.declaredChains,
+        capabilities: this.options.capabilities ?? [],
+        displayName: this.options.displayName,
+        minReward: this.options.minReward,
+      });
+      this.profile = profile;
+    } else {
+      const address = new Wallet(this.options.existingPrivateKey!).address;
+      const apiWallet = await this.client.whoami();
+      if (address !== apiWallet) throw clientError("OWNER_MISMATCH", `The key's wallet ${address} is not the API key's wallet ${apiWallet}.`);
+      this.profile = (await this.client.http.get<{ profile: AgentProfile }>(`/api/v1/a2a/executors/${address}`)).profile;
+    }
+    this.running = true;
+    this.emit({ type: "registered", profile: this.profile });
+    this.scheduleBrowse(0);
+    return this.profile;
+  }
+
+  /** Stops browsing and retrying, and waits for the tasks in hand to finish. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.browseHandle !== undefined) this.clock.clearTimeout(this.browseHandle);
+    for (const p of this.pending.values()) if (p.handle !== undefined) this.clock.clearTimeout(p.handle);
+    this.pending.clear();
+    await Promise.all([...this.executions.values()].map((e) => e.done));
+  }
+
+  private scheduleBrowse(ms: number) {
+    if (!this.running) return;
+    this.browseHandle = this.clock.setTimeout(() => {
+      this.browse()
+        .catch((error: unknown) => this.emit({ type: "error", error: error as Error }))
+        .finally(() => this.scheduleBrowse(this.options.browseIntervalMs ?? RUNTIME_BROWSE_INTERVAL_MS));
+    }, ms);
+  }
+
+  private hasSlot(): boolean {
+    return this.executions.size < (this.options.maxConcurrentTasks ?? 1);
+  }
+
+  /** One browse: tries every open task it may take, while slots are free. */
+  async browse(): Promise<void> {
+    if (!this.running) return;
+    const { tasks } = await this.client.browseA2ATasks({ capabilities: this.options.capabilities ?? [] });
+    const candidates = tasks
+      .filter((t) => !this.executions.has(t.state.taskId) && !this.pending.has(t.state.taskId) && !this.dropped.has(t.state.taskId))
+      .filter((t) => this.declaredChains.includes(t.meta.chain as ChainName))
+      .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
+    for (const task of candidates) {
+      if (!this.hasSlot() || !this.running) break;
+      await this.tryAccept(task);
+    }
+  }
+
+  private async tryAccept(task: TaskView): Promise<void> {
+    const taskId = task.state.taskId;
+    let assigned: AssignedTask;
+    try {
+      assigned = await this.client.acceptTask(taskId);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      await this.refused(task, error);
+      return;
+    }
+    this.bids.delete(taskId);
+    this.pending.delete(taskId);
+    this.execute(task, assigned);
+  }
+
+  /** Schedules, bids or drops after a refused accept; a retry holds no slot. */
+  private async refused(task: TaskView, error: ApiError): Promise<void> {
+    const taskId = task.state.taskId;
+    const now = this.clock.now();
+    const previous = this.pending.get(taskId);
+    const plan = planAfterRefusal(error.code, now, previous?.wrap, error.body.details);
+    if (error.code === "NEEDS_WRAP" && !this.bids.has(taskId)) {
+      this.bids.add(taskId);
+      await this.client.bidOnTask(taskId).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
+    }
+    if (plan.kind === "drop") {
+      this.pending.delete(taskId);
+      this.dropped.add(taskId);
+      this.emit({ type: "task_failed", taskId, error: { code: error.code, message: error.message } });
+      return;
+    }
+    if (plan.kind === "next-browse") {
+      this.pending.delete(taskId);
+      return;
+    }
+    let wrap: WrapState | undefined;
+    if (error.code === "NEEDS_WRAP") {
+      wrap = previous?.wrap ?? { firstRefusedAt: now, slowRetries: 0 };
+      if (now - wrap.firstRefusedAt >= 10 * 60_000) wrap = { ...wrap, slowRetries: wrap.slowRetries + 1 };
+    }
+    if (!previous) this.emit({ type: "task_failed", taskId, error: { code: error.code, message: `${error.message} (retrying in ${Math.round(plan.afterMs / 1000)} s)` } });
+    const entry: Pending = { ...(wrap ? { wrap } : {}) };
+    const fire = () => {
+      if (!this.running || this.pending.get(taskId) !== entry) return;
+      // Retries hold no slot: with none free, wait another interval.
+      if (!this.hasSlot()) entry.handle = this.clock.setTimeout(fire, plan.afterMs);
+      else this.tryAccept(task).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
+    };
+    entry.handle = this.clock.setTimeout(fire, plan.afterMs);
+    this.pending.set(taskId, entry);
+  }
+
+  /** Runs the task in its slot: open the brief, execute, deliver and finalize, again after a failed round. */
+  private execute(task: TaskView, assigned: AssignedTask): void {
+    const taskId = task.state.taskId;
+    const record = { status: "assigned" as ExecutionStatus, done: Promise.resolve() };
+    this.executions.set(taskId, record);
+    this.emit({ type: "task_assigned", taskId });
+    record.done = (async () => {
+      try {
+        const instructions = await this.client.openBrief(assigned);
+        let previousAttempt: TaskContext["previousAttempt"];
+        for (let round = assigned.rounds + 1; ; round++) {
+          record.status = "working";
+          const { output } = await this.options.executeTask({
+            taskId,
+            instructions,
+            privacy: assigned.brief.privacy,
+            chain: assigned.chain,
+            reward: { amount: task.meta.reward.amount, symbol: task.meta.reward.unit.symbol },
+            capabilities: task.meta.requiredCapabilities,
+            verification: { mode: assigned.verification.mode, ...(assigned.verification.criteria ? { criteria: assigned.verification.criteria } : {}) },
+            deadline: assigned.deadline,
+            round,
+            ...(previousAttempt ? { previousAttempt } : {}),
+          });
+          if (typeof output !== "string" || output.length === 0) throw clientError("VALIDATION_FAILED", "executeTask must return { output } with a non-empty string.");
+          record.status = "submitted";
+          const finalized: Finalized = await this.client.deliverResult(taskId, output);
+          const result = finalized.verificationResult;
+          if (finalized.status === "failed" && finalized.roundsLeft > 0 && this.running) {
+            previousAttempt = { output, reasons: result?.reasons ?? [] };
+            continue;
+          }
+          if (finalized.status === "failed") {
+            this.emit({ type: "task_failed", taskId, error: { code: "VERIFICATION_FAILED", message: (result?.reasons ?? []).join("; ") || "failed verification" } });
+          } else {
+            this.emit({
+              type: "task_finalized",
+              taskId,
+              finalize: { status: finalized.status, ...(result ? { verificationResult: { passed: result.passed, reasons: result.reasons } } : {}) },
+            });
+          }
+          return;
+        }
+      } catch (error) {
+        const e = error instanceof ApiError ? { code: error.code, message: error.message } : { code: "EXECUTION_FAILED", message: (error as Error).message };
+        // Held but undelivered: the task stays assigned to this agent on chain.
+        this.emit({ type: "task_failed", taskId, error: e });
+      } finally {
+        this.executions.delete(taskId);
+      }
+    })();
+  }
+}

@@ -1,0 +1,190 @@
+import { randomUUID } from "node:crypto";
+import { Type } from "@sinclair/typebox";
+import type { FastifyInstance } from "fastify";
+import type { App, Context } from "../app";
+import { createTaskQueries } from "../tasks";
+import type { TaskView } from "../tasks/schemas";
+import { checkCapabilities } from "../../core/capabilities";
+import type { TaskStatus } from "../../core/status";
+
+/** JSON-RPC 2.0 and A2A error codes. */
+export const RPC = {
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
+  TASK_NOT_FOUND: -32001,
+  TASK_NOT_CANCELABLE: -32002,
+  UNSUPPORTED_OPERATION: -32004,
+} as const;
+
+type Id = string | number | null;
+interface RpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+type RpcResponse = { jsonrpc: "2.0"; id: Id; result: unknown } | { jsonrpc: "2.0"; id: Id; error: RpcError };
+
+class RpcFailure extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** A2A task state of a marketplace status, in the legacy (`tasks/get`) and the v1.0 (`GetTask`) spelling. */
+const A2A_STATE: Record<TaskStatus, string> = {
+  open: "submitted",
+  expired: "failed",
+  assigned: "working",
+  submitted: "working",
+  awaiting_verification: "working",
+  failed: "working",
+  disputed: "working",
+  escalated: "working",
+  verified: "completed",
+  completed: "completed",
+  refunded: "failed",
+  cancelled: "canceled",
+};
+
+function a2aTask(view: TaskView, v1: boolean) {
+  const state = A2A_STATE[view.state.status as TaskStatus];
+  return {
+    id: view.state.taskId,
+    contextId: view.state.taskId,
+    status: { state: v1 ? `TASK_STATE_${state.toUpperCase()}` : state, timestamp: new Date(view.meta.listedAt).toISOString() },
+    ...(v1 ? {} : { kind: "task" }),
+    metadata: { market: view },
+  };
+}
+
+const PARSE_FAILED = Symbol("parse failed");
+const LIST_LIMIT = 100;
+
+/**
+ * `POST /a2a/v1`: JSON-RPC 2.0, public. `tasks/list`, `tasks/get`, `message/send` (acknowledges only) and
+ * `tasks/cancel` (refused: cancel on chain), plus the A2A v1.0 names `ListTasks`, `GetTask`, `SendMessage`, `CancelTask`.
+ */
+export function a2aRoutes(app: App, { db, now }: Context) {
+  const queries = createTaskQueries({ db, now });
+
+  const taskView = async (params: Record<string, unknown>) => {
+    const raw = typeof params.id === "string" ? params.id : typeof params.name === "string" ? params.name.replace(/^tasks\//, "") : undefined;
+    if (raw === undefined || !/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new RpcFailure(RPC.INVALID_PARAMS, "params.id must be a task hash (0x + 64 hex)");
+    const view = await queries.view(raw, undefined);
+    if (!view) throw new RpcFailure(RPC.TASK_NOT_FOUND, "Task not found", { id: raw });
+    return view;
+  };
+
+  const methods: Record<string, (params: Record<string, unknown>, v1: boolean) => Promise<unknown>> = {
+    async list(params, v1) {
+      const wanted = params.capabilities;
+      const entries = Array.isArray(wanted) ? wanted : typeof wanted === "string" ? wanted.split(",") : [];
+      if (!entries.every((e): e is string => typeof e === "string")) throw new RpcFailure(RPC.INVALID_PARAMS, "params.capabilities must be strings");
+      const { tags, unknown } = checkCapabilities(entries);
+      if (unknown.length > 0) throw new RpcFailure(RPC.INVALID_PARAMS, `unknown capability tags: ${unknown.join(", ")}`);
+      const { tasks, total } = await queries.browse({ capabilities: tags, limit: LIST_LIMIT });
+      const listed = tasks.map((t) => a2aTask(t, v1));
+      return v1 ? { tasks: listed, totalSize: total, pageSize: listed.length, nextPageToken: "" } : { tasks: listed, total };
+    },
+    async get(params, v1) {
+      return a2aTask(await taskView(params), v1);
+    },
+    async send(params, v1) {
+      if (typeof params.message !== "object" || params.message === null) throw new RpcFailure(RPC.INVALID_PARAMS, "params.message is required");
+      const text =
+        "Received. This endpoint only acknowledges messages and changes nothing: post and take tasks through the " +
+        "HTTP API (see /openapi.json).";
+      const message = v1
+        ? { messageId: randomUUID(), role: "ROLE_AGENT", parts: [{ text }] }
+        : { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }] };
+      return v1 ? { message } : message;
+    },
+    async cancel(params) {
+      const view = await taskView(params);
+      throw new RpcFailure(RPC.UNSUPPORTED_OPERATION, "Tasks are cancelled on chain: the poster sends cancelTask from the funding wallet.", {
+        id: view.state.taskId,
+        status: view.state.status,
+      });
+    },
+  };
+  const names: Record<string, [keyof typeof methods, boolean]> = {
+    "tasks/list": ["list", false],
+    "tasks/get": ["get", false],
+    "message/send": ["send", false],
+    "tasks/cancel": ["cancel", false],
+    ListTasks: ["list", true],
+    GetTask: ["get", true],
+    SendMessage: ["send", true],
+    CancelTask: ["cancel", true],
+  };
+
+  async function answer(request: unknown): Promise<RpcResponse | undefined> {
+    const r = request as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown } | null;
+    const idValid = (v: unknown): v is Id => v === null || typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
+    const id: Id = r && typeof r === "object" && idValid(r.id) ? r.id : null;
+    const fail = (error: RpcError): RpcResponse => ({ jsonrpc: "2.0", id, error });
+    if (!r || typeof r !== "object" || Array.isArray(r) || r.jsonrpc !== "2.0" || typeof r.method !== "string" || ("id" in r && !idValid(r.id))) {
+      return fail({ code: RPC.INVALID_REQUEST, message: "Invalid Request" });
+    }
+    const isNotification = !("id" in r);
+    const route = Object.hasOwn(names, r.method) ? names[r.method] : undefined;
+    if (!route) return isNotification ? undefined : fail({ code: RPC.METHOD_NOT_FOUND, message: `Method not found: ${r.method}` });
+    if (r.params !== undefined && (typeof r.params !== "object" || r.params === null || Array.isArray(r.params))) {
+      return fail({ code: RPC.INVALID_PARAMS, message: "params must be an object" });
+    }
+    try {
+      const result = await methods[route[0]]!((r.params ?? {}) as Record<string, unknown>, route[1]);
+      return isNotification ? undefined : { jsonrpc: "2.0", id, result };
+    } catch (error) {
+      if (error instanceof RpcFailure) {
+        return isNotification ? undefined : fail({ code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) });
+      }
+      throw error;
+    }
+  }
+
+  // Own JSON parser in its own scope: a body that is not JSON is a JSON-RPC parse error, not an HTTP 400.
+  app.register(async (scope: FastifyInstance) => {
+    scope.removeContentTypeParser("application/json");
+    scope.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+      try {
+        done(null, JSON.parse(body as string));
+      } catch {
+        done(null, PARSE_FAILED);
+      }
+    });
+    (scope as unknown as App).post(
+      "/a2a/v1",
+      {
+        schema: {
+          tags: ["a2a"],
+          summary: "A2A JSON-RPC 2.0 endpoint (public)",
+          description:
+            "Methods: `tasks/list` (open tasks, same public metadata as GET /api/v1/a2a/tasks), `tasks/get`, `message/send` " +
+            "(acknowledges only), `tasks/cancel` (refused: -32004, cancel on chain), and the A2A v1.0 names `ListTasks`, " +
+            "`GetTask`, `SendMessage`, `CancelTask`. Errors: -32700 parse, -32600 invalid request, -32601 method, -32602 " +
+            "params, -32001 task not found. Batches (arrays) are answered as arrays.",
+          body: Type.Unknown(),
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        if (body === PARSE_FAILED) return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.PARSE_ERROR, message: "Parse error" } });
+        if (Array.isArray(body)) {
+          if (body.length === 0) return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.INVALID_REQUEST, message: "Invalid Request" } });
+          const answers = (await Promise.all(body.map(answer))).filter((a): a is RpcResponse => a !== undefined);
+          return answers.length === 0 ? reply.status(204).send() : reply.send(answers);
+        }
+        const single = await answer(body);
+        return single === undefined ? reply.status(204).send() : reply.send(single);
+      },
+    );
+  });
+}

@@ -1,0 +1,198 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from "fastify";
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import swagger from "@fastify/swagger";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { ServerConfig } from "./config";
+import type { Db } from "./db";
+import type { ChainRegistry } from "./chains";
+import type { BlobStore } from "./storage/blob-store";
+import { isAddress } from "ethers";
+import { ADDRESS_FORMAT, ErrorEnvelope } from "./http/schemas";
+import { MarketError, errorBody, sendError } from "./http/errors";
+import type { ErrorCode } from "../core/errors";
+import { createRateLimiter } from "./http/rate-limit";
+import { createAuth, type Auth } from "./auth";
+import { healthRoutes } from "./health";
+import { authRoutes } from "./auth/routes";
+import { storageRoutes } from "./storage";
+import { taskRoutes } from "./tasks";
+import { agentRoutes } from "./agents";
+import { a2aRoutes } from "./a2a";
+import { discoveryRoutes } from "./discovery";
+import { marketplaceRoutes, createOffers, createCustody, type Offers, type Custody, type MarketplaceDeps } from "./marketplace";
+import { verificationRoutes } from "./verification";
+import { feedbackRoutes } from "./feedback";
+import { reputationRoutes } from "./reputation";
+import { createAgentRegistry, type AgentRegistry } from "./agents";
+import type { Outbox } from "./outbox";
+
+/** The Fastify instance with TypeBox schemas as types, as every route module receives it. */
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export interface AppDeps {
+  db: Db;
+  chains: ChainRegistry;
+  blobs: BlobStore;
+  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey">;
+  /** The marketplace verifier key's outbox per chain; without one a chain cannot assign or judge. */
+  outboxes?: ReadonlyMap<string, Outbox>;
+  /** Clock in milliseconds; tests move it. */
+  now?: () => number;
+  /** Pino options, or false for silence (tests). `stream` replaces stdout (tests read what is logged). */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
+  /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
+  indexerWaitMs?: number;
+}
+
+/** What every route module gets: the app's dependencies and the services built once from them. */
+export interface Context extends AppDeps {
+  auth: Auth;
+  now: () => number;
+  agents: AgentRegistry;
+  offers: Offers;
+  custody: Custody;
+  market: MarketplaceDeps;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Builds the API without listening (tests use `app.inject()`). */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const now = deps.now ?? Date.now;
+  const app = Fastify({
+    logger:
+      deps.logger === false
+        ? false
+        : {
+            level: typeof deps.logger === "object" ? deps.logger.level : "info",
+            // Credentials never reach the logs.
+            redact: ["req.headers.authorization", 'req.headers["x-api-key"]', "req.headers.cookie"],
+            ...(typeof deps.logger === "object" && deps.logger.stream ? { stream: deps.logger.stream } : {}),
+          },
+    clientErrorHandler: answerClientError,
+    // Router refusals (a path parameter over 100 characters, bad percent-encoding) answer the envelope too.
+    frameworkErrors: (error, request, reply) => {
+      const badPath = error.code === "FST_ERR_MAX_PARAM_LENGTH" || error.code === "FST_ERR_BAD_URL";
+      const message = error.code === "FST_ERR_MAX_PARAM_LENGTH" ? "is too long" : "is not a valid URL component";
+      return sendError(request, reply, badPath ? new MarketError("VALIDATION_FAILED", `A path parameter ${message}.`, { details: [{ field: "params", message }] }) : error);
+    },
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, formats: { [ADDRESS_FORMAT]: isAddress } } },
+    // Answers are not re-validated: the serializer only needs to know the format exists.
+    serializerOpts: { ajv: { formats: { [ADDRESS_FORMAT]: true } } },
+    // Requests carry no trailing-slash variants or case games.
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // JSON only: Fastify's default text/plain parser would hand routes a string instead of answering 415.
+  app.removeContentTypeParser("text/plain");
+  app.addSchema(ErrorEnvelope);
+  await app.register(swagger, {
+    // Shared schemas keep their $id as their name under components.schemas (`ErrorEnvelope`, not `def-0`).
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
+    openapi: {
+      openapi: "3.0.3",
+      info: {
+        title: "market API",
+        version: "1.0.0",
+        description:
+          "Task marketplace API. Successful answers are `{ success: true, data }`; errors are " +
+          "`{ success: false, error: { code, message, reason?, details? } }` with the stable codes of docs/errors.md. " +
+          "Amounts are strings of raw units. Authenticate with `X-API-Key: sk_...` or `Authorization: Bearer <session token>`.",
+      },
+      servers: [{ url: deps.config.publicUrl }],
+      components: {
+        securitySchemes: {
+          apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+          session: { type: "http", scheme: "bearer", description: "Session token from POST /api/v1/auth/verify." },
+        },
+      },
+    },
+  });
+
+  app.addHook("onRequest", guardBodyEncoding);
+  app.addHook("onRequest", createRateLimiter(deps.config.rateLimit, now));
+  app.setErrorHandler((error, request, reply) => sendError(request, reply, error));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new MarketError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`)),
+  );
+
+  const signInChainId = deps.chains.list().find((c) => c.config.postable)?.config.chainId;
+  const auth = createAuth({ db: deps.db, now, publicUrl: deps.config.publicUrl, signInChainId });
+  const agents = createAgentRegistry({ db: deps.db, now });
+  const custody = createCustody(deps.config.custodyKey);
+  const offers = createOffers({ db: deps.db, agents, now, windowMs: deps.config.offerWindowMs, rewrappable: custody.available });
+  const market: MarketplaceDeps = {
+    db: deps.db,
+    chains: deps.chains,
+    agents,
+    offers,
+    custody,
+    outboxes: deps.outboxes ?? new Map(),
+    now,
+    indexerWaitMs: deps.indexerWaitMs,
+  };
+  const context: Context = { ...deps, now, auth, agents, offers, custody, market };
+  await app.register(async (scoped) => {
+    const routes = scoped as unknown as App;
+    healthRoutes(routes, context);
+    authRoutes(routes, context);
+    storageRoutes(routes, context);
+    taskRoutes(routes, context);
+    agentRoutes(routes, context);
+    a2aRoutes(routes, context);
+    discoveryRoutes(routes, context);
+    marketplaceRoutes(routes, context);
+    verificationRoutes(routes, context);
+    feedbackRoutes(routes, context);
+    reputationRoutes(routes, context);
+  });
+
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  await app.ready();
+  return app;
+}
+
+/** Node's HTTP parser errors, raised before a request reaches Fastify, onto the table. */
+const CLIENT_ERROR_CODES: Record<string, ErrorCode> = {
+  // The connection ended before Content-Length bytes arrived.
+  HPE_INVALID_EOF_STATE: "BODY_LENGTH_MISMATCH",
+  HPE_INVALID_CONTENT_LENGTH: "BODY_LENGTH_MISMATCH",
+  HPE_UNEXPECTED_CONTENT_LENGTH: "BODY_LENGTH_MISMATCH",
+  HPE_HEADER_OVERFLOW: "BODY_TOO_LARGE",
+  ERR_HTTP_REQUEST_TIMEOUT: "REQUEST_ABORTED",
+};
+
+/**
+ * Answers a request Node could not parse with the same error envelope as every route (Fastify's default answers
+ * `{ error, message, statusCode }` without a code). Other parse errors on a kept-alive connection come from bytes
+ * beyond the previous request's Content-Length, hence BODY_LENGTH_MISMATCH as the fallback.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Duplex) {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  if (socket.writable) {
+    const coded = new MarketError(CLIENT_ERROR_CODES[error.code ?? ""] ?? "BODY_LENGTH_MISMATCH");
+    const body = JSON.stringify(errorBody(coded));
+    socket.write(
+      `HTTP/1.1 ${coded.status} ${STATUS_CODES[coded.status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
+
+/** Refuses bodies the JSON parser would misread: a charset other than UTF-8, or a compressed body. */
+async function guardBodyEncoding(request: { headers: IncomingMessage["headers"] }) {
+  const encoding = request.headers["content-encoding"];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+    throw new MarketError("UNSUPPORTED_ENCODING", `Content-Encoding ${encoding} is not accepted; send the body uncompressed.`);
+  }
+  const type = request.headers["content-type"];
+  if (type) {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(type)?.[1];
+    if (charset && !/^utf-?8$/i.test(charset)) {
+      throw new MarketError("UNSUPPORTED_CHARSET", `charset ${charset} is not accepted; send UTF-8.`);
+    }
+  }
+}

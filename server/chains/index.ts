@@ -1,0 +1,79 @@
+import type { JsonRpcProvider, Provider } from "ethers";
+import { ChainRpcProvider } from "./rpc";
+import { TaskEscrow__factory, type TaskEscrow } from "../../typechain-types";
+import type { ChainConfig } from "../config";
+import type { ChainName } from "../../core/chains";
+import { MarketError } from "../../core/errors";
+
+export interface BatchCreate {
+  supported: boolean;
+  maxBatch: number;
+}
+
+/** One configured chain: its provider and its escrow binding. */
+export interface Chain {
+  name: ChainName;
+  config: ChainConfig;
+  provider: Provider;
+  escrow: TaskEscrow;
+  /** Whether the deployed escrow has batch creation, read from the contract once. */
+  batchCreate(): Promise<BatchCreate>;
+}
+
+export interface ChainRegistry {
+  list(): Chain[];
+  get(name: string): Chain | undefined;
+  /** The chain, or `CHAIN_NOT_CONFIGURED`. */
+  require(name: string): Chain;
+  /** The chain new tasks are posted on, or `CHAIN_NOT_CONFIGURED`. */
+  posting(): Chain;
+}
+
+export function rpcProvider(config: Pick<ChainConfig, "rpcUrl" | "chainId">): JsonRpcProvider {
+  return new ChainRpcProvider(config);
+}
+
+export function createChains(
+  configs: ChainConfig[],
+  options: { provider?: (config: ChainConfig) => Provider } = {},
+): ChainRegistry {
+  const chains = configs.map((config): Chain => {
+    const provider = options.provider?.(config) ?? rpcProvider(config);
+    const escrow = TaskEscrow__factory.connect(config.escrow, provider);
+    let batch: Promise<BatchCreate> | undefined;
+    return {
+      name: config.name,
+      config,
+      provider,
+      escrow,
+      batchCreate() {
+        batch ??= escrow.maxBatch().then(
+          (max) => ({ supported: max > 0n, maxBatch: Number(max) }),
+          // An escrow without batch creation (the deployed arc version) has no maxBatch(): it reverts.
+          (error: unknown) => {
+            batch = undefined;
+            if ((error as { code?: string }).code === "CALL_EXCEPTION") return { supported: false, maxBatch: 1 };
+            throw new MarketError("CHAIN_UNAVAILABLE", `${config.name}: ${(error as Error).message}`, { cause: error });
+          },
+        );
+        return batch;
+      },
+    };
+  });
+  const byName = new Map(chains.map((c) => [c.name as string, c]));
+  const require = (name: string) => {
+    const chain = byName.get(name);
+    if (!chain) throw new MarketError("CHAIN_NOT_CONFIGURED", `Chain ${name} is not configured on this server.`);
+    return chain;
+  };
+  return {
+    list: () => chains,
+    get: (name) => byName.get(name),
+    require,
+    posting: () => {
+      const chain = chains.find((c) => c.config.postable);
+      if (!chain) throw new MarketError("CHAIN_NOT_CONFIGURED", "No postable chain (arc) is configured on this server.");
+      return chain;
+    },
+  };
+}

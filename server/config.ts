@@ -1,0 +1,123 @@
+import path from "node:path";
+import { getAddress } from "ethers";
+import { readDeployment } from "../deploy/deployments";
+import { CHAIN_NAMES, type ChainName } from "../core/chains";
+
+/** One chain the server follows: its RPC, its escrow and settlement token. */
+export interface ChainConfig {
+  name: ChainName;
+  chainId: number;
+  rpcUrl: string;
+  escrow: string;
+  token: string;
+  /** Block to start indexing from (the escrow's deployment block). */
+  startBlock: number;
+  /** Blocks behind the head the indexer stays; 0 on a local automining chain. */
+  confirmations: number;
+  /** New tasks are posted on `arc` only. */
+  postable: boolean;
+}
+
+export interface RateLimitConfig {
+  /** Requests per window per client IP. */
+  perIp: number;
+  /** Requests per window per API key or session. */
+  perKey: number;
+  windowMs: number;
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  /** Public base URL written into cards and sign-in messages. */
+  publicUrl: string;
+  /** PostgreSQL connection string; when absent, SQLite at `sqlitePath`. */
+  databaseUrl?: string;
+  sqlitePath: string;
+  blobDir: string;
+  chains: ChainConfig[];
+  /** Marketplace verifier key: sends marketplaceAssign and completeVerification. Never logged. */
+  verifierKey?: string;
+  /** Key that opens `keyCustodyBlob` copies of brief keys, to re-wrap them to an accepting agent. Never logged. */
+  custodyKey?: string;
+  /** Length of the exclusive window the best-ranked eligible agent gets when a task opens (ms); 0 disables offers. */
+  offerWindowMs: number;
+  rateLimit: RateLimitConfig;
+  /** Indexer poll interval (ms). */
+  pollIntervalMs: number;
+  /** Run the indexer in a worker thread (default) or on the API's event loop. */
+  indexerInWorker: boolean;
+  logLevel: string;
+}
+
+/** One browse interval of the worker runtime: the offered agent sees the task at its next browse. */
+export const DEFAULT_OFFER_WINDOW_MS = 15_000;
+
+export const DEFAULT_RATE_LIMIT: RateLimitConfig = { perIp: 1200, perKey: 600, windowMs: 60_000 };
+
+const ENV_PREFIX: Record<ChainName, string> = { arc: "ARC", "0g": "0G", base: "BASE" };
+
+/**
+ * Reads the configuration from the environment. Per chain `<C>` (`ARC`, `0G`, `BASE`):
+ * `CHAIN_<C>_RPC_URL` enables it; `CHAIN_<C>_DEPLOYMENT` names a `deployments/<network>.json` record (default: the
+ * chain's name), and `CHAIN_<C>_ESCROW`, `CHAIN_<C>_TOKEN`, `CHAIN_<C>_CHAIN_ID`, `CHAIN_<C>_START_BLOCK`,
+ * `CHAIN_<C>_CONFIRMATIONS` override or replace it.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const dataDir = env.MARKET_DATA_DIR ?? path.resolve(__dirname, "..", "data");
+  const port = integer(env.PORT, 3000, "PORT");
+  const host = env.HOST ?? "127.0.0.1";
+  return {
+    host,
+    port,
+    publicUrl: env.MARKET_PUBLIC_URL ?? `http://${host}:${port}`,
+    databaseUrl: env.DATABASE_URL || undefined,
+    sqlitePath: env.SQLITE_PATH ?? path.join(dataDir, "market.sqlite"),
+    blobDir: env.BLOB_DIR ?? path.join(dataDir, "blobs"),
+    chains: CHAIN_NAMES.flatMap((name) => {
+      const chain = chainFromEnv(name, env);
+      return chain ? [chain] : [];
+    }),
+    verifierKey: env.MARKET_VERIFIER_PRIVATE_KEY || undefined,
+    custodyKey: env.MARKET_CUSTODY_PRIVATE_KEY || undefined,
+    offerWindowMs: integer(env.OFFER_WINDOW_MS, DEFAULT_OFFER_WINDOW_MS, "OFFER_WINDOW_MS"),
+    rateLimit: {
+      perIp: integer(env.RATE_LIMIT_PER_IP, DEFAULT_RATE_LIMIT.perIp, "RATE_LIMIT_PER_IP"),
+      perKey: integer(env.RATE_LIMIT_PER_KEY, DEFAULT_RATE_LIMIT.perKey, "RATE_LIMIT_PER_KEY"),
+      windowMs: integer(env.RATE_LIMIT_WINDOW_MS, DEFAULT_RATE_LIMIT.windowMs, "RATE_LIMIT_WINDOW_MS"),
+    },
+    pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
+    indexerInWorker: env.INDEXER_IN_WORKER !== "false",
+    logLevel: env.LOG_LEVEL ?? "info",
+  };
+}
+
+function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv): ChainConfig | undefined {
+  const prefix = `CHAIN_${ENV_PREFIX[name]}_`;
+  const rpcUrl = env[`${prefix}RPC_URL`];
+  if (!rpcUrl) return undefined;
+  const recorded = readDeployment(env[`${prefix}DEPLOYMENT`] ?? name);
+  const escrow = env[`${prefix}ESCROW`] ?? recorded?.proxy;
+  const token = env[`${prefix}TOKEN`] ?? recorded?.token;
+  const chainId = env[`${prefix}CHAIN_ID`] ? integer(env[`${prefix}CHAIN_ID`], 0, `${prefix}CHAIN_ID`) : recorded?.chainId;
+  if (!escrow || !token || chainId === undefined) {
+    throw new Error(`${name}: set ${prefix}DEPLOYMENT to a recorded deployment, or ${prefix}ESCROW, ${prefix}TOKEN and ${prefix}CHAIN_ID`);
+  }
+  return {
+    name,
+    chainId,
+    rpcUrl,
+    escrow: getAddress(escrow),
+    token: getAddress(token),
+    startBlock: integer(env[`${prefix}START_BLOCK`], recorded?.block ?? 0, `${prefix}START_BLOCK`),
+    confirmations: integer(env[`${prefix}CONFIRMATIONS`], 0, `${prefix}CONFIRMATIONS`),
+    postable: name === "arc",
+  };
+}
+
+function integer(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got ${JSON.stringify(value)}`);
+  return n;
+}

@@ -1,0 +1,100 @@
+import { Type } from "@sinclair/typebox";
+import { isAddress } from "ethers";
+import type { App, Context } from "../app";
+import type { AgentProfile } from "../agents";
+import { errorResponses } from "../http/schemas";
+import { MarketError } from "../../core/errors";
+
+export const AGENT_CARD_PATH = "/.well-known/agents/{address}.json";
+const PROTOCOL_VERSION = "0.3.0";
+
+/** The platform card: where the API, its OpenAPI document, the A2A endpoint and agent cards are. */
+export function platformCard(baseUrl: string) {
+  return {
+    name: "market",
+    description:
+      "Task marketplace for AI agents: posters lock a USDC reward in an on-chain escrow; agents take tasks, deliver, and " +
+      "are paid when the result passes verification.",
+    url: `${baseUrl}/a2a/v1`,
+    preferredTransport: "JSONRPC",
+    protocolVersion: PROTOCOL_VERSION,
+    version: "1.0.0",
+    capabilities: { streaming: false, pushNotifications: false },
+    defaultInputModes: ["application/json"],
+    defaultOutputModes: ["application/json"],
+    skills: [
+      {
+        id: "browse-tasks",
+        name: "Browse open tasks",
+        description: "List open tasks and their public metadata (tasks/list, tasks/get).",
+        tags: ["marketplace"],
+      },
+    ],
+    market: {
+      api: { baseUrl: `${baseUrl}/api/v1`, auth: "X-API-Key: sk_... (from a signed-in wallet session)" },
+      openapi: `${baseUrl}/openapi.json`,
+      agentCardUrlTemplate: `${baseUrl}${AGENT_CARD_PATH}`,
+      // The remote MCP endpoint needs an sk_ key; it is part of a later release and not served yet.
+      mcp: { url: `${baseUrl}/mcp`, auth: "X-API-Key: sk_...", available: false },
+    },
+  };
+}
+
+/** A registered agent's public card: A2A fields plus the `market` block saying how to hire it. */
+export function agentCard(baseUrl: string, agent: AgentProfile) {
+  return {
+    name: agent.displayName ?? agent.address,
+    description: `Agent ${agent.address} on the task marketplace.`,
+    url: `${baseUrl}/a2a/v1`,
+    protocolVersion: PROTOCOL_VERSION,
+    version: "1.0.0",
+    capabilities: { streaming: false, pushNotifications: false },
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    // Services the agent offers for rent, with prices; none until hosted-agent services land.
+    skills: [] as unknown[],
+    publicKey: agent.publicKey,
+    capabilityTags: agent.capabilities,
+    supportedChains: agent.supportedChains,
+    reputation: agent.reputation,
+    tasksCompleted: agent.tasksCompleted,
+    market: {
+      address: agent.address,
+      hire: {
+        api: `POST ${baseUrl}/api/v1/tasks with targetExecutor=${agent.address} (and serviceId for a service), then list it with POST ${baseUrl}/api/v1/a2a/tasks/index`,
+        mcp: `${baseUrl}/mcp (rent_service), when available`,
+      },
+    },
+  };
+}
+
+export function discoveryRoutes(app: App, { config, agents: registry }: Context) {
+  const baseUrl = config.publicUrl.replace(/\/$/, "");
+
+  for (const path of ["/.well-known/agent.json", "/.well-known/agent-card.json"]) {
+    app.get(
+      path,
+      { schema: { tags: ["discovery"], summary: "Platform card", response: { 200: Type.Object({}, { additionalProperties: true }) } } },
+      async () => platformCard(baseUrl),
+    );
+  }
+
+  app.get(
+    "/.well-known/agents/:file",
+    {
+      schema: {
+        tags: ["discovery"],
+        summary: "A registered agent's card (`/.well-known/agents/{address}.json`)",
+        params: Type.Object({ file: Type.String({ maxLength: 100 }) }),
+        response: { 200: Type.Object({}, { additionalProperties: true }), ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const address = /^(0x[0-9a-fA-F]{40})\.json$/.exec(request.params.file)?.[1];
+      if (!address || !isAddress(address)) throw new MarketError("INVALID_ADDRESS", "The card path is /.well-known/agents/<0x address>.json.");
+      const agent = await registry.get(address);
+      if (!agent) throw new MarketError("EXECUTOR_NOT_FOUND");
+      return agentCard(baseUrl, agent);
+    },
+  );
+}

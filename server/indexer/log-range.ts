@@ -1,0 +1,99 @@
+/**
+ * How many blocks one eth_getLogs call covers. Nodes refuse large queries in many wordings ("query returned more than
+ * 10000 results", "block range too large", response size limits, timeouts); on a refusal the range halves and the
+ * same start is tried again, and after each success it grows back by a quarter, up to the maximum.
+ */
+export interface BlockRangeOptions {
+  /** Blocks in the first query. Default 2,000. */
+  initial?: number;
+  /** Largest range ever asked for. Default 10,000. */
+  max?: number;
+}
+
+export interface BlockRange {
+  /** Current range size in blocks. */
+  readonly size: number;
+  /**
+   * Runs `query(to)` for the largest `to <= maxTo` the current size allows, shrinking and retrying on refusals.
+   * Returns the `to` that succeeded with its result. Errors other than refusals, and a refusal of a single block,
+   * are thrown.
+   */
+  fetch<T>(from: number, maxTo: number, query: (to: number) => Promise<T>): Promise<{ to: number; result: T }>;
+}
+
+export function createBlockRange(options: BlockRangeOptions = {}): BlockRange {
+  const max = Math.max(1, options.max ?? 10_000);
+  let size = Math.min(max, Math.max(1, options.initial ?? 2_000));
+  return {
+    get size() {
+      return size;
+    },
+    async fetch(from, maxTo, query) {
+      for (;;) {
+        const to = Math.min(maxTo, from + size - 1);
+        try {
+          const result = await query(to);
+          if (to - from + 1 >= size) size = Math.min(max, size + Math.max(1, Math.floor(size / 4)));
+          return { to, result };
+        } catch (error) {
+          const span = to - from + 1;
+          if (span <= 1 || !isRangeRefusal(error)) throw error;
+          const suggested = suggestedSpan(error);
+          size = Math.max(1, Math.min(Math.floor(span / 2), suggested ?? Infinity));
+        }
+      }
+    },
+  };
+}
+
+const REFUSALS: readonly RegExp[] = [
+  /more than \d+ (results|logs)/i,
+  /query returned more than/i,
+  /block range/i,
+  /range (is )?too (large|wide|big)/i,
+  /too many (results|logs|blocks)/i,
+  /exceeds? (the )?(max|limit)/i,
+  /(response|result) size/i,
+  /size exceeded/i,
+  /limit exceeded/i,
+  /timed? ?out|timeout/i,
+];
+
+/** Whether the node refused the query for its size (as opposed to being down or the request being wrong). */
+export function isRangeRefusal(error: unknown): boolean {
+  const { codes, messages } = describe(error);
+  if (codes.includes("TIMEOUT") || codes.includes(-32005)) return true;
+  return messages.some((message) => REFUSALS.some((pattern) => pattern.test(message)));
+}
+
+/** Some nodes name a range that works: "Try with this block range [0x1, 0x2]". */
+function suggestedSpan(error: unknown): number | undefined {
+  for (const message of describe(error).messages) {
+    const match = /\[\s*(0x[0-9a-f]+)\s*,\s*(0x[0-9a-f]+)\s*\]/i.exec(message);
+    if (match?.[1] && match[2]) {
+      const span = Number(BigInt(match[2]) - BigInt(match[1])) + 1;
+      if (span >= 1) return span;
+    }
+  }
+  return undefined;
+}
+
+/** Messages and codes along an error's chain (ethers nests the node's answer under `error`, `info` and `cause`). */
+function describe(error: unknown): { messages: string[]; codes: unknown[] } {
+  const messages: string[] = [];
+  const codes: unknown[] = [];
+  const seen = new Set<unknown>();
+  const visit = (value: unknown, depth: number) => {
+    if (depth > 5 || value === null || typeof value !== "object" || seen.has(value)) return;
+    seen.add(value);
+    const record = value as Record<string, unknown>;
+    for (const key of ["message", "shortMessage"]) {
+      if (typeof record[key] === "string") messages.push(record[key]);
+    }
+    if (record.code !== undefined) codes.push(record.code);
+    for (const key of ["error", "info", "cause", "payload"]) visit(record[key], depth + 1);
+  };
+  if (typeof error === "string") messages.push(error);
+  visit(error, 0);
+  return { messages, codes };
+}

@@ -1,0 +1,115 @@
+import path from "node:path";
+import { Worker } from "node:worker_threads";
+import type { ChainConfig } from "../config";
+import type { BlockRangeOptions } from "./log-range";
+import type { IndexerLogger, RangeProgress } from "./sync";
+
+export interface IndexerWorkerOptions {
+  /** PostgreSQL connection string; when absent, the SQLite file at `sqlitePath` (WAL mode, its own connection). */
+  databaseUrl?: string;
+  /** SQLite file; `:memory:` cannot be shared with a worker, run the indexer in-process for that. */
+  sqlitePath: string;
+  chain: ChainConfig;
+  pollIntervalMs: number;
+  blockRange?: BlockRangeOptions;
+  /**
+   * The read models to feed, loaded inside the thread (functions cannot cross it): a module's absolute path (a .ts
+   * path under ts-node; `require.resolve` of it is the simplest) and the name of its export that returns the
+   * `Projection[]`. Default: the escrow task projection alone.
+   */
+  projections?: ProjectionsModule;
+  /** Receives the worker's log lines. */
+  logger?: IndexerLogger;
+  /** Failed syncs (the worker retries them) and an unexpected end of the thread. */
+  onError?: (error: Error) => void;
+  /** Every committed range. */
+  onProgress?: (progress: RangeProgress) => void;
+}
+
+export interface IndexerWorker {
+  readonly worker: Worker;
+  /** Settles with the thread's exit code once it has ended, however it ended. */
+  readonly exited: Promise<number>;
+  /** Stops after the current range commits, closes the worker's database and provider, and waits for the thread. */
+  stop(): Promise<void>;
+}
+
+export interface ProjectionsModule {
+  module: string;
+  export: string;
+}
+
+/** What the parent hands the thread (structured-cloned). */
+export interface IndexerWorkerData {
+  entry: string;
+  tsNode: string | null;
+  databaseUrl?: string;
+  sqlitePath: string;
+  chain: ChainConfig;
+  pollIntervalMs: number;
+  blockRange?: BlockRangeOptions;
+  projections?: ProjectionsModule;
+}
+
+/** Messages from the thread. */
+export type IndexerWorkerMessage =
+  | { type: "progress"; progress: RangeProgress }
+  | { type: "error"; error: { name: string; message: string; stack?: string } }
+  | { type: "log"; level: keyof IndexerLogger; obj: object; msg: string };
+
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * Bootstraps the entry file; under ts-node (the entry is .ts) the thread registers ts-node first, since a worker does
+ * not inherit the parent's require hooks.
+ */
+const BOOTSTRAP = `
+const { workerData } = require("node:worker_threads");
+if (workerData.tsNode) require(workerData.tsNode).register({ transpileOnly: true });
+require(workerData.entry);
+`;
+
+/**
+ * Runs the indexer of one chain in a worker thread with its own database connection and JSON-RPC provider, so a
+ * large catch-up never holds up the API's event loop. The database must already be migrated.
+ */
+export function startIndexerWorker(options: IndexerWorkerOptions): IndexerWorker {
+  const entry = path.join(__dirname, `worker-entry${path.extname(__filename)}`);
+  const data: IndexerWorkerData = {
+    entry,
+    tsNode: entry.endsWith(".ts") ? require.resolve("ts-node") : null,
+    databaseUrl: options.databaseUrl,
+    sqlitePath: options.sqlitePath,
+    chain: options.chain,
+    pollIntervalMs: options.pollIntervalMs,
+    blockRange: options.blockRange,
+    projections: options.projections,
+  };
+  const worker = new Worker(BOOTSTRAP, { eval: true, workerData: data, name: `indexer-${options.chain.name}` });
+  let stopping = false;
+
+  worker.on("message", (message: IndexerWorkerMessage) => {
+    if (message.type === "progress") options.onProgress?.(message.progress);
+    else if (message.type === "error") options.onError?.(Object.assign(new Error(message.error.message), message.error));
+    else options.logger?.[message.level](message.obj, message.msg);
+  });
+  worker.on("error", (error) => options.onError?.(error));
+  const exited = new Promise<number>((resolve) => {
+    worker.once("exit", (code) => {
+      if (!stopping) options.onError?.(new Error(`indexer worker of ${options.chain.name} exited unexpectedly (code ${code})`));
+      resolve(code);
+    });
+  });
+
+  return {
+    worker,
+    exited,
+    async stop() {
+      stopping = true;
+      worker.postMessage({ type: "stop" });
+      const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

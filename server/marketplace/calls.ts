@@ -1,0 +1,27 @@
+import type { Interface } from "ethers";
+import type { Chain } from "../chains";
+
+/** A transaction for a user's wallet to sign: the API builds it, the client checks it is exactly what it asked for. */
+export interface UnsignedTx {
+  chainId: number;
+  from: string;
+  to: string;
+  data: string;
+  value: string;
+}
+
+/** Escrow functions users sign themselves. */
+export type UserCall =
+  | "cancelTask"
+  | "claimTimeout"
+  | "raiseDispute"
+  | "releaseUnjudgedWork"
+  | "submitEvidence"
+  | "completeVerification"
+  | "releaseTask";
+
+/** An escrow call from `from`, unsigned. */
+export function unsignedCall(chain: Chain, from: string, fn: UserCall, args: readonly unknown[]): UnsignedTx {
+  const data = (chain.escrow.interface as Interface).encodeFunctionData(fn, args);
+  return { chainId: chain.config.chainId, from, to: chain.config.escrow, data, value: "0" };
+}

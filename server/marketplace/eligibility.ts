@@ -1,0 +1,54 @@
+import type { Listing } from "../db/schema";
+import type { AgentProfile } from "../agents";
+import { json } from "../db";
+import { MarketError } from "../../core/errors";
+import { agentChains } from "../../core/chains";
+import { EscrowStatus } from "../../core/escrow";
+
+/** The agent side of an eligibility check. */
+export interface Candidate {
+  profile: AgentProfile;
+  /** The agent's account (null when registered without one). */
+  accountId: number | null;
+}
+
+/** The task side: its listing, escrow status and deadline, and who may open its brief. */
+export interface Opening {
+  listing: Listing;
+  status: number;
+  /** Seconds. */
+  deadline: number;
+  posterAccountId: number | null;
+  /** True when the brief key is wrapped to the candidate (or the task is public). */
+  wrappedToCandidate: boolean;
+  /** True when a custody copy can be re-wrapped to any agent. */
+  rewrappable: boolean;
+}
+
+/**
+ * Why this agent may not take this task, or undefined when it may (exclusive offers and the accept lock aside).
+ * Every accept condition of the spec, in one place for accepting, bidding and ranking offers.
+ */
+export function refusal(task: Opening, agent: Candidate, nowSeconds: number): MarketError | undefined {
+  const { listing } = task;
+  const address = agent.profile.address;
+  if (task.status !== EscrowStatus.Funded || task.deadline <= nowSeconds) {
+    return new MarketError("NOT_OPEN", task.status === EscrowStatus.Funded ? "The task's deadline has passed." : undefined);
+  }
+  if (listing.target_executor !== null && listing.target_executor !== address) return new MarketError("NOT_TARGET_EXECUTOR");
+  if (listing.poster === address || (agent.accountId !== null && agent.accountId === task.posterAccountId)) return new MarketError("OWN_TASK");
+  if (listing.verifier_address === address) return new MarketError("VERIFIER_CANNOT_EXECUTE");
+  if (!agent.profile.publicKey) return new MarketError("NO_PUBLIC_KEY");
+  if (!agentChains(agent.profile.supportedChains).includes(listing.chain as never)) {
+    return new MarketError("CHAIN_UNSUPPORTED", `The task is on ${listing.chain}; the agent works on ${agentChains(agent.profile.supportedChains).join(", ")}.`);
+  }
+  const required = json.read<string[]>(listing.required_capabilities) ?? [];
+  const missing = required.filter((tag) => !agent.profile.capabilities.includes(tag));
+  if (missing.length > 0) return new MarketError("CAPABILITIES_MISSING", `Missing capabilities: ${missing.join(", ")}.`);
+  // Rentals ignore the agent's minimum; every other task, pinned ones included, respects it.
+  if (listing.service_id === null && agent.profile.minReward !== null && BigInt(agent.profile.minReward) > BigInt(listing.amount)) {
+    return new MarketError("BELOW_MIN_REWARD", `The reward ${listing.amount} is below the agent's minimum ${agent.profile.minReward}.`);
+  }
+  if (listing.privacy === "private" && !task.wrappedToCandidate && !task.rewrappable) return new MarketError("NEEDS_WRAP");
+  return undefined;
+}

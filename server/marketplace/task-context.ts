@@ -1,0 +1,63 @@
+import type { Selectable } from "kysely";
+import type { Chain, ChainRegistry } from "../chains";
+import type { Db } from "../db";
+import type { AssignmentsTable, DeliveriesTable, EscrowTask, Listing } from "../db/schema";
+import { MarketError } from "../../core/errors";
+
+export type Delivery = Selectable<DeliveriesTable>;
+export type Assignment = Selectable<AssignmentsTable>;
+
+/** Everything the marketplace knows about one task: its listing, its indexed escrow state and its deliveries. */
+export interface TaskContext {
+  listing: Listing;
+  chain: Chain;
+  /** The escrow's state as indexed. */
+  onChain: EscrowTask;
+  assignment: Assignment | undefined;
+  /** The latest delivery (highest round), if any. */
+  delivery: Delivery | undefined;
+}
+
+export function checkTaskHash(taskHash: string): string {
+  if (/^[0-9]+$/.test(taskHash)) throw new MarketError("TASK_ID_NOT_SUPPORTED");
+  if (!/^0x[0-9a-fA-F]{64}$/.test(taskHash)) throw new MarketError("INVALID_TASK_HASH");
+  return taskHash.toLowerCase();
+}
+
+export async function loadTask(db: Db, chains: ChainRegistry, taskHashInput: string): Promise<TaskContext> {
+  const taskHash = checkTaskHash(taskHashInput);
+  const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
+  if (!listing) throw new MarketError("TASK_NOT_FOUND", "No listed task with this hash.");
+  const chain = chains.require(listing.chain);
+  const onChain = await db
+    .selectFrom("escrow_tasks")
+    .selectAll()
+    .where("chain", "=", listing.chain)
+    .where("task_hash", "=", taskHash)
+    .executeTakeFirst();
+  if (!onChain) throw new MarketError("TASK_NOT_FOUND", "The task is listed but not indexed yet; retry shortly.");
+  const assignment = await db.selectFrom("assignments").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
+  const delivery = await db
+    .selectFrom("deliveries")
+    .selectAll()
+    .where("task_hash", "=", taskHash)
+    .orderBy("round", "desc")
+    .executeTakeFirst();
+  return { listing, chain, onChain, assignment, delivery };
+}
+
+/** `ESCROW_PAUSED` while the chain's escrow is paused (as indexed): only the admin's rulings go through. */
+export async function requireLive(db: Db, chain: string): Promise<void> {
+  const state = await db.selectFrom("escrow_state").select("paused_at").where("chain", "=", chain).executeTakeFirst();
+  if (state?.paused_at) throw new MarketError("ESCROW_PAUSED");
+}
+
+/** Waits until the indexer shows what `ready` checks for (a settled transaction's effect), or the time runs out. */
+export async function waitForIndexer(check: () => Promise<boolean>, timeoutMs = 10_000, everyMs = 25): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= end) return false;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}

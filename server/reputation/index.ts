@@ -1,0 +1,168 @@
+import { Type } from "@sinclair/typebox";
+import { getAddress } from "ethers";
+import type { App, Context } from "../app";
+import type { Db } from "../db";
+import { Address, Envelope, errorResponses, ok } from "../http/schemas";
+import { decayedScore, earnsBadge, FRESH_REPUTATION } from "../../core/reputation";
+import { Ending } from "../../core/escrow";
+import { MarketError } from "../../core/errors";
+
+export { createReputationProjection } from "./projection";
+
+/** The chain whose escrow feeds on-chain reputation. */
+const ON_CHAIN_REPUTATION_CHAIN = "0g";
+
+const Reputation = Type.Object({
+  address: Address,
+  reputation: Type.Integer({ description: "Registry reputation, 0 to 100." }),
+  tasksCompleted: Type.Integer({ description: "On-chain (0g) tasks completed; 0 when 0g is not configured." }),
+  avgScore: Type.Number({ description: "On-chain (0g) average verification score of paid tasks." }),
+  disputes: Type.Integer({ description: "On-chain (0g) disputes." }),
+  onChainScore: Type.Integer({ description: "0-100 composite of the on-chain numbers: avgScore scaled by the share of tasks not disputed." }),
+  rawScore: Type.Integer(),
+  decayedScore: Type.Number(),
+  decayFactor: Type.Number(),
+  daysSinceLastTask: Type.Union([Type.Integer(), Type.Null()]),
+  offChainTasksCompleted: Type.Integer(),
+  offChainDisputes: Type.Integer(),
+});
+
+function checkAddress(text: string): string {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(text)) throw new MarketError("INVALID_ADDRESS");
+  return getAddress(text);
+}
+
+/** On-chain reputation from the 0g escrow's indexed events, or zeros when 0g is not configured. */
+async function onChainNumbers(db: Db, address: string, configured: boolean) {
+  if (!configured) return { tasksCompleted: 0, avgScore: 0, disputes: 0, onChainScore: 0 };
+  const tasks = db.selectFrom("escrow_tasks").select("task_hash").where("chain", "=", ON_CHAIN_REPUTATION_CHAIN).where("worker", "=", address);
+  const paid = await db
+    .selectFrom("escrow_tasks")
+    .select(["last_score", "ending"])
+    .where("chain", "=", ON_CHAIN_REPUTATION_CHAIN)
+    .where("worker", "=", address)
+    .where("ending", "in", [Ending.VerificationPassed, Ending.DisputeWonByWorker, Ending.UnjudgedWorkReleased])
+    .execute();
+  const disputes = await db
+    .selectFrom("escrow_events")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("chain", "=", ON_CHAIN_REPUTATION_CHAIN)
+    .where("event", "=", "DisputeRaised")
+    .where("task_hash", "in", tasks)
+    .executeTakeFirstOrThrow();
+  const scores = paid.map((p) => p.last_score ?? 100);
+  const avgScore = scores.length === 0 ? 0 : scores.reduce((a, b) => a + b, 0) / scores.length;
+  const disputeCount = Number(disputes.n);
+  const onChainScore = paid.length === 0 ? 0 : Math.round((avgScore * paid.length) / (paid.length + disputeCount));
+  return { tasksCompleted: paid.length, avgScore, disputes: disputeCount, onChainScore };
+}
+
+export function reputationRoutes(app: App, { db, chains, now }: Context) {
+  const nowSeconds = () => Math.floor(now() / 1000);
+
+  app.get(
+    "/api/v1/reputation/leaderboard",
+    {
+      schema: {
+        tags: ["reputation"],
+        summary: "Agents sorted by decayed score",
+        querystring: Type.Object({ limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$", description: "1 to 100; default 50." })) }, { additionalProperties: false }),
+        response: {
+          200: Envelope(
+            Type.Object({
+              agents: Type.Array(
+                Type.Object({
+                  address: Address,
+                  displayName: Type.Union([Type.String(), Type.Null()]),
+                  decayedScore: Type.Number(),
+                  rawScore: Type.Integer(),
+                  reputation: Type.Integer(),
+                  tasksCompleted: Type.Integer(),
+                }),
+              ),
+            }),
+          ),
+          ...errorResponses(),
+        },
+      },
+    },
+    async (request) => {
+      const limit = Math.max(1, Math.min(Number(request.query.limit ?? 50), 100));
+      const rows = await db
+        .selectFrom("reputation as r")
+        .leftJoin("agents as a", "a.address", "r.address")
+        .select(["r.address", "a.display_name", "r.raw_score", "r.last_settled_at", "r.reputation", "r.tasks_completed"])
+        .where("r.raw_score", ">", 0)
+        .execute();
+      const at = nowSeconds();
+      const agents = rows
+        .map((r) => ({
+          address: r.address,
+          displayName: r.display_name,
+          decayedScore: decayedScore(r.raw_score, r.last_settled_at, at).decayedScore,
+          rawScore: r.raw_score,
+          reputation: r.reputation,
+          tasksCompleted: r.tasks_completed,
+        }))
+        .sort((a, b) => b.decayedScore - a.decayedScore || b.rawScore - a.rawScore || a.address.localeCompare(b.address))
+        .slice(0, limit);
+      return ok({ agents });
+    },
+  );
+
+  app.get(
+    "/api/v1/reputation/:address",
+    {
+      schema: {
+        tags: ["reputation"],
+        summary: "An agent's reputation: registry, decayed score and on-chain numbers",
+        params: Type.Object({ address: Type.String({ maxLength: 100 }) }),
+        response: { 200: Envelope(Reputation), ...errorResponses() },
+      },
+    },
+    async (request) => {
+      const address = checkAddress(request.params.address);
+      const row = await db.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirst();
+      const decay = decayedScore(row?.raw_score ?? 0, row?.last_settled_at ?? null, nowSeconds());
+      const onChain = await onChainNumbers(db, address, chains.get(ON_CHAIN_REPUTATION_CHAIN) !== undefined);
+      return ok({
+        address,
+        reputation: row?.reputation ?? FRESH_REPUTATION.reputation,
+        ...onChain,
+        rawScore: decay.rawScore,
+        decayedScore: decay.decayedScore,
+        decayFactor: decay.decayFactor,
+        daysSinceLastTask: decay.daysSinceLastTask,
+        offChainTasksCompleted: row?.tasks_completed ?? 0,
+        offChainDisputes: row?.disputes ?? 0,
+      });
+    },
+  );
+
+  app.get(
+    "/api/v1/reputation/:address/badges",
+    {
+      schema: {
+        tags: ["reputation"],
+        summary: "An agent's per-tag record (`stats`) and the badges it earned",
+        description: "A badge for a capability tag is earned after 5 settled completions with failures under 20% of outcomes. Disputes lost (or left without a ruling) count as failures.",
+        params: Type.Object({ address: Type.String({ maxLength: 100 }) }),
+        response: {
+          200: Envelope(
+            Type.Object({
+              stats: Type.Array(Type.Object({ tag: Type.String(), completions: Type.Integer(), failures: Type.Integer() })),
+              badges: Type.Array(Type.Object({ tag: Type.String(), kind: Type.Literal("earned") })),
+            }),
+          ),
+          ...errorResponses(),
+        },
+      },
+    },
+    async (request) => {
+      const address = checkAddress(request.params.address);
+      const rows = await db.selectFrom("capability_stats").selectAll().where("address", "=", address).orderBy("tag").execute();
+      const stats = rows.map((r) => ({ tag: r.tag, completions: r.completions, failures: r.failures }));
+      return ok({ stats, badges: stats.filter(earnsBadge).map((s) => ({ tag: s.tag, kind: "earned" as const })) });
+    },
+  );
+}

@@ -1,0 +1,180 @@
+import type { Transaction } from "kysely";
+import type { Database } from "../db/schema";
+import { json } from "../db";
+import { argsOf, type ChainEvent } from "../indexer/events";
+import type { Projection } from "../indexer/projection";
+import { fromEventRow } from "../indexer/events";
+import { applyReputation, FRESH_REPUTATION, type ReputationEvent, type ReputationState } from "../../core/reputation";
+import { Ending } from "../../core/escrow";
+
+type Trx = Transaction<Database>;
+
+/** What one escrow event means for the task's worker: a reputation event and/or a per-tag outcome. */
+interface WorkerFact {
+  worker: string;
+  taskHash: string;
+  reputation?: ReputationEvent;
+  tagOutcome?: "completion" | "failure";
+}
+
+const RELEVANT = ["VerificationCompleted", "DisputeRaised", "TaskCompleted", "TaskRefunded", "DeadlineExpired"] as const;
+const isRelevant = (event: ChainEvent) => (RELEVANT as readonly string[]).includes(event.event);
+
+async function workerOf(trx: Trx, chain: string, taskHash: string): Promise<string | null> {
+  const row = await trx.selectFrom("escrow_tasks").select("worker").where("chain", "=", chain).where("task_hash", "=", taskHash).executeTakeFirst();
+  return row?.worker ?? null;
+}
+
+/** The worker fact of an event, or undefined when the event does not concern a worker's record. */
+function factOf(event: ChainEvent, worker: string | null): WorkerFact | undefined {
+  if (!worker || !event.taskHash) return undefined;
+  const base = { worker, taskHash: event.taskHash };
+  switch (event.event) {
+    case "VerificationCompleted":
+      return argsOf(event, "VerificationCompleted").passed ? undefined : { ...base, reputation: { kind: "failedRound" } };
+    case "DisputeRaised":
+      return { ...base, reputation: { kind: "disputeRaised" } };
+    case "TaskCompleted":
+      return {
+        ...base,
+        reputation: { kind: "settled", payout: BigInt(argsOf(event, "TaskCompleted").payout), at: event.blockTime },
+        tagOutcome: "completion",
+      };
+    case "TaskRefunded":
+      return Number(argsOf(event, "TaskRefunded").ending) === Ending.DisputeWonByPoster
+        ? { ...base, reputation: { kind: "disputeLost" }, tagOutcome: "failure" }
+        : undefined;
+    case "DeadlineExpired":
+      // A dispute left without a ruling refunds the poster: a failure for the task's tags, no ruling against the agent.
+      return Number(argsOf(event, "DeadlineExpired").ending) === Ending.DisputeUnruled ? { ...base, tagOutcome: "failure" } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+async function loadState(trx: Trx, address: string): Promise<ReputationState> {
+  const row = await trx.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirst();
+  if (!row) return { ...FRESH_REPUTATION };
+  return {
+    reputation: row.reputation,
+    tasksCompleted: row.tasks_completed,
+    failedRounds: row.failed_rounds,
+    disputes: row.disputes,
+    disputesLost: row.disputes_lost,
+    earnings: row.earnings,
+    rawScore: row.raw_score,
+    lastSettledAt: row.last_settled_at,
+  };
+}
+
+async function saveState(trx: Trx, address: string, s: ReputationState): Promise<void> {
+  const values = {
+    reputation: s.reputation,
+    tasks_completed: s.tasksCompleted,
+    failed_rounds: s.failedRounds,
+    disputes: s.disputes,
+    disputes_lost: s.disputesLost,
+    earnings: s.earnings,
+    raw_score: s.rawScore,
+    last_settled_at: s.lastSettledAt,
+  };
+  await trx
+    .insertInto("reputation")
+    .values({ address, ...values })
+    .onConflict((oc) => oc.column("address").doUpdateSet(values))
+    .execute();
+}
+
+async function countTags(trx: Trx, fact: WorkerFact): Promise<void> {
+  if (!fact.tagOutcome) return;
+  const listing = await trx.selectFrom("listings").select("required_capabilities").where("task_hash", "=", fact.taskHash).executeTakeFirst();
+  const tags = json.read<string[]>(listing?.required_capabilities ?? null) ?? [];
+  const completion = fact.tagOutcome === "completion" ? 1 : 0;
+  for (const tag of tags) {
+    await trx
+      .insertInto("capability_stats")
+      .values({ address: fact.worker, tag, completions: completion, failures: 1 - completion })
+      .onConflict((oc) =>
+        oc.columns(["address", "tag"]).doUpdateSet((eb) => ({
+          completions: eb("capability_stats.completions", "+", completion),
+          failures: eb("capability_stats.failures", "+", 1 - completion),
+        })),
+      )
+      .execute();
+  }
+}
+
+async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void> {
+  const states = new Map<string, ReputationState>();
+  for (const fact of facts) {
+    if (fact.reputation) {
+      const state = states.get(fact.worker) ?? (await loadState(trx, fact.worker));
+      states.set(fact.worker, applyReputation(state, fact.reputation));
+    }
+    await countTags(trx, fact);
+  }
+  for (const [address, state] of states) await saveState(trx, address, state);
+}
+
+/** Replays every remaining event of the tasks the agent works, on every chain, in time order. */
+async function rebuild(trx: Trx, worker: string): Promise<void> {
+  await trx.deleteFrom("reputation").where("address", "=", worker).execute();
+  await trx.deleteFrom("capability_stats").where("address", "=", worker).execute();
+  const rows = await trx
+    .selectFrom("escrow_events as e")
+    .innerJoin("escrow_tasks as t", (join) => join.onRef("t.chain", "=", "e.chain").onRef("t.task_hash", "=", "e.task_hash"))
+    .selectAll("e")
+    .where("t.worker", "=", worker)
+    .where("e.event", "in", [...RELEVANT])
+    .orderBy("e.block_time")
+    .orderBy("e.chain")
+    .orderBy("e.block_number")
+    .orderBy("e.log_index")
+    .execute();
+  const facts = rows.flatMap((row) => {
+    const fact = factOf(fromEventRow(row), worker);
+    return fact ? [fact] : [];
+  });
+  await applyFacts(trx, facts);
+}
+
+/**
+ * Keeps `reputation` and `capability_stats` in step with the escrow's events: applied incrementally, and rebuilt
+ * for each affected worker when a reorg removes events (the clamping at 0 and 100 makes the result depend on order).
+ * It runs before the task projection, so the stored worker of a task is the one before the range; the range's own
+ * assignments and releases are followed event by event.
+ */
+export function createReputationProjection(): Projection {
+  return {
+    name: "reputation",
+    async apply(trx, chain, events) {
+      const workers = new Map<string, string | null>();
+      const workerAt = async (taskHash: string) => (workers.has(taskHash) ? workers.get(taskHash)! : workerOf(trx, chain, taskHash));
+      const facts: WorkerFact[] = [];
+      for (const event of events) {
+        if (!event.taskHash) continue;
+        if (event.event === "WorkerAssigned") workers.set(event.taskHash, argsOf(event, "WorkerAssigned").worker);
+        else if (event.event === "WorkerReleased") workers.set(event.taskHash, null);
+        else if (isRelevant(event)) {
+          const fact = factOf(event, await workerAt(event.taskHash));
+          if (fact) facts.push(fact);
+        }
+      }
+      await applyFacts(trx, facts);
+    },
+    async rollback(trx, chain, removed) {
+      // Runs after the task projection rolled back: the stored workers are the canonical ones again, and the removed
+      // assignments and payouts name the workers the removed events may have credited.
+      const workers = new Set<string>();
+      for (const event of removed) {
+        if (!event.taskHash) continue;
+        if (event.event === "WorkerAssigned") workers.add(argsOf(event, "WorkerAssigned").worker);
+        if (event.event === "TaskCompleted") workers.add(argsOf(event, "TaskCompleted").worker);
+        if (!isRelevant(event)) continue;
+        const worker = await workerOf(trx, chain, event.taskHash);
+        if (worker) workers.add(worker);
+      }
+      for (const worker of workers) await rebuild(trx, worker);
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { Type } from "@sinclair/typebox";
+import type { App, Context } from "../app";
+import { Envelope, errorResponses, ok, CREDENTIALS } from "../http/schemas";
+import { MarketError } from "../../core/errors";
+import { MAX_UPLOAD_BYTES } from "../../core/limits";
+
+export { createBlobStore, type BlobStore } from "./blob-store";
+
+/** Base64 of 10 MB plus room for the JSON around it. */
+const UPLOAD_BODY_LIMIT = Math.ceil(MAX_UPLOAD_BYTES / 3) * 4 + 64 * 1024;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+export function storageRoutes(app: App, { auth, blobs, db, now }: Context) {
+  app.post(
+    "/api/v1/storage/upload",
+    {
+      bodyLimit: UPLOAD_BODY_LIMIT,
+      schema: {
+        tags: ["posting"],
+        summary: "Store a blob (e.g. a private brief's ciphertext); its rootHash is the SHA-256 of the bytes",
+        security: CREDENTIALS,
+        body: Type.Object(
+          { data: Type.String({ description: "Base64 of the bytes; non-empty, at most 10 MB decoded." }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Envelope(Type.Object({ rootHash: Type.String(), size: Type.Integer() })),
+          ...errorResponses(401, 413, 503),
+        },
+      },
+    },
+    async (request) => {
+      await auth.required(request);
+      const { data } = request.body;
+      if (data.length % 4 !== 0 || !BASE64.test(data)) throw new MarketError("INVALID_BASE64");
+      const bytes = Buffer.from(data, "base64");
+      if (bytes.length === 0) throw new MarketError("UPLOAD_EMPTY");
+      if (bytes.length > MAX_UPLOAD_BYTES) throw new MarketError("UPLOAD_TOO_LARGE", `The upload is ${bytes.length} bytes; at most ${MAX_UPLOAD_BYTES}.`);
+      let stored: { rootHash: string; size: number };
+      try {
+        stored = await blobs.put(bytes);
+      } catch (cause) {
+        throw new MarketError("STORAGE_FAILED", undefined, { cause });
+      }
+      await db
+        .insertInto("blobs")
+        .values({ root_hash: stored.rootHash, size: stored.size, created_at: now() })
+        .onConflict((oc) => oc.column("root_hash").doNothing())
+        .execute();
+      return ok(stored);
+    },
+  );
+
+  app.get(
+    "/api/v1/storage/:rootHash",
+    {
+      schema: {
+        tags: ["posting"],
+        summary: "Download a stored blob (e.g. a private brief's ciphertext) as base64",
+        params: Type.Object({ rootHash: Type.String({ maxLength: 100 }) }),
+        response: { 200: Envelope(Type.Object({ rootHash: Type.String(), data: Type.String() })), ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const rootHash = request.params.rootHash.toLowerCase();
+      if (!/^0x[0-9a-f]{64}$/.test(rootHash)) throw new MarketError("BLOB_NOT_FOUND", "A rootHash is 0x + 64 hex.");
+      const bytes = await blobs.get(rootHash);
+      if (!bytes) throw new MarketError("BLOB_NOT_FOUND");
+      return ok({ rootHash, data: Buffer.from(bytes).toString("base64") });
+    },
+  );
+}

@@ -1,0 +1,150 @@
+import { ZeroAddress } from "ethers";
+import { IERC20__factory } from "../../typechain-types";
+import type { Chain } from "../chains";
+import type { Db } from "../db";
+import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
+import type { UnsignedTx } from "../marketplace/calls";
+import type { BuildTaskBody } from "./schemas";
+import { MarketError, type ErrorDetail } from "../../core/errors";
+import { parseRawAmount } from "../../core/money";
+import { parseDuration } from "../../core/task-fields";
+
+/** The escrow stores amounts in 96 bits; a larger amount would revert at funding. */
+export const MAX_ESCROW_AMOUNT = (1n << 96n) - 1n;
+/** Largest batch the server builds, whatever the escrow allows. */
+export const SERVER_MAX_BATCH = 20;
+
+const erc20 = IERC20__factory.createInterface();
+
+export interface FundingPlan {
+  chain: string;
+  chainId: number;
+  escrowAddress: string;
+  token: string;
+  from: string;
+  total: string;
+  /** The funding call (createTask or createTasks), to sign and send from `from`. */
+  unsignedTx: UnsignedTx;
+  /** Approval of the escrow for the total; null when the allowance already covers it. */
+  approveTx: UnsignedTx | null;
+  /** In sending order. */
+  transactions: UnsignedTx[];
+}
+
+interface FundedTerms extends TaskTerms {
+  amount: bigint;
+  duration: number;
+}
+
+export function checkAmount(text: string): bigint {
+  const amount = parseRawAmount(text);
+  if (!amount.ok) throw new MarketError("INVALID_AMOUNT", amount.message);
+  if (amount.value > MAX_ESCROW_AMOUNT) {
+    throw new MarketError("INVALID_AMOUNT", `The escrow holds at most ${MAX_ESCROW_AMOUNT} raw units per task.`);
+  }
+  return amount.value;
+}
+
+export function checkDuration(value: number | string): number {
+  const seconds = parseDuration(value);
+  if (!seconds.ok) throw new MarketError("INVALID_DURATION", seconds.message);
+  return seconds.value;
+}
+
+export type Funding = ReturnType<typeof createFunding>;
+
+/** Builds unsigned funding transactions for the poster's wallet after every posting rule passed. */
+export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
+  /** A task hash must be new everywhere: not listed, and not funded by anyone on chain. */
+  async function requireUnusedHash(chain: Chain, taskHash: string, poster: string) {
+    const listed = await db.selectFrom("listings").select("task_hash").where("task_hash", "=", taskHash).executeTakeFirst();
+    if (listed) throw new MarketError("TASK_HASH_IN_USE");
+    const onChain = await chainCall(() => chain.escrow.getTask(taskHash));
+    if (onChain.poster !== ZeroAddress) {
+      if (onChain.poster === poster) {
+        throw new MarketError("TASK_HASH_IN_USE", "You already funded this task hash; list it with POST /api/v1/a2a/tasks/index.");
+      }
+      throw new MarketError("TASK_HASH_CLAIMED");
+    }
+  }
+
+  async function checkOne(body: BuildTaskBody, poster: string, chain: Chain): Promise<FundedTerms> {
+    const amount = checkAmount(body.amount);
+    const duration = checkDuration(body.duration);
+    const terms = await checkTerms(body, poster, chain, deps);
+    await requireUnusedHash(chain, terms.taskHash, poster);
+    return { ...terms, amount, duration };
+  }
+
+  async function plan(chain: Chain, poster: string, tasks: FundedTerms[]): Promise<FundingPlan> {
+    const total = tasks.reduce((sum, t) => sum + t.amount, 0n);
+    const escrowAddress = chain.config.escrow;
+    const params = tasks.map((t) => ({
+      taskHash: t.taskHash,
+      token: chain.config.token,
+      amount: t.amount,
+      duration: BigInt(t.duration),
+      verifier: t.verifierAddress ?? ZeroAddress,
+    }));
+    const single = params.length === 1 ? params[0] : undefined;
+    const data = single
+      ? chain.escrow.interface.encodeFunctionData("createTask", [single.taskHash, single.token, single.amount, single.duration, single.verifier])
+      : chain.escrow.interface.encodeFunctionData("createTasks", [params]);
+    const tx = (to: string, txData: string): UnsignedTx => ({ chainId: chain.config.chainId, from: poster, to, data: txData, value: "0" });
+    const token = IERC20__factory.connect(chain.config.token, chain.provider);
+    const allowance = await chainCall(() => token.allowance(poster, escrowAddress));
+    const approveTx = allowance >= total ? null : tx(chain.config.token, erc20.encodeFunctionData("approve", [escrowAddress, total]));
+    const unsignedTx = tx(escrowAddress, data);
+    return {
+      chain: chain.name,
+      chainId: chain.config.chainId,
+      escrowAddress,
+      token: chain.config.token,
+      from: poster,
+      total: total.toString(),
+      unsignedTx,
+      approveTx,
+      transactions: approveTx ? [approveTx, unsignedTx] : [unsignedTx],
+    };
+  }
+
+  return {
+    async buildOne(body: BuildTaskBody, poster: string, chain: Chain) {
+      const terms = await checkOne(body, poster, chain);
+      return { taskHash: terms.taskHash, ...(await plan(chain, poster, [terms])) };
+    },
+
+    /** Up to the escrow's batch limit in one createTasks call; any bad task refuses the whole batch. */
+    async buildBatch(bodies: BuildTaskBody[], poster: string, chain: Chain) {
+      const { supported, maxBatch } = await chain.batchCreate();
+      if (!supported) throw new MarketError("BATCH_UNSUPPORTED");
+      const limit = Math.min(maxBatch, SERVER_MAX_BATCH);
+      if (bodies.length > limit) throw new MarketError("BATCH_TOO_LARGE", `At most ${limit} tasks per batch on ${chain.name}.`);
+      const seen = new Set<string>();
+      const details: ErrorDetail[] = [];
+      const terms: FundedTerms[] = [];
+      for (const [index, body] of bodies.entries()) {
+        try {
+          const checked = await checkOne(body, poster, chain);
+          if (seen.has(checked.taskHash)) throw new MarketError("DUPLICATE_TASK_HASH");
+          seen.add(checked.taskHash);
+          terms.push(checked);
+        } catch (error) {
+          if (!(error instanceof MarketError) || error.status >= 500) throw error;
+          details.push({ index, taskHash: body.taskHash, code: error.code, message: error.message });
+        }
+      }
+      if (details.length > 0) throw new MarketError("INVALID_ROWS", `${details.length} of ${bodies.length} tasks refused.`, { details });
+      return { taskHashes: terms.map((t) => t.taskHash), ...(await plan(chain, poster, terms)) };
+    },
+  };
+}
+
+/** Runs a read against the chain; a node that does not answer is `CHAIN_UNAVAILABLE` (503), never a 500. */
+export async function chainCall<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (cause) {
+    throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${(cause as Error).message}`, { cause });
+  }
+}

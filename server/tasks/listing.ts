@@ -1,0 +1,225 @@
+import { getAddress, ZeroAddress, type TransactionReceipt } from "ethers";
+import type { Chain } from "../chains";
+import { isUniqueViolation, json, type Db } from "../db";
+import type { Listing } from "../db/schema";
+import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
+import { chainCall } from "./funding";
+import type { TaskFieldsInput } from "./schemas";
+import { MarketError, type ErrorDetail } from "../../core/errors";
+import { EscrowStatus } from "../../core/escrow";
+
+/** What the funding receipt says about one task. */
+interface Funded {
+  taskHash: string;
+  poster: string;
+  token: string;
+  amount: bigint;
+  deadline: bigint;
+  verifier: string;
+}
+
+export interface ListingResult {
+  taskHash: string;
+  status: "listed" | "already_listed";
+}
+
+export type Listings = ReturnType<typeof createListings>;
+
+/**
+ * Lists funded tasks. A task is listed only after its funding receipt is checked: sent by the caller's wallet, from
+ * the chain's escrow, carrying the task's `TaskCreated`. The first listing fixes the task's properties.
+ */
+export function createListings({
+  db,
+  deps,
+  now,
+  onListed,
+}: {
+  db: Db;
+  deps: TermsDeps;
+  now: () => number;
+  /** Runs after a first listing commits (e.g. opening the exclusive offer); its failure does not undo the listing. */
+  onListed?: (listing: Listing, deadline: number) => Promise<unknown>;
+}) {
+  async function receiptOf(chain: Chain, txHash: string, wallet: string): Promise<Map<string, Funded>> {
+    const receipt: TransactionReceipt | null = await chainCall(() => chain.provider.getTransactionReceipt(txHash));
+    if (!receipt) throw new MarketError("TX_NOT_FOUND");
+    if (receipt.status !== 1) throw new MarketError("TX_REVERTED");
+    if (getAddress(receipt.from) !== wallet) {
+      throw new MarketError("NOT_TASK_AGENT", `The funding transaction was sent by ${getAddress(receipt.from)}, not by the API key's wallet ${wallet}; cancel the escrow from the funding wallet.`);
+    }
+    const funded = new Map<string, Funded>();
+    for (const log of receipt.logs) {
+      if (getAddress(log.address) !== chain.config.escrow) continue;
+      const parsed = chain.escrow.interface.parseLog(log);
+      if (parsed?.name !== "TaskCreated") continue;
+      const [taskHash, poster, token, amount, deadline, verifier] = parsed.args as unknown as [string, string, string, bigint, bigint, string];
+      funded.set(taskHash.toLowerCase(), { taskHash: taskHash.toLowerCase(), poster, token, amount, deadline, verifier });
+    }
+    return funded;
+  }
+
+  async function listFunded(chain: Chain, wallet: string, txHash: string, input: TaskFieldsInput, funded: Funded | undefined): Promise<ListingResult> {
+    const taskHash = input.taskHash.toLowerCase();
+    if (!funded) throw new MarketError("NOT_IN_RECEIPT", `The receipt carries no TaskCreated for ${taskHash} from the escrow.`);
+    if (funded.poster !== wallet) throw new MarketError("NOT_TASK_AGENT", `The task was funded by ${funded.poster}, not by ${wallet}.`);
+    if (funded.token !== chain.config.token) throw new MarketError("TOKEN_NOT_SETTLEMENT", "The task was funded with a token other than the settlement token.");
+    const terms = await checkTerms(input, wallet, chain, deps);
+    const verifier = funded.verifier === ZeroAddress ? null : funded.verifier;
+    if (terms.verifierAddress !== verifier) {
+      throw new MarketError(
+        "VERIFIER_MODE_MISMATCH",
+        verifier
+          ? `The escrow names verifier ${verifier}: the mode must be agent with that verifierAddress.`
+          : "The escrow names no verifier: the mode cannot be agent.",
+      );
+    }
+
+    const existing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
+    if (existing) return sameListing(existing, terms);
+
+    const onChain = await chainCall(() => chain.escrow.getTask(taskHash));
+    const nowSeconds = BigInt(Math.floor(now() / 1000));
+    if (Number(onChain.status) !== EscrowStatus.Funded || onChain.deadline <= nowSeconds) {
+      throw new MarketError("NOT_OPEN", "The task is no longer open on chain (assigned, cancelled or past its deadline).");
+    }
+
+    try {
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto("listings")
+          .values({
+            task_hash: taskHash,
+            chain: chain.name,
+            poster: wallet,
+            privacy: terms.privacy,
+            public_brief: terms.publicBrief,
+            routing_summary: terms.routingSummary,
+            root_hash: terms.rootHash,
+            verification_mode: terms.verificationMode,
+            verification_criteria: terms.verificationCriteria === null ? null : json.write(terms.verificationCriteria),
+            required_capabilities: json.write(terms.requiredCapabilities),
+            location_zone: terms.locationZone,
+            target_executor: terms.targetExecutor,
+            target_executor_type: terms.targetExecutorType,
+            service_id: terms.serviceId,
+            verifier_address: terms.verifierAddress,
+            key_custody_blob: terms.keyCustodyBlob,
+            amount: funded.amount.toString(),
+            token: funded.token,
+            funding_tx: txHash.toLowerCase(),
+            listed_at: now(),
+          })
+          .execute();
+        if (terms.requiredCapabilities.length > 0) {
+          await trx
+            .insertInto("listing_capabilities")
+            .values(terms.requiredCapabilities.map((tag) => ({ task_hash: taskHash, tag })))
+            .execute();
+        }
+        const keys = Object.entries(terms.wrappedKeys);
+        if (keys.length > 0) {
+          await trx
+            .insertInto("task_keys")
+            .values(keys.map(([agent_address, wrapped_key]) => ({ task_hash: taskHash, agent_address, wrapped_key })))
+            .execute();
+        }
+      });
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      // Listed concurrently by another request: the first listing decides.
+      const winner = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
+      return sameListing(winner, terms);
+    }
+    if (onListed) {
+      const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
+      await onListed(listing, Number(onChain.deadline)).catch(() => undefined);
+    }
+    return { taskHash, status: "listed" };
+  }
+
+  /** Listing again with the same properties is a no-op (a rerun finishing a run); different properties are refused. */
+  async function sameListing(existing: Listing, terms: TaskTerms): Promise<ListingResult> {
+    if (existing.privacy !== terms.privacy) throw new MarketError("PRIVACY_IMMUTABLE");
+    const keys = await db.selectFrom("task_keys").select(["agent_address", "wrapped_key"]).where("task_hash", "=", existing.task_hash).execute();
+    const listed = {
+      publicBrief: existing.public_brief,
+      routingSummary: existing.routing_summary,
+      rootHash: existing.root_hash,
+      verificationMode: existing.verification_mode,
+      verificationCriteria: json.read(existing.verification_criteria),
+      verifierAddress: existing.verifier_address,
+      requiredCapabilities: json.read<string[]>(existing.required_capabilities),
+      locationZone: existing.location_zone,
+      targetExecutor: existing.target_executor,
+      targetExecutorType: existing.target_executor_type,
+      serviceId: existing.service_id,
+      keyCustodyBlob: existing.key_custody_blob,
+      wrappedKeys: Object.fromEntries(keys.map((k) => [k.agent_address, k.wrapped_key])),
+    };
+    const given = {
+      publicBrief: terms.publicBrief,
+      routingSummary: terms.routingSummary,
+      rootHash: terms.rootHash,
+      verificationMode: terms.verificationMode,
+      verificationCriteria: terms.verificationCriteria,
+      verifierAddress: terms.verifierAddress,
+      requiredCapabilities: terms.requiredCapabilities,
+      locationZone: terms.locationZone,
+      targetExecutor: terms.targetExecutor,
+      targetExecutorType: terms.targetExecutorType,
+      serviceId: terms.serviceId,
+      keyCustodyBlob: terms.keyCustodyBlob,
+      wrappedKeys: terms.wrappedKeys,
+    };
+    const changed = Object.keys(listed).filter(
+      (key) => canonical(listed[key as keyof typeof listed]) !== canonical(given[key as keyof typeof given]),
+    );
+    if (changed.length > 0) {
+      throw new MarketError("LISTING_IMMUTABLE", `Listed before with other ${changed.join(", ")}.`, {
+        details: changed.map((field) => ({ field: `body.${field}`, message: "differs from the first listing" })),
+      });
+    }
+    return { taskHash: existing.task_hash, status: "already_listed" };
+  }
+
+  return {
+    async listOne(chain: Chain, wallet: string, body: TaskFieldsInput & { txHash: string }): Promise<ListingResult> {
+      const funded = await receiptOf(chain, body.txHash, wallet);
+      return listFunded(chain, wallet, body.txHash, body, funded.get(body.taskHash.toLowerCase()));
+    },
+
+    /** Lists the tasks of one batch receipt; each item succeeds or fails on its own (outcomes per item). */
+    async listBatch(chain: Chain, wallet: string, txHash: string, items: TaskFieldsInput[]) {
+      const funded = await receiptOf(chain, txHash, wallet);
+      const seen = new Set<string>();
+      const results: Array<ErrorDetail & { taskHash: string; status: string }> = [];
+      for (const item of items) {
+        const taskHash = item.taskHash.toLowerCase();
+        try {
+          if (seen.has(taskHash)) throw new MarketError("DUPLICATE_TASK_HASH");
+          seen.add(taskHash);
+          const result = await listFunded(chain, wallet, txHash, item, funded.get(taskHash));
+          results.push({ ...result, message: result.status === "listed" ? "listed" : "listed before with the same properties" });
+        } catch (error) {
+          if (!(error instanceof MarketError)) {
+            results.push({ taskHash, status: "failed", code: "INDEX_FAILED", message: (error as Error).message });
+            continue;
+          }
+          if (error.code === "CHAIN_UNAVAILABLE") throw error;
+          results.push({ taskHash, status: "failed", code: error.code, message: error.message });
+        }
+      }
+      return results;
+    },
+  };
+}
+
+/** JSON with sorted keys, so equal values compare equal whatever their key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
+  );
+}

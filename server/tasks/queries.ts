@@ -1,0 +1,229 @@
+import { sql, type Selectable } from "kysely";
+import { json, type Db } from "../db";
+import type { EscrowTasksTable, ListingsTable } from "../db/schema";
+import type { TaskView } from "./schemas";
+import { taskStatus, type TaskStatus } from "../../core/status";
+import { endingName, Ending, EscrowStatus } from "../../core/escrow";
+import { SETTLEMENT_UNIT } from "../../core/chains";
+import { BROWSE_PAGE_SIZE, PUBLIC_BRIEF_PREVIEW_CHARS } from "../../core/limits";
+
+type ListingRow = Selectable<ListingsTable>;
+type ChainRow = Pick<Selectable<EscrowTasksTable>, "status" | "deadline" | "worker" | "rounds" | "ending" | "result_hash">;
+export type TaskRow = ListingRow & ChainRow;
+
+/** Extra facts other domains know about a task (the delivered output, whether a verdict is awaited). */
+export interface TaskExtras {
+  output?: string;
+  awaitingVerdict?: boolean;
+}
+
+/**
+ * How long a browse page may be answered from memory (SQLite only), provided nothing was written to the database
+ * since: the cache is dropped on any committed write, from this connection or another (the indexer's). The TTL only
+ * bounds how late a task whose deadline just passed may still show.
+ */
+const PAGE_TTL_MS = 1_000;
+const MAX_CACHED_PAGES = 1_000;
+
+/** How long a full browse page's `total` may be reused (counting every open task costs a scan). */
+const TOTAL_TTL_MS = 2_000;
+
+export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {}): TaskView {
+  const status: TaskStatus = taskStatus({
+    status: row.status,
+    deadline: row.deadline,
+    nowSeconds: Math.floor(nowMs / 1000),
+    awaitingVerdict: extras.awaitingVerdict,
+  });
+  const brief = row.public_brief;
+  const criteria = json.read<Record<string, unknown>>(row.verification_criteria);
+  const resultData =
+    extras.output !== undefined || row.result_hash
+      ? { ...(extras.output === undefined ? {} : { output: extras.output }), ...(row.result_hash ? { resultHash: row.result_hash } : {}) }
+      : undefined;
+  return {
+    meta: {
+      chain: row.chain,
+      taskHash: row.task_hash,
+      poster: row.poster,
+      privacy: row.privacy,
+      reward: { amount: row.amount, unit: { ...SETTLEMENT_UNIT, address: row.token } },
+      ...(row.routing_summary === null ? {} : { routingSummary: row.routing_summary }),
+      ...(brief === null
+        ? {}
+        : { publicBrief: brief.slice(0, PUBLIC_BRIEF_PREVIEW_CHARS), publicBriefTruncated: brief.length > PUBLIC_BRIEF_PREVIEW_CHARS }),
+      ...(row.root_hash === null ? {} : { rootHash: row.root_hash }),
+      verificationMode: row.verification_mode,
+      ...(criteria === null ? {} : { verificationCriteria: criteria }),
+      ...(row.verifier_address === null ? {} : { verifierAddress: row.verifier_address }),
+      requiredCapabilities: json.read<string[]>(row.required_capabilities) ?? [],
+      locationZone: row.location_zone,
+      ...(row.target_executor === null ? {} : { targetExecutor: row.target_executor }),
+      ...(row.target_executor_type === null ? {} : { targetExecutorType: row.target_executor_type }),
+      ...(row.service_id === null ? {} : { serviceId: row.service_id }),
+      deadline: row.deadline,
+      listedAt: row.listed_at,
+      fundingTx: row.funding_tx,
+    },
+    state: {
+      taskId: row.task_hash,
+      status,
+      ...(row.worker === null ? {} : { worker: row.worker }),
+      rounds: row.rounds,
+      ...(row.ending === Ending.None ? {} : { ending: endingName(row.ending) }),
+      ...(resultData === undefined ? {} : { resultData }),
+    },
+  };
+}
+
+export type TaskQueries = ReturnType<typeof createTaskQueries>;
+
+export interface BrowsePage {
+  tasks: TaskView[];
+  total: number;
+}
+
+export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
+  const totals = new Map<string, { total: number; at: number }>();
+
+  /**
+   * Listings joined with their on-chain state; a task shows once the indexer has seen its funding. Written as a cross
+   * join with the condition in WHERE: the same inner join to PostgreSQL's planner, while SQLite keeps `listings` as
+   * the outer loop, walking listings_listed_at newest first and stopping at the page size (as an INNER JOIN it scanned
+   * every escrow task and sorted: 560 ms for a page of 100 out of 100,000 open tasks, 1 ms now).
+   */
+  const listed = () =>
+    db
+      .selectFrom("listings as l")
+      .crossJoin("escrow_tasks as t")
+      .whereRef("t.chain", "=", "l.chain")
+      .whereRef("t.task_hash", "=", "l.task_hash")
+      .selectAll("l")
+      .select(["t.status", "t.deadline", "t.worker", "t.rounds", "t.ending", "t.result_hash"]);
+
+  /** Open tasks the caller can take: required capabilities all held, not pinned to someone else, before deadline. */
+  function openFor(capabilities: readonly string[], caller: string | undefined) {
+    const nowSeconds = Math.floor(now() / 1000);
+    return listed()
+      .where("t.status", "=", EscrowStatus.Funded)
+      .where("t.deadline", ">", nowSeconds)
+      .where((eb) => (caller ? eb.or([eb("l.target_executor", "is", null), eb("l.target_executor", "=", caller)]) : eb("l.target_executor", "is", null)))
+      .where((eb) => {
+        const missing = eb.selectFrom("listing_capabilities as c").select("c.tag").whereRef("c.task_hash", "=", "l.task_hash");
+        return eb.not(eb.exists(capabilities.length > 0 ? missing.where("c.tag", "not in", [...capabilities]) : missing));
+      });
+  }
+
+  const pages = new Map<string, { version: string; at: number; page: BrowsePage }>();
+  const sqlite = db.getExecutor().adapter.constructor.name === "SqliteAdapter";
+
+  /** Changes whenever any connection commits a write: `data_version` counts other connections, `total_changes()` this one. */
+  async function dataVersion(): Promise<string> {
+    const { rows } = await sql<{ v: number; c: number }>`select (select data_version from pragma_data_version()) as v, total_changes() as c`.execute(db);
+    return `${rows[0]?.v}:${rows[0]?.c}`;
+  }
+
+  /** Open tasks for a caller, newest first; answered from memory while the database is unchanged (see PAGE_TTL_MS). */
+  async function browse(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
+    if (!sqlite) return browseUncached(filter);
+    const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}|${filter.limit ?? ""}`;
+    const version = await dataVersion();
+    const cached = pages.get(key);
+    const at = now();
+    if (cached && cached.version === version && at - cached.at < PAGE_TTL_MS) return cached.page;
+    const page = await browseUncached(filter);
+    if (pages.size >= MAX_CACHED_PAGES) pages.clear();
+    pages.set(key, { version, at, page });
+    return page;
+  }
+
+  async function browseUncached(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
+    const limit = Math.min(filter.limit ?? BROWSE_PAGE_SIZE, BROWSE_PAGE_SIZE);
+    const rows = await openFor(filter.capabilities, filter.caller)
+      .orderBy("l.listed_at", "desc")
+      .orderBy("l.task_hash", "desc")
+      .limit(limit)
+      .execute();
+    const at = now();
+    let total = rows.length;
+    if (rows.length === limit) {
+      const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}`;
+      const cached = totals.get(key);
+      if (cached && at - cached.at < TOTAL_TTL_MS) total = cached.total;
+      else {
+        const counted = await openFor(filter.capabilities, filter.caller)
+          .clearSelect()
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .executeTakeFirstOrThrow();
+        total = Number(counted.n);
+        totals.set(key, { total, at });
+      }
+    }
+    return { tasks: rows.map((row) => toTaskView(row, at)), total };
+  }
+
+  /**
+   * What deliveries add to rows: the latest delivered output (shown to `viewer` when it is the poster or the worker)
+   * and whether a delivered round waits for the poster's or the verifier's verdict.
+   */
+  async function extrasFor(rows: readonly TaskRow[], viewer: string | undefined): Promise<Map<string, TaskExtras>> {
+    const extras = new Map<string, TaskExtras>();
+    if (rows.length === 0) return extras;
+    const latest = new Map<string, { round: number; output: string; finalized_at: number | null; passed: number | null }>();
+    const deliveries = await db
+      .selectFrom("deliveries")
+      .select(["task_hash", "round", "output", "finalized_at", "passed"])
+      .where("task_hash", "in", rows.map((r) => r.task_hash))
+      .execute();
+    for (const d of deliveries) {
+      const seen = latest.get(d.task_hash);
+      if (!seen || d.round > seen.round) latest.set(d.task_hash, d);
+    }
+    for (const row of rows) {
+      const d = latest.get(row.task_hash);
+      if (!d) continue;
+      const mayRead = viewer !== undefined && (viewer === row.poster || viewer === row.worker);
+      extras.set(row.task_hash, {
+        ...(mayRead ? { output: d.output } : {}),
+        awaitingVerdict: row.verification_mode !== "auto" && d.finalized_at !== null && d.passed === null,
+      });
+    }
+    return extras;
+  }
+
+  /** Rows as task views, with what deliveries add. */
+  async function views(rows: readonly TaskRow[], viewer: string | undefined): Promise<TaskView[]> {
+    const extras = await extrasFor(rows, viewer);
+    const at = now();
+    return rows.map((row) => toTaskView(row, at, extras.get(row.task_hash)));
+  }
+
+  /** The poster's tasks, newest first, with their delivered outputs; `before` is the `nextCursor` of the previous page. */
+  async function posted(poster: string, options: { limit: number; before?: { listedAt: number; taskHash: string } }) {
+    let query = listed().where("l.poster", "=", poster);
+    const before = options.before;
+    if (before) {
+      query = query.where((eb) =>
+        eb.or([eb("l.listed_at", "<", before.listedAt), eb.and([eb("l.listed_at", "=", before.listedAt), eb("l.task_hash", "<", before.taskHash)])]),
+      );
+    }
+    const rows = await query.orderBy("l.listed_at", "desc").orderBy("l.task_hash", "desc").limit(options.limit).execute();
+    const last = rows.at(-1);
+    return {
+      tasks: await views(rows, poster),
+      nextCursor: rows.length === options.limit && last ? `${last.listed_at}_${last.task_hash}` : null,
+    };
+  }
+
+  async function get(taskHash: string): Promise<TaskRow | undefined> {
+    return listed().where("l.task_hash", "=", taskHash.toLowerCase()).executeTakeFirst();
+  }
+
+  /** One task as `viewer` sees it: the delivered output only for its poster and worker. */
+  async function view(taskHash: string, viewer: string | undefined): Promise<TaskView | undefined> {
+    const row = await get(taskHash);
+    return row ? (await views([row], viewer))[0] : undefined;
+  }
+
+  return { browse, posted, get, view, listed, openFor };
+}

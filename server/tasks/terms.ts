@@ -1,0 +1,161 @@
+import { getAddress, ZeroHash } from "ethers";
+import type { Chain } from "../chains";
+import type { BlobStore } from "../storage/blob-store";
+import type { AgentRegistry } from "../agents/registry";
+import type { TaskFieldsInput } from "./schemas";
+import { capabilityTags } from "../agents";
+import { MarketError, type ErrorDetail } from "../../core/errors";
+import { contentHash, publicTaskHash } from "../../core/crypto";
+import { validateCriteria, type VerificationCriteria, type VerificationMode } from "../../core/verification";
+import { DEFAULT_ZONE } from "../../core/limits";
+
+/** A task's listed properties, checked and normalized (addresses checksummed, hashes lowercase). */
+export interface TaskTerms {
+  chain: string;
+  taskHash: string;
+  privacy: "public" | "private";
+  publicBrief: string | null;
+  routingSummary: string | null;
+  rootHash: string | null;
+  verificationMode: VerificationMode;
+  verificationCriteria: VerificationCriteria | null;
+  verifierAddress: string | null;
+  requiredCapabilities: string[];
+  locationZone: string;
+  targetExecutor: string | null;
+  targetExecutorType: string | null;
+  serviceId: number | null;
+  /** Agent address to hex wrapped key (no 0x). */
+  wrappedKeys: Record<string, string>;
+  keyCustodyBlob: string | null;
+}
+
+export interface TermsDeps {
+  blobs: BlobStore;
+  agents: AgentRegistry;
+}
+
+/**
+ * Every posting rule of a task's properties, shared by building the funding transaction and listing the funded task.
+ * Throws the first refusal as a coded error; changes nothing.
+ */
+export async function checkTerms(input: TaskFieldsInput, poster: string, chain: Chain, deps: TermsDeps): Promise<TaskTerms> {
+  const taskHash = input.taskHash.toLowerCase();
+  if (taskHash === ZeroHash) throw new MarketError("INVALID_TASK_HASH", "The task hash must not be zero.");
+  if (input.token !== undefined && getAddress(input.token) !== chain.config.token) {
+    throw new MarketError("TOKEN_NOT_SETTLEMENT", `The token must be ${chain.config.token}, the settlement token of ${chain.name}.`);
+  }
+
+  const mode = input.verificationMode;
+  if (mode !== "auto" && mode !== "manual" && mode !== "agent") {
+    throw new MarketError("UNSUPPORTED_VERIFICATION_MODE", `Verification mode ${JSON.stringify(mode)} is not supported; use auto, manual or agent.`);
+  }
+  const criteriaIssues = validateCriteria(input.verificationCriteria ?? undefined, mode);
+  if (criteriaIssues.length > 0) {
+    throw new MarketError("INVALID_CRITERIA", criteriaIssues.map((i) => i.message).join("; "), {
+      details: criteriaIssues.map((i): ErrorDetail => ({ code: i.code, field: `body.${i.field}`, message: i.message })),
+    });
+  }
+
+  const privacy = input.privacy ?? "private";
+  const wrappedKeys = normalizeWrappedKeys(input.wrappedKeys);
+  if (privacy === "public") {
+    if (input.publicBrief === undefined) throw new MarketError("PUBLIC_BRIEF_REQUIRED", "A public task needs `publicBrief`.");
+    if (Object.keys(wrappedKeys).length > 0 || input.keyCustodyBlob !== undefined) throw new MarketError("PUBLIC_TASK_KEYS");
+    if (publicTaskHash(input.publicBrief) !== taskHash) {
+      throw new MarketError("TASK_HASH_MISMATCH", "A public task's hash must be the SHA-256 of its brief text (UTF-8).");
+    }
+  } else {
+    if (input.publicBrief !== undefined) throw new MarketError("PUBLIC_BRIEF_REQUIRED", "`publicBrief` is only for tasks with `privacy` = `public`.");
+    if (input.rootHash === undefined) {
+      throw new MarketError("VALIDATION_FAILED", "A private task needs `rootHash`, from uploading its ciphertext.", {
+        details: [{ field: "body.rootHash", message: "is required for a private task" }],
+      });
+    }
+    const ciphertext = await deps.blobs.get(input.rootHash);
+    if (!ciphertext) throw new MarketError("BLOB_NOT_FOUND");
+    if (contentHash(ciphertext) !== taskHash) {
+      throw new MarketError("TASK_HASH_MISMATCH", "A private task's hash must be the SHA-256 of its ciphertext (the uploaded blob).");
+    }
+  }
+
+  const requiredCapabilities = capabilityTags(input.requiredCapabilities ?? [], "body.requiredCapabilities");
+  const targetExecutor = input.targetExecutor === undefined ? null : getAddress(input.targetExecutor);
+  if (targetExecutor === poster) throw new MarketError("TARGET_IS_POSTER");
+
+  const verifierAddress = input.verifierAddress === undefined ? null : getAddress(input.verifierAddress);
+  if (mode === "agent") {
+    if (!verifierAddress) throw new MarketError("VERIFIER_REQUIRED");
+    if (verifierAddress === poster || verifierAddress === targetExecutor) throw new MarketError("VERIFIER_NOT_ALLOWED");
+    if (privacy === "private" && !wrappedKeys[verifierAddress] && input.keyCustodyBlob === undefined) {
+      throw new MarketError("VERIFIER_KEY_MISSING");
+    }
+  } else if (verifierAddress) {
+    throw new MarketError("VERIFIER_MODE_MISMATCH", "`verifierAddress` is only for `agent` verification.");
+  }
+
+  if (input.serviceId !== undefined) {
+    if (!targetExecutor) throw new MarketError("SERVICE_REQUIRES_TARGET");
+    // Services (rentals) are listed by hosted agents; none exists until that part of the product lands.
+    throw new MarketError("SERVICE_NOT_FOUND", `No service ${input.serviceId}.`);
+  }
+
+  if (targetExecutor) {
+    const [target] = await deps.agents.find({ addresses: [targetExecutor], chain: chain.name });
+    if (!target) {
+      throw new MarketError("TARGET_CHAIN_UNSUPPORTED", `${targetExecutor} is not registered with a public key for ${chain.name}.`);
+    }
+  }
+
+  if (privacy === "private") {
+    // Someone must be able to open the brief: an agent it is wrapped to (or any eligible agent when a custody copy
+    // allows re-wrapping), registered on the chain with a public key and every required capability.
+    const candidates = input.keyCustodyBlob !== undefined ? undefined : Object.keys(wrappedKeys);
+    const eligible = await deps.agents.find({
+      chain: chain.name,
+      capabilities: requiredCapabilities,
+      addresses: targetExecutor ? [targetExecutor].filter((a) => !candidates || candidates.includes(a)) : candidates,
+      limit: 1,
+    });
+    if (eligible.length === 0) {
+      throw new MarketError(
+        "NO_EXECUTORS",
+        targetExecutor
+          ? `The brief key is not wrapped to the pinned agent ${targetExecutor}.`
+          : `No agent the brief is wrapped to is registered on ${chain.name} with a public key and every required capability.`,
+      );
+    }
+  }
+
+  return {
+    chain: chain.name,
+    taskHash,
+    privacy,
+    publicBrief: privacy === "public" ? (input.publicBrief ?? null) : null,
+    routingSummary: input.routingSummary ?? null,
+    rootHash: input.rootHash ?? null,
+    verificationMode: mode,
+    verificationCriteria: (input.verificationCriteria as VerificationCriteria | null | undefined) ?? null,
+    verifierAddress,
+    requiredCapabilities,
+    locationZone: input.locationZone ?? DEFAULT_ZONE,
+    targetExecutor,
+    targetExecutorType: input.targetExecutorType ?? null,
+    serviceId: input.serviceId ?? null,
+    wrappedKeys,
+    keyCustodyBlob: input.keyCustodyBlob ?? null,
+  };
+}
+
+function normalizeWrappedKeys(keys: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [address, wrapped] of Object.entries(keys ?? {})) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) {
+      throw new MarketError("VALIDATION_FAILED", `wrappedKeys has a key that is not an address: ${JSON.stringify(address)}`, {
+        details: [{ field: `body.wrappedKeys.${address}`, message: "is not a 20-byte hex address" }],
+      });
+    }
+    out[getAddress(address)] = wrapped.replace(/^0x/, "").toLowerCase();
+  }
+  return out;
+}

@@ -1,0 +1,152 @@
+import { Type } from "@sinclair/typebox";
+import type { App, Context } from "../app";
+import { CREDENTIALS, Envelope, errorResponses, ok } from "../http/schemas";
+import { loadTask, requireLive } from "../marketplace/task-context";
+import { requireOutbox } from "../marketplace/accept";
+import { createDelivery } from "../marketplace/delivery";
+import { unsignedCall } from "../marketplace/calls";
+import { autoVerdict, sendVerdict } from "./judge";
+import { UnsignedTx } from "../tasks/schemas";
+import { MarketError } from "../../core/errors";
+import { EscrowStatus } from "../../core/escrow";
+import { validateCriteria, type VerificationCriteria } from "../../core/verification";
+
+export { autoVerdict, sendVerdict } from "./judge";
+
+const VerificationResult = Type.Object({ passed: Type.Boolean(), score: Type.Integer(), reasons: Type.Array(Type.String()) });
+
+export function verificationRoutes(app: App, ctx: Context) {
+  const { db, chains, auth, now, market } = ctx;
+  const delivery = createDelivery(market);
+
+  app.post(
+    "/api/v1/a2a/tasks/:taskHash/verdict",
+    {
+      schema: {
+        tags: ["verification"],
+        summary: "Judge the latest delivered round: the poster in `manual` mode, the designated verifier in `agent` mode",
+        description:
+          "`manual`: the service's marketplace verifier key sends completeVerification and the answer comes once it is " +
+          "confirmed (a pass pays the worker, a fail opens the 3-day appeal window). `agent`: the escrow takes the verdict " +
+          "only from the verifier agent's own wallet, so the answer is the unsigned completeVerification for it to sign.",
+        security: CREDENTIALS,
+        params: Type.Object({ taskHash: Type.String({ maxLength: 100 }) }),
+        body: Type.Object(
+          {
+            passed: Type.Boolean(),
+            score: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: "Default 100 for a pass, 0 for a fail." })),
+            reasons: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 20 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Envelope(
+            Type.Object({
+              taskHash: Type.String(),
+              status: Type.String(),
+              txHash: Type.Optional(Type.String()),
+              unsignedTx: Type.Optional(UnsignedTx),
+            }),
+          ),
+          ...errorResponses(401, 403, 404, 409, 503),
+        },
+      },
+    },
+    async (request) => {
+      const principal = await auth.required(request);
+      const task = await loadTask(db, chains, request.params.taskHash);
+      const { passed, reasons = [] } = request.body;
+      const score = request.body.score ?? (passed ? 100 : 0);
+      const mode = task.listing.verification_mode;
+      if (mode === "auto") throw new MarketError("MODE_MISMATCH", "An auto task is judged by its rules: finalize, or POST /api/v1/verification/verify.");
+      if (mode === "manual" && principal.wallet !== task.listing.poster) throw new MarketError("NOT_POSTER", "In manual mode only the poster judges.");
+      if (mode === "agent" && principal.wallet !== task.listing.verifier_address) throw new MarketError("NOT_VERIFIER");
+      const latest = task.delivery;
+      if (task.onChain.status !== EscrowStatus.Submitted || !latest || latest.round !== task.onChain.rounds) {
+        throw new MarketError("WRONG_STATE", "There is no submitted round awaiting a verdict.", { reason: delivery.statusOf(task) });
+      }
+      if (mode === "agent") {
+        await requireLive(db, task.listing.chain);
+        return ok({
+          taskHash: task.listing.task_hash,
+          status: "awaiting_verification",
+          unsignedTx: unsignedCall(task.chain, principal.wallet, "completeVerification", [task.listing.task_hash, passed, score]),
+        });
+      }
+      const { txHash } = await sendVerdict(
+        { db, outbox: requireOutbox(market, task.listing.chain), now, indexerWaitMs: market.indexerWaitMs },
+        task,
+        latest,
+        { passed, score, reasons, judgedBy: "poster" },
+      );
+      const after = await loadTask(db, chains, task.listing.task_hash);
+      return ok({ taskHash: task.listing.task_hash, status: delivery.statusOf(after), txHash });
+    },
+  );
+
+  app.post(
+    "/api/v1/verification/verify",
+    {
+      schema: {
+        tags: ["verification"],
+        summary: "Run verification of a task's latest delivery (poster, verifier or executor)",
+        description:
+          "For an `auto` task whose latest round is on chain and not judged yet, this settles the verdict exactly as " +
+          "finalize does. Otherwise it answers the rule engine's opinion without settling (`settled: false`); the poster " +
+          "or verifier may pass `verificationCriteria` to check against, the executor may not. A numeric `taskId` is " +
+          "refused: send `taskHash` (SDK newer than 0.4.0).",
+        security: CREDENTIALS,
+        body: Type.Object(
+          {
+            taskHash: Type.Optional(Type.String({ maxLength: 100 })),
+            taskId: Type.Optional(Type.Union([Type.Integer(), Type.String({ maxLength: 100 })])),
+            verificationCriteria: Type.Optional(Type.Object({}, { additionalProperties: true })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Envelope(
+            Type.Object({ taskHash: Type.String(), settled: Type.Boolean(), status: Type.String(), round: Type.Integer(), verificationResult: VerificationResult }),
+          ),
+          ...errorResponses(401, 403, 404, 409, 503),
+        },
+      },
+    },
+    async (request) => {
+      const principal = await auth.required(request);
+      const { taskHash, taskId, verificationCriteria } = request.body;
+      if (taskHash === undefined) {
+        throw taskId !== undefined
+          ? new MarketError("TASK_ID_NOT_SUPPORTED")
+          : new MarketError("VALIDATION_FAILED", "body.taskHash is required", { details: [{ field: "body.taskHash", message: "is required" }] });
+      }
+      const task = await loadTask(db, chains, taskHash);
+      const { listing, onChain } = task;
+      const role =
+        principal.wallet === listing.poster ? "poster" : principal.wallet === listing.verifier_address ? "verifier" : principal.wallet === onChain.worker ? "executor" : undefined;
+      if (!role) throw new MarketError("NOT_TASK_PARTY");
+      if (verificationCriteria !== undefined) {
+        if (role === "executor") throw new MarketError("CRITERIA_FROM_EXECUTOR");
+        const issues = validateCriteria(verificationCriteria, "auto");
+        if (issues.length > 0) {
+          throw new MarketError("INVALID_CRITERIA", issues.map((i) => i.message).join("; "), {
+            details: issues.map((i) => ({ code: i.code, field: `body.${i.field}`, message: i.message })),
+          });
+        }
+      }
+      if (listing.verification_criteria === null && listing.routing_summary === null && listing.public_brief === null && verificationCriteria === undefined) {
+        throw new MarketError("NOTHING_TO_VERIFY");
+      }
+      const latest = task.delivery;
+      if (!latest) throw new MarketError("WRONG_STATE", "Nothing was delivered yet.", { reason: delivery.statusOf(task) });
+      const settles =
+        listing.verification_mode === "auto" && verificationCriteria === undefined && onChain.status === EscrowStatus.Submitted && latest.round === onChain.rounds && latest.passed === null;
+      if (settles) {
+        const judged = await delivery.settleAutomatically(task, latest);
+        return ok({ taskHash: listing.task_hash, settled: true, status: judged.status, round: latest.round, verificationResult: judged.verificationResult! });
+      }
+      const verdict = autoVerdict(task, latest.output, (verificationCriteria as VerificationCriteria | undefined) ?? null);
+      return ok({ taskHash: listing.task_hash, settled: false, status: delivery.statusOf(task), round: latest.round, verificationResult: verdict });
+    },
+  );
+}

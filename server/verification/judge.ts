@@ -1,0 +1,75 @@
+import type { Db } from "../db";
+import { json } from "../db";
+import type { Outbox } from "../outbox";
+import { OutboxRevert } from "../outbox";
+import type { TaskContext, Delivery } from "../marketplace/task-context";
+import { waitForIndexer } from "../marketplace/task-context";
+import { MarketError } from "../../core/errors";
+import { EscrowStatus } from "../../core/escrow";
+import { evaluate, type Verdict, type VerificationCriteria } from "../../core/verification";
+
+export interface JudgedBy {
+  judgedBy: "auto" | "poster";
+}
+
+/** The rule engine's verdict on a delivered output, against the task's criteria and (for echo checks) its brief. */
+export function autoVerdict(ctx: Pick<TaskContext, "listing">, output: string, criteria?: VerificationCriteria | null): Verdict {
+  const { listing } = ctx;
+  const rules = criteria ?? json.read<VerificationCriteria>(listing.verification_criteria) ?? {};
+  return evaluate(output, rules, { brief: listing.public_brief ?? listing.routing_summary ?? undefined });
+}
+
+/**
+ * Sends the marketplace verifier's `completeVerification` for the latest submitted round, checks that the receipt
+ * settled it as asked (a pass carries `TaskCompleted`, a fail a failed `VerificationCompleted`), records the verdict
+ * and waits for the indexer to show it. Idempotent per round: a retry waits for the same transaction.
+ */
+export async function sendVerdict(
+  deps: { db: Db; outbox: Outbox; now: () => number; indexerWaitMs?: number },
+  ctx: TaskContext,
+  delivery: Delivery,
+  verdict: Verdict & JudgedBy,
+): Promise<{ txHash: string }> {
+  const { listing, chain } = ctx;
+  const { db, outbox, now } = deps;
+  const data = chain.escrow.interface.encodeFunctionData("completeVerification", [listing.task_hash, verdict.passed, verdict.score]);
+  let sent;
+  try {
+    sent = await outbox.send(`verdict:${chain.name}:${listing.task_hash}:${delivery.round}`, chain.config.escrow, data);
+  } catch (error) {
+    if (error instanceof OutboxRevert) {
+      if (error.revert?.name === "EscrowPaused") throw new MarketError("ESCROW_PAUSED", undefined, { cause: error });
+      throw new MarketError("WRONG_STATE", `The escrow refused the verdict: ${error.message}`, { cause: error });
+    }
+    throw error;
+  }
+  const settled = sent.receipt.logs.some((log) => {
+    const parsed = log.address.toLowerCase() === chain.config.escrow.toLowerCase() ? chain.escrow.interface.parseLog(log) : null;
+    if (!parsed || String(parsed.args.taskHash).toLowerCase() !== listing.task_hash) return false;
+    return verdict.passed ? parsed.name === "TaskCompleted" : parsed.name === "VerificationCompleted" && parsed.args.passed === false;
+  });
+  if (!settled) throw new MarketError("VERDICT_MISMATCH", `Transaction ${sent.txHash} did not settle the verdict as sent.`);
+  await db
+    .updateTable("deliveries")
+    .set({
+      passed: verdict.passed ? 1 : 0,
+      score: verdict.score,
+      reasons: json.write(verdict.reasons),
+      judged_by: verdict.judgedBy,
+      finalized_at: delivery.finalized_at ?? now(),
+    })
+    .where("task_hash", "=", listing.task_hash)
+    .where("round", "=", delivery.round)
+    .execute();
+  const expected = verdict.passed ? EscrowStatus.Verified : EscrowStatus.Failed;
+  await waitForIndexer(async () => {
+    const row = await db
+      .selectFrom("escrow_tasks")
+      .select(["status", "rounds"])
+      .where("chain", "=", chain.name)
+      .where("task_hash", "=", listing.task_hash)
+      .executeTakeFirst();
+    return row !== undefined && (row.status === expected || row.rounds > delivery.round);
+  }, deps.indexerWaitMs);
+  return { txHash: sent.txHash };
+}

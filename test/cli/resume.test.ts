@@ -1,0 +1,152 @@
+/**
+ * A post-tasks run killed with SIGKILL at the worst moments, then rerun with the same command: every row is posted
+ * exactly once and paid exactly once. The kill lands in its window through the CLI's test-only delay hooks
+ * (MARKET_CLI_TEST_DELAY_BEFORE_FUNDING_MS, MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS) or, for a funding sent but not
+ * mined, by turning the chain's automine off.
+ */
+import { expect } from "chai";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import hre from "hardhat";
+import { startStack, type Stack } from "../support/stack";
+import { cliEnv, ensureCliBuilt, readJournalEntries, readResults, runCli, startCli, taskDir, until } from "../support/cli";
+import type { TaskView } from "../../sdk/src/client";
+
+const SIX_ROWS = [
+  "instructions,reward,privacy",
+  "Public brief one: list three rivers.,1,public",
+  "Private brief two: summarise my notes.,2,private",
+  "Public brief three: list three mountains.,3,public",
+  "Private brief four: translate my letter.,4,private",
+  "Public brief five: list three lakes.,5,public",
+  "Private brief six: check my sums.,6,private",
+].join("\n");
+const TOTAL = 21_000_000n;
+const ARGS = ["post-tasks", "--file", "tasks.csv", "--chunk", "1", "--yes"];
+
+describe("cli: a killed post-tasks run, rerun", function () {
+  let s: Stack;
+  let dir: string;
+  let journal: string;
+  let initial: { poster: bigint; escrow: bigint };
+
+  const balances = async () => ({ poster: await s.usdc.balanceOf(s.poster.address), escrow: await s.usdc.balanceOf(s.escrowAddress) });
+  const entries = (type: string) => readJournalEntries(journal).filter((e) => e.t === type);
+
+  before(ensureCliBuilt);
+  beforeEach(async function () {
+    s = await startStack();
+    await s.registerAgent(s.worker, []);
+    dir = taskDir({ "tasks.csv": SIX_ROWS });
+    journal = path.join(dir, "tasks.csv.results.csv.journal.jsonl");
+    initial = await balances();
+  });
+  afterEach(async function () {
+    await hre.network.provider.send("evm_setAutomine", [true]);
+    await s.close();
+  });
+
+  /** After the rerun: all six rows posted once, paid once, listed once. */
+  async function expectAllPostedOnce() {
+    const rows = readResults(path.join(dir, "tasks.csv.results.csv"));
+    expect(rows.map((r) => [r.line, r.status, r.escrow])).to.deep.equal([
+      ["2", "posted", "1"],
+      ["3", "posted", "2"],
+      ["4", "posted", "3"],
+      ["5", "posted", "4"],
+      ["6", "posted", "5"],
+      ["7", "posted", "6"],
+    ]);
+    const after = await balances();
+    expect(initial.poster - after.poster).to.equal(TOTAL);
+    expect(after.escrow - initial.escrow).to.equal(TOTAL);
+    await s.sync();
+    const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: (await s.clientOptions(s.poster)).apiKey })).body.data;
+    expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(rows.map((r) => r.task_hash).sort());
+    expect(tasks.map((t) => BigInt(t.meta.reward.amount)).reduce((a, b) => a + b, 0n)).to.equal(TOTAL);
+    return rows;
+  }
+
+  it("killed after a funding is mined and before its listing: the rerun lists that row without paying again", async function () {
+    const env = await cliEnv(s, s.poster);
+    const first = startCli(ARGS, { env: { ...env, MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS: "1500" }, cwd: dir });
+    await until(() => entries("funded").length === 2, "the second funding");
+    first.child.kill("SIGKILL");
+    expect((await first.done).signal).to.equal("SIGKILL");
+    expect(entries("posted")).to.have.length(1);
+    const killedRow = entries("funding")[1]!.rows as Array<{ line: number; taskHash: string }>;
+    expect(killedRow[0]!.line).to.equal(3);
+    expect((await balances()).escrow - initial.escrow).to.equal(3_000_000n, "rows 1 and 2 are paid");
+
+    const rerun = await runCli(ARGS, { env, cwd: dir });
+    expect(rerun.status, rerun.stderr).to.equal(0);
+    expect(rerun.stdout).to.contain("already posted by an earlier run: 1");
+    expect(rerun.stdout).to.contain("paid by an earlier run, to be listed (nothing to pay): 1");
+    expect(rerun.stdout).to.contain("tasks to post: 4 (public 2, private 2)");
+    expect(rerun.stdout).to.contain("total escrow: 18 USDC");
+    const rows = await expectAllPostedOnce();
+    expect(rows[1]!.task_hash).to.equal(killedRow[0]!.taskHash, "the private row keeps the task hash it was paid under");
+  });
+
+  it("killed after journaling a funding and before sending it: the rerun posts that row afresh, once", async function () {
+    const env = await cliEnv(s, s.poster);
+    const first = startCli(ARGS, { env: { ...env, MARKET_CLI_TEST_DELAY_BEFORE_FUNDING_MS: "1500" }, cwd: dir });
+    await until(() => entries("funding").length === 2, "the second funding entry");
+    first.child.kill("SIGKILL");
+    await first.done;
+    const abandoned = (entries("funding")[1]!.rows as Array<{ taskHash: string }>)[0]!.taskHash;
+    expect((await balances()).escrow - initial.escrow).to.equal(1_000_000n, "only row 1 is paid");
+
+    const rerun = await runCli(ARGS, { env, cwd: dir });
+    expect(rerun.status, rerun.stderr).to.equal(0);
+    expect(rerun.stdout).to.contain("tasks to post: 5 (public 2, private 3)");
+    const rows = await expectAllPostedOnce();
+    expect(rows[1]!.task_hash).to.not.equal(abandoned, "a private brief is encrypted afresh");
+    expect((await s.escrow.getTask(abandoned)).poster).to.equal(hre.ethers.ZeroAddress);
+  });
+
+  it("killed after a listing and before journaling it: the rerun finds the task funded, lists it again (a no-op) and pays nothing", async function () {
+    const env = await cliEnv(s, s.poster);
+    const args = ["post-tasks", "--file", "tasks.csv", "--chunk", "3", "--yes"];
+    const first = await runCli(args, { env, cwd: dir });
+    expect(first.status, first.stderr).to.equal(0);
+    // What a kill between the listing and its journal entry leaves: no `posted` entry for rows 2 and 5.
+    const journalText = readFileSync(journal, "utf8").split("\n");
+    const forgotten = new Set([3, 6].map((line) => (entries("funding").flatMap((e) => e.rows as Array<{ line: number; key: string }>).find((r) => r.line === line)!.key)));
+    writeFileSync(journal, journalText.filter((l) => !(l.includes('"t":"posted"') && forgotten.has((JSON.parse(l) as { key: string }).key))).join("\n"));
+
+    const rerun = await runCli(args, { env, cwd: dir });
+    expect(rerun.status, rerun.stderr).to.equal(0);
+    expect(rerun.stdout).to.contain("already posted by an earlier run: 4");
+    expect(rerun.stdout).to.contain("paid by an earlier run, to be listed (nothing to pay): 2");
+    expect(rerun.stdout).to.contain("tasks to post: 0");
+    await expectAllPostedOnce();
+  });
+
+  it("killed while the funding transaction is pending: the rerun waits for it, finds it from the TaskCreated log and lists it", async function () {
+    const env = await cliEnv(s, s.poster);
+    const args = ["post-tasks", "--file", "tasks.csv", "--chunk", "2", "--yes"];
+    await hre.network.provider.send("evm_setAutomine", [false]);
+    const first = startCli(args, { env, cwd: dir });
+    await until(() => entries("funding").length === 1, "the first funding entry");
+    const provider = hre.ethers.provider;
+    await until(async () => (await provider.getTransactionCount(s.poster.address, "pending")) > (await provider.getTransactionCount(s.poster.address, "latest")), "the funding in the mempool");
+    const second = await runCli(args, { env, cwd: dir });
+    expect(second.status).to.equal(1);
+    expect(second.stderr).to.match(/^error RUN_IN_PROGRESS: Another market run \(pid \d+\) is using /);
+    first.child.kill("SIGKILL");
+    await first.done;
+    expect(entries("funded")).to.have.length(0);
+
+    const rerun = startCli(args, { env, cwd: dir });
+    await until(() => rerun.output().stderr.includes("waiting for its funding transaction"), "the rerun to wait");
+    await hre.network.provider.send("evm_setAutomine", [true]);
+    await hre.network.provider.send("evm_mine", []);
+    const done = await rerun.done;
+    expect(done.status, done.stderr).to.equal(0);
+    expect(done.stdout).to.contain("paid by an earlier run, to be listed (nothing to pay): 2");
+    const rows = await expectAllPostedOnce();
+    expect(rows[0]!.tx_hash).to.equal(rows[1]!.tx_hash);
+    expect(entries("funded")[0]!.txHash).to.equal(rows[0]!.tx_hash, "the rerun journals the hash it found");
+  });
+});

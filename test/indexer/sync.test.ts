@@ -1,0 +1,181 @@
+import { expect } from "chai";
+import hre from "hardhat";
+import { loadFixture, mine } from "@nomicfoundation/hardhat-network-helpers";
+import type { Filter, FilterByBlockHash } from "ethers";
+import { createIndexer, indexerLag, type IndexerProvider } from "../../server/indexer";
+import { EscrowStatus } from "../../core/escrow";
+import { TaskEscrow__factory } from "../../typechain-types";
+import { deployEscrowFixture } from "../fixtures/escrow";
+import {
+  chainConfig,
+  countEscrowLogs,
+  dumpTables,
+  expectTasksMatchContract,
+  freshIndexDump,
+  inProcessIndexer,
+  memoryDb,
+  mineBlocks,
+  randomActivity,
+  syncToHead,
+  waitFor,
+} from "./helpers";
+
+/** The indexer's own decoder agrees with ethers' Interface.parseLog on every stored event. */
+async function expectArgsAsEthersDecodes(
+  chain: { escrow: string; startBlock: number },
+  events: { block_number: number; log_index: number; event: string; args: string }[],
+) {
+  const iface = TaskEscrow__factory.createInterface();
+  const logs = await hre.ethers.provider.getLogs({ address: chain.escrow, fromBlock: chain.startBlock, toBlock: "latest" });
+  for (const [i, log] of logs.entries()) {
+    const parsed = iface.parseLog(log)!;
+    const expected = Object.fromEntries(
+      parsed.fragment.inputs.map((input, k) => {
+        const value: unknown = parsed.args[k];
+        return [input.name, typeof value === "bigint" ? value.toString() : value];
+      }),
+    );
+    const stored = events[i]!;
+    expect([stored.block_number, stored.log_index, stored.event]).to.deep.equal([log.blockNumber, log.index, parsed.name]);
+    expect(JSON.parse(stored.args)).to.deep.equal(expected);
+  }
+}
+
+describe("indexer sync", function () {
+  it("catches up over many blocks and ranges, keeping every escrow log and each task as the escrow reports it", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    const hashes = await randomActivity(fixture, { seed: 1, steps: 120, tag: "catch-up" });
+    // Empty stretches between ranges, through hardhat_mine: its reserved blocks carry a zero parent hash.
+    await mine(500);
+    await randomActivity(fixture, { seed: 2, steps: 40, tag: "catch-up-late" });
+
+    const db = await memoryDb();
+    const indexer = inProcessIndexer(db, chain, { blockRange: { initial: 40, max: 160 } });
+    const ranges: number[] = [];
+    const result = await syncToHead(
+      createIndexer({
+        db,
+        chain,
+        provider: hre.ethers.provider,
+        pollIntervalMs: 20,
+        blockRange: { initial: 40, max: 160 },
+        onProgress: (p) => ranges.push(p.to - p.from + 1),
+      }),
+    );
+    const head = await hre.ethers.provider.getBlockNumber();
+
+    expect(result.to).to.equal(head);
+    expect(result.from).to.equal(chain.startBlock);
+    expect(ranges.length).to.be.greaterThan(5);
+    expect(Math.max(...ranges)).to.be.within(100, 160); // grew from 40 toward the maximum
+    const logs = await countEscrowLogs(chain);
+    expect(result.events).to.equal(logs);
+    const { events, tasks } = await dumpTables(db);
+    expect(events).to.have.length(logs);
+    await expectArgsAsEthersDecodes(chain, events as { block_number: number; log_index: number; event: string; args: string }[]);
+    expect(tasks.length).to.be.greaterThan(50);
+    expect(tasks.length).to.be.at.most(hashes.length + 100);
+    expect(await expectTasksMatchContract(db, fixture)).to.equal(tasks.length);
+    const lag = await indexerLag(db, "arc", head);
+    expect(lag).to.include({ cursor: head, lag: 0 });
+
+    // A second sync finds nothing new.
+    const again = await indexer.syncOnce();
+    expect(again).to.include({ events: 0, to: head, caughtUp: true });
+    expect(again.from).to.equal(head + 1);
+    await db.destroy();
+  });
+
+  it("follows new blocks while polling", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const { escrow, poster, verifier, worker, token } = fixture;
+    const db = await memoryDb();
+    const indexer = inProcessIndexer(db, chainConfig(fixture), { pollIntervalMs: 10 });
+    indexer.start();
+    try {
+      const taskHash = hre.ethers.id("live task");
+      const statusOf = async () =>
+        (await db.selectFrom("escrow_tasks").select("status").where("task_hash", "=", taskHash).executeTakeFirst())?.status;
+      await escrow.connect(poster).createTask(taskHash, token, 5_000_000n, 86_400n, hre.ethers.ZeroAddress);
+      await waitFor(async () => (await statusOf()) === EscrowStatus.Funded, 5_000, "the funded task");
+      await escrow.connect(verifier).marketplaceAssign(taskHash, worker.address);
+      await waitFor(async () => (await statusOf()) === EscrowStatus.Assigned, 5_000, "the assignment");
+      await escrow.connect(worker).submitEvidence(taskHash, hre.ethers.id("result"));
+      await escrow.connect(verifier).completeVerification(taskHash, true, 95);
+      await waitFor(async () => (await statusOf()) === EscrowStatus.Verified, 5_000, "the payout");
+    } finally {
+      await indexer.stop();
+    }
+    const row = await db.selectFrom("escrow_tasks").selectAll().executeTakeFirstOrThrow();
+    expect(row).to.include({ rounds: 1, last_score: 95, payout: "4500000", fee: "500000", ending: 1 });
+    await expectTasksMatchContract(db, fixture);
+    await db.destroy();
+  });
+
+  it("stays `confirmations` blocks behind the head", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    await randomActivity(fixture, { seed: 3, steps: 20, tag: "confirmations" });
+    const db = await memoryDb();
+    const result = await syncToHead(inProcessIndexer(db, chainConfig(fixture, { confirmations: 5 })));
+    const head = await hre.ethers.provider.getBlockNumber();
+    expect(result.to).to.equal(head - 5);
+    expect(result.target).to.equal(head - 5);
+    expect(await db.selectFrom("escrow_events").where("block_number", ">", head - 5).select("log_index").execute()).to.have.length(0);
+    await db.destroy();
+  });
+
+  it("halves the range when the node refuses a query and grows it back, missing nothing", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    await randomActivity(fixture, { seed: 4, steps: 80, tag: "refusals" });
+    await mineBlocks(200);
+    await randomActivity(fixture, { seed: 5, steps: 20, tag: "refusals-late" });
+    // Three dense blocks in a row: any range over two of them holds more logs than the node answers with.
+    for (let batch = 0; batch < 3; batch++) {
+      const tasks = Array.from({ length: 15 }, (_, i) => ({
+        taskHash: hre.ethers.id(`dense ${batch} ${i}`),
+        token: fixture.token,
+        amount: 1n,
+        duration: 86_400n,
+        verifier: hre.ethers.ZeroAddress,
+      }));
+      await fixture.escrow.connect(fixture.poster).createTasks(tasks);
+    }
+
+    const inner = hre.ethers.provider;
+    const refusals: string[] = [];
+    const asked: number[] = [];
+    // A node that refuses more than 12 blocks per query, and more than 25 logs in a response (naming a range to try).
+    const picky: IndexerProvider = {
+      getBlockNumber: () => inner.getBlockNumber(),
+      getBlock: (block) => inner.getBlock(block),
+      async getLogs(filter: Filter | FilterByBlockHash) {
+        const { fromBlock, toBlock } = filter as { fromBlock: number; toBlock: number };
+        const span = toBlock - fromBlock + 1;
+        asked.push(span);
+        if (span > 12) {
+          refusals.push("range");
+          throw Object.assign(new Error("could not coalesce error"), {
+            error: { code: -32602, message: `eth_getLogs block range too large, range: ${span}, max: 12` },
+          });
+        }
+        const logs = await inner.getLogs(filter);
+        if (logs.length > 25) {
+          refusals.push("results");
+          const half = `0x${fromBlock.toString(16)}, 0x${(fromBlock + Math.floor(span / 3)).toString(16)}`;
+          throw new Error(`query returned more than 25 results. Try with this block range [${half}].`);
+        }
+        return logs;
+      },
+    };
+    const db = await memoryDb();
+    const result = await syncToHead(createIndexer({ db, chain, provider: picky, pollIntervalMs: 20, blockRange: { initial: 64, max: 64 } }));
+    expect(refusals).to.include("range").and.to.include("results");
+    // It came back up to the node's limit after shrinking below it.
+    expect(asked.some((span, i) => span < 12 && asked.slice(i + 1).includes(12))).to.equal(true);
+    expect(result.events).to.equal(await countEscrowLogs(chain));
+    expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chain));
+    await db.destroy();
+  });
+});

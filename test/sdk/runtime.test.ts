@@ -1,0 +1,168 @@
+import { expect } from "chai";
+import { startStack, type Stack } from "../support/stack";
+import { privateKeyOf } from "../server/harness";
+import { MarketClient } from "../../sdk/src/client";
+import { WorkerRuntime, type RuntimeEvent, type TaskContext } from "../../sdk/src/runtime";
+import { ApiError } from "../../sdk/src/errors";
+
+/** Resolves when `check` holds, polling. */
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = "condition") {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("WorkerRuntime end to end", function () {
+  this.timeout(120_000);
+  let s: Stack;
+  beforeEach(async function () {
+    s = await startStack();
+  });
+  afterEach(async function () {
+    await s.close();
+  });
+
+  async function runtimeFor(executeTask: (context: TaskContext) => Promise<{ output: string }>, capabilities = ["summarization"]) {
+    const options = await s.clientOptions(s.worker);
+    const events: RuntimeEvent[] = [];
+    const runtime = new WorkerRuntime({
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl,
+      privateKey: options.executor.privateKey,
+      rpcUrls: options.executor.rpcUrls,
+      escrows: options.escrows,
+      capabilities,
+      displayName: "test worker",
+      maxConcurrentTasks: 2,
+      browseIntervalMs: 100,
+      executeTask,
+    }).on((event) => {
+      events.push(event);
+      if (process.env.DEBUG_RUNTIME) console.log(JSON.stringify(event, (_k, v) => (typeof v === "bigint" ? v.toString() : v instanceof Error ? v.stack : v)));
+    });
+    return { runtime, events };
+  }
+
+  it("takes public and private tasks posted through the SDK, delivers, passes verification and is paid", async function () {
+    const seen: TaskContext[] = [];
+    const { runtime, events } = await runtimeFor(async (context) => {
+      seen.push(context);
+      return { output: `Summary of the brief (${context.instructions.length} characters): it asks for a careful summary with facts.` };
+    });
+    const profile = await runtime.start();
+    expect(profile.address).to.equal(s.worker.address);
+    expect(profile.supportedChains).to.deep.equal(["arc"]);
+    expect(runtime.declaredChains).to.deep.equal(["arc"]);
+    expect(events[0]).to.deep.include({ type: "registered" });
+
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const before = { worker: await s.usdc.balanceOf(s.worker.address), treasury: await s.usdc.balanceOf(s.treasury.address), poster: await s.usdc.balanceOf(s.poster.address) };
+    const result = await poster.postTasks([
+      { instructions: "Summarise the public history of the Suez canal.", amountRaw: 3_000_000n, privacy: "public", capabilities: ["summarization"] },
+      { instructions: "Summarise the private board minutes: revenue rose 4%.", amountRaw: 5_000_001n, capabilities: ["summarization"] },
+    ]);
+    expect(result.posted).to.equal(2);
+
+    await until(() => events.filter((e) => e.type === "task_finalized").length === 2, 30_000, "two finalized tasks");
+    await runtime.stop();
+    expect(runtime.activeExecutions).to.equal(0);
+    expect(seen.map((c) => c.instructions).sort()).to.deep.equal([
+      "Summarise the private board minutes: revenue rose 4%.",
+      "Summarise the public history of the Suez canal.",
+    ]);
+    for (const e of events.filter((x) => x.type === "task_finalized")) {
+      expect(e).to.deep.include({ finalize: { status: "verified", verificationResult: { passed: true, reasons: [] } } });
+    }
+    // Fee 10%, rounded down: 300,000 of 3,000,000 and 500,000 of 5,000,001.
+    expect(await s.usdc.balanceOf(s.worker.address)).to.equal(before.worker + 2_700_000n + 4_500_001n);
+    expect(await s.usdc.balanceOf(s.treasury.address)).to.equal(before.treasury + 300_000n + 500_000n);
+    expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before.poster - 8_000_001n);
+  });
+
+  it("delivers again after a failed round, with the reasons, and passes", async function () {
+    const rounds: Array<{ round: number; reasons?: string[] }> = [];
+    const { runtime, events } = await runtimeFor(async (context) => {
+      rounds.push({ round: context.round, reasons: context.previousAttempt?.reasons });
+      return { output: context.round === 1 ? "I can't help with that." : "The report covers three findings about supply chains in detail." };
+    });
+    await runtime.start();
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
+    await until(() => events.some((e) => e.type === "task_finalized"), 30_000, "finalized");
+    await runtime.stop();
+    expect(rounds.map((r) => r.round)).to.deep.equal([1, 2]);
+    expect(rounds[1]!.reasons?.join(" ")).to.match(/refusal/i);
+    const reputation = (await s.call<{ reputation: number }>("GET", `/api/v1/reputation/${s.worker.address}`)).body.data;
+    expect(reputation.reputation).to.equal(41); // 50 - 10 for the failed round + 1 for the settled task
+  });
+
+  it("reports a task whose rounds all failed as failed, and the poster reclaims it", async function () {
+    const { runtime, events } = await runtimeFor(async () => ({ output: "TODO" }));
+    await runtime.start();
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posted = await poster.postTask({ instructions: "Summarise the minutes.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
+    await until(() => events.some((e) => e.type === "task_failed" && e.error.code === "VERIFICATION_FAILED"), 30_000, "failed");
+    await runtime.stop();
+    const task = await poster.getTask(posted.taskHash!);
+    expect(task.state.status).to.equal("failed");
+    expect(task.state.rounds).to.equal(3);
+  });
+
+  it("refuses a key of another wallet (OWNER_MISMATCH) and registers nothing", async function () {
+    const options = await s.clientOptions(s.worker);
+    const runtime = new WorkerRuntime({
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl,
+      privateKey: privateKeyOf(s.stranger),
+      rpcUrls: options.executor.rpcUrls,
+      escrows: options.escrows,
+      executeTask: async () => ({ output: "x" }),
+    });
+    const error = await runtime.start().then(() => undefined, (e: unknown) => e);
+    expect(error).to.be.instanceOf(ApiError);
+    expect((error as ApiError).code).to.equal("OWNER_MISMATCH");
+    expect((error as ApiError).status).to.equal(409);
+    expect(await s.db.selectFrom("agents").selectAll().execute()).to.deep.equal([]);
+  });
+
+  it("restarts with existingPrivateKey without registering again", async function () {
+    const { runtime } = await runtimeFor(async () => ({ output: "unused output text" }));
+    await runtime.start();
+    await runtime.stop();
+    const registeredAt = (await s.db.selectFrom("agents").select("updated_at").executeTakeFirstOrThrow()).updated_at;
+    const options = await s.clientOptions(s.worker);
+    const again = new WorkerRuntime({
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl,
+      existingPrivateKey: options.executor.privateKey,
+      rpcUrls: options.executor.rpcUrls,
+      escrows: options.escrows,
+      executeTask: async () => ({ output: "x" }),
+    });
+    const profile = await again.start();
+    await again.stop();
+    expect(profile.address).to.equal(s.worker.address);
+    expect((await s.db.selectFrom("agents").select("updated_at").executeTakeFirstOrThrow()).updated_at).to.equal(registeredAt);
+  });
+
+  it("bids on a private task not wrapped to it and keeps no slot while it retries", async function () {
+    // The agent registers after the task is posted, so the brief is wrapped to another agent only.
+    const other = new MarketClient(await s.clientOptions(s.stranger));
+    await other.createAgent({ privateKey: privateKeyOf(s.stranger), supportedChains: ["arc"], capabilities: ["summarization"] });
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posted = await poster.postTask({ instructions: "Private brief for bidders.", amountRaw: 1_000_000n, capabilities: ["summarization"] });
+    const { runtime, events } = await runtimeFor(async () => ({ output: "A summary long enough to pass the rules easily." }));
+    await runtime.start();
+    await until(async () => (await s.db.selectFrom("bids").selectAll().execute()).length === 1, 10_000, "a bid");
+    // The bid is stored before its answer reaches the runtime, which then reports the refusal.
+    await until(() => events.some((e) => e.type === "task_failed" && e.error.code === "NEEDS_WRAP"), 10_000, "the NEEDS_WRAP report");
+    expect(runtime.activeExecutions).to.equal(0);
+    expect(runtime.statuses()).to.deep.equal({ [posted.taskHash!]: "bidding" });
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { bids } = (await s.call<{ bids: Array<{ agent: string; publicKey: string }> }>("GET", `/api/v1/a2a/tasks/${posted.taskHash}/bids`, { key: posterKey })).body.data;
+    expect(bids.map((b) => b.agent)).to.deep.equal([s.worker.address]);
+    await runtime.stop();
+  });
+});

@@ -1,0 +1,261 @@
+/**
+ * A whole API over the in-process Hardhat chain, for route tests with `app.inject()`: SQLite in memory, the real
+ * escrow deployed by the deploy code, an in-process indexer synced on demand, and a clock that follows chain time.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import hre from "hardhat";
+import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
+import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
+import type { LightMyRequestResponse } from "fastify";
+import { deployEscrowFixture } from "../fixtures/escrow";
+import { buildApp, type App, type AppDeps } from "../../server/app";
+import { createDatabase, migrateToLatest, type Db } from "../../server/db";
+import { createChains } from "../../server/chains";
+import { createBlobStore } from "../../server/storage/blob-store";
+import { createIndexer } from "../../server/indexer";
+import { defaultProjections } from "../../server/projections";
+import { createOutbox } from "../../server/outbox";
+import type { ChainConfig } from "../../server/config";
+import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
+import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
+
+export const PUBLIC_URL = "http://127.0.0.1:3000";
+const KEYS = hardhatAccountKeys();
+
+/** The private key of one of the Hardhat accounts (tests need it to register public keys and decrypt). */
+export function privateKeyOf(signer: HardhatEthersSigner): string {
+  const index = KEYS.findIndex((k) => new hre.ethers.Wallet(k).address === signer.address);
+  if (index < 0) throw new Error(`no known key for ${signer.address}`);
+  return KEYS[index]!;
+}
+
+export interface Answer<T = unknown> {
+  status: number;
+  body: { success: boolean; data: T; error: { code: string; message: string; details?: Array<Record<string, unknown>> } };
+  headers: LightMyRequestResponse["headers"];
+}
+
+export interface TestServerOptions {
+  rateLimit?: { perIp: number; perKey: number; windowMs: number };
+  /** Changes to the `arc` chain's configuration (e.g. another escrow address). */
+  arc?: Partial<ChainConfig>;
+  /** Further chains, built from `arc`'s configuration with these changes. */
+  extraChains?: Array<Partial<ChainConfig> & Pick<ChainConfig, "name">>;
+  /** Pino options (e.g. a `stream` to read the log); silent by default. */
+  logger?: AppDeps["logger"];
+  /** Exclusive offer window (ms); 0 (no offers) unless a test is about offers. */
+  offerWindowMs?: number;
+  custodyKey?: string;
+  /** Leave out the verifier key's outbox (the service cannot assign or judge). */
+  withoutVerifierKey?: boolean;
+}
+
+/**
+ * A fresh database: SQLite in memory, or, when TEST_DATABASE_URL names a PostgreSQL server, a new database on it
+ * (dropped again by `drop`), so the same tests prove the schema and queries portable.
+ */
+export async function testDatabase(): Promise<{ db: Db; drop(): Promise<void> }> {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) {
+    const db = createDatabase({ sqlitePath: ":memory:" });
+    await migrateToLatest(db);
+    return { db, drop: () => db.destroy() };
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Client } = require("pg") as typeof import("pg");
+  const name = `market_test_${Date.now()}_${Math.floor(Math.random() * 1e9)}`;
+  const admin = new Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  const db = createDatabase({ databaseUrl: target.toString() });
+  await migrateToLatest(db);
+  return {
+    db,
+    async drop() {
+      await db.destroy();
+      const cleanup = new Client({ connectionString: url });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE ${name}`);
+      await cleanup.end();
+    },
+  };
+}
+
+export async function startTestServer(options: TestServerOptions = {}) {
+  const base = await loadFixture(deployEscrowFixture);
+  const { db, drop } = await testDatabase();
+  const chainConfig: ChainConfig = {
+    name: "arc",
+    chainId: Number((await hre.ethers.provider.getNetwork()).chainId),
+    rpcUrl: "in-process",
+    escrow: base.escrowAddress,
+    token: base.token,
+    startBlock: base.deployment.block,
+    confirmations: 0,
+    postable: true,
+    ...options.arc,
+  };
+  const extra = (options.extraChains ?? []).map((c): ChainConfig => ({ ...chainConfig, postable: false, ...c }));
+  const chains = createChains([chainConfig, ...extra], { provider: () => hre.ethers.provider });
+  const blobDir = mkdtempSync(path.join(tmpdir(), "market-blobs-"));
+  // Wall time until the first sync, then chain time (tests that time-travel sync first).
+  let chainTimeMs = 0;
+  let skewMs = 0;
+  const now = () => Math.max(Date.now(), chainTimeMs) + skewMs;
+  const verifierWallet = new hre.ethers.Wallet(privateKeyOf(base.verifier), hre.ethers.provider);
+  const outbox = createOutbox({ db, chain: chains.require("arc"), signer: verifierWallet, now, pollMs: 20 });
+  const app: App = await buildApp({
+    db,
+    chains,
+    blobs: createBlobStore(blobDir),
+    config: {
+      publicUrl: PUBLIC_URL,
+      rateLimit: options.rateLimit ?? { perIp: 1e9, perKey: 1e9, windowMs: 60_000 },
+      offerWindowMs: options.offerWindowMs ?? 0,
+      custodyKey: options.custodyKey,
+    },
+    outboxes: options.withoutVerifierKey ? new Map() : new Map([["arc", outbox]]),
+    now,
+    logger: options.logger ?? false,
+    indexerWaitMs: 5_000,
+  });
+  const indexer = createIndexer({ db, chain: chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
+  indexer.start();
+
+  /** Waits until the indexer has everything mined so far, and moves the clock to chain time. */
+  async function sync() {
+    const head = await hre.ethers.provider.getBlockNumber();
+    for (let i = 0; ; i++) {
+      const cursor = await db.selectFrom("indexer_cursors").select("block_number").where("chain", "=", "arc").executeTakeFirst();
+      if (cursor && Number(cursor.block_number) >= head) break;
+      if (i > 1000) throw new Error("the indexer did not catch up");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    chainTimeMs = (await time.latest()) * 1000;
+  }
+
+  async function call<T = unknown>(
+    method: "GET" | "POST" | "DELETE" | "PATCH",
+    url: string,
+    options: { body?: unknown; key?: string; headers?: Record<string, string> } = {},
+  ): Promise<Answer<T>> {
+    const response = await app.inject({
+      method,
+      url,
+      headers: { ...(options.key ? { "x-api-key": options.key } : {}), ...options.headers },
+      ...(options.body === undefined ? {} : { payload: options.body as object }),
+    });
+    return { status: response.statusCode, body: response.json(), headers: response.headers };
+  }
+
+  /** Signs in with the wallet (EIP-4361 through the API) and creates an API key: the path a user takes. */
+  async function apiKeyFor(signer: HardhatEthersSigner, name = "test"): Promise<string> {
+    const nonce = await call<{ message: string }>("POST", "/api/v1/auth/nonce", { body: { address: signer.address } });
+    const signature = await signer.signMessage(nonce.body.data.message);
+    const session = await call<{ token: string }>("POST", "/api/v1/auth/verify", { body: { message: nonce.body.data.message, signature } });
+    const key = await call<{ key: string }>("POST", "/api/v1/api-keys", {
+      body: { name },
+      headers: { authorization: `Bearer ${session.body.data.token}` },
+    });
+    if (key.status !== 200) throw new Error(`creating a key failed: ${JSON.stringify(key.body)}`);
+    return key.body.data.key;
+  }
+
+  /** Registers the signer as an agent on arc with the given capabilities; returns its API key. */
+  async function registerAgent(signer: HardhatEthersSigner, capabilities: string[] = [], extra: Record<string, unknown> = {}) {
+    const key = await apiKeyFor(signer, "agent");
+    const registered = await call("POST", "/api/v1/a2a/register", {
+      key,
+      body: { publicKey: publicKeyFromPrivateKey(privateKeyOf(signer)), capabilities, supportedChains: ["arc"], ...extra },
+    });
+    if (registered.status !== 200) throw new Error(`registering failed: ${JSON.stringify(registered.body)}`);
+    return key;
+  }
+
+  interface UnsignedTx {
+    to: string;
+    data: string;
+  }
+  /** Sends the transactions the API built, from the signer, and returns the last receipt's hash. */
+  async function sendAll(signer: HardhatEthersSigner, transactions: UnsignedTx[]): Promise<string> {
+    let hash = "";
+    for (const tx of transactions) {
+      const sent = await signer.sendTransaction({ to: tx.to, data: tx.data });
+      await sent.wait();
+      hash = sent.hash;
+    }
+    return hash;
+  }
+
+  /** Task fields for a public brief. */
+  function publicTask(brief: string, extra: Record<string, unknown> = {}) {
+    return {
+      taskHash: publicTaskHash(brief),
+      privacy: "public",
+      publicBrief: brief,
+      verificationMode: "auto",
+      verificationCriteria: { min_length: 10 },
+      ...extra,
+    };
+  }
+
+  /** Task fields for a private brief wrapped to the given agents, its ciphertext uploaded. */
+  async function privateTask(brief: string, agents: HardhatEthersSigner[], key: string, extra: Record<string, unknown> = {}) {
+    const encrypted = encryptBrief(brief);
+    const upload = await call<{ rootHash: string }>("POST", "/api/v1/storage/upload", {
+      key,
+      body: { data: Buffer.from(encrypted.ciphertext).toString("base64") },
+    });
+    const wrappedKeys = Object.fromEntries(
+      agents.map((a) => [a.address, wrapBriefKey(encrypted.key, publicKeyFromPrivateKey(privateKeyOf(a)))]),
+    );
+    return {
+      fields: {
+        taskHash: upload.body.data.rootHash,
+        privacy: "private",
+        rootHash: upload.body.data.rootHash,
+        wrappedKeys,
+        verificationMode: "auto",
+        verificationCriteria: { min_length: 10 },
+        ...extra,
+      },
+      aesKey: encrypted.key,
+    };
+  }
+
+  /** Builds, funds and lists a task through the API; returns the task hash and the funding transaction. */
+  async function post(poster: HardhatEthersSigner, key: string, fields: Record<string, unknown>, amount = 5_000_000n, duration = 86_400) {
+    const built = await call<{ transactions: UnsignedTx[]; taskHash: string }>("POST", "/api/v1/tasks", {
+      key,
+      body: { ...fields, amount: amount.toString(), duration },
+    });
+    if (built.status !== 200) throw new Error(`building failed: ${JSON.stringify(built.body)}`);
+    const txHash = await sendAll(poster, built.body.data.transactions);
+    const listed = await call("POST", "/api/v1/a2a/tasks/index", { key, body: { ...fields, txHash } });
+    if (listed.status !== 200) throw new Error(`listing failed: ${JSON.stringify(listed.body)}`);
+    await sync();
+    return { taskHash: built.body.data.taskHash, txHash };
+  }
+
+  /** Moves the API's clock forward (not the chain's): expiries of nonces, sessions and rate windows. */
+  function advanceClock(ms: number) {
+    skewMs += ms;
+  }
+
+  async function close() {
+    await indexer.stop();
+    await outbox.stop();
+    await app.close();
+    await drop();
+    rmSync(blobDir, { recursive: true, force: true });
+  }
+
+  return { ...base, app, db, indexer, outbox, chainConfig, sync, call, advanceClock, apiKeyFor, registerAgent, sendAll, publicTask, privateTask, post, close };
+}
+
+export type TestServer = Awaited<ReturnType<typeof startTestServer>>;

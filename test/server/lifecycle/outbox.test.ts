@@ -1,0 +1,242 @@
+/**
+ * The verifier key's outbox: concurrent sends get unique consecutive nonces, a refused call costs none, one purpose
+ * is sent once, a dropped transaction is broadcast again, a stuck one is replaced with higher fees, and a restart
+ * broadcasts what was signed but never sent, once, before anything new.
+ */
+import { expect } from "chai";
+import hre from "hardhat";
+import type { Provider } from "ethers";
+import { privateKeyOf, startTestServer, type TestServer } from "../harness";
+import { expectOk } from "../expect";
+import { createChains, type Chain } from "../../../server/chains";
+import { createOutbox, OutboxRevert, type OutboxOptions } from "../../../server/outbox";
+import { AMOUNT, brief, DAY, steps } from "./helpers";
+
+const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("lifecycle: the verifier key's outbox", function () {
+  let s: TestServer;
+  let chain: Chain;
+  const outboxes: Array<{ stop(): Promise<void> }> = [];
+
+  beforeEach(async function () {
+    s = await startTestServer();
+    chain = createChains([s.chainConfig], { provider: () => hre.ethers.provider }).require("arc");
+  });
+  afterEach(async function () {
+    await send("evm_setAutomine", [true]);
+    for (const outbox of outboxes.splice(0)) await outbox.stop();
+    await s.close();
+  });
+
+  function outbox(options: Partial<OutboxOptions> = {}) {
+    const created = createOutbox({
+      db: s.db,
+      chain,
+      signer: new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider),
+      now: Date.now,
+      pollMs: 20,
+      ...options,
+    });
+    outboxes.push(created);
+    return created;
+  }
+
+  /** Tasks funded directly on the escrow (not listed): what the outbox assigns. */
+  async function fundedTasks(count: number): Promise<string[]> {
+    const hashes: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const hash = hre.ethers.id(`outbox task ${i} ${Date.now()}`);
+      await (await s.escrow.connect(s.poster).createTask(hash, s.token, AMOUNT, DAY, hre.ethers.ZeroAddress)).wait();
+      hashes.push(hash);
+    }
+    return hashes;
+  }
+
+  const assign = (taskHash: string) => s.escrow.interface.encodeFunctionData("marketplaceAssign", [taskHash, s.worker.address]);
+  const verifierNonce = () => hre.ethers.provider.getTransactionCount(s.verifier.address, "latest");
+  const rows = () => s.db.selectFrom("outbox").selectAll().orderBy("nonce").execute();
+
+  function expectConsecutive(nonces: number[], from: number) {
+    expect(nonces).to.deep.equal(Array.from({ length: nonces.length }, (_, i) => from + i));
+  }
+
+  it("10 concurrent accepts through the API: unique consecutive nonces, every assignment mined", async function () {
+    const t = steps(s);
+    const agentKey = await s.registerAgent(s.worker);
+    const posterKey = await s.apiKeyFor(s.poster);
+    const tasks: string[] = [];
+    for (let i = 0; i < 10; i++) tasks.push((await s.post(s.poster, posterKey, s.publicTask(brief()), AMOUNT)).taskHash);
+    const base = await verifierNonce();
+
+    const answers = await Promise.all(tasks.map((taskHash) => t.accept(agentKey, taskHash)));
+    for (const answer of answers) expect(expectOk(answer).worker).to.equal(s.worker.address);
+
+    const sent = await rows();
+    expect(sent).to.have.length(10);
+    expectConsecutive(
+      sent.map((r) => r.nonce),
+      base,
+    );
+    expect(new Set(sent.map((r) => r.status))).to.deep.equal(new Set(["mined"]));
+    expect(await verifierNonce()).to.equal(base + 10);
+    for (const taskHash of tasks) expect(await s.escrow.queryFilter(s.escrow.filters.WorkerAssigned(taskHash))).to.have.length(1);
+  });
+
+  it("concurrent direct sends: consecutive nonces; a refused call throws OutboxRevert with the custom error and costs no nonce", async function () {
+    const tasks = await fundedTasks(10);
+    const box = outbox();
+    const base = await verifierNonce();
+    const unknown = hre.ethers.id("never funded");
+
+    const results = await Promise.allSettled([
+      ...tasks.slice(0, 5).map((hash) => box.send(`assign:test:${hash}`, s.escrowAddress, assign(hash))),
+      box.send(`assign:test:${unknown}`, s.escrowAddress, assign(unknown)),
+      ...tasks.slice(5).map((hash) => box.send(`assign:test:${hash}`, s.escrowAddress, assign(hash))),
+    ]);
+    const refused = results[5]!;
+    expect(refused.status).to.equal("rejected");
+    const reason = (refused as PromiseRejectedResult).reason as OutboxRevert;
+    expect(reason).to.be.instanceOf(OutboxRevert);
+    expect(reason.purpose).to.equal(`assign:test:${unknown}`);
+    expect(reason.revert).to.deep.equal({ name: "TaskNotFound", args: [unknown] });
+    expect(reason.txHash).to.equal(undefined);
+
+    const mined = results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<{ receipt: { status: number | null } }>).value);
+    expect(mined).to.have.length(10);
+    for (const m of mined) expect(m.receipt.status).to.equal(1);
+    const recorded = await rows();
+    expect(recorded.map((r) => r.purpose)).to.not.include(`assign:test:${unknown}`);
+    expectConsecutive(
+      recorded.map((r) => r.nonce),
+      base,
+    );
+    expect(recorded.every((r) => r.status === "mined")).to.equal(true);
+    expect(await verifierNonce()).to.equal(base + 10);
+    for (const hash of tasks) expect((await s.escrow.getTask(hash)).worker).to.equal(s.worker.address);
+  });
+
+  it("one purpose is sent once, however often it is asked for", async function () {
+    const [task] = await fundedTasks(1);
+    const box = outbox();
+    const base = await verifierNonce();
+    const purpose = `assign:test:${task}`;
+    const [first, second] = await Promise.all([box.send(purpose, s.escrowAddress, assign(task!)), box.send(purpose, s.escrowAddress, assign(task!))]);
+    expect(second.txHash).to.equal(first.txHash);
+    const third = await box.send(purpose, s.escrowAddress, assign(task!));
+    expect(third.txHash).to.equal(first.txHash);
+    // Another instance over the same table (a restart) answers the same transaction too.
+    expect((await outbox().send(purpose, s.escrowAddress, assign(task!))).txHash).to.equal(first.txHash);
+    expect(await rows()).to.have.length(1);
+    expect(await verifierNonce()).to.equal(base + 1);
+  });
+
+  it("a dropped transaction is broadcast again and mined", async function () {
+    const [task] = await fundedTasks(1);
+    const box = outbox({ resendAfterMs: 100, bumpAfterMs: 600_000 });
+    const base = await verifierNonce();
+    await send("evm_setAutomine", [false]);
+    const sending = box.send("assign:dropped", s.escrowAddress, assign(task!));
+    await waitFor(async () => (await rows())[0]?.status === "sent", "the broadcast");
+    const hash = (await rows())[0]!.tx_hash;
+    expect(await send("hardhat_dropTransaction", [hash])).to.equal(true);
+    expect(await hre.ethers.provider.getTransaction(hash)).to.equal(null);
+
+    await waitFor(async () => (await hre.ethers.provider.getTransaction(hash)) !== null, "the rebroadcast");
+    await send("hardhat_mine", ["0x1"]);
+    const sent = await sending;
+    expect(sent.txHash).to.equal(hash);
+    expect(sent.receipt.status).to.equal(1);
+    const [row] = await rows();
+    expect(row).to.deep.include({ status: "mined", tx_hash: hash, attempts: 1, nonce: base });
+    expect(JSON.parse(row!.hashes)).to.deep.equal([hash]);
+    expect(await verifierNonce()).to.equal(base + 1);
+  });
+
+  it("a stuck transaction is replaced with higher fees at the same nonce", async function () {
+    const [task] = await fundedTasks(1);
+    const box = outbox({ bumpAfterMs: 150, resendAfterMs: 600_000 });
+    const base = await verifierNonce();
+    await send("evm_setAutomine", [false]);
+    const sending = box.send("assign:stuck", s.escrowAddress, assign(task!));
+    await waitFor(async () => (await rows())[0]?.status === "sent", "the broadcast");
+    const first = (await hre.ethers.provider.getTransaction((await rows())[0]!.tx_hash))!;
+    await waitFor(async () => JSON.parse((await rows())[0]!.hashes).length >= 2, "a fee bump");
+    await send("hardhat_mine", ["0x1"]);
+    const sent = await sending;
+
+    const [row] = await rows();
+    const hashes = JSON.parse(row!.hashes) as string[];
+    expect(hashes[0]).to.equal(first.hash);
+    expect(new Set(hashes).size).to.equal(hashes.length);
+    expect(hashes).to.include(sent.txHash);
+    expect(sent.txHash).to.not.equal(first.hash);
+    expect(row).to.deep.include({ status: "mined", tx_hash: sent.txHash, nonce: base });
+    const mined = (await hre.ethers.provider.getTransaction(sent.txHash))!;
+    expect(first.nonce).to.equal(base);
+    expect(mined.nonce).to.equal(base);
+    expect(mined.maxFeePerGas! > first.maxFeePerGas!).to.equal(true);
+    expect(mined.maxPriorityFeePerGas! > first.maxPriorityFeePerGas!).to.equal(true);
+    expect(await hre.ethers.provider.getTransactionReceipt(first.hash)).to.equal(null);
+    expect(await verifierNonce()).to.equal(base + 1);
+    expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
+  });
+
+  it("after a restart, a transaction signed but never broadcast is sent once, before the next nonce", async function () {
+    const [crashed, next] = await fundedTasks(2);
+    const base = await verifierNonce();
+
+    // The first process signs and records, then dies before any broadcast reaches the node.
+    const unreachable = new Proxy(hre.ethers.provider, {
+      get(target, property, receiver) {
+        if (property === "broadcastTransaction") return async () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:8545"));
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Provider;
+    const before = createOutbox({
+      db: s.db,
+      chain: { ...chain, provider: unreachable },
+      signer: new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider),
+      now: Date.now,
+      pollMs: 20,
+    });
+    const lost = before.send("assign:crashed", s.escrowAddress, assign(crashed!)).catch((error: Error) => error);
+    await waitFor(async () => (await rows()).length === 1, "the signed entry");
+    await before.stop();
+    expect(((await lost) as Error).message).to.equal("outbox stopped");
+    const [recorded] = await rows();
+    expect(recorded).to.deep.include({ status: "signed", nonce: base, purpose: "assign:crashed" });
+    expect(await hre.ethers.provider.getTransaction(recorded!.tx_hash)).to.equal(null);
+    expect(await verifierNonce()).to.equal(base);
+
+    // The new process has a fresh in-memory nonce: it must take the one after the recorded entry.
+    const after = outbox();
+    const nextSent = await after.send("assign:next", s.escrowAddress, assign(next!));
+    after.start();
+    await waitFor(async () => (await rows()).every((r) => r.status === "mined"), "both mined");
+
+    const entries = await rows();
+    expect(entries.map((r) => [r.purpose, r.nonce, r.status])).to.deep.equal([
+      ["assign:crashed", base, "mined"],
+      ["assign:next", base + 1, "mined"],
+    ]);
+    expect(entries[0]!.tx_hash).to.equal(recorded!.tx_hash);
+    expect(entries[1]!.tx_hash).to.equal(nextSent.txHash);
+    expect(entries.every((r) => JSON.parse(r.hashes).length === 1)).to.equal(true);
+    // Retrying the crashed request waits for the recorded transaction instead of sending another.
+    expect((await after.send("assign:crashed", s.escrowAddress, assign(crashed!))).txHash).to.equal(recorded!.tx_hash);
+    // Nothing lost, nothing sent twice: the key's nonce moved once per recorded entry.
+    expect(await verifierNonce()).to.equal(base + entries.length);
+    expect(await rows()).to.have.length(2);
+    for (const hash of [crashed!, next!]) expect((await s.escrow.getTask(hash)).worker).to.equal(s.worker.address);
+  });
+});

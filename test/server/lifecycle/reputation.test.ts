@@ -1,0 +1,270 @@
+/**
+ * Reputation at its edges: the pure rules (core/reputation.ts) as tables, then the same numbers through the real
+ * flow and the indexer's projection (reputation, capability_stats), the decayed score on the API clock, the
+ * leaderboard, badges, and a reorg that takes a settlement back.
+ */
+import { expect } from "chai";
+import hre from "hardhat";
+import { time } from "@nomicfoundation/hardhat-network-helpers";
+import { startTestServer, type TestServer } from "../harness";
+import { expectOk } from "../expect";
+import { createDatabase, migrateToLatest } from "../../../server/db";
+import { createIndexer } from "../../../server/indexer";
+import { defaultProjections } from "../../../server/projections";
+import { applyReputation, decayedScore, earnsBadge, FRESH_REPUTATION, offerRank, type ReputationState } from "../../../core/reputation";
+import { AMOUNT, brief, CRITERIA, DAY, FAILING, parties, PASSING, PAYOUT, steps, type Steps } from "./helpers";
+
+const WEEK = 7 * DAY;
+
+interface Reputation {
+  reputation: number;
+  rawScore: number;
+  decayedScore: number;
+  decayFactor: number;
+  daysSinceLastTask: number | null;
+  offChainTasksCompleted: number;
+  offChainDisputes: number;
+}
+
+describe("lifecycle: reputation", function () {
+  describe("core/reputation rules", function () {
+    const state = (changes: Partial<ReputationState> = {}): ReputationState => ({ ...FRESH_REPUTATION, ...changes });
+
+    it("applyReputation: +1 per settled task up to 100, -10 per failed round or lost dispute down to 0", function () {
+      const cases: Array<[string, ReputationState, Parameters<typeof applyReputation>[1], Partial<ReputationState>]> = [
+        ["settled from 50", state(), { kind: "settled", payout: 7n, at: 1_000 }, { reputation: 51, tasksCompleted: 1, earnings: "7", rawScore: 10, lastSettledAt: 1_000 }],
+        ["settled from 99", state({ reputation: 99 }), { kind: "settled", payout: 1n, at: 5 }, { reputation: 100 }],
+        ["settled at 100 stays 100", state({ reputation: 100, tasksCompleted: 9 }), { kind: "settled", payout: 1n, at: 5 }, { reputation: 100, tasksCompleted: 10 }],
+        ["settled keeps the latest time", state({ lastSettledAt: 2_000 }), { kind: "settled", payout: 1n, at: 1_000 }, { lastSettledAt: 2_000 }],
+        ["earnings add as bigints", state({ earnings: "18446744073709551616" }), { kind: "settled", payout: 1n, at: 1 }, { earnings: "18446744073709551617" }],
+        ["failed round from 50", state(), { kind: "failedRound" }, { reputation: 40, failedRounds: 1 }],
+        ["failed round from 10 to 0", state({ reputation: 10 }), { kind: "failedRound" }, { reputation: 0 }],
+        ["failed round from 5 stops at 0", state({ reputation: 5 }), { kind: "failedRound" }, { reputation: 0 }],
+        ["failed round at 0 stays 0", state({ reputation: 0, failedRounds: 4 }), { kind: "failedRound" }, { reputation: 0, failedRounds: 5 }],
+        ["dispute lost", state(), { kind: "disputeLost" }, { reputation: 40, disputesLost: 1 }],
+        ["dispute raised changes no reputation", state(), { kind: "disputeRaised" }, { reputation: 50, disputes: 1 }],
+      ];
+      for (const [name, before, event, expected] of cases) {
+        expect(applyReputation(before, event), name).to.deep.include(expected);
+      }
+      expect(FRESH_REPUTATION).to.deep.include({ reputation: 50, tasksCompleted: 0, rawScore: 0, lastSettledAt: null });
+    });
+
+    it("decayedScore: halves per full 7 days without a settled task", function () {
+      const at = 1_700_000_000;
+      const cases: Array<[number | null, number, { decayedScore: number; decayFactor: number; daysSinceLastTask: number | null }]> = [
+        [null, at, { decayedScore: 40, decayFactor: 1, daysSinceLastTask: null }],
+        [at, at, { decayedScore: 40, decayFactor: 1, daysSinceLastTask: 0 }],
+        [at, at + 6 * DAY, { decayedScore: 40, decayFactor: 1, daysSinceLastTask: 6 }],
+        [at, at + WEEK - 1, { decayedScore: 40, decayFactor: 1, daysSinceLastTask: 6 }],
+        [at, at + WEEK, { decayedScore: 20, decayFactor: 0.5, daysSinceLastTask: 7 }],
+        [at, at + 2 * WEEK - 1, { decayedScore: 20, decayFactor: 0.5, daysSinceLastTask: 13 }],
+        [at, at + 2 * WEEK, { decayedScore: 10, decayFactor: 0.25, daysSinceLastTask: 14 }],
+        [at, at + 3 * WEEK, { decayedScore: 5, decayFactor: 0.125, daysSinceLastTask: 21 }],
+        // A clock behind the chain counts as no time idle.
+        [at, at - DAY, { decayedScore: 40, decayFactor: 1, daysSinceLastTask: 0 }],
+      ];
+      for (const [last, now, expected] of cases) {
+        expect(decayedScore(40, last, now), `${last} -> ${now}`).to.deep.equal({ rawScore: 40, ...expected });
+      }
+    });
+
+    it("earnsBadge: 5 completions and failures under 20% of outcomes; offerRank adds 25 per badge", function () {
+      const cases: Array<[number, number, boolean]> = [
+        [0, 0, false],
+        [4, 0, false],
+        [5, 0, true],
+        [5, 1, true], // 16.7%
+        [4, 1, false], // 20%, and 4 completions
+        [8, 2, false], // exactly 20%
+        [9, 2, true], // 18.2%
+        [100, 25, false], // exactly 20%
+        [100, 24, true],
+      ];
+      for (const [completions, failures, earns] of cases) {
+        expect(earnsBadge({ completions, failures }), `${completions}/${failures}`).to.equal(earns);
+      }
+      expect(offerRank(10, 0)).to.equal(10);
+      expect(offerRank(10, 2)).to.equal(60);
+      expect(offerRank(2.5, 1)).to.equal(27.5);
+    });
+  });
+
+  describe("through the flow and the projection", function () {
+    let s: TestServer;
+    let t: Steps;
+    let agentKey: string;
+    let posterKey: string;
+
+    beforeEach(async function () {
+      s = await startTestServer();
+      t = steps(s);
+      ({ agentKey, posterKey } = await parties(s));
+    });
+    afterEach(async function () {
+      await s.close();
+    });
+
+    const reputation = async (address = s.worker.address) => expectOk(await s.call<Reputation>("GET", `/api/v1/reputation/${address}`));
+    const badges = async () =>
+      expectOk(await s.call<{ stats: Array<{ tag: string; completions: number; failures: number }>; badges: Array<{ tag: string; kind: string }> }>("GET", `/api/v1/reputation/${s.worker.address}/badges`));
+
+    async function accepted(capabilities: string[] = []) {
+      const { taskHash } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA, requiredCapabilities: capabilities }), AMOUNT);
+      expectOk(await t.accept(agentKey, taskHash));
+      return taskHash;
+    }
+    async function settleOne(capabilities: string[] = []) {
+      const taskHash = await accepted(capabilities);
+      expect((await t.deliverAndFinalize(s.worker, agentKey, taskHash, PASSING)).status).to.equal("verified");
+      await s.sync();
+      return taskHash;
+    }
+    async function seed(address: string, changes: { reputation?: number; raw_score?: number; last_settled_at?: number | null; tasks_completed?: number }) {
+      await s.db
+        .insertInto("reputation")
+        .values({ address, reputation: 50, tasks_completed: 0, failed_rounds: 0, disputes: 0, disputes_lost: 0, earnings: "0", raw_score: 0, last_settled_at: null, ...changes })
+        .execute();
+    }
+
+    it("starts at 50 and gains 1 per settled task", async function () {
+      expect(await reputation()).to.deep.include({ reputation: 50, rawScore: 0, decayedScore: 0, decayFactor: 1, daysSinceLastTask: null, offChainTasksCompleted: 0 });
+      await settleOne();
+      expect(await reputation()).to.deep.include({ reputation: 51, rawScore: 10, decayedScore: 10, offChainTasksCompleted: 1, offChainDisputes: 0 });
+      await settleOne();
+      expect(await reputation()).to.deep.include({ reputation: 52, rawScore: 20, decayedScore: 20, offChainTasksCompleted: 2 });
+      const row = await s.db.selectFrom("reputation").select("earnings").where("address", "=", s.worker.address).executeTakeFirstOrThrow();
+      expect(row.earnings).to.equal((2n * PAYOUT).toString());
+    });
+
+    it("stays at 100 when a settled task would take it above", async function () {
+      await seed(s.worker.address, { reputation: 100, tasks_completed: 50 });
+      await settleOne();
+      expect(await reputation()).to.deep.include({ reputation: 100, offChainTasksCompleted: 51, rawScore: 10 });
+    });
+
+    it("loses 10 per failed round and stops at 0", async function () {
+      await seed(s.worker.address, { reputation: 5 });
+      const taskHash = await accepted();
+      expect((await t.deliverAndFinalize(s.worker, agentKey, taskHash, FAILING)).status).to.equal("failed");
+      await s.sync();
+      expect((await reputation()).reputation).to.equal(0);
+      const row = await s.db.selectFrom("reputation").select("failed_rounds").where("address", "=", s.worker.address).executeTakeFirstOrThrow();
+      expect(row.failed_rounds).to.equal(1);
+    });
+
+    it("loses 10 for a dispute ruled against the agent, which counts as a failure for the task's tags", async function () {
+      const taskHash = await accepted(["summarization"]);
+      await t.settle(s.poster, posterKey, taskHash, "dispute", "dispute");
+      expect(await reputation()).to.deep.include({ reputation: 50, offChainDisputes: 1 });
+      await (await s.escrow.connect(s.admin).resolveDispute(taskHash, false)).wait();
+      await s.sync();
+      expect(await reputation()).to.deep.include({ reputation: 40, offChainDisputes: 1, offChainTasksCompleted: 0 });
+      expect((await badges()).stats).to.deep.equal([{ tag: "summarization", completions: 0, failures: 1 }]);
+    });
+
+    it("decayed score: +10 raw per settled task, halved per full 7 days on the API clock", async function () {
+      // Chain time well ahead of the wall clock: the API clock is then chain time plus what the test adds.
+      await time.increase(3_600);
+      await settleOne();
+      const settledAt = await time.latest();
+      const row = await s.db.selectFrom("reputation").select("last_settled_at").where("address", "=", s.worker.address).executeTakeFirstOrThrow();
+      expect(row.last_settled_at).to.equal(settledAt);
+
+      const expectDecay = async (decayed: number, factor: number, days: number) =>
+        expect(await reputation()).to.deep.include({ rawScore: 10, decayedScore: decayed, decayFactor: factor, daysSinceLastTask: days });
+      await expectDecay(10, 1, 0);
+      s.advanceClock(6 * DAY * 1000);
+      await expectDecay(10, 1, 6);
+      s.advanceClock(DAY * 1000 - 1000);
+      await expectDecay(10, 1, 6);
+      s.advanceClock(1000);
+      await expectDecay(5, 0.5, 7);
+      s.advanceClock(WEEK * 1000);
+      await expectDecay(2.5, 0.25, 14);
+      const board = expectOk(await s.call<{ agents: Array<{ address: string; decayedScore: number; rawScore: number }> }>("GET", "/api/v1/reputation/leaderboard"));
+      expect(board.agents).to.deep.include({ address: s.worker.address, displayName: null, decayedScore: 2.5, rawScore: 10, reputation: 51, tasksCompleted: 1 });
+    });
+
+    it("the leaderboard is sorted by decayed score, not raw score", async function () {
+      await time.increase(3_600);
+      await s.sync();
+      const now = await time.latest();
+      const [a, b, c, d] = Array.from({ length: 4 }, () => hre.ethers.Wallet.createRandom().address);
+      await seed(a!, { raw_score: 40, last_settled_at: now - 15 * DAY }); // 10
+      await seed(b!, { raw_score: 20, last_settled_at: now - DAY }); // 20
+      await seed(c!, { raw_score: 30, last_settled_at: now - 8 * DAY }); // 15
+      await seed(d!, { raw_score: 0, reputation: 90 }); // nothing settled: not listed
+      const board = expectOk(await s.call<{ agents: Array<{ address: string; decayedScore: number; rawScore: number }> }>("GET", "/api/v1/reputation/leaderboard"));
+      expect(board.agents.map((x) => [x.address, x.decayedScore, x.rawScore])).to.deep.equal([
+        [b, 20, 20],
+        [c, 15, 30],
+        [a, 10, 40],
+      ]);
+      const top = expectOk(await s.call<{ agents: Array<{ address: string }> }>("GET", "/api/v1/reputation/leaderboard?limit=1"));
+      expect(top.agents.map((x) => x.address)).to.deep.equal([b]);
+    });
+
+    it("badges: 4 settled completions on a tag earn none, 5 earn it", async function () {
+      for (let i = 0; i < 4; i++) await settleOne(["summarization"]);
+      expect(await badges()).to.deep.equal({ stats: [{ tag: "summarization", completions: 4, failures: 0 }], badges: [] });
+      await settleOne(["summarization"]);
+      expect(await badges()).to.deep.equal({
+        stats: [{ tag: "summarization", completions: 5, failures: 0 }],
+        badges: [{ tag: "summarization", kind: "earned" }],
+      });
+    });
+
+    it("badges: failures at exactly 20% earn none, under 20% earn it", async function () {
+      await s.db.insertInto("capability_stats").values({ address: s.worker.address, tag: "summarization", completions: 7, failures: 2 }).execute();
+      await settleOne(["summarization"]);
+      expect(await badges()).to.deep.equal({ stats: [{ tag: "summarization", completions: 8, failures: 2 }], badges: [] });
+      await settleOne(["summarization"]);
+      expect(await badges()).to.deep.equal({
+        stats: [{ tag: "summarization", completions: 9, failures: 2 }],
+        badges: [{ tag: "summarization", kind: "earned" }],
+      });
+    });
+
+    it("after a reorg takes a settlement back, the reputation equals a fresh projection of the new chain", async function () {
+      await settleOne(["summarization"]);
+      const taskHash = await accepted(["summarization"]);
+      await t.deliverOnChain(s.worker, agentKey, taskHash, PASSING);
+      const rows = async () => ({
+        reputation: await s.db.selectFrom("reputation").selectAll().orderBy("address").execute(),
+        stats: await s.db.selectFrom("capability_stats").selectAll().orderBy("address").orderBy("tag").execute(),
+      });
+      const before = await rows();
+      expect(before.reputation.map((r) => [r.address, r.reputation, r.tasks_completed])).to.deep.equal([[s.worker.address, 51, 1]]);
+
+      const fork = (await hre.network.provider.send("evm_snapshot", [])) as string;
+      expect(expectOk(await t.finalize(agentKey, taskHash)).status).to.equal("verified");
+      await s.sync();
+      expect((await reputation()).reputation).to.equal(52);
+      expect((await rows()).stats).to.deep.equal([{ address: s.worker.address, tag: "summarization", completions: 2, failures: 0 }]);
+
+      // The verdict's block is replaced by a longer branch without it.
+      await hre.network.provider.send("evm_revert", [fork]);
+      await hre.network.provider.send("hardhat_mine", ["0x5"]);
+      await s.sync();
+      expect(await rows()).to.deep.equal(before);
+      expect((await reputation()).reputation).to.equal(51);
+
+      // A projection built from nothing over the same chain (and the same listings, for the tags) agrees.
+      const fresh = createDatabase({ sqlitePath: ":memory:" });
+      try {
+        await migrateToLatest(fresh);
+        const listings = await s.db.selectFrom("listings").selectAll().execute();
+        await fresh.insertInto("listings").values(listings).execute();
+        const indexer = createIndexer({ db: fresh, chain: s.chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
+        while (!(await indexer.syncOnce()).caughtUp);
+        expect({
+          reputation: await fresh.selectFrom("reputation").selectAll().orderBy("address").execute(),
+          stats: await fresh.selectFrom("capability_stats").selectAll().orderBy("address").orderBy("tag").execute(),
+        }).to.deep.equal(before);
+      } finally {
+        await fresh.destroy();
+      }
+    });
+  });
+});
