@@ -14,6 +14,7 @@ import {
 import { checkRows, listFunded, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
 import { decryptBrief, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
+import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
 export interface MarketClientOptions {
   apiKey: string;
@@ -299,9 +300,30 @@ export class MarketClient {
    * delivered work nobody judged). Signed by this client's wallet.
    */
   async cancelAndRefund(taskId: string): Promise<{ outcome: string; txHash: string }> {
-    const task = await this.getTask(taskId);
+    let task: TaskView;
+    try {
+      task = await this.getTask(taskId);
+    } catch (error) {
+      // Funded but never listed (a run stopped before listing): the service does not know it; the escrow does.
+      if (error instanceof ApiError && error.code === "TASK_NOT_FOUND") return this.refundUnlisted(taskId);
+      throw error;
+    }
     const action = task.state.status === "open" ? "cancel" : "claim-timeout";
     return this.settle(taskId, action, task);
+  }
+
+  /** Cancels (while Funded) or claims (after the deadline) a task the service never listed, straight on the escrow. */
+  private async refundUnlisted(taskHash: string): Promise<{ outcome: string; txHash: string }> {
+    const wallet = await this.wallet();
+    const escrow = TaskEscrow__factory.connect(wallet.escrow, wallet.provider);
+    const onChain = await escrow.getTask(taskHash);
+    if (onChain.poster !== wallet.wallet.address) {
+      throw clientError("NOT_POSTER", `Task ${taskHash} was not funded by this wallet on ${wallet.chain}.`);
+    }
+    const open = Number(onChain.status) === 0;
+    const data = open ? escrowInterface.encodeFunctionData("cancelTask", [taskHash]) : escrowInterface.encodeFunctionData("claimTimeout", [taskHash]);
+    const receipt = await wallet.send(null, { to: wallet.escrow, data });
+    return { outcome: open ? "refund" : "claim", txHash: receipt.hash };
   }
 
   /** A poster's or worker's own settlement call: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */

@@ -228,5 +228,21 @@ describe("MarketClient", function () {
       await s.sync();
       expect((await client.getTask(unlisted.taskHash!)).state.status).to.equal("open");
     });
+
+    it("cancelAndRefund gets back a task that was funded but never listed, straight from the escrow", async function () {
+      const down = (async (input: string | URL | Request, init?: RequestInit) =>
+        new URL(String(input)).pathname === "/api/v1/a2a/tasks/index"
+          ? new Response(JSON.stringify({ success: false, error: { code: "INTERNAL_ERROR", message: "down" } }), { status: 503 })
+          : fetch(input, init)) as typeof fetch;
+      const before = await s.usdc.balanceOf(s.poster.address);
+      const result = await new MarketClient({ ...base, fetch: down }).postTasks([{ ...task, instructions: "funded, never listed" }]);
+      expect(result.unlisted).to.equal(1);
+      expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 1_000_000n);
+      const refund = await new MarketClient(base).cancelAndRefund(result.results[0]!.taskHash!);
+      expect(refund.outcome).to.equal("refund");
+      expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before);
+      const error = await refusal(new MarketClient(await s.clientOptions(s.stranger)).cancelAndRefund(result.results[0]!.taskHash!));
+      expect(error.code).to.equal("NOT_POSTER");
+    });
   });
 });
