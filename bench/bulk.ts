@@ -7,12 +7,11 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { JsonRpcProvider, Wallet } from "ethers";
-import { startLocalChain } from "../scripts/lib/local-chain";
+import { freePort, startLocalChain } from "../scripts/lib/local-chain";
 import { readDeployment } from "../deploy/deployments";
 import { MockUSDC__factory } from "../typechain-types";
 import { MarketClient } from "../sdk/src/client";
@@ -25,16 +24,6 @@ const ROWS = 1_000;
 const AGENTS = 20;
 const BAR_SECONDS = 40;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {
   const end = Date.now() + 120_000;
@@ -51,7 +40,7 @@ async function waitForHealth(url: string, child: ChildProcess, output: () => str
 }
 
 /** Signs in with the wallet through the API (EIP-4361) and creates an API key. */
-async function apiKeyFor(apiUrl: string, wallet: Wallet): Promise<string> {
+async function apiKeyFor(apiUrl: string, wallet: Pick<Wallet, "address" | "signMessage">): Promise<string> {
   const post = async <T>(route: string, body: unknown, headers: Record<string, string> = {}): Promise<T> => {
     const response = await fetch(`${apiUrl}${route}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
     const json = (await response.json()) as { success: boolean; data: T; error?: unknown };

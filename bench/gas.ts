@@ -7,8 +7,9 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import type { ContractTransactionResponse, Signature } from "ethers";
+import type { ContractTransactionResponse } from "ethers";
 import { deployEscrow } from "../deploy/escrow";
+import { signPermit } from "../scripts/lib/permit";
 import { MockUSDC__factory } from "../typechain-types";
 
 const BARS: Record<string, number> = {
@@ -61,25 +62,7 @@ async function main() {
     gas[`createTasks${size}PerTask`] = Math.round((await used(asPoster.createTasks(batch))) / size);
   }
 
-  const permitFor = async (value: bigint): Promise<Signature> => {
-    const nonce = await usdc.nonces(poster.address);
-    const { chainId } = await ethers.provider.getNetwork();
-    const signature = await poster.signTypedData(
-      { name: await usdc.name(), version: "1", chainId, verifyingContract: deployment.token },
-      {
-        Permit: [
-          { name: "owner", type: "address" },
-          { name: "spender", type: "address" },
-          { name: "value", type: "uint256" },
-          { name: "nonce", type: "uint256" },
-          { name: "deadline", type: "uint256" },
-        ],
-      },
-      { owner: poster.address, spender: escrowAddress, value, nonce, deadline: ethers.MaxUint256 },
-    );
-    return ethers.Signature.from(signature);
-  };
-  const sig = await permitFor(amount);
+  const sig = await signPermit(usdc, poster, escrowAddress, amount, ethers.MaxUint256);
   gas.createTaskWithPermit = await used(
     asPoster.createTaskWithPermit(
       nextHash(), deployment.token, amount, day, ethers.ZeroAddress, ethers.MaxUint256, sig.v, sig.r, sig.s,

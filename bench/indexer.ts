@@ -8,10 +8,9 @@
  *   npm run bench:indexer
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { startLocalChain } from "../scripts/lib/local-chain";
+import { freePort, startLocalChain } from "../scripts/lib/local-chain";
 import type { ChainConfig } from "../server/config";
 import { createDatabase, migrateToLatest, type Db } from "../server/db";
 import { createIndexer, startIndexerWorker } from "../server/indexer";
@@ -188,16 +187,6 @@ async function main() {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 main().then(
   () => process.exit(),

@@ -27,7 +27,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     uint256 private constant MAX_BATCH = 20;
     uint256 private constant BPS = 10_000;
 
-    /// @dev One task in four slots; only the first two are written at funding.
+    /// @dev One task in four slots: slots 0 and 1 are written at funding, slot 3 too when there is a verifier agent.
     /// Times are escrow-clock seconds: uint32 lasts until 2106, and the clock never runs ahead of block time.
     struct TaskRecord {
         // slot 0
@@ -167,8 +167,9 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint32 clock = _clockWhenLive($);
         TokenBook storage book = _allowedBook($, token);
         _recordTask($, clock, taskHash, token, amount, duration, verifier_);
-        _pull(token, amount);
+        // Booked before the transfer (checks-effects-interactions); a short delivery reverts it all.
         book.escrowed += SafeCast.toUint128(amount);
+        _pull(token, amount);
     }
 
     function _createTasks(CreateParams[] calldata tasks) private {
@@ -188,8 +189,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
                 total += p.amount;
             }
         }
-        _pull(token, total);
         book.escrowed += SafeCast.toUint128(total);
+        _pull(token, total);
     }
 
     function _recordTask(
@@ -599,8 +600,9 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _onlyAdmin($);
         if (newFeeBps > MAX_FEE_BPS) revert FeeExceedsMax(newFeeBps, MAX_FEE_BPS);
-        emit FeeUpdated($.feeBps, newFeeBps);
+        uint16 previous = $.feeBps;
         $.feeBps = newFeeBps;
+        emit FeeUpdated(previous, newFeeBps);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -608,8 +610,9 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _onlyAdmin($);
         if (newTreasury == address(0)) revert ZeroAddress();
-        emit TreasuryUpdated($.treasury, newTreasury);
+        address previous = $.treasury;
         $.treasury = newTreasury;
+        emit TreasuryUpdated(previous, newTreasury);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -617,8 +620,9 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _onlyAdmin($);
         if (newVerifier == address(0)) revert ZeroAddress();
-        emit VerifierUpdated($.verifier, newVerifier);
+        address previous = $.verifier;
         $.verifier = newVerifier;
+        emit VerifierUpdated(previous, newVerifier);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -646,7 +650,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint32 pausedAt = $.pausedAt;
         if (pausedAt == 0) revert EscrowNotPaused();
         // block time never goes back, so pausedFor >= 0
-        uint32 pausedFor = uint32(block.timestamp) - pausedAt;
+        uint32 pausedFor = SafeCast.toUint32(block.timestamp) - pausedAt;
         uint32 total = $.totalPaused + pausedFor;
         $.totalPaused = total;
         $.pausedAt = 0;
@@ -664,10 +668,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// @inheritdoc ITaskEscrow
     function acceptAdmin() external {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
-        if (msg.sender != $.pendingAdmin || msg.sender == address(0)) revert NotPendingAdmin(msg.sender);
-        emit AdminTransferred($.admin, msg.sender);
+        if (msg.sender != $.pendingAdmin) revert NotPendingAdmin(msg.sender);
+        address previous = $.admin;
         $.admin = msg.sender;
         $.pendingAdmin = address(0);
+        emit AdminTransferred(previous, msg.sender);
     }
 
     /// @inheritdoc ITaskEscrow

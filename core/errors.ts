@@ -135,6 +135,7 @@ export const ERROR_CODES = define({
   NOT_ALL_POSTED: { status: 0, client: true, description: "The run ended with rows left; rerun the same command." },
   SPEND_LIMIT: { status: 0, client: true, description: "The run's total escrow is above `maxTotalRaw`; nothing was spent." },
   NETWORK_ERROR: { status: 0, client: true, retryable: true, description: "The API did not answer (network or timeout)." },
+  TX_UNCONFIRMED: { status: 0, client: true, retryable: true, description: "A transaction was sent but its receipt was not seen; its rows may be paid: list them with indexTask once mined, never post them again." },
   TX_FAILED: { status: 0, client: true, description: "A funding transaction could not be sent; its rows were not paid and the run stopped." },
   VERIFICATION_FAILED: { status: 0, client: true, description: "WorkerRuntime: the task failed verification with no rounds left." },
   EXECUTION_FAILED: { status: 0, client: true, description: "WorkerRuntime: executeTask threw or delivering failed; the task stays assigned, undelivered." },

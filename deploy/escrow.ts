@@ -6,6 +6,8 @@ import { readDeployment, writeDeployment, type EscrowDeployment } from "./deploy
 /** Chain ids of local development chains: the only places a mock token is deployed. */
 export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
 export const DEFAULT_FEE_BPS = 1000;
+/** bytes32(uint256(keccak256("eip1967.proxy.implementation")) - 1) */
+const ERC1967_IMPLEMENTATION_SLOT = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
 
 export interface DeployEscrowOptions {
   /** Escrow roles; on a local chain they default to the first three accounts (admin, verifier, treasury). */
@@ -31,7 +33,9 @@ export interface DeployEscrowResult {
 
 /**
  * Deploys the escrow behind a UUPS proxy (and a mock USDC on local chains), then records it.
- * Idempotent: when the network already has a recorded deployment whose proxy has code, nothing is sent.
+ * Idempotent: when the network already has a recorded deployment whose proxy is live, nothing is sent. A record whose
+ * address has no code (a local chain that restarted) is replaced; one whose address holds code that is not an
+ * ERC-1967 proxy is refused rather than trusted or replaced.
  */
 export async function deployEscrow(
   hre: HardhatRuntimeEnvironment,
@@ -46,6 +50,13 @@ export async function deployEscrow(
 
   const existing = save ? readDeployment(network.name, options.dir) : undefined;
   if (existing && existing.chainId === chainId && (await ethers.provider.getCode(existing.proxy)) !== "0x") {
+    const slot = await ethers.provider.getStorage(existing.proxy, ERC1967_IMPLEMENTATION_SLOT);
+    if (BigInt(slot) === 0n) {
+      throw new Error(
+        `the deployment record for ${network.name} names ${existing.proxy}, but the code there is not an ERC-1967 ` +
+          "proxy: move the record away to deploy afresh",
+      );
+    }
     log(`escrow already deployed on ${network.name} at ${existing.proxy}; nothing sent`);
     return { deployment: existing, escrow: TaskEscrow__factory.connect(existing.proxy, deployer), created: false };
   }
@@ -143,7 +154,9 @@ export async function upgradeEscrow(
   } catch (error) {
     if (!(error instanceof Error) || !/is not registered/.test(error.message)) throw error;
     // A fork, or a checkout without the plugin's manifest: register the deployed implementation from the contract
-    // the deployment record names, then validate against it.
+    // the deployment record names, then validate against it. Registering trusts that contract's storage layout, so
+    // it must be the code actually deployed; otherwise the validation would only compare the new code with itself.
+    await assertDeployedCodeIs(hre, current.contract, await upgrades.erc1967.getImplementationAddress(current.proxy));
     log(`registering ${current.proxy} with the upgrades plugin as ${current.contract}`);
     await upgrades.forceImport(current.proxy, await ethers.getContractFactory(current.contract, admin), {
       kind: "uups",
@@ -167,6 +180,36 @@ export async function upgradeEscrow(
   if (save) writeDeployment(deployment, options.dir);
   log(`escrow ${current.proxy} now runs ${contract} ${deployment.version} at ${deployment.implementation}`);
   return { deployment, escrow };
+}
+
+/**
+ * Throws unless the runtime code at `implementation` is exactly what `contract` compiles to in this checkout, its
+ * immutables (such as UUPS's own address) aside.
+ */
+export async function assertDeployedCodeIs(
+  hre: HardhatRuntimeEnvironment,
+  contract: string,
+  implementation: string,
+): Promise<void> {
+  const artifact = await hre.artifacts.readArtifact(contract);
+  const buildInfo = await hre.artifacts.getBuildInfo(`${artifact.sourceName}:${artifact.contractName}`);
+  const compiled = buildInfo?.output.contracts[artifact.sourceName]?.[artifact.contractName]?.evm.deployedBytecode;
+  if (!compiled) throw new Error(`no build information for ${contract}; compile first`);
+  const masked = (code: string) => {
+    const bytes = hre.ethers.getBytes(code);
+    for (const ranges of Object.values(compiled.immutableReferences ?? {})) {
+      for (const { start, length } of ranges) bytes.fill(0, start, start + length);
+    }
+    return hre.ethers.hexlify(bytes);
+  };
+  const deployed = await hre.ethers.provider.getCode(implementation);
+  if (masked(deployed) !== masked(`0x${compiled.object}`)) {
+    throw new Error(
+      `the implementation at ${implementation} is not ${contract} as compiled here, so its storage layout is unknown ` +
+        "and the upgrade cannot be validated: restore the upgrades plugin's manifest (.openzeppelin/) for this " +
+        "network, or check out the source that was deployed and record its contract name",
+    );
+  }
 }
 
 /** The configured signer for `address`: `ADMIN_PRIVATE_KEY` when it matches, else one of the network's accounts. */

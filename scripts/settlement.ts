@@ -47,25 +47,36 @@ async function pickSigner(hre: HardhatRuntimeEnvironment, from: string | undefin
 
 class UsageError extends Error {}
 
-/** Simulates, then sends; prints the hash, or the decoded custom error and a non-zero exit. */
-async function send(
+/**
+ * Simulates, then sends; prints the hash, or the decoded custom error and sets a non-zero exit. A transaction that
+ * still fails after a clean simulation (the chain moved in between) is reported the same way.
+ */
+export async function send(
   escrow: TaskEscrow,
   label: string,
   simulate: () => Promise<unknown>,
   submit: () => Promise<ContractTransactionResponse>,
 ): Promise<boolean> {
+  const { describeRevert } = await import("../core/revert");
+  const refuse = (what: string, error: unknown) => {
+    console.error(`${label} ${what}: ${describeRevert(escrow.interface, error)}`);
+    process.exitCode = 1;
+    return false;
+  };
   try {
     await simulate();
   } catch (error) {
-    const { describeRevert } = await import("../core/revert");
-    console.error(`${label} would revert: ${describeRevert(escrow.interface, error)}`);
-    process.exitCode = 1;
-    return false;
+    return refuse("would revert", error);
   }
-  const tx = await submit();
-  const receipt = await tx.wait();
-  console.log(`${label}: transaction ${tx.hash} (block ${receipt?.blockNumber}, gas ${receipt?.gasUsed})`);
-  return true;
+  let tx: ContractTransactionResponse | undefined;
+  try {
+    tx = await submit();
+    const receipt = await tx.wait();
+    console.log(`${label}: transaction ${tx.hash} (block ${receipt?.blockNumber}, gas ${receipt?.gasUsed})`);
+    return true;
+  } catch (error) {
+    return refuse(tx ? `reverted in transaction ${tx.hash}` : "was refused when sent", error);
+  }
 }
 
 async function printTask(escrow: TaskEscrow, taskHash: string) {

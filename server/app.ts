@@ -87,6 +87,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // JSON only: Fastify's default text/plain parser would hand routes a string instead of answering 415.
   app.removeContentTypeParser("text/plain");
+  // Fastify's JSON parser, refusing U+0000 in any string: PostgreSQL text cannot hold it (a 500 on insert otherwise).
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, raw, done) => {
+    const text = raw as string;
+    parseJson(request, text, (error: Error | null, body?: unknown) => {
+      const field = error || !text.includes("\\u0000") ? undefined : fieldWithNul(body);
+      if (field === undefined) return done(error, body);
+      done(new MarketError("VALIDATION_FAILED", `${field} contains U+0000`, { details: [{ field, message: "contains U+0000" }] }), undefined);
+    });
+  });
   app.addSchema(ErrorEnvelope);
   await app.register(swagger, {
     // Shared schemas keep their $id as their name under components.schemas (`ErrorEnvelope`, not `def-0`).
@@ -180,6 +191,23 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex) {
     );
   }
   socket.destroy(error);
+}
+
+/** The first field of a parsed body (`body.tasks.0.publicBrief`) whose name or text holds U+0000; walked without recursion. */
+function fieldWithNul(body: unknown): string | undefined {
+  const pending: Array<[unknown, string]> = [[body, "body"]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [value, field] = next;
+    if (typeof value === "string") {
+      if (value.includes("\0")) return field;
+    } else if (value !== null && typeof value === "object") {
+      for (const [key, child] of Object.entries(value)) {
+        if (key.includes("\0")) return field;
+        pending.push([child, `${field}.${key}`]);
+      }
+    }
+  }
+  return undefined;
 }
 
 /** Refuses bodies the JSON parser would misread: a charset other than UTF-8, or a compressed body. */

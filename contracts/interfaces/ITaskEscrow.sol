@@ -17,7 +17,7 @@ interface ITaskEscrow {
         Disputed, // 5: awaiting the admin's ruling
         Escalated, // 6: delivered work left unjudged past the deadline; the worker may release it after 14 days
         Paid, // 7: ended, paid by a ruling or by releasing unjudged work
-        Refunded, // 8: ended, refunded to the poster after assignment
+        Refunded, // 8: ended, refunded to the poster by claimTimeout or a ruling
         Cancelled // 9: ended, cancelled by the poster while Funded
     }
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
 import { HDNodeWallet, Mnemonic } from "ethers";
 
 /** Hardhat's built-in development mnemonic: its keys are public, for local chains only. */
@@ -60,4 +61,16 @@ async function answers(url: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
 }

@@ -1,9 +1,10 @@
-import { getAddress, JsonRpcProvider, Wallet, type TransactionReceipt } from "ethers";
+import { getAddress, JsonRpcProvider, Transaction, Wallet, type TransactionReceipt } from "ethers";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { ChainName } from "../../core/chains";
 import { CHAIN_NAMES } from "../../core/chains";
 import { clientError } from "./errors";
+import type { UnsignedTx } from "../../core/api";
 
 /** One chain as GET /api/v1/health/settlement reports it. */
 export interface Settlement {
@@ -15,14 +16,7 @@ export interface Settlement {
   batchCreate: { supported: boolean; maxBatch: number };
 }
 
-/** A transaction the API built for the client's wallet. */
-export interface UnsignedTx {
-  chainId: number;
-  from: string;
-  to: string;
-  data: string;
-  value: string;
-}
+export type { UnsignedTx } from "../../core/api";
 
 export type RpcUrls = Partial<Record<ChainName, string>>;
 export type PinnedEscrows = Partial<Record<ChainName, string>>;
@@ -70,11 +64,15 @@ export interface ChainWallet {
   send(unsigned: UnsignedTx | null | undefined, expected: { to: string; data: string }, options?: { nonce?: number }): Promise<TransactionReceipt>;
 }
 
+/** How long a sent transaction's receipt is awaited before it counts as unconfirmed (`TX_UNCONFIRMED`). */
+export const DEFAULT_CONFIRM_TIMEOUT_MS = 300_000;
+
 export async function connectChain(
   settlement: Settlement,
   privateKey: string,
   rpcUrls: RpcUrls,
   pinned: PinnedEscrows,
+  connection: { confirmTimeoutMs?: number } = {},
 ): Promise<ChainWallet> {
   const chain = settlement.chain;
   const rpcUrl = rpcUrls[chain];
@@ -113,9 +111,19 @@ export async function connectChain(
       if (unsigned) guard(unsigned, { chainId: settlement.chainId, from: wallet.address, to: expected.to, data: expected.data, escrow });
       const nonce = options.nonce === undefined ? {} : { nonce: options.nonce };
       const run = queue.then(async () => {
-        const tx = await wallet.sendTransaction({ to: expected.to, data: expected.data, value: 0n, chainId: settlement.chainId, ...nonce });
-        const receipt = await tx.wait();
-        if (!receipt || receipt.status !== 1) throw clientError("TX_REVERTED", `Transaction ${tx.hash} reverted.`, { txHash: tx.hash });
+        // Signed before it is broadcast, so its hash is known whatever happens next: a transaction that may be mined
+        // is never reported as not sent.
+        const populated = await wallet.populateTransaction({ to: expected.to, data: expected.data, value: 0n, chainId: settlement.chainId, ...nonce });
+        const signed = await wallet.signTransaction(populated);
+        const txHash = Transaction.from(signed).hash!;
+        let receipt: TransactionReceipt | null;
+        try {
+          await provider.broadcastTransaction(signed);
+          receipt = await provider.waitForTransaction(txHash, 1, connection.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS);
+        } catch (cause) {
+          throw clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed: ${(cause as Error).message}`, { txHash });
+        }
+        if (!receipt || receipt.status !== 1) throw clientError("TX_REVERTED", `Transaction ${txHash} reverted.`, { txHash });
         return receipt;
       });
       queue = run.catch(() => undefined);

@@ -1,4 +1,4 @@
-import { Wallet } from "ethers";
+import { getAddress, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
 import { ApiError, clientError } from "./errors";
 import {
@@ -11,8 +11,10 @@ import {
   type Settlement,
   type UnsignedTx,
 } from "./chain";
-import { checkRows, listFunded, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
+import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
+import { EscrowStatus } from "../../core/escrow";
+import type { AgentProfile } from "../../core/api";
 import { decryptBrief, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
@@ -21,7 +23,7 @@ export interface MarketClientOptions {
   /** Default: MARKET_API_URL, else http://127.0.0.1:3000. */
   baseUrl?: string;
   /** The wallet of the API key, to fund tasks and sign evidence. Its key never leaves the client. */
-  executor?: { privateKey: string; rpcUrls: RpcUrls };
+  executor?: { privateKey: string; rpcUrls: RpcUrls; /** Default 5 minutes. */ confirmTimeoutMs?: number };
   /** Escrow addresses the client trusts per chain; default MARKET_ESCROW_<CHAIN>. */
   escrows?: PinnedEscrows;
   fetch?: typeof fetch;
@@ -71,16 +73,7 @@ export interface Finalized {
   txHash?: string;
 }
 
-export interface AgentProfile {
-  address: string;
-  publicKey: string | null;
-  displayName: string | null;
-  capabilities: string[];
-  supportedChains: string[] | null;
-  minReward: string | null;
-  reputation: number;
-  tasksCompleted: number;
-}
+export type { AgentProfile } from "../../core/api";
 
 export interface CreateAgentOptions {
   /** The API key wallet's private key. Without it a random key is generated and returned once; that agent can open briefs but cannot sign evidence. */
@@ -101,13 +94,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export class MarketClient {
   readonly http: Http;
-  private readonly options: MarketClientOptions;
+  /** Holds the keys: an ES private field, so printing or serialising the client never shows them. */
+  readonly #options: MarketClientOptions;
   private readonly pinned: PinnedEscrows;
   private settlements?: Promise<Settlement[]>;
   private readonly wallets = new Map<ChainName, Promise<ChainWallet>>();
 
   constructor(options: MarketClientOptions) {
-    this.options = options;
+    this.#options = options;
     this.http = createHttp({
       baseUrl: options.baseUrl ?? process.env.MARKET_API_URL ?? "http://127.0.0.1:3000",
       apiKey: options.apiKey,
@@ -135,14 +129,14 @@ export class MarketClient {
 
   /** The executor wallet on a chain, behind the transaction guard; checks the key is the API key's wallet once. */
   async wallet(chain?: string): Promise<ChainWallet> {
-    const executor = this.options.executor;
+    const executor = this.#options.executor;
     if (!executor) throw clientError("WRONG_RPC", "This client has no executor { privateKey, rpcUrls }.");
     const settlement = await this.settlement(chain);
     let connected = this.wallets.get(settlement.chain);
     if (!connected) {
       connected = (async () => {
         await this.requireOwnKey(executor.privateKey);
-        return connectChain(settlement, executor.privateKey, executor.rpcUrls, this.pinned);
+        return connectChain(settlement, executor.privateKey, executor.rpcUrls, this.pinned, { confirmTimeoutMs: executor.confirmTimeoutMs });
       })();
       connected.catch(() => this.wallets.delete(settlement.chain));
       this.wallets.set(settlement.chain, connected);
@@ -150,9 +144,10 @@ export class MarketClient {
     return connected;
   }
 
-  private async requireOwnKey(privateKey: string): Promise<string> {
+  /** The API key's wallet, once checked to be the private key's (`OWNER_MISMATCH` otherwise). */
+  async requireOwnKey(privateKey: string): Promise<string> {
     const keyWallet = new Wallet(privateKey).address;
-    const apiWallet = await this.whoami();
+    const apiWallet = getAddress(await this.whoami());
     if (keyWallet !== apiWallet) {
       throw clientError("OWNER_MISMATCH", `The private key's wallet ${keyWallet} is not the API key's wallet ${apiWallet}.`);
     }
@@ -208,7 +203,7 @@ export class MarketClient {
   /** The brief of an assigned task: the public text, or the private one decrypted with the executor key. */
   async openBrief(task: AssignedTask): Promise<string> {
     if (task.brief.privacy === "public") return task.brief.publicBrief ?? "";
-    const privateKey = this.options.executor?.privateKey;
+    const privateKey = this.#options.executor?.privateKey;
     if (!privateKey || !task.brief.wrappedKey || !task.brief.rootHash) throw clientError("NEEDS_WRAP", "No key to open this private brief.");
     const { data } = await this.http.get<{ data: string }>(`/api/v1/storage/${task.brief.rootHash}`);
     return decryptBrief(Buffer.from(data, "base64"), unwrapBriefKey(task.brief.wrappedKey, privateKey));
@@ -264,9 +259,7 @@ export class MarketClient {
 
   /** Lists a funded task from the `indexParams` a run left. */
   async indexTask(params: IndexParams): Promise<{ taskHash: string; status: "listed" | "already_listed" }> {
-    const [outcome] = await listFunded({ http: this.http }, params.txHash, [params]);
-    if (!outcome!.ok) throw new ApiError(409, outcome!.error.code, outcome!.error.message);
-    return { taskHash: params.taskHash, status: "listed" };
+    return this.http.post("/api/v1/a2a/tasks/index", params);
   }
 
   private async postingContext() {
@@ -320,7 +313,10 @@ export class MarketClient {
     if (onChain.poster !== wallet.wallet.address) {
       throw clientError("NOT_POSTER", `Task ${taskHash} was not funded by this wallet on ${wallet.chain}.`);
     }
-    const open = Number(onChain.status) === 0;
+    const status = Number(onChain.status);
+    // Ended (Verified, Paid, Refunded, Cancelled): nothing is left to get back.
+    if (status === EscrowStatus.Verified || status >= EscrowStatus.Paid) throw clientError("WRONG_STATE", `Task ${taskHash} has ended on chain; nothing is left in the escrow.`);
+    const open = status === 0;
     const data = open ? escrowInterface.encodeFunctionData("cancelTask", [taskHash]) : escrowInterface.encodeFunctionData("claimTimeout", [taskHash]);
     const receipt = await wallet.send(null, { to: wallet.escrow, data });
     return { outcome: open ? "refund" : "claim", txHash: receipt.hash };

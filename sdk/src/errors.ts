@@ -20,8 +20,14 @@ export class ApiError extends Error {
 
   /** True when the same request may succeed later unchanged (rate limits, pending transactions, lagging index). */
   get retryable(): boolean {
-    return isErrorCode(this.code) && (ERROR_CODES[this.code] as ErrorCodeInfo).retryable === true;
+    return isRetryableCode(this.code);
   }
+}
+
+/** Whether a refusal with this code may succeed later unchanged: the code table says so, or the service failed (5xx without a code). */
+export function isRetryableCode(code: string): boolean {
+  if (isErrorCode(code)) return (ERROR_CODES[code] as ErrorCodeInfo).retryable === true;
+  return /^HTTP_5[0-9]{2}$/.test(code);
 }
 
 export interface ApiErrorBody {

@@ -29,6 +29,8 @@ export function createHttp(options: HttpOptions) {
           ...(options.apiKey ? { "x-api-key": options.apiKey } : {}),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
+        // fetch keeps custom headers across a redirect to another origin: following one would hand the API key to it.
+        redirect: "manual",
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (cause) {
@@ -44,8 +46,7 @@ export function createHttp(options: HttpOptions) {
     if (response.ok && parsed?.success === true) return parsed.data as T;
     const error = parsed?.error;
     if (response.status === 429 && attempt < (options.rateLimitRetries ?? 3)) {
-      const wait = Number(response.headers.get("retry-after") ?? "1");
-      await new Promise((resolve) => setTimeout(resolve, Math.min(60, Math.max(1, wait)) * 1000));
+      await new Promise((resolve) => setTimeout(resolve, retryAfterSeconds(response.headers.get("retry-after")) * 1000));
       return request(method, path, body, attempt + 1);
     }
     throw new ApiError(
@@ -61,4 +62,10 @@ export function createHttp(options: HttpOptions) {
     post: <T>(path: string, body: unknown = {}) => request<T>("POST", path, body),
     baseUrl,
   };
+}
+
+/** Retry-After as seconds (delay-seconds or an HTTP date), between 1 and 60. */
+export function retryAfterSeconds(header: string | null): number {
+  const seconds = header === null ? 1 : /^\d+$/.test(header.trim()) ? Number(header) : (Date.parse(header) - Date.now()) / 1000;
+  return Math.min(60, Math.max(1, Number.isFinite(seconds) ? Math.ceil(seconds) : 1));
 }

@@ -302,53 +302,84 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
     );
   let next = rows.length > 0 ? prepareChunk(0) : undefined;
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
-    let chunk = await next!;
-    next = start + chunkSize < rows.length ? prepareChunk(start + chunkSize) : undefined;
-    next?.catch(() => undefined); // awaited in the next iteration, or dropped when the run stops
-    const fundingStarted = performance.now();
-
-    // Build through the API: it checks each task (hash in use, pinned agent...) before anything is paid.
+    let chunk: Awaited<ReturnType<typeof prepareChunk>> = [];
     let plan: { unsignedTx: UnsignedTx } | undefined;
-    while (chunk.length > 0 && !plan) {
-      try {
-        plan =
-          chunk.length === 1
-            ? await ctx.http.post<{ unsignedTx: UnsignedTx }>("/api/v1/tasks", buildBody(chunk[0]!.checked, chunk[0]!.params))
-            : await ctx.http.post<{ unsignedTx: UnsignedTx }>("/api/v1/tasks/batch", { tasks: chunk.map((r) => buildBody(r.checked, r.params)) });
-      } catch (error) {
-        if (!(error instanceof ApiError) || error.status >= 500 || error.status === 0) throw error;
-        const refused = new Map<number, { code: string; message: string }>();
-        if (chunk.length === 1) refused.set(0, { code: error.code, message: error.message });
-        else if (error.code === "INVALID_ROWS") {
-          for (const d of error.body.details ?? []) refused.set(Number(d.index), { code: String(d.code), message: String(d.message) });
-        } else throw error;
-        for (const [i, e] of refused) await settleRow({ ...base(chunk[i]!.checked), status: "failed", taskHash: chunk[i]!.params.taskHash, error: e });
-        chunk = chunk.filter((_, i) => !refused.has(i));
-      }
-    }
-    if (!plan || chunk.length === 0) continue;
+    let expected: { to: string; data: string };
+    let nonce: number;
+    let fundingStarted = 0;
+    try {
+      chunk = await next!;
+      fundingStarted = performance.now();
+      next = start + chunkSize < rows.length ? prepareChunk(start + chunkSize) : undefined;
+      next?.catch(() => undefined); // awaited in the next iteration, or dropped when the run stops
 
-    if (!approved) {
-      approved = true;
-      const remaining = rows.slice(start).reduce((sum, c) => sum + c.row.amount, 0n);
-      const allowance = BigInt(await ctx.chain.provider.call({ to: ctx.chain.token, data: erc20Interface.encodeFunctionData("allowance", [ctx.chain.wallet.address, ctx.chain.escrow]) }));
-      if (allowance < remaining) {
-        await ctx.chain.send(null, { to: ctx.chain.token, data: erc20Interface.encodeFunctionData("approve", [ctx.chain.escrow, remaining]) });
+      // Build through the API: it checks each task (hash in use, pinned agent...) before anything is paid.
+      while (chunk.length > 0 && !plan) {
+        try {
+          plan =
+            chunk.length === 1
+              ? await ctx.http.post<{ unsignedTx: UnsignedTx }>("/api/v1/tasks", buildBody(chunk[0]!.checked, chunk[0]!.params))
+              : await ctx.http.post<{ unsignedTx: UnsignedTx }>("/api/v1/tasks/batch", { tasks: chunk.map((r) => buildBody(r.checked, r.params)) });
+        } catch (error) {
+          if (!(error instanceof ApiError) || error.status >= 500 || error.status === 0) throw error;
+          const refused = new Map<number, { code: string; message: string }>();
+          if (chunk.length === 1) refused.set(0, { code: error.code, message: error.message });
+          else if (error.code === "INVALID_ROWS") {
+            for (const d of error.body.details ?? []) {
+              const i = Number(d.index);
+              if (Number.isInteger(i) && i >= 0 && i < chunk.length) refused.set(i, { code: String(d.code), message: String(d.message) });
+            }
+          }
+          // A refusal naming no row of the chunk fails the whole chunk (asking again would be refused again).
+          if (refused.size === 0) throw error;
+          for (const [i, e] of refused) await settleRow({ ...base(chunk[i]!.checked), status: "failed", taskHash: chunk[i]!.params.taskHash, error: e });
+          chunk = chunk.filter((_, i) => !refused.has(i));
+        }
       }
+      if (!plan || chunk.length === 0) continue;
+
+      if (!approved) {
+        approved = true;
+        const remaining = rows.slice(start).reduce((sum, c) => sum + c.row.amount, 0n);
+        const allowance = BigInt(await ctx.chain.provider.call({ to: ctx.chain.token, data: erc20Interface.encodeFunctionData("allowance", [ctx.chain.wallet.address, ctx.chain.escrow]) }));
+        if (allowance < remaining) {
+          await ctx.chain.send(null, { to: ctx.chain.token, data: erc20Interface.encodeFunctionData("approve", [ctx.chain.escrow, remaining]) });
+        }
+      }
+
+      expected = { to: ctx.chain.escrow, data: fundingCall(ctx, chunk) };
+      nonce = await ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
+      await options.onFunding?.({ rows: chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: r.params })), nonce });
+    } catch (error) {
+      // Nothing of this chunk is paid (preparing, building, approving or journaling it failed): its rows fail and the
+      // run stops. Never thrown: earlier chunks may be paid, and the caller must learn which rows were.
+      const e = error instanceof ApiError ? error : { code: "INTERNAL_ERROR", message: (error as Error).message };
+      const unpaid = chunk.length > 0 ? chunk : rows.slice(start, start + chunkSize).filter((c) => !results.has(c.index)).map((checked) => ({ checked, params: undefined }));
+      for (const r of unpaid) {
+        await settleRow({ ...base(r.checked), status: "failed", ...(r.params ? { taskHash: r.params.taskHash } : {}), error: { code: e.code, message: e.message } });
+      }
+      stopped = true;
+      break;
     }
 
-    const expected = { to: ctx.chain.escrow, data: fundingCall(ctx, chunk) };
-    const nonce = await ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
-    await options.onFunding?.({ rows: chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: r.params })), nonce });
     let txHash: string;
     try {
       // Sent at exactly the nonce onFunding was told, so a journal of it can tell sent from never sent.
       txHash = (await ctx.chain.send(plan.unsignedTx, expected, { nonce })).hash;
     } catch (error) {
       const e = error instanceof ApiError ? error : new ApiError(0, "TX_FAILED", (error as Error).message);
-      // A guard refusal or a failed funding pays nothing; either way the run stops here.
-      for (const r of chunk) await settleRow({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error: { code: e.code, message: e.message } });
       stopped = true;
+      if (e.code === "TX_UNCONFIRMED") {
+        // Sent, fate unknown: the rows may be paid. They come back unlisted with their indexParams (indexTask lists
+        // them once the transaction is mined); posting them again could pay twice.
+        const sentHash = String(e.body.txHash);
+        for (const r of chunk) {
+          await settleRow({ ...base(r.checked), status: "unlisted", taskHash: r.params.taskHash, txHash: sentHash, indexParams: { ...r.params, txHash: sentHash }, error: { code: e.code, message: e.message } });
+        }
+        break;
+      }
+      // A guard refusal, a funding that reverted or one never sent pays nothing.
+      for (const r of chunk) await settleRow({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error: { code: e.code, message: e.message } });
       break;
     }
     timings.fundMs += performance.now() - fundingStarted;
@@ -384,14 +415,15 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   };
 }
 
-type ListOutcome = { ok: true } | { ok: false; error: { code: string; message: string } };
+type ListOutcome = { ok: true; status: "listed" | "already_listed" } | { ok: false; error: { code: string; message: string } };
+type Listed = { taskHash: string; status: "listed" | "already_listed" };
 
 /** Lists funded tasks (one receipt): each item succeeds or fails on its own. */
 export async function listFunded(ctx: Pick<PostingContext, "http">, txHash: string, params: IndexParams[]): Promise<ListOutcome[]> {
   if (params.length === 1) {
     try {
-      await ctx.http.post("/api/v1/a2a/tasks/index", params[0]);
-      return [{ ok: true }];
+      const { status } = await ctx.http.post<Listed>("/api/v1/a2a/tasks/index", params[0]);
+      return [{ ok: true, status }];
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       return [{ ok: false, error: { code: error.code, message: error.message } }];
@@ -399,12 +431,14 @@ export async function listFunded(ctx: Pick<PostingContext, "http">, txHash: stri
   }
   const tasks = params.map(({ txHash: _tx, ...fields }) => fields);
   try {
-    await ctx.http.post("/api/v1/a2a/tasks/index", { txHash, tasks });
-    return params.map(() => ({ ok: true }));
+    const { results } = await ctx.http.post<{ results: Listed[] }>("/api/v1/a2a/tasks/index", { txHash, tasks });
+    return results.map(({ status }) => ({ ok: true, status }));
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
     const details = error.code === "INDEX_FAILED" ? (error.body.details ?? []) : [];
     if (details.length !== params.length) return params.map(() => ({ ok: false, error: { code: error.code, message: error.message } }));
-    return details.map((d) => (d.status === "failed" ? { ok: false, error: { code: String(d.code), message: String(d.message) } } : { ok: true }));
+    return details.map((d) =>
+      d.status === "failed" ? { ok: false, error: { code: String(d.code), message: String(d.message) } } : { ok: true, status: d.status === "already_listed" ? "already_listed" : "listed" },
+    );
   }
 }

@@ -66,6 +66,8 @@ function a2aTask(view: TaskView, v1: boolean) {
 
 const PARSE_FAILED = Symbol("parse failed");
 const LIST_LIMIT = 100;
+/** Requests per JSON-RPC batch: the rate limit counts a batch once, so its size bounds the work one request buys. */
+export const MAX_BATCH = 20;
 
 /**
  * `POST /a2a/v1`: JSON-RPC 2.0, public. `tasks/list`, `tasks/get`, `message/send` (acknowledges only) and
@@ -170,7 +172,7 @@ export function a2aRoutes(app: App, { db, now }: Context) {
             "Methods: `tasks/list` (open tasks, same public metadata as GET /api/v1/a2a/tasks), `tasks/get`, `message/send` " +
             "(acknowledges only), `tasks/cancel` (refused: -32004, cancel on chain), and the A2A v1.0 names `ListTasks`, " +
             "`GetTask`, `SendMessage`, `CancelTask`. Errors: -32700 parse, -32600 invalid request, -32601 method, -32602 " +
-            "params, -32001 task not found. Batches (arrays) are answered as arrays.",
+            `params, -32001 task not found. Batches (arrays of up to ${MAX_BATCH} requests) are answered as arrays.`,
           body: Type.Unknown(),
         },
       },
@@ -179,6 +181,9 @@ export function a2aRoutes(app: App, { db, now }: Context) {
         if (body === PARSE_FAILED) return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.PARSE_ERROR, message: "Parse error" } });
         if (Array.isArray(body)) {
           if (body.length === 0) return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.INVALID_REQUEST, message: "Invalid Request" } });
+          if (body.length > MAX_BATCH) {
+            return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.INVALID_REQUEST, message: `Invalid Request: at most ${MAX_BATCH} requests per batch` } });
+          }
           const answers = (await Promise.all(body.map(answer))).filter((a): a is RpcResponse => a !== undefined);
           return answers.length === 0 ? reply.status(204).send() : reply.send(answers);
         }

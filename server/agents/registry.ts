@@ -5,21 +5,9 @@ import { LEGACY_AGENT_CHAIN, type ChainName } from "../../core/chains";
 import { MarketError } from "../../core/errors";
 import { normalizePublicKey } from "../../core/crypto";
 import { FRESH_REPUTATION } from "../../core/reputation";
+import type { AgentProfile } from "../../core/api";
 
-/** An agent as the API shows it: the registered profile and the earned counters. */
-export interface AgentProfile {
-  address: string;
-  publicKey: string | null;
-  displayName: string | null;
-  capabilities: string[];
-  /** As registered; null when never recorded (then the agent works on `base` only). */
-  supportedChains: string[] | null;
-  minReward: string | null;
-  reputation: number;
-  tasksCompleted: number;
-  earnings: string;
-  registeredAt: number;
-}
+export type { AgentProfile } from "../../core/api";
 
 /** A registered agent with the account that registered it (to tell agents of one owner apart). */
 export interface RegisteredAgent {

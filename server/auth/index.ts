@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { getAddress, verifyMessage } from "ethers";
-import type { Db } from "../db";
+import { MAX_SERIAL_ID, type Db } from "../db";
 import { MarketError } from "../../core/errors";
 import { formatSignInMessage, parseSignInMessage } from "../../core/siwe";
 
@@ -237,6 +237,8 @@ export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signI
   }
 
   async function revokeApiKey(accountId: number, id: number) {
+    // Ids are PostgreSQL `serial` (int4): a larger number names no key, and comparing with it would fail the query.
+    if (id > MAX_SERIAL_ID) throw new MarketError("KEY_NOT_FOUND");
     const result = await db
       .updateTable("api_keys")
       .set({ revoked_at: now() })

@@ -51,8 +51,9 @@ export function createChains(
           (max) => ({ supported: max > 0n, maxBatch: Number(max) }),
           // An escrow without batch creation (the deployed arc version) has no maxBatch(): it reverts.
           (error: unknown) => {
-            batch = undefined;
             if ((error as { code?: string }).code === "CALL_EXCEPTION") return { supported: false, maxBatch: 1 };
+            // A node that did not answer is asked again next time.
+            batch = undefined;
             throw new MarketError("CHAIN_UNAVAILABLE", `${config.name}: ${(error as Error).message}`, { cause: error });
           },
         );

@@ -37,6 +37,9 @@ function postgresDialect(connectionString: string): PostgresDialect {
   return new PostgresDialect({ pool: new pg.Pool({ connectionString, max: 10 }) });
 }
 
+/** Largest id of a `serial` column (PostgreSQL int4); ids from requests above it name no row. */
+export const MAX_SERIAL_ID = 2 ** 31 - 1;
+
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 /** Brings the schema to the latest migration; throws with the failing migration's error. */

@@ -19,8 +19,8 @@ export interface BlockRef {
 }
 
 /**
- * Blocks kept in indexed_blocks below the cursor to find a common ancestor after a reorg. A reorg deeper than this
- * rebuilds the chain's index from its start block.
+ * Blocks kept in indexed_blocks below the cursor to find a common ancestor after a reorg, plus the newest one known
+ * below them. A reorg deeper than that block rebuilds the chain's index from its start block.
  */
 export const REORG_HISTORY_BLOCKS = 2_048;
 
@@ -91,10 +91,20 @@ export async function rememberBlocks(trx: Transaction<Database>, chain: string, 
         .execute();
     }
   }
+  // Only the ends of each range and the blocks with logs are known, and a catch-up range can be far longer than the
+  // history: keep the newest block below the horizon too, or a shallow reorg right after such a range would find no
+  // ancestor and rebuild the whole index.
+  const horizon = await trx
+    .selectFrom("indexed_blocks")
+    .select((eb) => eb.fn.max("block_number").as("block_number"))
+    .where("chain", "=", chain)
+    .where("block_number", "<=", cursor - REORG_HISTORY_BLOCKS)
+    .executeTakeFirst();
+  if (horizon?.block_number === null || horizon?.block_number === undefined) return;
   await trx
     .deleteFrom("indexed_blocks")
     .where("chain", "=", chain)
-    .where("block_number", "<", cursor - REORG_HISTORY_BLOCKS)
+    .where("block_number", "<", Number(horizon.block_number))
     .execute();
 }
 

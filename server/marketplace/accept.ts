@@ -8,6 +8,7 @@ import type { Offers } from "./offers";
 import type { Custody } from "./custody";
 import { refusal } from "./eligibility";
 import { loadTask, requireLive, waitForIndexer, type TaskContext } from "./task-context";
+import { normalizeWrappedKeys } from "../tasks/terms";
 import { MarketError } from "../../core/errors";
 import { EscrowStatus } from "../../core/escrow";
 
@@ -250,7 +251,7 @@ export function createAccepting(deps: MarketplaceDeps) {
     const ctx = await loadTask(db, chains, taskHash);
     if (ctx.listing.poster !== wallet) throw new MarketError("NOT_POSTER");
     if (ctx.listing.privacy !== "private") throw new MarketError("PUBLIC_TASK_KEYS");
-    const entries = Object.entries(wrappedKeys);
+    const entries = Object.entries(normalizeWrappedKeys(wrappedKeys));
     const known = await agents.search({ addresses: entries.map(([a]) => a) });
     const registeredAddresses = new Set(known.map((k) => k.profile.address));
     const unknown = entries.filter(([a]) => !registeredAddresses.has(a));
@@ -260,7 +261,7 @@ export function createAccepting(deps: MarketplaceDeps) {
     for (const [agent, key] of entries) {
       await db
         .insertInto("task_keys")
-        .values({ task_hash: ctx.listing.task_hash, agent_address: agent, wrapped_key: key.replace(/^0x/, "").toLowerCase() })
+        .values({ task_hash: ctx.listing.task_hash, agent_address: agent, wrapped_key: key })
         .onConflict((oc) => oc.columns(["task_hash", "agent_address"]).doNothing())
         .execute();
     }

@@ -1,14 +1,8 @@
 import type { Interface } from "ethers";
 import type { Chain } from "../chains";
+import type { UnsignedTx } from "../../core/api";
 
-/** A transaction for a user's wallet to sign: the API builds it, the client checks it is exactly what it asked for. */
-export interface UnsignedTx {
-  chainId: number;
-  from: string;
-  to: string;
-  data: string;
-  value: string;
-}
+export type { UnsignedTx } from "../../core/api";
 
 /** Escrow functions users sign themselves. */
 export type UserCall =

@@ -45,10 +45,14 @@ export function refusal(task: Opening, agent: Candidate, nowSeconds: number): Ma
   const required = json.read<string[]>(listing.required_capabilities) ?? [];
   const missing = required.filter((tag) => !agent.profile.capabilities.includes(tag));
   if (missing.length > 0) return new MarketError("CAPABILITIES_MISSING", `Missing capabilities: ${missing.join(", ")}.`);
-  // Rentals ignore the agent's minimum; every other task, pinned ones included, respects it.
-  if (listing.service_id === null && agent.profile.minReward !== null && BigInt(agent.profile.minReward) > BigInt(listing.amount)) {
-    return new MarketError("BELOW_MIN_REWARD", `The reward ${listing.amount} is below the agent's minimum ${agent.profile.minReward}.`);
-  }
+  const belowMinimum = minRewardRefusal(agent.profile.minReward, BigInt(listing.amount), listing.service_id);
+  if (belowMinimum) return belowMinimum;
   if (listing.privacy === "private" && !task.wrappedToCandidate && !task.rewrappable) return new MarketError("NEEDS_WRAP");
   return undefined;
+}
+
+/** Rentals ignore the agent's minimum; every other task, pinned ones included, respects it. */
+export function minRewardRefusal(minReward: string | null, amount: bigint, serviceId: number | null): MarketError | undefined {
+  if (serviceId !== null || minReward === null || BigInt(minReward) <= amount) return undefined;
+  return new MarketError("BELOW_MIN_REWARD", `The reward ${amount} is below the agent's minimum ${minReward}.`);
 }

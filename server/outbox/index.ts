@@ -122,43 +122,50 @@ export function createOutbox(options: OutboxOptions) {
       const maxFee = fees.maxFeePerGas ?? fees.gasPrice ?? 0n;
       const priorityFee = fees.maxPriorityFeePerGas ?? 0n;
       const nonce = await allocateNonce(from);
-      const raw = await signer.signTransaction({
-        ...request,
-        nonce,
-        gasLimit,
-        maxFeePerGas: maxFee,
-        maxPriorityFeePerGas: priorityFee,
-        chainId: chain.config.chainId,
-        type: 2,
-      });
-      const txHash = Transaction.from(raw).hash!;
-      const at = now();
-      const inserted = await db
-        .insertInto("outbox")
-        .values({
-          chain: chain.name,
-          sender: from,
+      try {
+        const raw = await signer.signTransaction({
+          ...request,
           nonce,
-          purpose,
-          to_address: to,
-          data,
-          gas_limit: gasLimit.toString(),
-          max_fee: maxFee.toString(),
-          priority_fee: priorityFee.toString(),
-          raw,
-          tx_hash: txHash,
-          hashes: json.write([txHash]),
-          status: "signed",
-          attempts: 1,
-          mined_block: null,
-          error: null,
-          created_at: at,
-          sent_at: null,
-          updated_at: at,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return inserted;
+          gasLimit,
+          maxFeePerGas: maxFee,
+          maxPriorityFeePerGas: priorityFee,
+          chainId: chain.config.chainId,
+          type: 2,
+        });
+        const txHash = Transaction.from(raw).hash!;
+        const at = now();
+        const inserted = await db
+          .insertInto("outbox")
+          .values({
+            chain: chain.name,
+            sender: from,
+            nonce,
+            purpose,
+            to_address: to,
+            data,
+            gas_limit: gasLimit.toString(),
+            max_fee: maxFee.toString(),
+            priority_fee: priorityFee.toString(),
+            raw,
+            tx_hash: txHash,
+            hashes: json.write([txHash]),
+            status: "signed",
+            attempts: 1,
+            mined_block: null,
+            error: null,
+            created_at: at,
+            sent_at: null,
+            updated_at: at,
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return inserted;
+      } catch (error) {
+        // Nothing may be recorded at this nonce: read it again from the chain and the table, or every later
+        // transaction would wait behind the gap (and a restart, taking the recorded maximum, would not close it).
+        nextNonce = undefined;
+        throw error;
+      }
     });
   }
 
@@ -285,7 +292,16 @@ export function createOutbox(options: OutboxOptions) {
       const entry = await sign(purpose, to, data);
       if (entry.status === "mined") {
         const receipt = await provider.getTransactionReceipt(entry.tx_hash);
-        if (receipt) return { id: entry.id, txHash: entry.tx_hash, receipt };
+        if (receipt?.status === 1) return { id: entry.id, txHash: entry.tx_hash, receipt };
+        // A reorg took the receipt away (or the transaction was mined again and reverted there): follow the nonce
+        // again, so the poll rebroadcasts it, bumps it, or records how it ended this time.
+        const at = now();
+        await db
+          .updateTable("outbox")
+          .set({ status: "sent", mined_block: null, sent_at: at, updated_at: at })
+          .where("id", "=", entry.id)
+          .where("status", "=", "mined")
+          .execute();
       }
       const result = new Promise<Sent>((resolve, reject) => {
         const list = waiters.get(entry.id) ?? [];

@@ -20,9 +20,13 @@ interface WorkerFact {
 const RELEVANT = ["VerificationCompleted", "DisputeRaised", "TaskCompleted", "TaskRefunded", "DeadlineExpired"] as const;
 const isRelevant = (event: ChainEvent) => (RELEVANT as readonly string[]).includes(event.event);
 
+/** The task as the task projection has it before the range; undefined when its TaskCreated is not indexed. */
+async function indexedTask(trx: Trx, chain: string, taskHash: string): Promise<{ worker: string | null } | undefined> {
+  return trx.selectFrom("escrow_tasks").select("worker").where("chain", "=", chain).where("task_hash", "=", taskHash).executeTakeFirst();
+}
+
 async function workerOf(trx: Trx, chain: string, taskHash: string): Promise<string | null> {
-  const row = await trx.selectFrom("escrow_tasks").select("worker").where("chain", "=", chain).where("task_hash", "=", taskHash).executeTakeFirst();
-  return row?.worker ?? null;
+  return (await indexedTask(trx, chain, taskHash))?.worker ?? null;
 }
 
 /** The worker fact of an event, or undefined when the event does not concern a worker's record. */
@@ -52,6 +56,21 @@ function factOf(event: ChainEvent, worker: string | null): WorkerFact | undefine
   }
 }
 
+/**
+ * Locks the agents' rows (creating fresh ones where missing) before they are read, in one order. Every chain has its
+ * own indexer: on PostgreSQL two of them (or one rebuilding after a reorg) may update the same agent at once, and a
+ * read-modify-write of an unlocked row would lose one of the updates. SQLite has one writer at a time already.
+ */
+async function lockStates(trx: Trx, addresses: Iterable<string>): Promise<void> {
+  for (const address of [...new Set(addresses)].sort()) {
+    await trx
+      .insertInto("reputation")
+      .values({ address, ...toRow(FRESH_REPUTATION) })
+      .onConflict((oc) => oc.column("address").doUpdateSet((eb) => ({ address: eb.ref("excluded.address") })))
+      .execute();
+  }
+}
+
 async function loadState(trx: Trx, address: string): Promise<ReputationState> {
   const row = await trx.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirst();
   if (!row) return { ...FRESH_REPUTATION };
@@ -67,8 +86,8 @@ async function loadState(trx: Trx, address: string): Promise<ReputationState> {
   };
 }
 
-async function saveState(trx: Trx, address: string, s: ReputationState): Promise<void> {
-  const values = {
+function toRow(s: ReputationState) {
+  return {
     reputation: s.reputation,
     tasks_completed: s.tasksCompleted,
     failed_rounds: s.failedRounds,
@@ -78,6 +97,10 @@ async function saveState(trx: Trx, address: string, s: ReputationState): Promise
     raw_score: s.rawScore,
     last_settled_at: s.lastSettledAt,
   };
+}
+
+async function saveState(trx: Trx, address: string, s: ReputationState): Promise<void> {
+  const values = toRow(s);
   await trx
     .insertInto("reputation")
     .values({ address, ...values })
@@ -105,6 +128,7 @@ async function countTags(trx: Trx, fact: WorkerFact): Promise<void> {
 }
 
 async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void> {
+  await lockStates(trx, facts.flatMap((fact) => (fact.reputation ? [fact.worker] : [])));
   const states = new Map<string, ReputationState>();
   for (const fact of facts) {
     if (fact.reputation) {
@@ -118,6 +142,7 @@ async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void>
 
 /** Replays every remaining event of the tasks the agent works, on every chain, in time order. */
 async function rebuild(trx: Trx, worker: string): Promise<void> {
+  await lockStates(trx, [worker]);
   await trx.deleteFrom("reputation").where("address", "=", worker).execute();
   await trx.deleteFrom("capability_stats").where("address", "=", worker).execute();
   const rows = await trx
@@ -150,11 +175,17 @@ export function createReputationProjection(): Projection {
     async apply(trx, chain, events) {
       const workers = new Map<string, string | null>();
       const workerAt = async (taskHash: string) => (workers.has(taskHash) ? workers.get(taskHash)! : workerOf(trx, chain, taskHash));
+      const created = new Set<string>();
       const facts: WorkerFact[] = [];
       for (const event of events) {
         if (!event.taskHash) continue;
-        if (event.event === "WorkerAssigned") workers.set(event.taskHash, argsOf(event, "WorkerAssigned").worker);
-        else if (event.event === "WorkerReleased") workers.set(event.taskHash, null);
+        if (event.event === "TaskCreated") created.add(event.taskHash);
+        else if (event.event === "WorkerAssigned") {
+          // A task created before the start block is in no read model, and a rebuild never counts it: whether its
+          // assignment and ending fall into one range must not decide whether they count.
+          const indexed = created.has(event.taskHash) || (await indexedTask(trx, chain, event.taskHash)) !== undefined;
+          workers.set(event.taskHash, indexed ? argsOf(event, "WorkerAssigned").worker : null);
+        } else if (event.event === "WorkerReleased") workers.set(event.taskHash, null);
         else if (isRelevant(event)) {
           const fact = factOf(event, await workerAt(event.taskHash));
           if (fact) facts.push(fact);
@@ -174,7 +205,7 @@ export function createReputationProjection(): Projection {
         const worker = await workerOf(trx, chain, event.taskHash);
         if (worker) workers.add(worker);
       }
-      for (const worker of workers) await rebuild(trx, worker);
+      for (const worker of [...workers].sort()) await rebuild(trx, worker);
     },
   };
 }

@@ -3,6 +3,7 @@ import { IERC20__factory } from "../../typechain-types";
 import type { Chain } from "../chains";
 import type { Db } from "../db";
 import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
+import { minRewardRefusal } from "../marketplace/eligibility";
 import type { UnsignedTx } from "../marketplace/calls";
 import type { BuildTaskBody } from "./schemas";
 import { MarketError, type ErrorDetail } from "../../core/errors";
@@ -72,6 +73,12 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     const amount = checkAmount(body.amount);
     const duration = checkDuration(body.duration);
     const terms = await checkTerms(body, poster, chain, deps);
+    if (terms.targetExecutor) {
+      // Refused before anything is paid: the pinned agent could never accept it.
+      const target = await deps.agents.get(terms.targetExecutor);
+      const belowMinimum = minRewardRefusal(target?.minReward ?? null, amount, terms.serviceId);
+      if (belowMinimum) throw belowMinimum;
+    }
     await requireUnusedHash(chain, terms.taskHash, poster);
     return { ...terms, amount, duration };
   }

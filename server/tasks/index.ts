@@ -188,7 +188,7 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
       schema: {
         tags: ["marketplace"],
         summary: "One listed task: its public metadata and state",
-        description: "`state.resultData.output` (the latest delivered result) shows only to the task's poster and worker.",
+        description: "`state.resultData.output` (the latest delivered result) shows only to the task's poster, worker and designated verifier.",
         security: OPTIONAL_CREDENTIALS,
         params: Type.Object({ taskHash: Type.String({ maxLength: 100 }) }),
         response: { 200: Envelope(TaskView), ...errorResponses(401, 404) },

@@ -163,7 +163,8 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
   }
 
   /**
-   * What deliveries add to rows: the latest delivered output (shown to `viewer` when it is the poster or the worker)
+   * What deliveries add to rows: the latest delivered output (shown to `viewer` when it is the poster, the worker or,
+   * in `agent` mode, the verifier that judges it)
    * and whether a delivered round waits for the poster's or the verifier's verdict.
    */
   async function extrasFor(rows: readonly TaskRow[], viewer: string | undefined): Promise<Map<string, TaskExtras>> {
@@ -182,7 +183,7 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
     for (const row of rows) {
       const d = latest.get(row.task_hash);
       if (!d) continue;
-      const mayRead = viewer !== undefined && (viewer === row.poster || viewer === row.worker);
+      const mayRead = viewer !== undefined && (viewer === row.poster || viewer === row.worker || viewer === row.verifier_address);
       extras.set(row.task_hash, {
         ...(mayRead ? { output: d.output } : {}),
         awaitingVerdict: row.verification_mode !== "auto" && d.finalized_at !== null && d.passed === null,
@@ -219,7 +220,7 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
     return listed().where("l.task_hash", "=", taskHash.toLowerCase()).executeTakeFirst();
   }
 
-  /** One task as `viewer` sees it: the delivered output only for its poster and worker. */
+  /** One task as `viewer` sees it: the delivered output only for its poster, worker and verifier. */
   async function view(taskHash: string, viewer: string | undefined): Promise<TaskView | undefined> {
     const row = await get(taskHash);
     return row ? (await views([row], viewer))[0] : undefined;

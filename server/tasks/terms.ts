@@ -8,6 +8,7 @@ import { MarketError, type ErrorDetail } from "../../core/errors";
 import { contentHash, publicTaskHash } from "../../core/crypto";
 import { validateCriteria, type VerificationCriteria, type VerificationMode } from "../../core/verification";
 import { DEFAULT_ZONE } from "../../core/limits";
+import { parseAgentAddress } from "../../core/task-fields";
 
 /** A task's listed properties, checked and normalized (addresses checksummed, hashes lowercase). */
 export interface TaskTerms {
@@ -80,10 +81,11 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
   }
 
   const requiredCapabilities = capabilityTags(input.requiredCapabilities ?? [], "body.requiredCapabilities");
-  const targetExecutor = input.targetExecutor === undefined ? null : getAddress(input.targetExecutor);
+  const targetExecutor = input.targetExecutor === undefined ? null : agentAddress(input.targetExecutor, "body.targetExecutor");
   if (targetExecutor === poster) throw new MarketError("TARGET_IS_POSTER");
 
-  const verifierAddress = input.verifierAddress === undefined ? null : getAddress(input.verifierAddress);
+  // The zero address would be funded as "no verifier" and the listing then refused (VERIFIER_MODE_MISMATCH).
+  const verifierAddress = input.verifierAddress === undefined ? null : agentAddress(input.verifierAddress, "body.verifierAddress");
   if (mode === "agent") {
     if (!verifierAddress) throw new MarketError("VERIFIER_REQUIRED");
     if (verifierAddress === poster || verifierAddress === targetExecutor) throw new MarketError("VERIFIER_NOT_ALLOWED");
@@ -147,7 +149,15 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
   };
 }
 
-function normalizeWrappedKeys(keys: Record<string, string> | undefined): Record<string, string> {
+/** An agent's or verifier's address, checksummed; the zero address is refused. */
+function agentAddress(text: string, field: string): string {
+  const address = parseAgentAddress(text);
+  if (!address.ok) throw new MarketError("INVALID_ADDRESS", `${field}: ${address.message}`, { details: [{ field, message: address.message }] });
+  return address.value;
+}
+
+/** `wrappedKeys` with checksummed addresses and hex values without 0x, lowercase. */
+export function normalizeWrappedKeys(keys: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [address, wrapped] of Object.entries(keys ?? {})) {
     if (!/^0x[0-9a-fA-F]{40}$/.test(address)) {

@@ -11,7 +11,12 @@ import {
   fundedTaskFixture,
   submittedTaskFixture,
 } from "../fixtures/escrow";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { TaskEscrow__factory } from "../../typechain-types";
+import { deployEscrow } from "../../deploy/escrow";
+import { readDeployment, writeDeployment } from "../../deploy/deployments";
 
 const { ethers, upgrades } = hre;
 const ZERO = ethers.ZeroAddress;
@@ -37,6 +42,42 @@ describe("TaskEscrow admin", function () {
       treasury.address,
       Number(FEE_BPS),
     ]);
+  });
+
+  describe("deploy code (deploy/escrow.ts)", function () {
+    let dir: string;
+    beforeEach(() => {
+      dir = mkdtempSync(path.join(tmpdir(), "market-deploy-"));
+    });
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+    it("sends nothing where a live escrow is recorded", async function () {
+      await loadFixture(deployEscrowFixture);
+      const first = await deployEscrow(hre, { save: true, dir });
+      expect(first.created).to.equal(true);
+      expect(readDeployment("hardhat", dir)).to.deep.equal(first.deployment);
+      const blockBefore = await ethers.provider.getBlockNumber();
+      const again = await deployEscrow(hre, { save: true, dir });
+      expect(again.created).to.equal(false);
+      expect(again.deployment).to.deep.equal(first.deployment);
+      expect(await ethers.provider.getBlockNumber()).to.equal(blockBefore);
+    });
+
+    it("deploys afresh where the recorded address has no code, and refuses one holding other code", async function () {
+      const { deployment } = await loadFixture(deployEscrowFixture);
+      writeDeployment({ ...deployment, proxy: ethers.Wallet.createRandom().address }, dir);
+      const fresh = await deployEscrow(hre, { save: true, dir });
+      expect(fresh.created).to.equal(true);
+      expect(await fresh.escrow.version()).to.equal("1.0.0");
+
+      // The mock token has code but is no proxy: a stale record on a reused chain must not pass for the escrow.
+      writeDeployment({ ...deployment, proxy: deployment.token }, dir);
+      const blockBefore = await ethers.provider.getBlockNumber();
+      await expect(deployEscrow(hre, { save: true, dir })).to.be.rejectedWith(
+        `the deployment record for hardhat names ${deployment.token}, but the code there is not an ERC-1967 proxy`,
+      );
+      expect(await ethers.provider.getBlockNumber()).to.equal(blockBefore);
+    });
   });
 
   describe("only the admin", function () {

@@ -1,10 +1,39 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import { AMOUNT, Ending, Status, everyStateFixture } from "../fixtures/escrow";
-import { TaskEscrowV2Mock__factory } from "../../typechain-types";
+import { AMOUNT, Ending, Status, deployEscrowFixture, everyStateFixture } from "../fixtures/escrow";
+import { TaskEscrowV2Mock__factory, TaskEscrow__factory } from "../../typechain-types";
+import { upgradeEscrow } from "../../deploy/escrow";
+import ERC1967Proxy from "@openzeppelin/upgrades-core/artifacts/@openzeppelin/contracts-v5/proxy/ERC1967/ERC1967Proxy.sol/ERC1967Proxy.json";
 
 const { ethers, upgrades } = hre;
+
+/**
+ * A TaskEscrow proxy deployed without the upgrades plugin (as on a network whose manifest is lost), from an account
+ * that deploys nothing else, so the plugin has no record of it.
+ */
+async function unregisteredProxyFixture() {
+  const base = await deployEscrowFixture();
+  const { admin, verifier, treasury, token, newAdmin: deployer } = base;
+  const implementation = await new TaskEscrow__factory(deployer).deploy();
+  const init = implementation.interface.encodeFunctionData("initialize", [
+    admin.address,
+    verifier.address,
+    treasury.address,
+    1000,
+    token,
+  ]);
+  const proxy = await new ethers.ContractFactory(ERC1967Proxy.abi, ERC1967Proxy.bytecode, deployer).deploy(
+    await implementation.getAddress(),
+    init,
+  );
+  const record = {
+    ...base.deployment,
+    proxy: await proxy.getAddress(),
+    implementation: await implementation.getAddress(),
+  };
+  return { ...base, record, unregistered: TaskEscrow__factory.connect(record.proxy, admin) };
+}
 
 type Ctx = Awaited<ReturnType<typeof everyStateFixture>>;
 
@@ -129,5 +158,28 @@ describe("TaskEscrow upgrade", function () {
       .withArgs(admin.address);
     await escrow.connect(newAdmin).upgradeToAndCall(implementation, "0x");
     expect(await escrow.version()).to.equal("2.0.0-mock");
+  });
+
+  describe("upgradeEscrow on a proxy the upgrades plugin never registered", function () {
+    // One test: registering is kept by the plugin for the rest of the run, so the refusal must come first.
+    it("refuses a record naming other code, and registers, validates and upgrades the code it recognises", async function () {
+      const { record, unregistered } = await loadFixture(unregisteredProxyFixture);
+      await expect(
+        upgradeEscrow(hre, { deployment: { ...record, contract: "TaskEscrowV2Mock" }, contract: "TaskEscrowV2Mock" }),
+      ).to.be.rejectedWith(`the implementation at ${record.implementation} is not TaskEscrowV2Mock as compiled here`);
+      expect(await unregistered.version()).to.equal("1.0.0");
+      expect(await upgrades.erc1967.getImplementationAddress(record.proxy)).to.equal(record.implementation);
+
+      const lines: string[] = [];
+      const { deployment } = await upgradeEscrow(hre, {
+        deployment: record,
+        contract: "TaskEscrowV2Mock",
+        log: (line) => lines.push(line),
+      });
+      expect(lines).to.include(`registering ${record.proxy} with the upgrades plugin as TaskEscrow`);
+      expect(lines).to.include("upgrade to TaskEscrowV2Mock validated");
+      expect(deployment.version).to.equal("2.0.0-mock");
+      expect(await unregistered.version()).to.equal("2.0.0-mock");
+    });
   });
 });

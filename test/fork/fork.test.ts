@@ -5,7 +5,6 @@
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -15,7 +14,7 @@ import { clearSnapshots, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { upgradeEscrow } from "../../deploy/escrow";
 import { readDeployment, type EscrowDeployment } from "../../deploy/deployments";
-import { startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
+import { freePort, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
 import { MockUSDC__factory, type MockUSDC, type TaskEscrow } from "../../typechain-types";
 import { Ending, EscrowStatus } from "../../core/escrow";
 
@@ -24,16 +23,6 @@ const DAY = 86_400;
 const AMOUNT = 12_345_679n; // odd, so the fee rounds down
 const FEE_BPS = 1000n;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 describe("fork: eight endings on an upgraded fork of a deployed escrow", function () {
   this.timeout(180_000);

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import hre from "hardhat";
-import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
+import { loadFixture, mine } from "@nomicfoundation/hardhat-network-helpers";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import {
   chainConfig,
@@ -81,6 +81,36 @@ describe("indexer reorgs", function () {
     expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chain));
     const hashes = (await db.selectFrom("escrow_tasks").select("task_hash").execute()).map((r) => r.task_hash);
     expect(hashes).to.include(hre.ethers.id("same-height-b")).and.not.include(hre.ethers.id("same-height-a"));
+    await db.destroy();
+  });
+
+  it("a shallow reorg right after a catch-up range longer than the kept history rolls back only that range", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    const { escrow, poster, token } = fixture;
+    const create = (name: string) => escrow.connect(poster).createTask(hre.ethers.id(name), token, 1_000_000n, 86_400n, hre.ethers.ZeroAddress);
+    for (let i = 0; i < 3; i++) await create(`early ${i}`);
+    const db = await memoryDb();
+    const indexer = inProcessIndexer(db, chain, { blockRange: { initial: 10_000, max: 10_000 } });
+    await syncToHead(indexer);
+    const early = (await dumpTables(db)).events.length;
+    const longRangeFrom = (await hre.ethers.provider.getBlockNumber()) + 1;
+
+    // One range of more than REORG_HISTORY_BLOCKS blocks without logs, whose last five blocks are then replaced.
+    await mine(3_000);
+    const fork = (await send("evm_snapshot")) as string;
+    await mineBlocks(5);
+    await syncToHead(indexer);
+    await send("evm_revert", [fork]);
+    await create("other branch");
+    await mineBlocks(5);
+    const result = await syncToHead(indexer);
+
+    expect(result.removed).to.equal(0);
+    expect(result.from).to.be.greaterThan(longRangeFrom);
+    const now = await dumpTables(db);
+    expect(now.events).to.have.length(early + 1);
+    expect(now).to.deep.equal(await freshIndexDump(chain));
     await db.destroy();
   });
 

@@ -3,6 +3,9 @@ import hre from "hardhat";
 import { startStack, type Stack } from "../support/stack";
 import { MarketClient, type MarketClientOptions } from "../../sdk/src/client";
 import { ApiError } from "../../sdk/src/errors";
+import { WorkerRuntime } from "../../sdk/src/runtime";
+import { inspect } from "node:util";
+import { createServer as createHttpServer } from "node:http";
 import type { PostTaskInput } from "../../sdk/src/posting";
 import { publicTaskHash } from "../../core/crypto";
 
@@ -15,6 +18,32 @@ function tampering(path: RegExp, rewrite: (data: Record<string, unknown>) => voi
     if (body.success) rewrite(body.data);
     return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
   }) as typeof fetch;
+}
+
+/** A JSON-RPC proxy to `upstream` that answers every receipt lookup with null: transactions go through unseen. */
+async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createHttpServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    request.on("end", async () => {
+      const payload = JSON.parse(body) as { id: number; method: string } | Array<{ id: number; method: string }>;
+      const hides = (p: { method: string }) => p.method === "eth_getTransactionReceipt";
+      if (!Array.isArray(payload) && hides(payload)) {
+        response.setHeader("content-type", "application/json");
+        response.end(JSON.stringify({ jsonrpc: "2.0", id: payload.id, result: null }));
+        return;
+      }
+      const answer = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
+      response.setHeader("content-type", "application/json");
+      response.end(await answer.text());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  return {
+    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 async function refusal(promise: Promise<unknown>): Promise<ApiError> {
@@ -109,6 +138,18 @@ describe("MarketClient", function () {
       const nonce = await hre.ethers.provider.getTransactionCount(s.worker.address);
       expect((await refusal(tampered.deliverResult(posted.taskHash!, "Bonjour, et bienvenue !"))).code).to.equal("TX_MISMATCH");
       expect(await hre.ethers.provider.getTransactionCount(s.worker.address)).to.equal(nonce);
+    });
+  });
+
+  describe("secrets", function () {
+    it("printing or serialising a client or a runtime shows neither the private key nor the API key", async function () {
+      const client = new MarketClient(base);
+      await client.postTask(task); // the wallet is connected: its state is in the client too
+      const runtime = new WorkerRuntime({ apiKey: base.apiKey, privateKey: base.executor.privateKey, rpcUrls: base.executor.rpcUrls, executeTask: async () => ({ output: "x" }) });
+      const secrets = [base.executor.privateKey.slice(2), base.apiKey];
+      for (const shown of [inspect(client, { depth: Infinity, showHidden: true }), JSON.stringify(client), inspect(runtime, { depth: Infinity, showHidden: true }), JSON.stringify(runtime)]) {
+        for (const secret of secrets) expect(shown.toLowerCase()).not.to.include(secret.toLowerCase());
+      }
     });
   });
 
@@ -224,9 +265,87 @@ describe("MarketClient", function () {
       expect(unlisted.indexParams?.taskHash).to.equal(publicTaskHash("listing fails for this one"));
       const balance = await s.usdc.balanceOf(s.poster.address);
       expect(await client.indexTask(unlisted.indexParams!)).to.deep.equal({ taskHash: unlisted.taskHash, status: "listed" });
+      expect(await client.indexTask(unlisted.indexParams!)).to.deep.equal({ taskHash: unlisted.taskHash, status: "already_listed" });
       expect(await s.usdc.balanceOf(s.poster.address)).to.equal(balance);
       await s.sync();
       expect((await client.getTask(unlisted.taskHash!)).state.status).to.equal("open");
+    });
+
+    /** A fetch that answers the `nth` request (1-based) matching `method` and `path` with a refusal; others pass. */
+    function failingNth(method: string, path: string, nth: number, status: number, code: string, details?: unknown[]): typeof fetch {
+      let seen = 0;
+      return (async (input: string | URL | Request, init?: RequestInit) => {
+        if ((init?.method ?? "GET") === method && new URL(String(input)).pathname === path && ++seen === nth) {
+          return new Response(JSON.stringify({ success: false, error: { code, message: `${code} (test)`, ...(details ? { details } : {}) } }), { status });
+        }
+        return fetch(input, init);
+      }) as typeof fetch;
+    }
+
+    it("a service failure after a funding stops the run and returns it (never throws away which rows were paid)", async function () {
+      const before = await s.usdc.balanceOf(s.poster.address);
+      const client = new MarketClient({ ...base, fetch: failingNth("POST", "/api/v1/tasks", 2, 503, "INTERNAL_ERROR") });
+      const result = await client.postTasks(
+        ["first brief, funded", "second brief, build fails", "third brief, never reached"].map((instructions) => ({ ...task, instructions })),
+        { chunkSize: 1 },
+      );
+      expect(result).to.deep.include({ posted: 1, unlisted: 0, failed: 1, skipped: 1, stopped: true });
+      expect(result.results.map((r) => r.status)).to.deep.equal(["posted", "failed", "skipped"]);
+      expect(result.results[1]!.error?.code).to.equal("INTERNAL_ERROR");
+      expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 1_000_000n);
+    });
+
+    it("an upload failure while preparing a later chunk of private briefs stops the run and returns it", async function () {
+      await s.registerAgent(s.worker, []);
+      const before = await s.usdc.balanceOf(s.poster.address);
+      const client = new MarketClient({ ...base, fetch: failingNth("POST", "/api/v1/storage/upload", 2, 503, "STORAGE_FAILED") });
+      const result = await client.postTasks(
+        ["private one", "private two", "private three"].map((instructions) => ({ instructions, amountRaw: 1_000_000n })),
+        { chunkSize: 1 },
+      );
+      expect(result.results.map((r) => r.status)).to.deep.equal(["posted", "failed", "skipped"]);
+      expect(result.results[1]!.error?.code).to.equal("STORAGE_FAILED");
+      expect(result.stopped).to.equal(true);
+      expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 1_000_000n);
+    });
+
+    it("a batch refusal that names no row fails the chunk and stops, instead of asking again forever", async function () {
+      let batches = 0;
+      const refusing = (async (input: string | URL | Request, init?: RequestInit) => {
+        if (new URL(String(input)).pathname === "/api/v1/tasks/batch") {
+          const answer = ++batches > 3 ? { code: "INTERNAL_ERROR", message: "asked again and again" } : { code: "INVALID_ROWS", message: "refused", details: [] };
+          return new Response(JSON.stringify({ success: false, error: answer }), { status: batches > 3 ? 500 : 409 });
+        }
+        return fetch(input, init);
+      }) as typeof fetch;
+      await nothingSent(async () => {
+        const result = await new MarketClient({ ...base, fetch: refusing }).postTasks([task, { ...task, instructions: "another public brief" }], { chunkSize: 2 });
+        expect(result.results.map((r) => [r.status, r.error?.code])).to.deep.equal([
+          ["failed", "INVALID_ROWS"],
+          ["failed", "INVALID_ROWS"],
+        ]);
+        expect(result.stopped).to.equal(true);
+        expect(batches).to.equal(1);
+      });
+    });
+
+    it("reports a funding sent but never confirmed as unlisted (maybe paid), never as failed; indexTask finishes it", async function () {
+      const rpc = await receiptHidingRpc(s.rpcUrl);
+      try {
+        const before = await s.usdc.balanceOf(s.poster.address);
+        const blind = new MarketClient({ ...base, executor: { ...base.executor, rpcUrls: { arc: rpc.url }, confirmTimeoutMs: 500 } });
+        const result = await blind.postTasks([{ ...task, instructions: "sent, receipt never seen" }, { ...task, instructions: "not reached" }], { chunkSize: 1 });
+        expect(result).to.deep.include({ posted: 0, unlisted: 1, failed: 0, skipped: 1, stopped: true });
+        const row = result.results[0]!;
+        expect(row.error?.code).to.equal("TX_UNCONFIRMED");
+        expect(row.indexParams?.txHash).to.equal(row.txHash);
+        // It was paid: the rerun must list it, not post it again.
+        expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 1_000_000n);
+        expect((await new MarketClient(base).indexTask(row.indexParams!)).status).to.equal("listed");
+        expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 1_000_000n);
+      } finally {
+        await rpc.close();
+      }
     });
 
     it("cancelAndRefund gets back a task that was funded but never listed, straight from the escrow", async function () {
@@ -244,5 +363,31 @@ describe("MarketClient", function () {
       const error = await refusal(new MarketClient(await s.clientOptions(s.stranger)).cancelAndRefund(result.results[0]!.taskHash!));
       expect(error.code).to.equal("NOT_POSTER");
     });
+  });
+});
+
+describe("MarketClient over HTTP", function () {
+  it("never follows a redirect, so the API key is sent to the configured API only", async function () {
+    const http = await import("node:http");
+    const elsewhere: Array<string | undefined> = [];
+    const listen = (handler: Parameters<typeof http.createServer>[1]) =>
+      new Promise<import("node:http").Server>((resolve) => {
+        const server = http.createServer(handler);
+        server.listen(0, "127.0.0.1", () => resolve(server));
+      });
+    const portOf = (server: import("node:http").Server) => (server.address() as import("node:net").AddressInfo).port;
+    const other = await listen((req, res) => {
+      elsewhere.push(req.headers["x-api-key"] as string | undefined);
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ success: true, data: { addresses: [] } }));
+    });
+    const api = await listen((req, res) => res.writeHead(307, { location: `http://127.0.0.1:${portOf(other)}${req.url}` }).end());
+    try {
+      const client = new MarketClient({ apiKey: "sk_do_not_forward", baseUrl: `http://127.0.0.1:${portOf(api)}`, escrows: {} });
+      const error = await refusal(client.whoami());
+      expect(error.status).to.equal(307);
+      expect(elsewhere).to.deep.equal([]);
+    } finally {
+      for (const server of [api, other]) await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

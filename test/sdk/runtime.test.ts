@@ -98,6 +98,27 @@ describe("WorkerRuntime end to end", function () {
     expect(reputation.reputation).to.equal(41); // 50 - 10 for the failed round + 1 for the settled task
   });
 
+  it("stop() during a round finishes the task in hand: a failed round is still delivered again", async function () {
+    const rounds: number[] = [];
+    let stopped: Promise<void> | undefined;
+    const { runtime, events } = await runtimeFor(async (context) => {
+      rounds.push(context.round);
+      if (context.round === 1) {
+        stopped = runtime.stop();
+        return { output: "I can't help with that." };
+      }
+      return { output: "The report covers three findings about supply chains in detail." };
+    });
+    await runtime.start();
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
+    await until(() => stopped !== undefined, 30_000, "the first round");
+    await stopped;
+    expect(rounds).to.deep.equal([1, 2]);
+    expect(events.filter((e) => e.type === "task_failed")).to.deep.equal([]);
+    expect(events.find((e) => e.type === "task_finalized")).to.deep.include({ finalize: { status: "verified", verificationResult: { passed: true, reasons: [] } } });
+  });
+
   it("reports a task whose rounds all failed as failed, and the poster reclaims it", async function () {
     const { runtime, events } = await runtimeFor(async () => ({ output: "TODO" }));
     await runtime.start();

@@ -1,46 +1,13 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
-import { WorkerRuntime, needsWrapDelay, type Clock, type RuntimeEvent } from "../../sdk/src/runtime";
+import { WorkerRuntime, needsWrapDelay, planAfterRefusal, type RuntimeEvent } from "../../sdk/src/runtime";
+import { retryAfterSeconds } from "../../sdk/src/http";
+import { FakeClock } from "../support/clock";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-
-/** A clock whose time moves only when the test says; timers fire in time order. */
-class FakeClock implements Clock {
-  time = 0;
-  private next = 1;
-  private timers: Array<{ id: number; at: number; run: () => void }> = [];
-  now() {
-    return this.time;
-  }
-  setTimeout(run: () => void, ms: number) {
-    const id = this.next++;
-    this.timers.push({ id, at: this.time + ms, run });
-    return id;
-  }
-  clearTimeout(handle: unknown) {
-    this.timers = this.timers.filter((t) => t.id !== handle);
-  }
-  /** Runs every timer due up to `target`, letting promises settle after each. */
-  async advanceTo(target: number) {
-    for (;;) {
-      await settle();
-      const due = this.timers.filter((t) => t.at <= target).sort((a, b) => a.at - b.at || a.id - b.id)[0];
-      if (!due) break;
-      this.timers = this.timers.filter((t) => t !== due);
-      this.time = due.at;
-      due.run();
-    }
-    this.time = target;
-    await settle();
-  }
-}
-
-async function settle() {
-  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
-}
 
 /** A fake API: one open task whose accept answers `acceptCode`; records when accept and bid were called. */
 function fakeApi(clock: FakeClock, wallet: string, acceptCode: string) {
@@ -142,5 +109,33 @@ describe("WorkerRuntime retry schedule (fake clock)", function () {
     await runtime.stop();
     expect(api.accepts).to.deep.equal([0]);
     expect(events.find((e) => e.type === "task_failed")).to.deep.include({ error: { code: "NOT_OPEN", message: "NOT_OPEN" } });
+  });
+});
+
+describe("planAfterRefusal", function () {
+  it("tries a transient refusal again at the next browse instead of dropping the task for the run", function () {
+    for (const code of ["INTERNAL_ERROR", "NOT_READY", "STORAGE_FAILED", "TX_NOT_FOUND", "HTTP_502", "ACCEPT_IN_PROGRESS"]) {
+      expect(planAfterRefusal(code, 0, undefined), code).to.deep.equal({ kind: "next-browse" });
+    }
+    for (const code of ["NOT_OPEN", "NOT_TARGET_EXECUTOR", "CHAIN_UNSUPPORTED", "HTTP_404"]) {
+      expect(planAfterRefusal(code, 0, undefined), code).to.deep.equal({ kind: "drop" });
+    }
+  });
+
+  it("asks again directly after a lost answer or an unconfirmed assignment: the task may already be held and no longer browsable", function () {
+    for (const code of ["NETWORK_ERROR", "TX_PENDING"]) {
+      expect(planAfterRefusal(code, 0, undefined), code).to.deep.equal({ kind: "retry", afterMs: 5_000 });
+    }
+  });
+});
+
+describe("retryAfterSeconds", function () {
+  it("reads delay-seconds and HTTP dates, between 1 and 60 seconds", function () {
+    expect(retryAfterSeconds("7")).to.equal(7);
+    expect(retryAfterSeconds(null)).to.equal(1);
+    expect(retryAfterSeconds("0")).to.equal(1);
+    expect(retryAfterSeconds("3600")).to.equal(60);
+    expect(retryAfterSeconds(new Date(Date.now() + 20_500).toUTCString())).to.be.within(20, 21);
+    expect(retryAfterSeconds("not a date")).to.equal(1);
   });
 });

@@ -5,6 +5,7 @@
 import { expect } from "chai";
 import { sql } from "kysely";
 import { startTestServer, type TestServer } from "./harness";
+import { MAX_BATCH } from "../../server/a2a";
 
 interface RpcAnswer {
   jsonrpc: "2.0";
@@ -223,6 +224,16 @@ describe("server: A2A JSON-RPC", function () {
         expect(answer.body).to.equal(undefined);
       }
       expect(await rowCounts(s)).to.deep.equal(before);
+    });
+
+    it(`-32600 for a batch of more than ${MAX_BATCH} requests, answering none of them (one request buys bounded work)`, async function () {
+      const request = (id: number) => ({ jsonrpc: "2.0", id, method: "tasks/list" });
+      const full = await rpc(Array.from({ length: MAX_BATCH }, (_, i) => request(i)));
+      expect(full.body as RpcAnswer[]).to.have.length(MAX_BATCH);
+      const over = await rpc(Array.from({ length: MAX_BATCH + 1 }, (_, i) => request(i)));
+      expect(over.status).to.equal(200);
+      expect(over.body as RpcAnswer).to.deep.include({ jsonrpc: "2.0", id: null });
+      expect((over.body as RpcAnswer).error?.code).to.equal(-32600);
     });
 
     it("a null id is a request, not a notification", async function () {

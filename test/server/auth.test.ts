@@ -378,6 +378,8 @@ describe("server: authentication", function () {
       expect(listed.body.data.keys.find((k) => k.id === a.id)!.revokedAt).to.be.a("number");
 
       expectError(await s.call("DELETE", "/api/v1/api-keys/999999", { key: b.key }), 404, "KEY_NOT_FOUND");
+      // Beyond a PostgreSQL serial (int4): still no such key, not a failed query.
+      expectError(await s.call("DELETE", "/api/v1/api-keys/999999999999", { key: b.key }), 404, "KEY_NOT_FOUND");
       const strangerKey = await s.apiKeyFor(s.stranger);
       expectError(await s.call("DELETE", `/api/v1/api-keys/${b.id}`, { key: strangerKey }), 404, "KEY_NOT_FOUND");
       expect((await flow.whoami({ "x-api-key": b.key })).status).to.equal(200);

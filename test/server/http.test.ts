@@ -5,11 +5,13 @@
 import { createHash } from "node:crypto";
 import net from "node:net";
 import { expect } from "chai";
+import type { Provider } from "ethers";
 import { mine } from "@nomicfoundation/hardhat-network-helpers";
 import { startTestServer, type Answer, type TestServer } from "./harness";
 import { openApiPath, registeredRoutes } from "./registered-routes";
 import { DEFAULT_BODY_LIMIT } from "../../server/app";
 import { READY_LAG_BLOCKS } from "../../server/health";
+import { createChains } from "../../server/chains";
 import { ERROR_CODES } from "../../core/errors";
 import { MAX_UPLOAD_BYTES } from "../../core/limits";
 
@@ -110,6 +112,18 @@ describe("server: HTTP edge", function () {
       const nested = await s.call("POST", "/api/v1/a2a/register", { body: { capabilities: ["web_research", 7] }, key: await s.apiKeyFor(s.worker) });
       expectError(nested, 400, "VALIDATION_FAILED");
       expect(nested.body.error.details?.[0]?.field).to.equal("body.capabilities.1");
+    });
+
+    it("VALIDATION_FAILED naming the field for U+0000 in any string (PostgreSQL text cannot store it), nothing stored", async function () {
+      const key = await s.apiKeyFor(s.worker);
+      const answer = await s.call("POST", "/api/v1/a2a/register", { key, body: { displayName: "agent\u0000one", capabilities: ["web_research"] } });
+      expectError(answer, 400, "VALIDATION_FAILED");
+      expect(answer.body.error.details?.[0]?.field).to.equal("body.displayName");
+      const nested = await s.call("POST", "/api/v1/tasks/batch", { key, body: { tasks: [{ verificationMode: "auto", publicBrief: "a\u0000" }] } });
+      expect(nested.body.error.details?.[0]?.field).to.equal("body.tasks.0.publicBrief");
+      expect(await s.db.selectFrom("agents").selectAll().execute()).to.have.length(0);
+      // An escaped backslash followed by "u0000" is ordinary text.
+      expect((await s.call("POST", "/api/v1/a2a/register", { key, body: { displayName: "agent\\u0000one" } })).status).to.equal(200);
     });
 
     it("BODY_TOO_LARGE (413) above 1 MB, whatever the body says", async function () {
@@ -352,6 +366,22 @@ describe("server: HTTP edge", function () {
           batchCreate: { supported: true, maxBatch: 20 },
         },
       ]);
+    });
+
+    it("an escrow without batch creation (the arc deployment) reports it unsupported, read from the chain once", async function () {
+      // A node answering maxBatch() as ethers reports a revert (the deployed arc escrow has no such function).
+      let calls = 0;
+      const node = {
+        call: async () => {
+          calls += 1;
+          throw Object.assign(new Error("execution reverted"), { code: "CALL_EXCEPTION" });
+        },
+      } as unknown as Provider;
+      const chain = createChains([s.chainConfig], { provider: () => node }).require("arc");
+      expect(await chain.batchCreate()).to.deep.equal({ supported: false, maxBatch: 1 });
+      // The public settlement route asks on every call: it must not reach the node each time.
+      expect(await chain.batchCreate()).to.deep.equal({ supported: false, maxBatch: 1 });
+      expect(calls).to.equal(1);
     });
   });
 

@@ -90,6 +90,9 @@ describe("posting: build, upload and list", function () {
         () => s.publicTask(brief, { verificationMode: "agent", verifierAddress: s.worker.address, targetExecutor: s.worker.address }),
         "VERIFIER_NOT_ALLOWED",
       ],
+      // Funded, the zero address reads as "no verifier" and the listing would be refused after payment.
+      ["a zero verifier address", () => s.publicTask(brief, { verificationMode: "agent", verifierAddress: hre.ethers.ZeroAddress }), "INVALID_ADDRESS"],
+      ["a task pinned to the zero address", () => s.publicTask(brief, { targetExecutor: hre.ethers.ZeroAddress }), "INVALID_ADDRESS"],
       ["a verifier outside agent mode", () => s.publicTask(brief, { verificationMode: "manual", verifierAddress: s.agentVerifier.address }), "VERIFIER_MODE_MISMATCH"],
       ["a public task with wrapped keys", () => s.publicTask(brief, { wrappedKeys: { [s.worker.address]: "ab" } }), "PUBLIC_TASK_KEYS"],
       ["a public task with a custody blob", () => s.publicTask(brief, { keyCustodyBlob: "ab" }), "PUBLIC_TASK_KEYS"],
@@ -114,6 +117,12 @@ describe("posting: build, upload and list", function () {
     it("refuses a caller without a key (AUTH_REQUIRED)", async function () {
       expectError(await build(s.publicTask(brief), null), "AUTH_REQUIRED");
       expectError(await list({ ...s.publicTask(brief), txHash: hre.ethers.id("x") }, null), "AUTH_REQUIRED");
+    });
+
+    it("refuses a task pinned to an agent whose minReward is above the amount (BELOW_MIN_REWARD), before anything is paid", async function () {
+      await s.registerAgent(s.stranger, [], { minReward: "5000001" });
+      expectError(await build(s.publicTask(brief, { targetExecutor: s.stranger.address })), "BELOW_MIN_REWARD");
+      expectOk(await build({ ...s.publicTask(brief, { targetExecutor: s.stranger.address }), amount: "5000001" }));
     });
 
     it("refuses a pinned agent registered only for another chain (TARGET_CHAIN_UNSUPPORTED)", async function () {

@@ -1,4 +1,3 @@
-import { Wallet } from "ethers";
 import { MarketClient, type AgentProfile, type AssignedTask, type Finalized, type TaskView } from "../client";
 import { ApiError, clientError } from "../errors";
 import type { PinnedEscrows, RpcUrls } from "../chain";
@@ -71,11 +70,14 @@ interface Pending {
  * slot, then backed off up to a day; `BELOW_MIN_REWARD` is skipped for a day; `OFFER_HELD` waits for the window.
  */
 export class WorkerRuntime {
-  private readonly options: WorkerRuntimeOptions;
+  /** Holds the keys: an ES private field, so printing or serialising the runtime never shows them. */
+  readonly #options: WorkerRuntimeOptions;
   private readonly client: MarketClient;
   private readonly clock: Clock;
   private readonly handlers: Array<(event: RuntimeEvent) => void> = [];
   private readonly executions = new Map<string, { status: ExecutionStatus; done: Promise<void> }>();
+  /** Accepts sent and not answered yet: each holds a slot until it is, and stop() waits for them. */
+  private readonly accepting = new Set<Promise<void>>();
   private readonly pending = new Map<string, Pending>();
   private readonly dropped = new Set<string>();
   private readonly bids = new Set<string>();
@@ -86,7 +88,7 @@ export class WorkerRuntime {
   constructor(options: WorkerRuntimeOptions) {
     const key = options.privateKey ?? options.existingPrivateKey;
     if (!key) throw clientError("OWNER_MISMATCH", "WorkerRuntime needs privateKey (or existingPrivateKey): it decrypts briefs and signs evidence.");
-    this.options = options;
+    this.#options = options;
     this.clock = options.clock ?? systemClock;
     this.client = new MarketClient({
       apiKey: options.apiKey,
@@ -99,7 +101,7 @@ export class WorkerRuntime {
 
   /** The chains this agent declares: those it has an RPC URL for. */
   get declaredChains(): ChainName[] {
-    return CHAIN_NAMES.filter((chain) => Boolean(this.options.rpcUrls[chain]));
+    return CHAIN_NAMES.filter((chain) => Boolean(this.#options.rpcUrls[chain]));
   }
 
   /** Tasks held right now (accepted and not yet finalized). */
@@ -133,19 +135,17 @@ export class WorkerRuntime {
   /** Registers (or, with `existingPrivateKey`, checks the registration) and starts browsing. */
   async start(): Promise<AgentProfile> {
     if (this.declaredChains.length === 0) throw clientError("WRONG_RPC", "rpcUrls names no chain: there is no default RPC.");
-    if (this.options.privateKey) {
+    if (this.#options.privateKey) {
       const { profile } = await this.client.createAgent({
-        privateKey: this.options.privateKey,
+        privateKey: this.#options.privateKey,
         supportedChains: this.declaredChains,
-        capabilities: this.options.capabilities ?? [],
-        displayName: this.options.displayName,
-        minReward: this.options.minReward,
+        capabilities: this.#options.capabilities ?? [],
+        displayName: this.#options.displayName,
+        minReward: this.#options.minReward,
       });
       this.profile = profile;
     } else {
-      const address = new Wallet(this.options.existingPrivateKey!).address;
-      const apiWallet = await this.client.whoami();
-      if (address !== apiWallet) throw clientError("OWNER_MISMATCH", `The key's wallet ${address} is not the API key's wallet ${apiWallet}.`);
+      const address = await this.client.requireOwnKey(this.#options.existingPrivateKey!);
       this.profile = (await this.client.http.get<{ profile: AgentProfile }>(`/api/v1/a2a/executors/${address}`)).profile;
     }
     this.running = true;
@@ -154,12 +154,17 @@ export class WorkerRuntime {
     return this.profile;
   }
 
-  /** Stops browsing and retrying, and waits for the tasks in hand to finish. */
+  /**
+   * Stops browsing and retrying, and waits for the work in flight: an accept already sent (a task it wins is
+   * assigned on chain, so it is worked on) and every task in hand, delivered again after a failed round while rounds
+   * remain.
+   */
   async stop(): Promise<void> {
     this.running = false;
     if (this.browseHandle !== undefined) this.clock.clearTimeout(this.browseHandle);
     for (const p of this.pending.values()) if (p.handle !== undefined) this.clock.clearTimeout(p.handle);
     this.pending.clear();
+    await Promise.allSettled([...this.accepting]);
     await Promise.all([...this.executions.values()].map((e) => e.done));
   }
 
@@ -168,18 +173,18 @@ export class WorkerRuntime {
     this.browseHandle = this.clock.setTimeout(() => {
       this.browse()
         .catch((error: unknown) => this.emit({ type: "error", error: error as Error }))
-        .finally(() => this.scheduleBrowse(this.options.browseIntervalMs ?? RUNTIME_BROWSE_INTERVAL_MS));
+        .finally(() => this.scheduleBrowse(this.#options.browseIntervalMs ?? RUNTIME_BROWSE_INTERVAL_MS));
     }, ms);
   }
 
   private hasSlot(): boolean {
-    return this.executions.size < (this.options.maxConcurrentTasks ?? 1);
+    return this.executions.size + this.accepting.size < (this.#options.maxConcurrentTasks ?? 1);
   }
 
   /** One browse: tries every open task it may take, while slots are free. */
   async browse(): Promise<void> {
     if (!this.running) return;
-    const { tasks } = await this.client.browseA2ATasks({ capabilities: this.options.capabilities ?? [] });
+    const { tasks } = await this.client.browseA2ATasks({ capabilities: this.#options.capabilities ?? [] });
     const candidates = tasks
       .filter((t) => !this.executions.has(t.state.taskId) && !this.pending.has(t.state.taskId) && !this.dropped.has(t.state.taskId))
       .filter((t) => this.declaredChains.includes(t.meta.chain as ChainName))
@@ -190,7 +195,14 @@ export class WorkerRuntime {
     }
   }
 
-  private async tryAccept(task: TaskView): Promise<void> {
+  /** Accepts a task in a slot of its own while the accept is in flight. */
+  private tryAccept(task: TaskView): Promise<void> {
+    const attempt = this.accept(task);
+    this.accepting.add(attempt);
+    return attempt.finally(() => this.accepting.delete(attempt));
+  }
+
+  private async accept(task: TaskView): Promise<void> {
     const taskId = task.state.taskId;
     let assigned: AssignedTask;
     try {
@@ -217,11 +229,12 @@ export class WorkerRuntime {
     }
     if (plan.kind === "drop") {
       this.pending.delete(taskId);
+      this.bids.delete(taskId);
       this.dropped.add(taskId);
       this.emit({ type: "task_failed", taskId, error: { code: error.code, message: error.message } });
       return;
     }
-    if (plan.kind === "next-browse") {
+    if (plan.kind === "next-browse" || !this.running) {
       this.pending.delete(taskId);
       return;
     }
@@ -254,7 +267,7 @@ export class WorkerRuntime {
         let previousAttempt: TaskContext["previousAttempt"];
         for (let round = assigned.rounds + 1; ; round++) {
           record.status = "working";
-          const { output } = await this.options.executeTask({
+          const { output } = await this.#options.executeTask({
             taskId,
             instructions,
             privacy: assigned.brief.privacy,
@@ -270,7 +283,8 @@ export class WorkerRuntime {
           record.status = "submitted";
           const finalized: Finalized = await this.client.deliverResult(taskId, output);
           const result = finalized.verificationResult;
-          if (finalized.status === "failed" && finalized.roundsLeft > 0 && this.running) {
+          // Also while stopping: the task is held, and stop() finishes the tasks in hand.
+          if (finalized.status === "failed" && finalized.roundsLeft > 0) {
             previousAttempt = { output, reasons: result?.reasons ?? [] };
             continue;
           }

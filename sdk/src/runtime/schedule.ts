@@ -4,6 +4,7 @@ import {
   NEEDS_WRAP_MAX_BACKOFF_MS,
   NEEDS_WRAP_RETRY_INTERVAL_MS,
 } from "../../../core/limits";
+import { isRetryableCode } from "../errors";
 
 /** Timers the runtime uses; tests pass a fake clock. */
 export interface Clock {
@@ -12,13 +13,10 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/** Real timers. They keep the process alive while the runtime runs (a worker script is just `start()`); stop() clears them. */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout: (callback, ms) => {
-    const handle = setTimeout(callback, ms);
-    handle.unref?.();
-    return handle;
-  },
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
@@ -30,6 +28,9 @@ export function needsWrapDelay(firstRefusedAt: number, now: number, slowRetries:
   if (now - firstRefusedAt < NEEDS_WRAP_FAST_RETRY_WINDOW_MS) return NEEDS_WRAP_RETRY_INTERVAL_MS;
   return Math.min(NEEDS_WRAP_MAX_BACKOFF_MS, NEEDS_WRAP_FAST_RETRY_WINDOW_MS * 2 ** slowRetries);
 }
+
+/** How soon an accept whose answer was lost is asked again. */
+export const TRANSIENT_RETRY_MS = 5_000;
 
 /** What the runtime does after an accept is refused, by code. */
 export type AcceptPlan =
@@ -56,15 +57,14 @@ export function planAfterRefusal(code: string, now: number, wrap: WrapState | un
       const wait = Number(details?.find((d) => typeof d.retryAfterMs === "number")?.retryAfterMs ?? 1_000);
       return { kind: "retry", afterMs: Math.max(250, wait) };
     }
-    case "ACCEPT_IN_PROGRESS":
-    case "TX_PENDING":
-    case "RATE_LIMITED":
-    case "TASK_NOT_FOUND":
-    case "CHAIN_UNAVAILABLE":
     case "NETWORK_ERROR":
-      return { kind: "next-browse" };
+    case "TX_PENDING":
+      // The assignment may have gone through with its answer lost (or not be confirmed yet): the task no longer shows
+      // in a browse, so ask again directly; the service answers a holder the same assignment, anyone else NOT_OPEN.
+      return { kind: "retry", afterMs: TRANSIENT_RETRY_MS };
     default:
-      // NOT_OPEN, NOT_TARGET_EXECUTOR, CHAIN_UNSUPPORTED, CAPABILITIES_MISSING, OWN_TASK, ...: not this agent's task.
-      return { kind: "drop" };
+      // Transient (ACCEPT_IN_PROGRESS, TX_PENDING, RATE_LIMITED, INTERNAL_ERROR, a proxy's 5xx...): the next browse
+      // tries again. Anything else (NOT_OPEN, NOT_TARGET_EXECUTOR, CHAIN_UNSUPPORTED, OWN_TASK...): not this agent's task.
+      return isRetryableCode(code) ? { kind: "next-browse" } : { kind: "drop" };
   }
 }

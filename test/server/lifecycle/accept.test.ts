@@ -138,10 +138,12 @@ describe("lifecycle: accept", function () {
 
     it("BELOW_MIN_REWARD: an open task and a task pinned to the agent (only rentals ignore the minimum)", async function () {
       const server = await boot();
-      const agentKey = await server.registerAgent(server.worker, [], { minReward: (AMOUNT + 1n).toString() });
+      const agentKey = await server.registerAgent(server.worker, [], { minReward: AMOUNT.toString() });
+      // Posted while the reward met the minimum (posting a pinned task below it is refused), then the agent raised it.
+      const pinned = await postPublic(server, { targetExecutor: server.worker.address });
+      await server.registerAgent(server.worker, [], { minReward: (AMOUNT + 1n).toString() });
       const open = await postPublic(server);
       expectError(await t.accept(agentKey, open.taskHash), "BELOW_MIN_REWARD");
-      const pinned = await postPublic(server, { targetExecutor: server.worker.address });
       expectError(await t.accept(agentKey, pinned.taskHash), "BELOW_MIN_REWARD");
 
       // At exactly the minimum the agent may take it.

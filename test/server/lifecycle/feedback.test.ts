@@ -152,7 +152,9 @@ describe("lifecycle: reviews, messages and bids", function () {
 
       const wrapped = wrapBriefKey(aesKey, bidder.publicKey!);
       expectError(await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: bidderKey, body: { wrappedKeys: { [s.stranger.address]: wrapped } } }), "NOT_POSTER");
-      expect(expectOk(await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: posterKey, body: { wrappedKeys: { [s.stranger.address]: wrapped } } }))).to.deep.equal({
+      // Any case of the address and of the hex, as in wrappedKeys at listing: stored checksummed, lowercase, without 0x.
+      const lowercase = { [s.stranger.address.toLowerCase()]: `0x${wrapped.toUpperCase()}` };
+      expect(expectOk(await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: posterKey, body: { wrappedKeys: lowercase } }))).to.deep.equal({
         taskHash,
         agents: [s.stranger.address],
       });

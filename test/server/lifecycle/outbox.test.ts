@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import type { Provider } from "ethers";
+import type { Provider, TransactionRequest } from "ethers";
 import { privateKeyOf, startTestServer, type TestServer } from "../harness";
 import { expectOk } from "../expect";
 import { createChains, type Chain } from "../../../server/chains";
@@ -188,6 +188,57 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect(await hre.ethers.provider.getTransactionReceipt(first.hash)).to.equal(null);
     expect(await verifierNonce()).to.equal(base + 1);
     expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
+  });
+
+  it("a signing that fails after taking a nonce leaves no gap: the next transaction takes that nonce", async function () {
+    const [refused, next] = await fundedTasks(2);
+    const wallet = new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider);
+    let failures = 1;
+    const flaky = new Proxy(wallet, {
+      get(target, property) {
+        if (property === "signTransaction") {
+          return async (tx: TransactionRequest) => {
+            if (failures-- > 0) throw new Error("signer unavailable");
+            return target.signTransaction(tx);
+          };
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const box = outbox({ signer: flaky });
+    const base = await verifierNonce();
+
+    const failed = await box.send("assign:refused", s.escrowAddress, assign(refused!)).catch((error: Error) => error);
+    expect((failed as Error).message).to.equal("signer unavailable");
+    expect(await rows()).to.have.length(0);
+    const sent = await box.send("assign:next", s.escrowAddress, assign(next!), 5_000);
+    expect(sent.receipt.status).to.equal(1);
+    expect((await rows()).map((r) => [r.purpose, r.nonce])).to.deep.equal([["assign:next", base]]);
+    expect(await verifierNonce()).to.equal(base + 1);
+  });
+
+  it("a transaction mined and then taken back by a reorg is followed again when its purpose is asked for", async function () {
+    const [task] = await fundedTasks(1);
+    const box = outbox({ resendAfterMs: 100 });
+    const base = await verifierNonce();
+    const fork = (await send("evm_snapshot")) as string;
+    const first = await box.send("assign:reorged", s.escrowAddress, assign(task!));
+    expect((await rows())[0]).to.deep.include({ status: "mined", nonce: base });
+
+    // A longer branch without the block that held it: the receipt is gone, the task is open again.
+    await send("evm_revert", [fork]);
+    await send("hardhat_mine", ["0x3"]);
+    expect(await hre.ethers.provider.getTransactionReceipt(first.txHash)).to.equal(null);
+    expect((await s.escrow.getTask(task!)).worker).to.equal(hre.ethers.ZeroAddress);
+
+    const again = await box.send("assign:reorged", s.escrowAddress, assign(task!), 5_000);
+    expect(again.txHash).to.equal(first.txHash);
+    expect(again.receipt.status).to.equal(1);
+    expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
+    expect(await rows()).to.have.length(1);
+    expect((await rows())[0]).to.deep.include({ status: "mined", nonce: base, mined_block: again.receipt.blockNumber });
+    expect(await verifierNonce()).to.equal(base + 1);
   });
 
   it("after a restart, a transaction signed but never broadcast is sent once, before the next nonce", async function () {

@@ -6,11 +6,13 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { startTestServer, type TestServer } from "../harness";
+import { startTestServer, testDatabase, type TestServer } from "../harness";
 import { expectOk } from "../expect";
 import { createDatabase, migrateToLatest } from "../../../server/db";
-import { createIndexer } from "../../../server/indexer";
+import { createIndexer, type BlockRangeOptions, type ChainEvent } from "../../../server/indexer";
 import { defaultProjections } from "../../../server/projections";
+import { createReputationProjection } from "../../../server/reputation/projection";
+import { Ending, EscrowStatus } from "../../../core/escrow";
 import { applyReputation, decayedScore, earnsBadge, FRESH_REPUTATION, offerRank, type ReputationState } from "../../../core/reputation";
 import { AMOUNT, brief, CRITERIA, DAY, FAILING, parties, PASSING, PAYOUT, steps, type Steps } from "./helpers";
 
@@ -226,6 +228,32 @@ describe("lifecycle: reputation", function () {
       });
     });
 
+    it("a task created before the start block counts for nobody, however the ranges fall", async function () {
+      const taskHash = hre.ethers.id(`created before the start block ${Date.now()}`);
+      await (await s.escrow.connect(s.poster).createTask(taskHash, s.token, AMOUNT, BigInt(DAY), hre.ethers.ZeroAddress)).wait();
+      const startBlock = (await hre.ethers.provider.getBlockNumber()) + 1;
+      await (await s.escrow.connect(s.verifier).marketplaceAssign(taskHash, s.worker.address)).wait();
+      await (await s.escrow.connect(s.worker).submitEvidence(taskHash, hre.ethers.id("result"))).wait();
+      await (await s.escrow.connect(s.verifier).completeVerification(taskHash, true, 90)).wait();
+
+      const projected = async (blockRange: BlockRangeOptions) => {
+        const fresh = createDatabase({ sqlitePath: ":memory:" });
+        try {
+          await migrateToLatest(fresh);
+          const chain = { ...s.chainConfig, startBlock };
+          const indexer = createIndexer({ db: fresh, chain, provider: hre.ethers.provider, pollIntervalMs: 20, blockRange, projections: defaultProjections() });
+          while (!(await indexer.syncOnce()).caughtUp);
+          return await fresh.selectFrom("reputation").selectAll().execute();
+        } finally {
+          await fresh.destroy();
+        }
+      };
+      // In one range the assignment is seen before the payout; block by block, the payout finds no indexed task.
+      const oneRange = await projected({ initial: 1_000, max: 1_000 });
+      expect(oneRange).to.deep.equal(await projected({ initial: 1, max: 1 }));
+      expect(oneRange).to.deep.equal([]);
+    });
+
     it("after a reorg takes a settlement back, the reputation equals a fresh projection of the new chain", async function () {
       await settleOne(["summarization"]);
       const taskHash = await accepted(["summarization"]);
@@ -264,6 +292,75 @@ describe("lifecycle: reputation", function () {
         }).to.deep.equal(before);
       } finally {
         await fresh.destroy();
+      }
+    });
+  });
+
+  describe("the projection with concurrent writers", function () {
+    it("two chains' indexers settling tasks of one agent at once both count (PostgreSQL runs them in parallel)", async function () {
+      const { db, drop } = await testDatabase();
+      try {
+        const worker = hre.ethers.Wallet.createRandom().address;
+        const taskHash = (chain: string) => hre.ethers.id(`concurrent ${chain}`);
+        for (const chain of ["arc", "base"]) {
+          await db
+            .insertInto("escrow_tasks")
+            .values({
+              chain,
+              task_hash: taskHash(chain),
+              poster: hre.ethers.ZeroAddress,
+              token: hre.ethers.ZeroAddress,
+              amount: "1000",
+              verifier: null,
+              worker,
+              deadline: 2_000_000_000,
+              status: EscrowStatus.Submitted,
+              rounds: 1,
+              ending: Ending.None,
+              result_hash: null,
+              phase_at: null,
+              last_score: null,
+              payout: null,
+              fee: null,
+              created_block: 1,
+              created_tx: hre.ethers.ZeroHash,
+              updated_block: 1,
+            })
+            .execute();
+        }
+        const settled = (chain: string): ChainEvent => ({
+          chain,
+          blockNumber: 10,
+          blockHash: hre.ethers.id(`block ${chain}`),
+          logIndex: 0,
+          txHash: hre.ethers.id(`tx ${chain}`),
+          txIndex: 0,
+          event: "TaskCompleted",
+          taskHash: taskHash(chain),
+          args: { taskHash: taskHash(chain), worker, payout: "900", fee: "100", ending: String(Ending.VerificationPassed) },
+          blockTime: 1_700_000_000,
+        });
+        const projection = createReputationProjection();
+
+        // The first indexer's range is applied but not committed when the second one's starts.
+        let commitFirst!: () => void;
+        let firstApplied!: () => void;
+        const applied = new Promise<void>((resolve) => (firstApplied = resolve));
+        const first = db.transaction().execute(async (trx) => {
+          await projection.apply(trx, "arc", [settled("arc")]);
+          firstApplied();
+          await new Promise<void>((resolve) => (commitFirst = resolve));
+        });
+        await applied;
+        const second = db.transaction().execute((trx) => projection.apply(trx, "base", [settled("base")]));
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        commitFirst();
+        await Promise.all([first, second]);
+
+        const row = await db.selectFrom("reputation").selectAll().where("address", "=", worker).executeTakeFirstOrThrow();
+        expect(row).to.include({ reputation: 52, tasks_completed: 2, raw_score: 20, earnings: "1800" });
+      } finally {
+        await drop();
       }
     });
   });

@@ -123,6 +123,11 @@ describe("lifecycle: verdicts", function () {
       expectError(await verdict(posterKey, taskHash, { passed: true }), "NOT_VERIFIER");
       expectError(await verdict(agentKey, taskHash, { passed: true }), "NOT_VERIFIER");
       const verifierKey = await s.apiKeyFor(s.agentVerifier);
+      // The verifier reads what it judges; anyone else but the poster and the worker does not.
+      const seen = async (key: string) =>
+        expectOk(await s.call<{ state: { resultData?: { output?: string } } }>("GET", `/api/v1/tasks/${taskHash}`, { key })).state.resultData?.output;
+      expect(await seen(verifierKey)).to.equal(PASSING);
+      expect(await seen(await s.apiKeyFor(s.stranger))).to.equal(undefined);
       // No transaction the escrow would refuse: not while it is paused.
       await (await s.escrow.connect(s.admin).pause()).wait();
       await s.sync();

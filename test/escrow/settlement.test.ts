@@ -1,0 +1,144 @@
+/**
+ * The settlement commands (scripts/settlement.ts) as an operator runs them: Hardhat tasks against a local node that
+ * holds a deployment made by the deploy script.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { expect } from "chai";
+import { JsonRpcProvider, NonceManager, Wallet, ZeroAddress, id } from "ethers";
+import { readDeployment, type EscrowDeployment } from "../../deploy/deployments";
+import { freePort, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
+import { send } from "../../scripts/settlement";
+import { MockUSDC__factory, TaskEscrow__factory } from "../../typechain-types";
+import { AMOUNT, DURATION, Status } from "../fixtures/escrow";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, "../..");
+const CLI = require.resolve("hardhat/internal/cli/cli");
+
+interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe("TaskEscrow settlement commands", function () {
+  this.timeout(180_000);
+  let chain: LocalChain;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let deployment: EscrowDeployment;
+  let provider: JsonRpcProvider;
+  let poster: Wallet;
+  /** Sends as the poster, counting nonces locally (the node automines faster than ethers refreshes them). */
+  let posterSender: NonceManager;
+  let counter = 0;
+
+  /** Runs `npx hardhat --network localhost <args>` against the node; never throws on a non-zero exit. */
+  async function hardhat(...args: string[]): Promise<CommandResult> {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [CLI, "--network", "localhost", ...args], { env, cwd: ROOT });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const e = error as { code?: number; stdout?: string; stderr?: string };
+      return { code: e.code ?? -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+    }
+  }
+
+  /** Asked of the node each time (the provider caches block numbers). */
+  const blockNumber = async () => Number(await provider.send("eth_blockNumber", []));
+
+  async function fundedTask(): Promise<string> {
+    const taskHash = id(`settlement command task ${counter++}`);
+    const escrow = TaskEscrow__factory.connect(deployment.proxy, posterSender);
+    await (await escrow.createTask(taskHash, deployment.token, AMOUNT, DURATION, ZeroAddress)).wait();
+    return taskHash;
+  }
+
+  before(async function () {
+    chain = await startLocalChain({ port: await freePort(), quiet: true });
+    dir = mkdtempSync(path.join(tmpdir(), "market-settlement-"));
+    env = { ...process.env, LOCAL_RPC_URL: chain.url, DEPLOYMENTS_DIR: dir, HARDHAT_NETWORK: "", PRIVATE_KEY: "" };
+    await run(process.execPath, [CLI, "run", "--no-compile", "--network", "localhost", "deploy/deploy.ts"], {
+      env,
+      cwd: ROOT,
+    });
+    const recorded = readDeployment("localhost", dir);
+    if (!recorded) throw new Error("the deploy script wrote no deployment record");
+    deployment = recorded;
+    provider = new JsonRpcProvider(chain.url);
+    poster = new Wallet(chain.accounts[3]!, provider);
+    posterSender = new NonceManager(poster);
+    const usdc = MockUSDC__factory.connect(deployment.token, posterSender);
+    await (await usdc.mint(poster.address, 100n * AMOUNT)).wait();
+    await (await usdc.approve(deployment.proxy, 100n * AMOUNT)).wait();
+  });
+
+  after(function () {
+    provider?.destroy();
+    chain?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("prints the decoded custom error, sends nothing and exits non-zero when the call would revert", async function () {
+    const taskHash = await fundedTask();
+    const blockBefore = await blockNumber();
+    // The default signer is the first account (the admin), not the poster.
+    const result = await hardhat("escrow:cancel", "--task", taskHash);
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.contain(`escrow:cancel would revert: NotPoster(${taskHash}, ${deployment.admin})`);
+    expect(result.stdout).not.to.contain("transaction");
+    expect(await blockNumber()).to.equal(blockBefore);
+    const task = await TaskEscrow__factory.connect(deployment.proxy, provider).getTask(taskHash);
+    expect(task.status).to.equal(BigInt(Status.Funded));
+  });
+
+  it("sends, then prints the transaction hash and the resulting state", async function () {
+    const taskHash = await fundedTask();
+    const result = await hardhat("escrow:cancel", "--task", taskHash, "--from", poster.address);
+    expect(result.code, result.stderr).to.equal(0);
+    const hash = /escrow:cancel: transaction (0x[0-9a-f]{64})/.exec(result.stdout)?.[1];
+    expect(hash, result.stdout).to.be.a("string");
+    expect((await provider.getTransactionReceipt(hash!))?.status).to.equal(1);
+    expect(result.stdout).to.contain(`task        ${taskHash}`);
+    expect(result.stdout).to.contain("status      Cancelled (9)");
+    expect(result.stdout).to.contain("ending      CancelledWhileOpen");
+  });
+
+  it("decodes an admin refusal with its arguments", async function () {
+    const result = await hardhat("escrow:set-fee", "--bps", "3001");
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.contain("escrow:set-fee would revert: FeeExceedsMax(3001, 3000)");
+  });
+
+  it("reports a transaction that fails after a clean simulation, with a non-zero exit", async function () {
+    const escrow = TaskEscrow__factory.connect(deployment.proxy, provider);
+    const taskHash = id("moved on between simulation and sending");
+    const refusal = Object.assign(new Error("execution reverted"), {
+      data: escrow.interface.encodeErrorResult("TaskNotFound", [taskHash]),
+    });
+    const printed: string[] = [];
+    const consoleError = console.error;
+    const exitCode = process.exitCode;
+    console.error = (line: string) => printed.push(line);
+    try {
+      const sent = await send(
+        escrow,
+        "escrow:cancel",
+        async () => undefined,
+        async () => {
+          throw refusal;
+        },
+      );
+      expect(sent).to.equal(false);
+      expect(process.exitCode).to.equal(1);
+    } finally {
+      console.error = consoleError;
+      process.exitCode = exitCode;
+    }
+    expect(printed).to.deep.equal([`escrow:cancel was refused when sent: TaskNotFound(${taskHash})`]);
+  });
+});

@@ -1,0 +1,212 @@
+/**
+ * WorkerRuntime's slots and lifecycle against a scripted API: an accept in flight holds a slot, stop() finishes
+ * the work in flight and leaves no timer behind, and with the system clock the runtime keeps its process alive.
+ */
+import { expect } from "chai";
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
+import { Wallet } from "ethers";
+import { WorkerRuntime, type TaskContext } from "../../sdk/src/runtime";
+import { FakeClock, settle } from "../support/clock";
+import { ensureCliBuilt } from "../support/cli";
+
+const ROOT = path.resolve(__dirname, "../..");
+const A = `0x${"aa".repeat(32)}`;
+const B = `0x${"bb".repeat(32)}`;
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const ok = (data: unknown) => new Response(JSON.stringify({ success: true, data }), { status: 200 });
+const refusal = (code: string, status = 403) => new Response(JSON.stringify({ success: false, error: { code, message: code } }), { status });
+
+function listed(taskId: string, reward: string) {
+  return {
+    meta: { chain: "arc", taskHash: taskId, privacy: "public", reward: { amount: reward, unit: { symbol: "USDC", decimals: 6 } }, requiredCapabilities: [] },
+    state: { taskId, status: "open", rounds: 0 },
+  };
+}
+
+function assigned(taskId: string, worker: string) {
+  return ok({ taskHash: taskId, chain: "arc", escrowAddress: worker, worker, deadline: 0, rounds: 0, brief: { privacy: "public", publicBrief: `brief ${taskId}` }, verification: { mode: "auto" } });
+}
+
+/** A scripted API: `browse` lists the open tasks, `accept` answers each accept; anything else is refused. */
+function scriptedApi(options: { whoami: string; browse: () => unknown[]; accept: (taskId: string) => Response | Promise<Response> }) {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const { pathname } = new URL(String(input));
+    if (pathname === "/api/v1/api-keys/whoami") return ok({ addresses: [options.whoami] });
+    if (pathname === "/api/v1/a2a/register") return ok({ profile: { address: options.whoami, supportedChains: ["arc"], capabilities: [] } });
+    if (pathname.startsWith("/api/v1/a2a/executors/")) return ok({ profile: { address: options.whoami, supportedChains: ["arc"], capabilities: [] } });
+    if (pathname === "/api/v1/a2a/tasks" && (init?.method ?? "GET") === "GET") return ok({ tasks: options.browse(), total: 0 });
+    const accept = /^\/api\/v1\/a2a\/tasks\/(0x[0-9a-f]{64})\/accept$/.exec(pathname);
+    if (accept) return options.accept(accept[1]!);
+    if (pathname.endsWith("/bid")) return ok({ taskHash: pathname.split("/")[5], wrapped: false });
+    return refusal("GONE", 410); // getTask while delivering: the delivery fails and the slot is freed
+  }) as typeof fetch;
+}
+
+function runtimeWith(options: { clock: FakeClock; wallet: { privateKey: string }; fetch: typeof fetch; executeTask: (context: TaskContext) => Promise<{ output: string }>; browseIntervalMs?: number }) {
+  return new WorkerRuntime({
+    apiKey: "sk_test",
+    baseUrl: "http://api.invalid",
+    privateKey: options.wallet.privateKey,
+    rpcUrls: { arc: "http://rpc.invalid" },
+    fetch: options.fetch,
+    clock: options.clock,
+    maxConcurrentTasks: 1,
+    browseIntervalMs: options.browseIntervalMs ?? 7 * 24 * 3600_000,
+    executeTask: options.executeTask,
+  });
+}
+
+describe("WorkerRuntime slots and lifecycle", function () {
+  it("an accept in flight holds its slot: a retry that fires meanwhile waits (maxConcurrentTasks is never exceeded)", async function () {
+    const clock = new FakeClock();
+    const wallet = Wallet.createRandom();
+    const acceptA = deferred<Response>();
+    const hold = deferred<void>();
+    let browses = 0;
+    let bAccepts = 0;
+    let running = 0;
+    let mostRunning = 0;
+    const runtime = runtimeWith({
+      clock,
+      wallet,
+      browseIntervalMs: 4_000,
+      // First browse: only B (refused NEEDS_WRAP, retried every 5 s). Later: A too, whose accept takes a while.
+      fetch: scriptedApi({
+        whoami: wallet.address,
+        browse: () => (browses++ === 0 ? [listed(B, "2000")] : [listed(A, "1000"), listed(B, "2000")]),
+        accept: (taskId) => (taskId === A ? acceptA.promise : bAccepts++ === 0 ? refusal("NEEDS_WRAP") : assigned(B, wallet.address)),
+      }),
+      executeTask: async () => {
+        mostRunning = Math.max(mostRunning, ++running);
+        await hold.promise;
+        running--;
+        return { output: "done" };
+      },
+    });
+    await runtime.start();
+    await clock.advanceTo(4_000); // the second browse: A's accept is in flight
+    await clock.advanceTo(5_000); // B's retry is due while A's accept holds the only slot
+    acceptA.resolve(assigned(A, wallet.address));
+    await clock.advanceTo(30_000);
+    expect(mostRunning).to.equal(1);
+    expect(runtime.activeExecutions).to.equal(1);
+    hold.resolve();
+    await runtime.stop();
+  });
+
+  it("stop() waits for an accept in flight and finishes the task it wins", async function () {
+    const clock = new FakeClock();
+    const wallet = Wallet.createRandom();
+    const acceptA = deferred<Response>();
+    const order: string[] = [];
+    const runtime = runtimeWith({
+      clock,
+      wallet,
+      fetch: scriptedApi({ whoami: wallet.address, browse: () => [listed(A, "1000")], accept: () => acceptA.promise }),
+      executeTask: async () => {
+        order.push("executed");
+        return { output: "done" };
+      },
+    });
+    await runtime.start();
+    await clock.advanceTo(1);
+    const stopped = runtime.stop().then(() => order.push("stopped"));
+    await settle();
+    acceptA.resolve(assigned(A, wallet.address));
+    await stopped;
+    await settle();
+    expect(order).to.deep.equal(["executed", "stopped"]);
+    expect(runtime.activeExecutions).to.equal(0);
+  });
+
+  it("a refusal answered after stop() schedules no retry: no timer is left", async function () {
+    const clock = new FakeClock();
+    const wallet = Wallet.createRandom();
+    const acceptA = deferred<Response>();
+    const runtime = runtimeWith({
+      clock,
+      wallet,
+      fetch: scriptedApi({ whoami: wallet.address, browse: () => [listed(A, "1000")], accept: () => acceptA.promise }),
+      executeTask: async () => ({ output: "unused" }),
+    });
+    await runtime.start();
+    await clock.advanceTo(1);
+    const stopped = runtime.stop();
+    acceptA.resolve(refusal("BELOW_MIN_REWARD"));
+    await stopped;
+    await settle();
+    expect(clock.pendingTimers).to.equal(0);
+  });
+
+  it("a task bid on and then dropped (taken by another agent) is no longer reported as bidding", async function () {
+    const clock = new FakeClock();
+    const wallet = Wallet.createRandom();
+    let accepts = 0;
+    const runtime = runtimeWith({
+      clock,
+      wallet,
+      fetch: scriptedApi({ whoami: wallet.address, browse: () => [listed(A, "1000")], accept: () => refusal(accepts++ === 0 ? "NEEDS_WRAP" : "NOT_OPEN") }),
+      executeTask: async () => ({ output: "unused" }),
+    });
+    await runtime.start();
+    await clock.advanceTo(1);
+    expect(runtime.statuses()).to.deep.equal({ [A]: "bidding" });
+    await clock.advanceTo(10_000);
+    expect(accepts).to.equal(2);
+    expect(runtime.statuses()).to.deep.equal({});
+    await runtime.stop();
+  });
+
+  it("takes the API key's wallet in any letter case (whoami answering lowercase)", async function () {
+    const wallet = Wallet.createRandom();
+    const fetch = scriptedApi({ whoami: wallet.address.toLowerCase(), browse: () => [], accept: () => refusal("NOT_OPEN") });
+    const registering = runtimeWith({ clock: new FakeClock(), wallet, fetch, executeTask: async () => ({ output: "unused" }) });
+    expect((await registering.start()).address.toLowerCase()).to.equal(wallet.address.toLowerCase());
+    await registering.stop();
+    const restarting = new WorkerRuntime({
+      apiKey: "sk_test",
+      baseUrl: "http://api.invalid",
+      existingPrivateKey: wallet.privateKey,
+      rpcUrls: { arc: "http://rpc.invalid" },
+      fetch,
+      clock: new FakeClock(),
+      executeTask: async () => ({ output: "unused" }),
+    });
+    await restarting.start();
+    await restarting.stop();
+  });
+
+  it("with the system clock, keeps its process alive while it runs and lets it exit after stop()", async function () {
+    this.timeout(60_000);
+    ensureCliBuilt();
+    const script = `
+      const { WorkerRuntime } = require(${JSON.stringify(path.join(ROOT, "sdk/dist/sdk/src/index.js"))});
+      const { Wallet } = require("ethers");
+      const wallet = Wallet.createRandom();
+      let browses = 0;
+      const ok = (data) => new Response(JSON.stringify({ success: true, data }), { status: 200 });
+      const runtime = new WorkerRuntime({
+        apiKey: "sk_test", baseUrl: "http://api.invalid", privateKey: wallet.privateKey, rpcUrls: { arc: "http://rpc.invalid" },
+        browseIntervalMs: 20, executeTask: async () => ({ output: "unused" }),
+        fetch: async (input) => {
+          const path = new URL(String(input)).pathname;
+          if (path === "/api/v1/api-keys/whoami") return ok({ addresses: [wallet.address] });
+          if (path === "/api/v1/a2a/register") return ok({ profile: { address: wallet.address, supportedChains: ["arc"], capabilities: [] } });
+          if (++browses === 3) void runtime.stop();
+          return ok({ tasks: [], total: 0 });
+        },
+      });
+      process.on("exit", () => console.log("browses " + browses));
+      void runtime.start();`;
+    const { stdout } = await promisify(execFile)(process.execPath, ["-e", script], { cwd: ROOT, timeout: 20_000 });
+    expect(stdout.trim()).to.equal("browses 3");
+  });
+});
