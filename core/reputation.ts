@@ -4,6 +4,8 @@
  *   per dispute ruled against the agent;
  * - decayed score: +10 raw per settled task; the shown score halves for every full 7 days without a settled task;
  * - on-chain reputation (chain `0g` only), read from its contract when configured.
+ * Which tasks are credited at all is the projection's decision (server/reputation/projection.ts `creditedWorker`):
+ * only those the marketplace assigned, never one its poster assigned directly.
  */
 import {
   BADGE_FAILURE_PERCENT_BELOW,

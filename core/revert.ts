@@ -9,12 +9,26 @@ interface DecodedRevert {
  * The revert data (0x-prefixed hex) inside an error thrown by ethers or by a node's JSON-RPC layer, wherever the
  * provider put it (`data`, `data.data`, `error.data`, `info.error.data`, `parent`, ...).
  */
-export function findRevertData(error: unknown, depth = 0): string | undefined {
+export function findRevertData(error: unknown): string | undefined {
+  return findData(error, /^0x[0-9a-fA-F]{8}/, 0);
+}
+
+/**
+ * True when the chain ran the call and it reverted, as opposed to a node that did not answer: ethers'
+ * `CALL_EXCEPTION`, a provider error carrying revert data, even empty (`0x`: a bare `revert()`, or a function the
+ * contract does not have), or a node's message saying the call reverted.
+ */
+export function isCallRevert(error: unknown): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  return e?.code === "CALL_EXCEPTION" || findData(error, /^0x([0-9a-fA-F]{2})*$/, 0) !== undefined || /revert/i.test(e?.message ?? "");
+}
+
+function findData(error: unknown, pattern: RegExp, depth: number): string | undefined {
   if (depth > 5 || error === null || typeof error !== "object") return undefined;
   const e = error as Record<string, unknown>;
-  if (typeof e.data === "string" && /^0x[0-9a-fA-F]{8}/.test(e.data)) return e.data;
+  if (typeof e.data === "string" && pattern.test(e.data)) return e.data;
   for (const key of ["data", "error", "info", "parent", "cause"]) {
-    const found = findRevertData(e[key], depth + 1);
+    const found = findData(e[key], pattern, depth + 1);
     if (found) return found;
   }
   return undefined;

@@ -34,7 +34,7 @@ export interface AppDeps {
   db: Db;
   chains: ChainRegistry;
   blobs: BlobStore;
-  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey">;
+  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> & Partial<Pick<ServerConfig, "trustProxy">>;
   /** The marketplace verifier key's outbox per chain; without one a chain cannot assign or judge. */
   outboxes?: ReadonlyMap<string, Outbox>;
   /** Clock in milliseconds; tests move it. */
@@ -57,6 +57,12 @@ export interface Context extends AppDeps {
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+/** Fastify's `trustProxy`; a hop count trusts the nearest `hops` proxies. */
+function trustedProxies(setting: ServerConfig["trustProxy"] | undefined): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof setting !== "number") return setting ?? false;
+  return (_address, hop) => hop < setting;
+}
+
 /** Builds the API without listening (tests use `app.inject()`). */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const now = deps.now ?? Date.now;
@@ -77,6 +83,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       const message = error.code === "FST_ERR_MAX_PARAM_LENGTH" ? "is too long" : "is not a valid URL component";
       return sendError(request, reply, badPath ? new MarketError("VALIDATION_FAILED", `A path parameter ${message}.`, { details: [{ field: "params", message }] }) : error);
     },
+    // Behind a reverse proxy, the client IP (rate limits) comes from X-Forwarded-For of the trusted hops only.
+    trustProxy: trustedProxies(deps.config.trustProxy),
     bodyLimit: DEFAULT_BODY_LIMIT,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, formats: { [ADDRESS_FORMAT]: isAddress } } },
     // Answers are not re-validated: the serializer only needs to know the format exists.

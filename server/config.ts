@@ -43,6 +43,11 @@ export interface ServerConfig {
   /** Length of the exclusive window the best-ranked eligible agent gets when a task opens (ms); 0 disables offers. */
   offerWindowMs: number;
   rateLimit: RateLimitConfig;
+  /**
+   * Which proxies' `X-Forwarded-For` names the client (the IP rate limits count): false (default) uses the socket's
+   * peer; true trusts every hop; a number trusts that many hops; a list trusts those addresses or CIDR ranges.
+   */
+  trustProxy: boolean | number | string[];
   /** Indexer poll interval (ms). */
   pollIntervalMs: number;
   /** Run the indexer in a worker thread (default) or on the API's event loop. */
@@ -86,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
       perKey: integer(env.RATE_LIMIT_PER_KEY, DEFAULT_RATE_LIMIT.perKey, "RATE_LIMIT_PER_KEY"),
       windowMs: integer(env.RATE_LIMIT_WINDOW_MS, DEFAULT_RATE_LIMIT.windowMs, "RATE_LIMIT_WINDOW_MS"),
     },
+    trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
     logLevel: env.LOG_LEVEL ?? "info",
@@ -113,6 +119,18 @@ function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv): ChainConfig | un
     confirmations: integer(env[`${prefix}CONFIRMATIONS`], 0, `${prefix}CONFIRMATIONS`),
     postable: name === "arc",
   };
+}
+
+/** `TRUST_PROXY`: unset or `false`, `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */
+function trustProxy(value: string | undefined): boolean | number | string[] {
+  const text = value?.trim() ?? "";
+  if (text === "" || text === "false") return false;
+  if (text === "true") return true;
+  if (/^\d+$/.test(text)) return integer(text, 0, "TRUST_PROXY");
+  const entries = text.split(",").map((entry) => entry.trim());
+  const bad = entries.find((entry) => !/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(entry));
+  if (bad !== undefined) throw new Error(`TRUST_PROXY must be true, false, a hop count or addresses/CIDR ranges, got ${JSON.stringify(bad)}`);
+  return entries;
 }
 
 function integer(value: string | undefined, fallback: number, name: string): number {

@@ -3,7 +3,7 @@ import { createDatabase, migrateToLatest, type Db } from "./db";
 import { createChains, type ChainRegistry } from "./chains";
 import { createBlobStore } from "./storage/blob-store";
 import { buildApp, type App } from "./app";
-import { createIndexer, startIndexerWorker, type IndexerLogger } from "./indexer";
+import { createIndexer, superviseIndexerWorker, type IndexerLogger } from "./indexer";
 import { defaultProjections, DEFAULT_PROJECTIONS_MODULE } from "./projections";
 import { createOutbox, type Outbox } from "./outbox";
 import { Wallet } from "ethers";
@@ -22,7 +22,8 @@ export interface RunningServer {
 
 /**
  * Runs the whole service: migrates the database, starts one indexer per configured chain (in a worker thread unless
- * the database is in memory), and listens. `stop()` closes the API, then the indexers, then the database.
+ * the database is in memory; a thread that ends is started again), and listens. `stop()` closes the API, then the
+ * indexers, then the database.
  */
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const db = createDatabase(config);
@@ -50,7 +51,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const inWorker = config.indexerInWorker && (config.databaseUrl !== undefined || config.sqlitePath !== ":memory:");
   const indexers = chains.list().map((chain) => {
     if (inWorker) {
-      const worker = startIndexerWorker({
+      // A thread that ends (a crash, out of memory) is started again with a back-off, resuming from the cursor.
+      const worker = superviseIndexerWorker({
         databaseUrl: config.databaseUrl,
         sqlitePath: config.sqlitePath,
         chain: chain.config,

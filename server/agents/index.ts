@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
-import { isAddress } from "ethers";
 import type { App, Context } from "../app";
+import { addressParam } from "../http/params";
 import { Address, Envelope, PublicKey, RawAmount, errorResponses, ok, CREDENTIALS } from "../http/schemas";
 import { createAgentRegistry, type AgentProfile } from "./registry";
 import { CHAIN_NAMES, isChainName, type ChainName } from "../../core/chains";
@@ -132,9 +132,7 @@ export function agentRoutes(app: App, { auth, agents: registry }: Context) {
       },
     },
     async (request) => {
-      const address = request.params.address;
-      if (!/^0x[0-9a-fA-F]{40}$/.test(address) || !isAddress(address)) throw new MarketError("INVALID_ADDRESS");
-      const profile = await registry.get(address);
+      const profile = await registry.get(addressParam(request.params.address));
       if (!profile) throw new MarketError("EXECUTOR_NOT_FOUND");
       return ok({ profile });
     },

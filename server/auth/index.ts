@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { getAddress, verifyMessage } from "ethers";
-import { MAX_SERIAL_ID, type Db } from "../db";
+import { MAX_SERIAL_ID, retryConflicts, type Db } from "../db";
 import { MarketError } from "../../core/errors";
 import { formatSignInMessage, parseSignInMessage } from "../../core/siwe";
 
@@ -22,6 +22,10 @@ export const NONCE_TTL_MS = 10 * 60_000;
 export const SESSION_TTL_MS = 24 * 60 * 60_000;
 /** `last_used_at` is written at most this often per key, so reads do not become writes. */
 const LAST_USED_RESOLUTION_MS = 60_000;
+/** Expired nonces and sessions are deleted at most this often, by the sign-in requests that add them. */
+export const AUTH_SWEEP_INTERVAL_MS = 60_000;
+/** An expired session is kept this long, so its token is still answered `SESSION_EXPIRED` rather than unknown. */
+export const EXPIRED_SESSION_KEPT_MS = 7 * 24 * 60 * 60_000;
 
 export const sha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -39,6 +43,18 @@ export type Auth = ReturnType<typeof createAuth>;
 export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signInChainId = 1 }: AuthOptions) {
   const domain = new URL(publicUrl).host;
   const lastUsedWritten = new Map<number, number>();
+  let lastSweep = 0;
+
+  /**
+   * Deletes nonces past their expiry (used or not, they can never sign in again) and sessions expired for longer
+   * than EXPIRED_SESSION_KEPT_MS, at most once per AUTH_SWEEP_INTERVAL_MS.
+   */
+  async function sweep(at: number) {
+    if (at - lastSweep < AUTH_SWEEP_INTERVAL_MS) return;
+    lastSweep = at;
+    await db.deleteFrom("auth_nonces").where("expires_at", "<=", at).execute();
+    await db.deleteFrom("sessions").where("expires_at", "<=", at - EXPIRED_SESSION_KEPT_MS).execute();
+  }
 
   async function fromApiKey(key: string): Promise<Principal> {
     const row = await db
@@ -93,14 +109,17 @@ export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signI
   /** The account whose wallet this is, created with the wallet as its first linked wallet when new. */
   async function accountForWallet(address: string): Promise<number> {
     const wallet = getAddress(address);
-    return db.transaction().execute(async (trx) => {
-      const existing = await trx.selectFrom("account_wallets").select("account_id").where("address", "=", wallet).executeTakeFirst();
-      if (existing) return existing.account_id;
-      const at = now();
-      const account = await trx.insertInto("accounts").values({ created_at: at }).returning("id").executeTakeFirstOrThrow();
-      await trx.insertInto("account_wallets").values({ address: wallet, account_id: account.id, position: 0, linked_at: at }).execute();
-      return account.id;
-    });
+    // Two first sign-ins of one wallet race to create its account: the loser's rerun finds the winner's.
+    const create = () =>
+      db.transaction().execute(async (trx) => {
+        const existing = await trx.selectFrom("account_wallets").select("account_id").where("address", "=", wallet).executeTakeFirst();
+        if (existing) return existing.account_id;
+        const at = now();
+        const account = await trx.insertInto("accounts").values({ created_at: at }).returning("id").executeTakeFirstOrThrow();
+        await trx.insertInto("account_wallets").values({ address: wallet, account_id: account.id, position: 0, linked_at: at }).execute();
+        return account.id;
+      });
+    return retryConflicts(create, { retryUnique: true });
   }
 
   async function firstWallet(accountId: number): Promise<string> {
@@ -117,6 +136,7 @@ export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signI
     const wallet = getAddress(address);
     const nonce = randomBytes(16).toString("hex");
     const at = now();
+    await sweep(at);
     const expiresAt = at + NONCE_TTL_MS;
     await db.insertInto("auth_nonces").values({ nonce, address: wallet, created_at: at, expires_at: expiresAt, used_at: null }).execute();
     const message = formatSignInMessage({
@@ -181,28 +201,31 @@ export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signI
   /** Links another wallet to the signed-in account (proved by that wallet's own signed message). */
   async function linkWallet(principal: Principal, messageText: string, signature: string) {
     const wallet = await verifySignIn(messageText, signature);
-    return db.transaction().execute(async (trx) => {
-      const owner = await trx.selectFrom("account_wallets").select("account_id").where("address", "=", wallet).executeTakeFirst();
-      if (owner && owner.account_id !== principal.accountId) throw new MarketError("WALLET_ALREADY_LINKED");
-      if (!owner) {
-        const last = await trx
+    // Concurrent links race for the wallet and for the account's next position: a rerun sees the winner's row.
+    const link = () =>
+      db.transaction().execute(async (trx) => {
+        const owner = await trx.selectFrom("account_wallets").select("account_id").where("address", "=", wallet).executeTakeFirst();
+        if (owner && owner.account_id !== principal.accountId) throw new MarketError("WALLET_ALREADY_LINKED");
+        if (!owner) {
+          const last = await trx
+            .selectFrom("account_wallets")
+            .select((eb) => eb.fn.max("position").as("position"))
+            .where("account_id", "=", principal.accountId)
+            .executeTakeFirst();
+          await trx
+            .insertInto("account_wallets")
+            .values({ address: wallet, account_id: principal.accountId, position: Number(last?.position ?? -1) + 1, linked_at: now() })
+            .execute();
+        }
+        const wallets = await trx
           .selectFrom("account_wallets")
-          .select((eb) => eb.fn.max("position").as("position"))
+          .select("address")
           .where("account_id", "=", principal.accountId)
-          .executeTakeFirst();
-        await trx
-          .insertInto("account_wallets")
-          .values({ address: wallet, account_id: principal.accountId, position: Number(last?.position ?? -1) + 1, linked_at: now() })
+          .orderBy("position")
           .execute();
-      }
-      const wallets = await trx
-        .selectFrom("account_wallets")
-        .select("address")
-        .where("account_id", "=", principal.accountId)
-        .orderBy("position")
-        .execute();
-      return wallets.map((w) => w.address);
-    });
+        return wallets.map((w) => w.address);
+      });
+    return retryConflicts(link, { retryUnique: true });
   }
 
   /** A new key acting as the account's first linked wallet. The key is returned once and stored hashed. */

@@ -4,6 +4,7 @@ import { TaskEscrow__factory, type TaskEscrow } from "../../typechain-types";
 import type { ChainConfig } from "../config";
 import type { ChainName } from "../../core/chains";
 import { MarketError } from "../../core/errors";
+import { isCallRevert } from "../../core/revert";
 
 export interface BatchCreate {
   supported: boolean;
@@ -51,7 +52,7 @@ export function createChains(
           (max) => ({ supported: max > 0n, maxBatch: Number(max) }),
           // An escrow without batch creation (the deployed arc version) has no maxBatch(): it reverts.
           (error: unknown) => {
-            if ((error as { code?: string }).code === "CALL_EXCEPTION") return { supported: false, maxBatch: 1 };
+            if (isCallRevert(error)) return { supported: false, maxBatch: 1 };
             // A node that did not answer is asked again next time.
             batch = undefined;
             throw new MarketError("CHAIN_UNAVAILABLE", `${config.name}: ${(error as Error).message}`, { cause: error });

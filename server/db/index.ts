@@ -64,3 +64,31 @@ export function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
   return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e?.code === "SQLITE_CONSTRAINT_UNIQUE";
 }
+
+/**
+ * A transaction that lost a race to a concurrent writer and may simply be run again: SQLite busy or a stale WAL
+ * snapshot (a read-then-write transaction overtaken by another connection's commit), PostgreSQL serialization failure
+ * or deadlock.
+ */
+export function isWriteConflict(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return code === "SQLITE_BUSY" || code === "SQLITE_BUSY_SNAPSHOT" || code === "40001" || code === "40P01";
+}
+
+/**
+ * Runs `work` (a whole transaction) again when it loses a race, up to `attempts` times with a short growing pause.
+ * `retryUnique` also retries unique violations, for read-then-insert transactions whose next run reads the winner's
+ * row instead of inserting.
+ */
+export async function retryConflicts<T>(work: () => Promise<T>, options: { retryUnique?: boolean; attempts?: number } = {}): Promise<T> {
+  const attempts = options.attempts ?? 5;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const retryable = isWriteConflict(error) || (options.retryUnique === true && isUniqueViolation(error));
+      if (!retryable || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10));
+    }
+  }
+}

@@ -189,6 +189,12 @@ export interface EscrowTasksTable {
   amount: string;
   verifier: string | null;
   worker: string | null;
+  /**
+   * Who assigned the current worker on chain (WorkerAssigned.assignedBy): the poster for `assignWorker`, the
+   * marketplace verifier for `marketplaceAssign`; null while the task has no worker. Reputation counts a task only
+   * when this is not the poster.
+   */
+  assigned_by: string | null;
   /** Block time (seconds) of the deadline, moved by every finished pause. */
   deadline: number;
   /** Escrow status number (core/escrow.ts). */

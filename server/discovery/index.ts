@@ -1,8 +1,8 @@
 import { Type } from "@sinclair/typebox";
-import { isAddress } from "ethers";
 import type { App, Context } from "../app";
 import type { AgentProfile } from "../agents";
 import { errorResponses } from "../http/schemas";
+import { addressParam } from "../http/params";
 import { MarketError } from "../../core/errors";
 
 export const AGENT_CARD_PATH = "/.well-known/agents/{address}.json";
@@ -90,9 +90,9 @@ export function discoveryRoutes(app: App, { config, agents: registry }: Context)
       },
     },
     async (request) => {
-      const address = /^(0x[0-9a-fA-F]{40})\.json$/.exec(request.params.file)?.[1];
-      if (!address || !isAddress(address)) throw new MarketError("INVALID_ADDRESS", "The card path is /.well-known/agents/<0x address>.json.");
-      const agent = await registry.get(address);
+      const file = /^(.*)\.json$/.exec(request.params.file)?.[1];
+      if (file === undefined) throw new MarketError("INVALID_ADDRESS", "The card path is /.well-known/agents/<0x address>.json.");
+      const agent = await registry.get(addressParam(file));
       if (!agent) throw new MarketError("EXECUTOR_NOT_FOUND");
       return agentCard(baseUrl, agent);
     },

@@ -1,8 +1,8 @@
 import { Type } from "@sinclair/typebox";
-import { getAddress } from "ethers";
 import type { App, Context } from "../app";
 import { Address, CREDENTIALS, Envelope, errorResponses, ok } from "../http/schemas";
 import { loadTask } from "../marketplace/task-context";
+import { addressParam } from "../http/params";
 import { isUniqueViolation } from "../db";
 import { MarketError } from "../../core/errors";
 import { EscrowStatus } from "../../core/escrow";
@@ -74,12 +74,10 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
       },
     },
     async (request) => {
-      const address = request.params.address;
-      if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new MarketError("INVALID_ADDRESS");
       const rows = await db
         .selectFrom("reviews")
         .selectAll()
-        .where("agent_address", "=", getAddress(address))
+        .where("agent_address", "=", addressParam(request.params.address))
         .orderBy("created_at", "desc")
         .limit(200)
         .execute();

@@ -9,33 +9,44 @@ interface Window {
 }
 
 /**
+ * Fixed windows of `windowMs` counting hits per key, in memory. `hit` answers undefined while the key is within
+ * `limit`, else the seconds until its window ends.
+ */
+export function createWindows(windowMs: number) {
+  const windows = new Map<string, Window>();
+  let lastSweep = 0;
+  return {
+    hit(key: string, limit: number, at: number): number | undefined {
+      if (at - lastSweep >= windowMs) {
+        lastSweep = at;
+        for (const [k, w] of windows) if (at - w.startedAt >= windowMs) windows.delete(k);
+      }
+      let w = windows.get(key);
+      if (!w || at - w.startedAt >= windowMs) {
+        w = { startedAt: at, count: 0 };
+        windows.set(key, w);
+      }
+      w.count += 1;
+      if (w.count <= limit) return undefined;
+      return Math.max(1, Math.ceil((w.startedAt + windowMs - at) / 1000));
+    },
+  };
+}
+
+/** `RATE_LIMITED` with the seconds to wait, for a route's own, tighter limit. */
+export function rateLimited(retryAfter: number, what = "requests"): MarketError {
+  return new MarketError("RATE_LIMITED", `Too many ${what}; retry after ${retryAfter} s.`, { details: [{ message: "retry later", retryAfterSeconds: retryAfter }] });
+}
+
+/**
  * Fixed-window limits per client IP and per credential (API key or session token), kept in memory. A request over
  * either limit is answered 429 `RATE_LIMITED` with `Retry-After`; limits on several API instances are per instance.
  */
 export function createRateLimiter(config: RateLimitConfig, now: () => number = Date.now) {
-  const windows = new Map<string, Window>();
-  let lastSweep = now();
-
-  function hit(key: string, limit: number, at: number): number | undefined {
-    let w = windows.get(key);
-    if (!w || at - w.startedAt >= config.windowMs) {
-      w = { startedAt: at, count: 0 };
-      windows.set(key, w);
-    }
-    w.count += 1;
-    if (w.count <= limit) return undefined;
-    return Math.max(1, Math.ceil((w.startedAt + config.windowMs - at) / 1000));
-  }
-
-  function sweep(at: number) {
-    if (at - lastSweep < config.windowMs) return;
-    lastSweep = at;
-    for (const [key, w] of windows) if (at - w.startedAt >= config.windowMs) windows.delete(key);
-  }
+  const { hit } = createWindows(config.windowMs);
 
   return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
     const at = now();
-    sweep(at);
     let retryAfter = hit(`ip:${request.ip}`, config.perIp, at);
     const credential = request.headers["x-api-key"] ?? request.headers.authorization;
     if (retryAfter === undefined && typeof credential === "string" && credential.length > 0) {
@@ -45,7 +56,7 @@ export function createRateLimiter(config: RateLimitConfig, now: () => number = D
     }
     if (retryAfter !== undefined) {
       reply.header("retry-after", String(retryAfter));
-      throw new MarketError("RATE_LIMITED", `Too many requests; retry after ${retryAfter} s.`);
+      throw rateLimited(retryAfter);
     }
   };
 }

@@ -33,6 +33,20 @@ export async function readCursor(db: Executor, chain: string): Promise<Cursor | 
   return row ? { number: Number(row.block_number), hash: row.block_hash } : undefined;
 }
 
+/**
+ * The first statement of every indexer write transaction: a write, so the transaction holds the write lock before it
+ * reads anything. On SQLite (WAL) a transaction that reads first keeps that snapshot, and when another connection (the
+ * API) commits before its first write, the write fails at once with SQLITE_BUSY_SNAPSHOT: the busy timeout does not
+ * apply. A write first waits for the lock instead. It changes nothing; on PostgreSQL it locks the chain's cursor row.
+ */
+export async function lockCursor(trx: Transaction<Database>, chain: string): Promise<void> {
+  await trx
+    .updateTable("indexer_cursors")
+    .set((eb) => ({ updated_at: eb.ref("updated_at") }))
+    .where("chain", "=", chain)
+    .execute();
+}
+
 /** Another writer moved the cursor since this indexer read it (two indexers of one chain): nothing was written. */
 export class CursorMovedError extends Error {
   override name = "CursorMovedError";

@@ -14,7 +14,15 @@ export {
   type SyncResult,
 } from "./sync";
 export type { IndexerProvider, RawLog } from "./node";
-export { startIndexerWorker, type IndexerWorker, type IndexerWorkerOptions, type ProjectionsModule } from "./worker";
+export {
+  startIndexerWorker,
+  superviseIndexerWorker,
+  type IndexerWorker,
+  type IndexerWorkerOptions,
+  type ProjectionsModule,
+  type SupervisedIndexerWorker,
+  type SupervisedIndexerWorkerOptions,
+} from "./worker";
 export { indexerLag, readCursor, CursorMovedError, REORG_HISTORY_BLOCKS, type Cursor, type IndexerLag } from "./cursor";
 export type { Projection } from "./projection";
 export { createTaskProjection, applyTaskEvent, shiftForPause, type TaskRow, type EscrowStateRow } from "./task-projection";

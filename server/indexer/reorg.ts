@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema";
-import { moveCursor, type Cursor } from "./cursor";
+import { lockCursor, moveCursor, type Cursor } from "./cursor";
 import { fromEventRow, type ChainEvent } from "./events";
 import type { Projection } from "./projection";
 import type { IndexerProvider } from "./node";
@@ -51,6 +51,7 @@ export async function rollbackTo(
 ): Promise<ChainEvent[]> {
   const above = ancestor?.number ?? -1;
   return db.transaction().execute(async (trx) => {
+    await lockCursor(trx, chain);
     const rows = await trx
       .selectFrom("escrow_events")
       .selectAll()

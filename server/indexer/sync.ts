@@ -1,7 +1,7 @@
 import { ZeroHash } from "ethers";
 import type { Db } from "../db";
 import type { ChainConfig } from "../config";
-import { moveCursor, readCursor, rememberBlocks, type BlockRef, type Cursor } from "./cursor";
+import { lockCursor, moveCursor, readCursor, rememberBlocks, type BlockRef, type Cursor } from "./cursor";
 import { compareEvents, decodeLog, toEventRow, type ChainEvent } from "./events";
 import { createBlockRange, type BlockRangeOptions } from "./log-range";
 import type { Projection } from "./projection";
@@ -34,7 +34,18 @@ export interface IndexerOptions {
   logger?: IndexerLogger;
   /** eth_getLogs range sizing (see log-range.ts). */
   blockRange?: BlockRangeOptions;
-  /** Called after every committed range. */
+  /**
+   * Most events stored by one transaction (default 250). A range with more is committed in several transactions,
+   * cut at block boundaries: on SQLite the API's writes wait for the write lock while a transaction holds it.
+   */
+  maxEventsPerCommit?: number;
+  /**
+   * Between the transactions of one range, pause as long as the last one held the write lock. For a SQLite file the
+   * API writes to from another connection: SQLite's busy handler retries at growing intervals rather than when the
+   * lock is released, so transactions back to back would keep a waiting write out for the whole range.
+   */
+  yieldBetweenCommits?: boolean;
+  /** Called after every committed transaction (a range, or a part of a range with many events). */
   onProgress?: (progress: RangeProgress) => void;
   /** Called for every failed sync of the polling loop (which retries with backoff). */
   onError?: (error: Error) => void;
@@ -44,6 +55,7 @@ export interface IndexerOptions {
   now?: () => number;
 }
 
+/** One committed transaction: blocks `from` to `to`, whole. */
 export interface RangeProgress {
   chain: string;
   from: number;
@@ -73,7 +85,7 @@ export interface Indexer {
   syncOnce(): Promise<SyncResult>;
   /** Starts polling: catch-up, then one sync per poll interval. Errors are logged and retried with backoff. */
   start(): void;
-  /** Stops after the current range commits. */
+  /** Stops after the current transaction commits. */
   stop(): Promise<void>;
 }
 
@@ -82,6 +94,8 @@ const HEADER_BATCH = 100;
 const MAX_BACKOFF_MS = 30_000;
 /** 10 columns a row: 20,000 bound parameters, under SQLite's 32,766 and PostgreSQL's 65,535. */
 const EVENT_ROWS_PER_INSERT = 2_000;
+/** 20-50 ms of SQLite write lock with the benchmark's events (bench/indexer.ts, two CPUs). */
+const MAX_EVENTS_PER_COMMIT = 250;
 
 const silentLogger: IndexerLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -92,6 +106,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
   const now = options.now ?? Date.now;
   const step = async (name: IndexerStep, range: { from: number; to: number }) => options.onStep?.(name, range);
   const range = createBlockRange(options.blockRange);
+  const maxEventsPerCommit = Math.max(1, options.maxEventsPerCommit ?? MAX_EVENTS_PER_COMMIT);
 
   let stopping = false;
   let loop: Promise<void> | undefined;
@@ -123,8 +138,9 @@ export function createIndexer(options: IndexerOptions): Indexer {
   }
 
   /**
-   * Reads and stores one range starting at `from`. Returns the new cursor, or "reorg" when block `from` does not
-   * extend the cursor.
+   * Reads and stores one range starting at `from`, in one transaction per slice of at most maxEventsPerCommit events.
+   * Returns the new cursor (short of the range's end after a stop), or "reorg" when block `from` does not extend the
+   * cursor.
    */
   async function indexRange(cursor: Cursor | undefined, from: number, target: number): Promise<{ cursor: Cursor; events: number } | "reorg"> {
     // The range's last block is read before its logs, and (for several blocks) again after: when both reads agree,
@@ -151,20 +167,58 @@ export function createIndexer(options: IndexerOptions): Indexer {
     const events = decodeLogs(logs, known);
     await step("range-fetched", { from, to });
 
-    const next = { number: anchor.number, hash: anchor.hash };
-    await db.transaction().execute(async (trx) => {
-      const rows = events.map(toEventRow);
-      for (let i = 0; i < rows.length; i += EVENT_ROWS_PER_INSERT) {
-        await trx.insertInto("escrow_events").values(rows.slice(i, i + EVENT_ROWS_PER_INSERT)).execute();
-      }
-      for (const projection of projections) await projection.apply(trx, chain.name, events);
-      await rememberBlocks(trx, chain.name, [...known.values()], next.number);
-      await moveCursor(trx, chain.name, cursor, next, now());
-      await step("before-commit", { from, to });
-    });
-    await step("committed", { from, to });
-    options.onProgress?.({ chain: chain.name, from, to, events: events.length, target });
-    return { cursor: next, events: events.length };
+    let at = cursor;
+    let stored = 0;
+    let held = 0;
+    for (const slice of slicesOf(events, from, anchor, known)) {
+      const next = { number: slice.to.number, hash: slice.to.hash };
+      const done = { from: slice.from, to: next.number };
+      if (held > 0 && options.yieldBetweenCommits) await new Promise((resolve) => setTimeout(resolve, held));
+      const began = performance.now();
+      await db.transaction().execute(async (trx) => {
+        await lockCursor(trx, chain.name);
+        const rows = slice.events.map(toEventRow);
+        for (let i = 0; i < rows.length; i += EVENT_ROWS_PER_INSERT) {
+          await trx.insertInto("escrow_events").values(rows.slice(i, i + EVENT_ROWS_PER_INSERT)).execute();
+        }
+        for (const projection of projections) await projection.apply(trx, chain.name, slice.events);
+        const blocks = [...known.values()].filter((b) => b.number >= done.from && b.number <= done.to);
+        await rememberBlocks(trx, chain.name, blocks, next.number);
+        await moveCursor(trx, chain.name, at, next, now());
+        await step("before-commit", done);
+      });
+      held = performance.now() - began;
+      await step("committed", done);
+      options.onProgress?.({ chain: chain.name, ...done, events: slice.events.length, target });
+      at = next;
+      stored += slice.events.length;
+      if (stopping) break;
+    }
+    return { cursor: at!, events: stored };
+  }
+
+  /**
+   * Cuts a range's events (in chain order) into the transactions that store them: at most maxEventsPerCommit events
+   * each, cut between blocks (a block with more events is stored alone). Each slice but the last ends at the block of
+   * its last event, whose header was read with the logs; the last ends at the range's end.
+   */
+  function slicesOf(events: readonly ChainEvent[], from: number, end: BlockRef, known: ReadonlyMap<number, BlockRef>) {
+    const slices: Array<{ from: number; to: BlockRef; events: readonly ChainEvent[] }> = [];
+    let start = 0;
+    let sliceFrom = from;
+    while (events.length - start > maxEventsPerCommit) {
+      let cut = start + maxEventsPerCommit;
+      const block = events[cut]!.blockNumber;
+      while (cut > start && events[cut - 1]!.blockNumber === block) cut--;
+      if (cut === start) while (cut < events.length && events[cut]!.blockNumber === block) cut++;
+      if (cut === events.length) break;
+      const last = events[cut - 1]!.blockNumber;
+      slices.push({ from: sliceFrom, to: known.get(last)!, events: events.slice(start, cut) });
+      start = cut;
+      sliceFrom = last + 1;
+    }
+    slices.push({ from: sliceFrom, to: end, events: events.slice(start) });
+    return slices;
   }
 
   function decodeLogs(logs: readonly RawLog[], blocks: ReadonlyMap<number, BlockRef>): ChainEvent[] {

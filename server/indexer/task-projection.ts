@@ -11,7 +11,7 @@ export type EscrowStateRow = Omit<Selectable<EscrowStateTable>, "chain">;
 
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 const STATE_EVENTS: ReadonlySet<string> = new Set(["FeeUpdated", "EscrowPausedAt", "EscrowUnpaused"]);
-/** Rows (19 columns) or keys per statement: under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
+/** Rows (20 columns) or keys per statement: under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
 const CHUNK = 1_000;
 
 /**
@@ -29,6 +29,7 @@ export function applyTaskEvent(task: TaskRow | undefined, event: ChainEvent): Ta
       amount: a.amount,
       verifier: a.verifier === ZERO_ADDRESS ? null : a.verifier,
       worker: null,
+      assigned_by: null,
       deadline: Number(a.deadline),
       status: EscrowStatus.Funded,
       rounds: 0,
@@ -47,11 +48,14 @@ export function applyTaskEvent(task: TaskRow | undefined, event: ChainEvent): Ta
   if (!task) return task;
   const update = (changes: Partial<TaskRow>): TaskRow => ({ ...task, ...changes, updated_block: event.blockNumber });
   switch (event.event) {
-    case "WorkerAssigned":
-      return update({ worker: argsOf(event, "WorkerAssigned").worker, status: EscrowStatus.Assigned });
+    case "WorkerAssigned": {
+      // assignedBy tells a marketplace assignment (the verifier key) from the poster's own `assignWorker`.
+      const a = argsOf(event, "WorkerAssigned");
+      return update({ worker: a.worker, assigned_by: a.assignedBy, status: EscrowStatus.Assigned });
+    }
     case "WorkerReleased":
-      // The worker handed the task back before delivering: open (Funded) again.
-      return update({ worker: null, status: EscrowStatus.Funded });
+      // The worker handed the task back before delivering: open (Funded) again, assigned by no one.
+      return update({ worker: null, assigned_by: null, status: EscrowStatus.Funded });
     case "EvidenceSubmitted": {
       const a = argsOf(event, "EvidenceSubmitted");
       return update({ status: EscrowStatus.Submitted, rounds: Number(a.round), result_hash: a.resultHash });
@@ -218,6 +222,7 @@ async function upsertTasks(trx: Transaction<Database>, rows: readonly TaskRow[])
       .onConflict((oc) =>
         oc.columns(["chain", "task_hash"]).doUpdateSet((eb) => ({
           worker: eb.ref("excluded.worker"),
+          assigned_by: eb.ref("excluded.assigned_by"),
           deadline: eb.ref("excluded.deadline"),
           status: eb.ref("excluded.status"),
           rounds: eb.ref("excluded.rounds"),

@@ -39,6 +39,8 @@ const indexer = createIndexer({
   provider,
   pollIntervalMs: data.pollIntervalMs,
   blockRange: data.blockRange,
+  // The API writes to the same SQLite file from the main thread: let its writes in between a range's transactions.
+  yieldBetweenCommits: !data.databaseUrl,
   projections: loadProjections(),
   logger,
   onProgress: (progress) => post({ type: "progress", progress }),

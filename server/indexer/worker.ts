@@ -30,7 +30,7 @@ export interface IndexerWorker {
   readonly worker: Worker;
   /** Settles with the thread's exit code once it has ended, however it ended. */
   readonly exited: Promise<number>;
-  /** Stops after the current range commits, closes the worker's database and provider, and waits for the thread. */
+  /** Stops after the current transaction commits, closes the worker's database and provider, waits for the thread. */
   stop(): Promise<void>;
 }
 
@@ -58,6 +58,8 @@ export type IndexerWorkerMessage =
   | { type: "log"; level: keyof IndexerLogger; obj: object; msg: string };
 
 const STOP_TIMEOUT_MS = 10_000;
+const RESTART_DELAY_MS = 1_000;
+const MAX_RESTART_DELAY_MS = 30_000;
 
 /**
  * Bootstraps the entry file; under ts-node (the entry is .ts) the thread registers ts-node first, since a worker does
@@ -110,6 +112,73 @@ export function startIndexerWorker(options: IndexerWorkerOptions): IndexerWorker
       const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
       await exited;
       clearTimeout(timer);
+    },
+  };
+}
+
+export interface SupervisedIndexerWorkerOptions extends IndexerWorkerOptions {
+  /** Pause before a thread that ended unexpectedly is started again, doubling after each such end. Default 1 s. */
+  restartDelayMs?: number;
+  /** Longest pause; a thread that ran at least this long starts the doubling over. Default 30 s. */
+  maxRestartDelayMs?: number;
+}
+
+export interface SupervisedIndexerWorker {
+  /** The running thread; undefined while waiting to start the next one, and after stop(). */
+  readonly current: IndexerWorker | undefined;
+  /** Threads started again after an unexpected end. */
+  readonly restarts: number;
+  /** Stops the running thread (see IndexerWorker.stop) and starts no other. */
+  stop(): Promise<void>;
+}
+
+/**
+ * startIndexerWorker, started again with a back-off whenever the thread ends other than by stop() (a crash, an
+ * out-of-memory end, a terminate()): it resumes from the cursor. Each end is reported to `onError` first.
+ */
+export function superviseIndexerWorker(options: SupervisedIndexerWorkerOptions): SupervisedIndexerWorker {
+  const initialDelay = options.restartDelayMs ?? RESTART_DELAY_MS;
+  const maxDelay = Math.max(initialDelay, options.maxRestartDelayMs ?? MAX_RESTART_DELAY_MS);
+  let current: IndexerWorker | undefined;
+  let restarts = 0;
+  let failures = 0;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const start = () => {
+    const startedAt = Date.now();
+    const handle = startIndexerWorker(options);
+    current = handle;
+    void handle.exited.then(() => {
+      if (stopped || current !== handle) return;
+      current = undefined;
+      failures = Date.now() - startedAt >= maxDelay ? 1 : failures + 1;
+      const delay = Math.min(maxDelay, initialDelay * 2 ** Math.min(failures - 1, 20));
+      options.logger?.warn({ chain: options.chain.name, delayMs: delay, restarts }, "indexer: worker thread ended; starting another");
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (stopped) return;
+        restarts++;
+        start();
+      }, delay);
+    });
+  };
+  start();
+
+  return {
+    get current() {
+      return current;
+    },
+    get restarts() {
+      return restarts;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      timer = undefined;
+      const running = current;
+      current = undefined;
+      await running?.stop();
     },
   };
 }

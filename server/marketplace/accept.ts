@@ -7,7 +7,7 @@ import { OutboxRevert } from "../outbox";
 import type { Offers } from "./offers";
 import type { Custody } from "./custody";
 import { refusal } from "./eligibility";
-import { loadTask, requireLive, waitForIndexer, type TaskContext } from "./task-context";
+import { loadTask, requireLive, waitForIndexer, type Assignment, type TaskContext } from "./task-context";
 import { normalizeWrappedKeys } from "../tasks/terms";
 import { MarketError } from "../../core/errors";
 import { EscrowStatus } from "../../core/escrow";
@@ -38,6 +38,9 @@ export interface Assigned {
   brief: { privacy: "public" | "private"; publicBrief?: string; routingSummary?: string; rootHash?: string; wrappedKey?: string };
   verification: { mode: string; criteria?: Record<string, unknown>; verifierAddress?: string };
 }
+
+/** How old an accept lock with no live assignment transaction must be before another agent may take the task. */
+export const ACCEPT_LOCK_TTL_MS = 2 * 60_000;
 
 export function requireOutbox(deps: Pick<MarketplaceDeps, "outboxes">, chain: string): Outbox {
   const outbox = deps.outboxes.get(chain);
@@ -117,6 +120,19 @@ export function createAccepting(deps: MarketplaceDeps) {
     };
   }
 
+  const assignPurpose = (chain: string, taskHash: string, agent: string, lockedAt: number) => `assign:${chain}:${taskHash}:${agent}:${lockedAt}`;
+
+  /**
+   * True when another agent's accept lock is older than ACCEPT_LOCK_TTL_MS and its assignment never got a live
+   * transaction (nothing recorded, or it reverted): the accept died with the lock taken. A recorded transaction keeps
+   * the lock; the escrow settles who gets the task.
+   */
+  async function abandoned(held: Assignment, chain: string): Promise<boolean> {
+    if (now() - held.updated_at < ACCEPT_LOCK_TTL_MS) return false;
+    const recorded = await deps.outboxes.get(chain)?.latest(assignPurpose(chain, held.task_hash, held.agent_address, held.created_at));
+    return !recorded || recorded.status === "reverted";
+  }
+
   const releaseLock = (taskHash: string, agent: string) =>
     db.deleteFrom("assignments").where("task_hash", "=", taskHash).where("agent_address", "=", agent).where("status", "=", "accepting").execute();
 
@@ -138,7 +154,11 @@ export function createAccepting(deps: MarketplaceDeps) {
       await db.deleteFrom("assignments").where("task_hash", "=", listing.task_hash).execute();
       held = undefined;
     } else if (held && held.agent_address !== address) {
-      throw held.status === "accepting" ? new MarketError("ACCEPT_IN_PROGRESS") : new MarketError("NOT_OPEN", "Taken by another agent.");
+      if (held.status !== "accepting") throw new MarketError("NOT_OPEN", "Taken by another agent.");
+      if (!(await abandoned(held, listing.chain))) throw new MarketError("ACCEPT_IN_PROGRESS");
+      // The other agent's accept died before its transaction was recorded (or it reverted): its lock goes.
+      await releaseLock(listing.task_hash, held.agent_address);
+      held = undefined;
     }
     const outbox = requireOutbox(deps, listing.chain);
     await requireLive(db, listing.chain);
@@ -156,12 +176,13 @@ export function createAccepting(deps: MarketplaceDeps) {
         .execute();
     }
 
-    if (!held || held.agent_address !== address) {
+    let lockedAt = held?.agent_address === address ? held.created_at : undefined;
+    if (lockedAt === undefined) {
       try {
-        const at = now();
+        lockedAt = now();
         await db
           .insertInto("assignments")
-          .values({ task_hash: listing.task_hash, agent_address: address, status: "accepting", outbox_id: null, created_at: at, updated_at: at })
+          .values({ task_hash: listing.task_hash, agent_address: address, status: "accepting", outbox_id: null, created_at: lockedAt, updated_at: lockedAt })
           .execute();
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
@@ -169,16 +190,9 @@ export function createAccepting(deps: MarketplaceDeps) {
       }
     }
 
-    // One purpose per assignment of the task: after a release, the same agent accepting again is a new transaction.
-    const earlier = await db
-      .selectFrom("escrow_events")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("chain", "=", listing.chain)
-      .where("task_hash", "=", listing.task_hash)
-      .where("event", "=", "WorkerAssigned")
-      .executeTakeFirstOrThrow();
-    const assignments = Number(earlier.n);
-    const purpose = `assign:${listing.chain}:${listing.task_hash}:${address}${assignments > 0 ? `:${assignments}` : ""}`;
+    // One purpose per accept lock: retries of this accept wait for the same transaction; an accept after a release or
+    // an expired lock is a new one.
+    const purpose = assignPurpose(listing.chain, listing.task_hash, address, lockedAt);
     try {
       const data = ctx.chain.escrow.interface.encodeFunctionData("marketplaceAssign", [listing.task_hash, address]);
       const sent = await outbox.send(purpose, ctx.chain.config.escrow, data);

@@ -3,6 +3,7 @@ import type { Chain, ChainRegistry } from "../chains";
 import type { Db } from "../db";
 import type { AssignmentsTable, DeliveriesTable, EscrowTask, Listing } from "../db/schema";
 import { MarketError } from "../../core/errors";
+import { taskHashParam } from "../http/params";
 
 export type Delivery = Selectable<DeliveriesTable>;
 export type Assignment = Selectable<AssignmentsTable>;
@@ -18,14 +19,9 @@ export interface TaskContext {
   delivery: Delivery | undefined;
 }
 
-export function checkTaskHash(taskHash: string): string {
-  if (/^[0-9]+$/.test(taskHash)) throw new MarketError("TASK_ID_NOT_SUPPORTED");
-  if (!/^0x[0-9a-fA-F]{64}$/.test(taskHash)) throw new MarketError("INVALID_TASK_HASH");
-  return taskHash.toLowerCase();
-}
 
 export async function loadTask(db: Db, chains: ChainRegistry, taskHashInput: string): Promise<TaskContext> {
-  const taskHash = checkTaskHash(taskHashInput);
+  const taskHash = taskHashParam(taskHashInput);
   const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
   if (!listing) throw new MarketError("TASK_NOT_FOUND", "No listed task with this hash.");
   const chain = chains.require(listing.chain);

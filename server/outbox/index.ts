@@ -3,7 +3,7 @@ import type { Chain } from "../chains";
 import { json, type Db } from "../db";
 import type { OutboxTable } from "../db/schema";
 import type { Selectable } from "kysely";
-import { decodeRevert } from "../../core/revert";
+import { decodeRevert, isCallRevert } from "../../core/revert";
 import { MarketError } from "../../core/errors";
 
 type Entry = Selectable<OutboxTable>;
@@ -19,7 +19,10 @@ export interface OutboxOptions {
   pollMs?: number;
   /** A transaction neither mined nor known after this long is broadcast again (ms). */
   resendAfterMs?: number;
-  /** A transaction still not mined after this long is replaced with higher fees, same nonce (ms). */
+  /**
+   * A transaction still not mined after this long (or still refused by the node, never sent) is replaced with higher
+   * fees, same nonce (ms); the wait grows with each replacement.
+   */
   bumpAfterMs?: number;
 }
 
@@ -50,8 +53,12 @@ export type Outbox = ReturnType<typeof createOutbox>;
  *   never loses a signed transaction, and a restart broadcasts what was recorded but not mined;
  * - one purpose (e.g. `assign:<task>:<agent>`) is sent at most once unless it reverted: retrying a request after a
  *   crash waits for the recorded transaction instead of sending a second one;
- * - a dropped transaction is broadcast again; a stuck one is replaced with higher fees at the same nonce.
- * One process holds a verifier key: nonces are allocated in memory after reading the chain and the table once.
+ * - a dropped transaction is broadcast again; a stuck one, or one the node keeps refusing, is replaced with higher
+ *   fees at the same nonce;
+ * - a nonce taken by another transaction of the key (none of the entry's transactions mined) ends the entry as
+ *   reverted, so asking for its purpose again sends a new transaction.
+ * One process holds a verifier key: nonces are allocated in memory after reading the chain and the table once. Only
+ * the current key's entries are followed; those of a previous key are left as they are.
  */
 export function createOutbox(options: OutboxOptions) {
   const { db, chain, signer, now } = options;
@@ -65,7 +72,7 @@ export function createOutbox(options: OutboxOptions) {
   let timer: NodeJS.Timeout | undefined;
   let started = false;
   let polling: Promise<void> | undefined;
-  const waiters = new Map<number, Array<{ resolve: (s: Sent) => void; reject: (e: Error) => void }>>();
+  const waiters = new Map<number, Waiter[]>();
 
   async function address(): Promise<string> {
     sender ??= await signer.getAddress();
@@ -115,7 +122,7 @@ export function createOutbox(options: OutboxOptions) {
         gasLimit = ((await provider.estimateGas(request)) * 12n) / 10n;
       } catch (error) {
         const revert = decodeRevert(chain.escrow.interface, error);
-        if (!revert && !isCallException(error)) throw new MarketError("CHAIN_UNAVAILABLE", (error as Error).message, { cause: error });
+        if (!revert && !isCallRevert(error)) throw new MarketError("CHAIN_UNAVAILABLE", (error as Error).message, { cause: error });
         throw new OutboxRevert(purpose, revert, `${purpose} would revert: ${revert ? `${revert.name}(${revert.args.join(", ")})` : (error as Error).message}`);
       }
       const fees = await provider.getFeeData();
@@ -173,7 +180,7 @@ export function createOutbox(options: OutboxOptions) {
     try {
       await provider.broadcastTransaction(entry.raw);
     } catch (error) {
-      // Already in the pool or already mined: the receipt check settles it.
+      // Already in the pool, already mined, or the nonce taken by another transaction: the poll settles it.
       if (!/already known|nonce too low|nonce has already been used|known transaction|AlreadyKnown/i.test(String((error as Error).message))) {
         options.logger?.warn({ err: error, purpose: entry.purpose, nonce: entry.nonce }, "broadcast failed; will retry");
         return;
@@ -218,44 +225,61 @@ export function createOutbox(options: OutboxOptions) {
     }
   }
 
-  /** Checks every unsettled transaction once: receipts, rebroadcasts and fee bumps. */
+  /** Checks every unsettled transaction of the current key once, each on its own: receipts, rebroadcasts, fee bumps. */
   async function poll(): Promise<void> {
+    const from = await address();
     const open = await db
       .selectFrom("outbox")
       .selectAll()
       .where("chain", "=", chain.name)
+      .where("sender", "=", from)
       .where("status", "in", ["signed", "sent"])
       .orderBy("nonce")
       .execute();
     if (open.length === 0) return;
     const head = await provider.getBlockNumber();
+    // Read before the receipts: a nonce below this count whose transactions still have no receipt was taken by another.
+    const used = await provider.getTransactionCount(from, Math.max(0, head - chain.config.confirmations));
     for (const entry of open) {
-      if (entry.status === "signed") {
-        await broadcast(entry);
-        continue;
+      try {
+        await check(entry, head, used);
+      } catch (error) {
+        options.logger?.error({ err: error, chain: chain.name, purpose: entry.purpose, nonce: entry.nonce }, "outbox: checking a transaction failed");
       }
-      let receipt: TransactionReceipt | null = null;
-      for (const hash of json.read<string[]>(entry.hashes) ?? [entry.tx_hash]) {
-        receipt = await provider.getTransactionReceipt(hash);
-        if (receipt) break;
-      }
-      if (receipt) {
-        if (head - receipt.blockNumber < chain.config.confirmations) continue;
-        const ok = receipt.status === 1;
-        let error: string | null = null;
-        if (!ok) error = await revertReason(entry, receipt.blockNumber);
-        await db
-          .updateTable("outbox")
-          .set({ status: ok ? "mined" : "reverted", tx_hash: receipt.hash, mined_block: receipt.blockNumber, error, updated_at: now() })
-          .where("id", "=", entry.id)
-          .execute();
-        settle(entry.id, ok ? { sent: { id: entry.id, txHash: receipt.hash, receipt } } : { error: new OutboxRevert(entry.purpose, undefined, error ?? "reverted", receipt.hash) });
-        continue;
-      }
-      const waited = now() - (entry.sent_at ?? entry.created_at);
-      if (waited >= bumpAfterMs * entry.attempts) await bump(entry);
-      else if (waited >= resendAfterMs) await broadcast(entry);
     }
+  }
+
+  async function check(entry: Entry, head: number, used: number): Promise<void> {
+    let receipt: TransactionReceipt | null = null;
+    for (const hash of json.read<string[]>(entry.hashes) ?? [entry.tx_hash]) {
+      receipt = await provider.getTransactionReceipt(hash);
+      if (receipt) break;
+    }
+    if (receipt) {
+      if (head - receipt.blockNumber < chain.config.confirmations) return;
+      const ok = receipt.status === 1;
+      let error: string | null = null;
+      if (!ok) error = await revertReason(entry, receipt.blockNumber);
+      await db
+        .updateTable("outbox")
+        .set({ status: ok ? "mined" : "reverted", tx_hash: receipt.hash, mined_block: receipt.blockNumber, error, updated_at: now() })
+        .where("id", "=", entry.id)
+        .execute();
+      settle(entry.id, ok ? { sent: { id: entry.id, txHash: receipt.hash, receipt } } : { error: new OutboxRevert(entry.purpose, undefined, error ?? "reverted", receipt.hash) });
+      return;
+    }
+    if (entry.nonce < used) {
+      // The nonce is mined, by none of this entry's transactions: another transaction of the key took it. The entry
+      // ends, and the next nonce is read from the chain again (the key is evidently used elsewhere too).
+      const error = `nonce ${entry.nonce} was used by another transaction of ${entry.sender}`;
+      await db.updateTable("outbox").set({ status: "reverted", error, updated_at: now() }).where("id", "=", entry.id).execute();
+      nextNonce = undefined;
+      settle(entry.id, { error: new OutboxRevert(entry.purpose, undefined, `${entry.purpose}: ${error}`) });
+      return;
+    }
+    const waited = now() - (entry.sent_at ?? entry.created_at);
+    if (waited >= bumpAfterMs * entry.attempts) await bump(entry);
+    else if (entry.status === "signed" || waited >= resendAfterMs) await broadcast(entry);
   }
 
   /** Why a mined transaction reverted, by replaying its call at the block before. */
@@ -303,21 +327,27 @@ export function createOutbox(options: OutboxOptions) {
           .where("status", "=", "mined")
           .execute();
       }
+      let waiter: Waiter | undefined;
       const result = new Promise<Sent>((resolve, reject) => {
-        const list = waiters.get(entry.id) ?? [];
-        list.push({ resolve, reject });
-        waiters.set(entry.id, list);
+        waiter = { resolve, reject };
+        waiters.set(entry.id, [...(waiters.get(entry.id) ?? []), waiter]);
       });
-      if (entry.status === "signed") await broadcast(entry);
-      schedule();
+      // Settled while the broadcast below is awaited: not an unhandled rejection, the race still sees it.
+      result.catch(() => undefined);
       let timeout: NodeJS.Timeout | undefined;
-      const expired = new Promise<never>((_, reject) => {
-        timeout = setTimeout(() => reject(new MarketError("TX_PENDING", `${purpose}: not confirmed within ${timeoutMs} ms; retry shortly.`)), timeoutMs);
-      });
       try {
+        if (entry.status === "signed") await broadcast(entry);
+        schedule();
+        const expired = new Promise<never>((_, reject) => {
+          timeout = setTimeout(() => reject(new MarketError("TX_PENDING", `${purpose}: not confirmed within ${timeoutMs} ms; retry shortly.`)), timeoutMs);
+        });
         return await Promise.race([result, expired]);
       } finally {
         clearTimeout(timeout);
+        // Settled or given up on: either way this caller waits no more.
+        const rest = (waiters.get(entry.id) ?? []).filter((w) => w !== waiter);
+        if (rest.length > 0) waiters.set(entry.id, rest);
+        else waiters.delete(entry.id);
       }
     },
 
@@ -340,10 +370,18 @@ export function createOutbox(options: OutboxOptions) {
 
     /** One check of every unsettled transaction (tests drive it by hand). */
     poll,
+
+    /** Callers waiting for a transaction. */
+    waiting(): number {
+      let count = 0;
+      for (const list of waiters.values()) count += list.length;
+      return count;
+    },
   };
 }
 
-function isCallException(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  return e?.code === "CALL_EXCEPTION" || /revert/i.test(e?.message ?? "");
+interface Waiter {
+  resolve: (s: Sent) => void;
+  reject: (e: Error) => void;
 }
+

@@ -1,11 +1,10 @@
 import { Type } from "@sinclair/typebox";
-import { getAddress } from "ethers";
 import type { App, Context } from "../app";
 import type { Db } from "../db";
 import { Address, Envelope, errorResponses, ok } from "../http/schemas";
+import { addressParam } from "../http/params";
 import { decayedScore, earnsBadge, FRESH_REPUTATION } from "../../core/reputation";
 import { Ending } from "../../core/escrow";
-import { MarketError } from "../../core/errors";
 
 export { createReputationProjection } from "./projection";
 
@@ -26,11 +25,6 @@ const Reputation = Type.Object({
   offChainTasksCompleted: Type.Integer(),
   offChainDisputes: Type.Integer(),
 });
-
-function checkAddress(text: string): string {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(text)) throw new MarketError("INVALID_ADDRESS");
-  return getAddress(text);
-}
 
 /** On-chain reputation from the 0g escrow's indexed events, or zeros when 0g is not configured. */
 async function onChainNumbers(db: Db, address: string, configured: boolean) {
@@ -121,7 +115,7 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
       },
     },
     async (request) => {
-      const address = checkAddress(request.params.address);
+      const address = addressParam(request.params.address);
       const row = await db.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirst();
       const decay = decayedScore(row?.raw_score ?? 0, row?.last_settled_at ?? null, nowSeconds());
       const onChain = await onChainNumbers(db, address, chains.get(ON_CHAIN_REPUTATION_CHAIN) !== undefined);
@@ -159,7 +153,7 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
       },
     },
     async (request) => {
-      const address = checkAddress(request.params.address);
+      const address = addressParam(request.params.address);
       const rows = await db.selectFrom("capability_stats").selectAll().where("address", "=", address).orderBy("tag").execute();
       const stats = rows.map((r) => ({ tag: r.tag, completions: r.completions, failures: r.failures }));
       return ok({ stats, badges: stats.filter(earnsBadge).map((s) => ({ tag: s.tag, kind: "earned" as const })) });

@@ -4,10 +4,13 @@ import { json } from "../db";
 import { argsOf, type ChainEvent } from "../indexer/events";
 import type { Projection } from "../indexer/projection";
 import { fromEventRow } from "../indexer/events";
+import { applyTaskEvent, type TaskRow } from "../indexer/task-projection";
 import { applyReputation, FRESH_REPUTATION, type ReputationEvent, type ReputationState } from "../../core/reputation";
 import { Ending } from "../../core/escrow";
 
 type Trx = Transaction<Database>;
+/** Rows or keys per statement, as the task projection reads them. */
+const CHUNK = 1_000;
 
 /** What one escrow event means for the task's worker: a reputation event and/or a per-tag outcome. */
 interface WorkerFact {
@@ -19,14 +22,34 @@ interface WorkerFact {
 
 const RELEVANT = ["VerificationCompleted", "DisputeRaised", "TaskCompleted", "TaskRefunded", "DeadlineExpired"] as const;
 const isRelevant = (event: ChainEvent) => (RELEVANT as readonly string[]).includes(event.event);
+/** Events that decide who a task's credited worker is, or what it earns: the tasks the range must follow. */
+const followed = (event: ChainEvent) => event.event === "WorkerAssigned" || event.event === "WorkerReleased" || isRelevant(event);
 
-/** The task as the task projection has it before the range; undefined when its TaskCreated is not indexed. */
-async function indexedTask(trx: Trx, chain: string, taskHash: string): Promise<{ worker: string | null } | undefined> {
-  return trx.selectFrom("escrow_tasks").select("worker").where("chain", "=", chain).where("task_hash", "=", taskHash).executeTakeFirst();
+/**
+ * The worker a task's outcomes count for: its worker when the marketplace assigned it (WorkerAssigned.assignedBy is
+ * not the poster: `marketplaceAssign` by the verifier key, after the API's accept checks, which refuse the poster and
+ * the agents of the poster's account). A task the poster assigned directly with `assignWorker` counts for no one:
+ * two wallets and a task small enough to pay no fee would otherwise buy reputation and the decayed score that ranks
+ * agents for offers. Undefined (a task created before the start block) counts for no one either.
+ */
+export function creditedWorker(task: Pick<TaskRow, "poster" | "worker" | "assigned_by"> | undefined): string | null {
+  if (!task?.worker || task.assigned_by === null || task.assigned_by === task.poster) return null;
+  return task.worker;
 }
 
-async function workerOf(trx: Trx, chain: string, taskHash: string): Promise<string | null> {
-  return (await indexedTask(trx, chain, taskHash))?.worker ?? null;
+/** The tasks as the task projection has them before the range (it runs after this one); absent when not indexed. */
+async function indexedTasks(trx: Trx, chain: string, hashes: readonly string[]): Promise<Map<string, TaskRow>> {
+  const tasks = new Map<string, TaskRow>();
+  for (let i = 0; i < hashes.length; i += CHUNK) {
+    const rows = await trx
+      .selectFrom("escrow_tasks")
+      .selectAll()
+      .where("chain", "=", chain)
+      .where("task_hash", "in", hashes.slice(i, i + CHUNK))
+      .execute();
+    for (const row of rows) tasks.set(row.task_hash, row);
+  }
+  return tasks;
 }
 
 /** The worker fact of an event, or undefined when the event does not concern a worker's record. */
@@ -140,7 +163,7 @@ async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void>
   for (const [address, state] of states) await saveState(trx, address, state);
 }
 
-/** Replays every remaining event of the tasks the agent works, on every chain, in time order. */
+/** Replays every remaining event of the tasks credited to the agent, on every chain, in time order. */
 async function rebuild(trx: Trx, worker: string): Promise<void> {
   await lockStates(trx, [worker]);
   await trx.deleteFrom("reputation").where("address", "=", worker).execute();
@@ -149,6 +172,7 @@ async function rebuild(trx: Trx, worker: string): Promise<void> {
     .selectFrom("escrow_events as e")
     .innerJoin("escrow_tasks as t", (join) => join.onRef("t.chain", "=", "e.chain").onRef("t.task_hash", "=", "e.task_hash"))
     .selectAll("e")
+    .select(["t.poster", "t.worker", "t.assigned_by"])
     .where("t.worker", "=", worker)
     .where("e.event", "in", [...RELEVANT])
     .orderBy("e.block_time")
@@ -157,7 +181,9 @@ async function rebuild(trx: Trx, worker: string): Promise<void> {
     .orderBy("e.log_index")
     .execute();
   const facts = rows.flatMap((row) => {
-    const fact = factOf(fromEventRow(row), worker);
+    // A worker's outcomes all follow its last assignment (a task is handed back only before any of them), so the
+    // task's current assignment decides, as it did when the events were applied.
+    const fact = factOf(fromEventRow(row), creditedWorker(row));
     return fact ? [fact] : [];
   });
   await applyFacts(trx, facts);
@@ -166,45 +192,44 @@ async function rebuild(trx: Trx, worker: string): Promise<void> {
 /**
  * Keeps `reputation` and `capability_stats` in step with the escrow's events: applied incrementally, and rebuilt
  * for each affected worker when a reorg removes events (the clamping at 0 and 100 makes the result depend on order).
- * It runs before the task projection, so the stored worker of a task is the one before the range; the range's own
- * assignments and releases are followed event by event.
+ * Only marketplace-assigned tasks count (`creditedWorker`). It runs before the task projection, so the stored task
+ * is the one before the range; the range's own creations, assignments and releases are followed event by event with
+ * the task projection's rule (`applyTaskEvent`), so assignment and payout count alike in one range or in two.
  */
 export function createReputationProjection(): Projection {
   return {
     name: "reputation",
     async apply(trx, chain, events) {
-      const workers = new Map<string, string | null>();
-      const workerAt = async (taskHash: string) => (workers.has(taskHash) ? workers.get(taskHash)! : workerOf(trx, chain, taskHash));
-      const created = new Set<string>();
+      const hashes = [...new Set(events.flatMap((e) => (e.taskHash !== null && followed(e) ? [e.taskHash] : [])))];
+      if (hashes.length === 0) return;
+      const tracked = new Set(hashes);
+      const tasks: Map<string, TaskRow | undefined> = await indexedTasks(trx, chain, hashes);
       const facts: WorkerFact[] = [];
       for (const event of events) {
-        if (!event.taskHash) continue;
-        if (event.event === "TaskCreated") created.add(event.taskHash);
-        else if (event.event === "WorkerAssigned") {
-          // A task created before the start block is in no read model, and a rebuild never counts it: whether its
-          // assignment and ending fall into one range must not decide whether they count.
-          const indexed = created.has(event.taskHash) || (await indexedTask(trx, chain, event.taskHash)) !== undefined;
-          workers.set(event.taskHash, indexed ? argsOf(event, "WorkerAssigned").worker : null);
-        } else if (event.event === "WorkerReleased") workers.set(event.taskHash, null);
-        else if (isRelevant(event)) {
-          const fact = factOf(event, await workerAt(event.taskHash));
+        if (event.taskHash === null || !tracked.has(event.taskHash)) continue;
+        const task = tasks.get(event.taskHash);
+        if (isRelevant(event)) {
+          const fact = factOf(event, creditedWorker(task));
           if (fact) facts.push(fact);
         }
+        // A task created before the start block stays undefined: a rebuild never counts it, so whether its
+        // assignment and ending fall into one range must not decide whether they count.
+        tasks.set(event.taskHash, applyTaskEvent(task, event));
       }
       await applyFacts(trx, facts);
     },
     async rollback(trx, chain, removed) {
-      // Runs after the task projection rolled back: the stored workers are the canonical ones again, and the removed
-      // assignments and payouts name the workers the removed events may have credited.
+      // Runs after the task projection rolled back: the stored workers and assignments are the canonical ones again,
+      // and the removed assignments and payouts name the workers the removed events may have credited.
       const workers = new Set<string>();
+      const outcomes = new Set<string>();
       for (const event of removed) {
         if (!event.taskHash) continue;
         if (event.event === "WorkerAssigned") workers.add(argsOf(event, "WorkerAssigned").worker);
         if (event.event === "TaskCompleted") workers.add(argsOf(event, "TaskCompleted").worker);
-        if (!isRelevant(event)) continue;
-        const worker = await workerOf(trx, chain, event.taskHash);
-        if (worker) workers.add(worker);
+        if (isRelevant(event)) outcomes.add(event.taskHash);
       }
+      for (const task of (await indexedTasks(trx, chain, [...outcomes])).values()) if (task.worker) workers.add(task.worker);
       for (const worker of [...workers].sort()) await rebuild(trx, worker);
     },
   };

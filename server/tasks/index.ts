@@ -7,6 +7,7 @@ import { createListings } from "./listing";
 import { createTaskQueries } from "./queries";
 import { BuildTaskBody, IndexBatchBody, IndexTaskBody, TaskView, UnsignedTx } from "./schemas";
 import { MarketError } from "../../core/errors";
+import { taskHashParam } from "../http/params";
 
 export { createTaskQueries, toTaskView, type TaskQueries } from "./queries";
 
@@ -196,9 +197,8 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
     },
     async (request) => {
       const { taskHash } = request.params;
-      if (!/^0x[0-9a-fA-F]{64}$/.test(taskHash)) throw new MarketError("INVALID_TASK_HASH");
       const principal = await auth.optional(request);
-      const task = await queries.view(taskHash, principal?.wallet);
+      const task = await queries.view(taskHashParam(taskHash), principal?.wallet);
       if (!task) throw new MarketError("TASK_NOT_FOUND");
       return ok(task);
     },

@@ -3,12 +3,12 @@ import type { Chain } from "../chains";
 import type { BlobStore } from "../storage/blob-store";
 import type { AgentRegistry } from "../agents/registry";
 import type { TaskFieldsInput } from "./schemas";
+import { addressParam } from "../http/params";
 import { capabilityTags } from "../agents";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { contentHash, publicTaskHash } from "../../core/crypto";
 import { validateCriteria, type VerificationCriteria, type VerificationMode } from "../../core/verification";
 import { DEFAULT_ZONE } from "../../core/limits";
-import { parseAgentAddress } from "../../core/task-fields";
 
 /** A task's listed properties, checked and normalized (addresses checksummed, hashes lowercase). */
 export interface TaskTerms {
@@ -51,12 +51,7 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
   if (mode !== "auto" && mode !== "manual" && mode !== "agent") {
     throw new MarketError("UNSUPPORTED_VERIFICATION_MODE", `Verification mode ${JSON.stringify(mode)} is not supported; use auto, manual or agent.`);
   }
-  const criteriaIssues = validateCriteria(input.verificationCriteria ?? undefined, mode);
-  if (criteriaIssues.length > 0) {
-    throw new MarketError("INVALID_CRITERIA", criteriaIssues.map((i) => i.message).join("; "), {
-      details: criteriaIssues.map((i): ErrorDetail => ({ code: i.code, field: `body.${i.field}`, message: i.message })),
-    });
-  }
+  requireValidCriteria(input.verificationCriteria ?? undefined, mode);
 
   const privacy = input.privacy ?? "private";
   const wrappedKeys = normalizeWrappedKeys(input.wrappedKeys);
@@ -81,11 +76,11 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
   }
 
   const requiredCapabilities = capabilityTags(input.requiredCapabilities ?? [], "body.requiredCapabilities");
-  const targetExecutor = input.targetExecutor === undefined ? null : agentAddress(input.targetExecutor, "body.targetExecutor");
+  const targetExecutor = input.targetExecutor === undefined ? null : addressParam(input.targetExecutor, "body.targetExecutor");
   if (targetExecutor === poster) throw new MarketError("TARGET_IS_POSTER");
 
   // The zero address would be funded as "no verifier" and the listing then refused (VERIFIER_MODE_MISMATCH).
-  const verifierAddress = input.verifierAddress === undefined ? null : agentAddress(input.verifierAddress, "body.verifierAddress");
+  const verifierAddress = input.verifierAddress === undefined ? null : addressParam(input.verifierAddress, "body.verifierAddress");
   if (mode === "agent") {
     if (!verifierAddress) throw new MarketError("VERIFIER_REQUIRED");
     if (verifierAddress === poster || verifierAddress === targetExecutor) throw new MarketError("VERIFIER_NOT_ALLOWED");
@@ -149,11 +144,13 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
   };
 }
 
-/** An agent's or verifier's address, checksummed; the zero address is refused. */
-function agentAddress(text: string, field: string): string {
-  const address = parseAgentAddress(text);
-  if (!address.ok) throw new MarketError("INVALID_ADDRESS", `${field}: ${address.message}`, { details: [{ field, message: address.message }] });
-  return address.value;
+/** Criteria checked by the shared rules (core/verification); any problem is `INVALID_CRITERIA`, one detail each. */
+export function requireValidCriteria(criteria: unknown, mode: VerificationMode): void {
+  const issues = validateCriteria(criteria, mode);
+  if (issues.length === 0) return;
+  throw new MarketError("INVALID_CRITERIA", issues.map((i) => i.message).join("; "), {
+    details: issues.map((i): ErrorDetail => ({ code: i.code, field: `body.${i.field}`, message: i.message })),
+  });
 }
 
 /** `wrappedKeys` with checksummed addresses and hex values without 0x, lowercase. */

@@ -8,15 +8,21 @@ import { unsignedCall } from "../marketplace/calls";
 import { autoVerdict, sendVerdict } from "./judge";
 import { UnsignedTx } from "../tasks/schemas";
 import { MarketError } from "../../core/errors";
+import { createWindows, rateLimited } from "../http/rate-limit";
 import { EscrowStatus } from "../../core/escrow";
-import { validateCriteria, type VerificationCriteria } from "../../core/verification";
+import type { VerificationCriteria } from "../../core/verification";
+import { requireValidCriteria } from "../tasks/terms";
 
 export { autoVerdict, sendVerdict } from "./judge";
 
 const VerificationResult = Type.Object({ passed: Type.Boolean(), score: Type.Integer(), reasons: Type.Array(Type.String()) });
 
+/** Advisory (non-settling) verifications per wallet per minute. */
+export const ADVISORY_VERIFY_PER_MINUTE = 30;
+
 export function verificationRoutes(app: App, ctx: Context) {
   const { db, chains, auth, now, market } = ctx;
+  const advisory = createWindows(60_000);
   const delivery = createDelivery(market);
 
   app.post(
@@ -112,7 +118,7 @@ export function verificationRoutes(app: App, ctx: Context) {
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const principal = await auth.required(request);
       const { taskHash, taskId, verificationCriteria } = request.body;
       if (taskHash === undefined) {
@@ -127,12 +133,7 @@ export function verificationRoutes(app: App, ctx: Context) {
       if (!role) throw new MarketError("NOT_TASK_PARTY");
       if (verificationCriteria !== undefined) {
         if (role === "executor") throw new MarketError("CRITERIA_FROM_EXECUTOR");
-        const issues = validateCriteria(verificationCriteria, "auto");
-        if (issues.length > 0) {
-          throw new MarketError("INVALID_CRITERIA", issues.map((i) => i.message).join("; "), {
-            details: issues.map((i) => ({ code: i.code, field: `body.${i.field}`, message: i.message })),
-          });
-        }
+        requireValidCriteria(verificationCriteria, "auto");
       }
       if (listing.verification_criteria === null && listing.routing_summary === null && listing.public_brief === null && verificationCriteria === undefined) {
         throw new MarketError("NOTHING_TO_VERIFY");
@@ -144,6 +145,12 @@ export function verificationRoutes(app: App, ctx: Context) {
       if (settles) {
         const judged = await delivery.settleAutomatically(task, latest);
         return ok({ taskHash: listing.task_hash, settled: true, status: judged.status, round: latest.round, verificationResult: judged.verificationResult! });
+      }
+      // An opinion costs the event loop up to a regex time bound per call and settles nothing: each wallet gets a few.
+      const wait = advisory.hit(principal.wallet, ADVISORY_VERIFY_PER_MINUTE, now());
+      if (wait !== undefined) {
+        reply.header("retry-after", String(wait));
+        throw rateLimited(wait, "advisory verifications");
       }
       const verdict = autoVerdict(task, latest.output, (verificationCriteria as VerificationCriteria | undefined) ?? null);
       return ok({ taskHash: listing.task_hash, settled: false, status: delivery.statusOf(task), round: latest.round, verificationResult: verdict });

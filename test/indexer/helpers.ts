@@ -125,8 +125,9 @@ export function random(seed: number): () => number {
 }
 
 /**
- * Random escrow activity: batches and single tasks, every transition, time travel past deadlines and windows, pauses,
- * fee changes and empty blocks. Actions the escrow refuses are skipped. Returns the task hashes created.
+ * Random escrow activity: batches and single tasks, every transition (assignments by the marketplace verifier and by
+ * the poster), time travel past deadlines and windows, pauses, fee changes and empty blocks. Actions the escrow
+ * refuses are skipped. Returns the task hashes created.
  */
 export async function randomActivity(fixture: EscrowFixture, options: { seed: number; steps: number; tag: string }): Promise<string[]> {
   const { escrow, token, admin, verifier, poster, worker, agentVerifier } = fixture;
@@ -180,6 +181,7 @@ export async function randomActivity(fixture: EscrowFixture, options: { seed: nu
       } else if (status === EscrowStatus.Funded) {
         if (rnd() < 0.15) await attempt(() => escrow.connect(poster).cancelTask(hash));
         else if (rnd() < 0.1) await attempt(() => escrow.connect(poster).claimTimeout(hash));
+        else if (rnd() < 0.3) await attempt(() => escrow.connect(poster).assignWorker(hash, worker.address));
         else await attempt(() => escrow.connect(verifier).marketplaceAssign(hash, worker.address));
       } else if (status === EscrowStatus.Assigned || status === EscrowStatus.Failed) {
         if (rnd() < 0.15) await attempt(() => escrow.connect(rnd() < 0.5 ? poster : worker).raiseDispute(hash));

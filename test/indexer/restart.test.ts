@@ -5,7 +5,7 @@ import path from "node:path";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import { createDatabase, migrateToLatest } from "../../server/db";
-import { readCursor, startIndexerWorker, type IndexerStep } from "../../server/indexer";
+import { readCursor, startIndexerWorker, superviseIndexerWorker, type IndexerStep } from "../../server/indexer";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import {
   chainConfig,
@@ -40,7 +40,8 @@ describe("indexer restarts", function () {
     const chain = chainConfig(fixture);
     const reference = await freshIndexDump(chain);
 
-    for (const seed of [1, 2, 3]) {
+    // The last seed commits at most two events a transaction: crashes also land between a range's transactions.
+    for (const [seed, maxEventsPerCommit] of [[1, undefined], [2, undefined], [3, 2]] as const) {
       const rnd = random(seed);
       const db = await memoryDb();
       const crashedAt: IndexerStep[] = [];
@@ -49,6 +50,7 @@ describe("indexer restarts", function () {
         const crashAfter = 1 + Math.floor(rnd() * 12);
         const indexer = inProcessIndexer(db, chain, {
           blockRange: SMALL_RANGES,
+          maxEventsPerCommit,
           onStep: (step) => {
             if (++steps === crashAfter) {
               crashedAt.push(step);
@@ -154,6 +156,55 @@ describe("indexer restarts", function () {
       await last.stop();
       expect(await last.exited).to.equal(0);
       expect(errors).to.deep.equal([]);
+      expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chainConfig(fixture)));
+    } finally {
+      await db.destroy();
+      await network.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("in a worker thread: a supervised worker that ends is started again after a back-off, and not after stop()", async function () {
+    const fixture = await loadFixture(activeChainFixture);
+    const network = await serveNetwork();
+    const dir = mkdtempSync(path.join(tmpdir(), "indexer-worker-"));
+    const sqlitePath = path.join(dir, "market.sqlite");
+    const db = createDatabase({ sqlitePath });
+    try {
+      await migrateToLatest(db);
+      const chain = chainConfig(fixture, { rpcUrl: network.url });
+      const head = await hre.ethers.provider.getBlockNumber();
+      const errors: Error[] = [];
+      let ranges = 0;
+      const supervised = superviseIndexerWorker({
+        sqlitePath,
+        chain,
+        pollIntervalMs: 20,
+        blockRange: { initial: 2, max: 3 },
+        restartDelayMs: 50,
+        maxRestartDelayMs: 200,
+        onProgress: () => ranges++,
+        onError: (error) => errors.push(error),
+      });
+      try {
+        await waitFor(async () => ranges >= 3, 30_000, "worker progress");
+        const first = supervised.current!;
+        await first.worker.terminate(); // killed from outside, mid catch-up
+        expect(errors.map((e) => e.message).join("\n")).to.match(/exited unexpectedly/);
+        expect(supervised.restarts).to.equal(0);
+        await waitFor(async () => supervised.current !== undefined && supervised.current !== first, 5_000, "a new thread");
+        expect(supervised.restarts).to.equal(1);
+        await waitFor(async () => (await readCursor(db, "arc"))?.number === head, 30_000, "the new thread to catch up");
+
+        // Ended again, then stopped during the back-off: no thread is started after stop().
+        await supervised.current!.worker.terminate();
+        await supervised.stop();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(supervised.restarts).to.equal(1);
+        expect(supervised.current).to.equal(undefined);
+      } finally {
+        await supervised.stop();
+      }
       expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chainConfig(fixture)));
     } finally {
       await db.destroy();

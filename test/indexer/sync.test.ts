@@ -125,6 +125,51 @@ describe("indexer sync", function () {
     await db.destroy();
   });
 
+  it("commits a range with many events in transactions of at most maxEventsPerCommit, cut between blocks", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    const { escrow, poster, token } = fixture;
+    // Dense blocks of 15, 15, 30 and 5 TaskCreated, then empty blocks: one eth_getLogs range holds them all.
+    let n = 0;
+    const createTasks = (count: number) =>
+      escrow.connect(poster).createTasks(
+        Array.from({ length: count }, () => ({ taskHash: hre.ethers.id(`dense ${n++}`), token, amount: 1n, duration: 86_400n, verifier: hre.ethers.ZeroAddress })),
+        { gasLimit: 3_000_000 },
+      );
+    await hre.network.provider.send("evm_setAutomine", [false]);
+    try {
+      for (const txs of [[5, 5, 5], [5, 10], [10, 10, 10], [5]]) {
+        for (const count of txs) await createTasks(count);
+        await hre.network.provider.send("evm_mine", []);
+      }
+    } finally {
+      await hre.network.provider.send("evm_setAutomine", [true]);
+    }
+    await mineBlocks(5);
+
+    const db = await memoryDb();
+    const commits: { from: number; to: number; events: number }[] = [];
+    const result = await syncToHead(
+      inProcessIndexer(db, chain, { maxEventsPerCommit: 20, onProgress: ({ from, to, events }) => commits.push({ from, to, events }) }),
+    );
+    const head = await hre.ethers.provider.getBlockNumber();
+    expect(result.events).to.equal(await countEscrowLogs(chain));
+    expect(commits.length).to.be.at.least(4);
+    // Contiguous, whole blocks, each stored by one transaction: at most 20 events unless they are one block's.
+    expect(commits[0]!.from).to.equal(chain.startBlock);
+    expect(commits.at(-1)!.to).to.equal(head);
+    const stored = (await dumpTables(db)).events as { block_number: number }[];
+    for (const [i, commit] of commits.entries()) {
+      if (i > 0) expect(commit.from).to.equal(commits[i - 1]!.to + 1);
+      const blocks = stored.filter((e) => e.block_number >= commit.from && e.block_number <= commit.to).map((e) => e.block_number);
+      expect(blocks).to.have.length(commit.events);
+      if (commit.events > 20) expect(new Set(blocks).size, `commit ${i}`).to.equal(1);
+    }
+    expect(commits.map((c) => c.events)).to.include(30);
+    expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chain));
+    await db.destroy();
+  });
+
   it("halves the range when the node refuses a query and grows it back, missing nothing", async function () {
     const fixture = await loadFixture(deployEscrowFixture);
     const chain = chainConfig(fixture);

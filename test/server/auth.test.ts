@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, PUBLIC_URL, type Answer, type TestServer } from "./harness";
-import { NONCE_TTL_MS, SESSION_TTL_MS } from "../../server/auth";
+import { AUTH_SWEEP_INTERVAL_MS, EXPIRED_SESSION_KEPT_MS, NONCE_TTL_MS, SESSION_TTL_MS } from "../../server/auth";
 import { formatSignInMessage, parseSignInMessage, type SignInMessage } from "../../core/siwe";
 
 interface Nonce {
@@ -244,6 +244,29 @@ describe("server: authentication", function () {
       expect((answer.body.error as { reason?: string }).reason).to.equal("SESSION_EXPIRED");
       expectError(await s.call("POST", "/api/v1/api-keys", { body: { name: "late" }, headers: bearer(session.token) }), 401, "INVALID_TOKEN");
       expect((await flow.whoami({ "x-api-key": key.key })).status).to.equal(200);
+    });
+
+    it("deletes expired nonces, and sessions a week past expiry, as sign-ins come in", async function () {
+      const old = await flow.signIn(s.poster);
+      const unused = await flow.messageFor(s.stranger);
+      const count = async (table: "auth_nonces" | "sessions") => (await s.db.selectFrom(table).selectAll().execute()).length;
+      expect(await count("auth_nonces")).to.equal(2);
+
+      s.advanceClock(SESSION_TTL_MS + AUTH_SWEEP_INTERVAL_MS);
+      await flow.messageFor(s.poster);
+      // Both earlier nonces are gone; the expired session stays, still answered SESSION_EXPIRED.
+      expect(await count("auth_nonces")).to.equal(1);
+      expect(await count("sessions")).to.equal(1);
+      expect(((await flow.whoami(bearer(old.token))).body.error as { reason?: string }).reason).to.equal("SESSION_EXPIRED");
+      expectError(await flow.verify(unused, await s.stranger.signMessage(unused)), 400, "SIGN_IN_MESSAGE_INVALID");
+
+      s.advanceClock(EXPIRED_SESSION_KEPT_MS);
+      const fresh = await flow.signIn(s.poster);
+      expect(await count("sessions")).to.equal(1);
+      expect((await flow.whoami(bearer(fresh.token))).status).to.equal(200);
+      const gone = await flow.whoami(bearer(old.token));
+      expectError(gone, 401, "INVALID_TOKEN");
+      expect((gone.body.error as { reason?: string }).reason).to.equal(undefined);
     });
   });
 
@@ -492,6 +515,37 @@ describe("server: authentication", function () {
       expect((await whoami({ "x-api-key": "sk_guess" }, "10.0.2.1")).statusCode).to.equal(429);
       limited.advanceClock(61_000);
       expect((await whoami({ "x-api-key": key }, "10.0.1.9")).statusCode).to.equal(200);
+    });
+
+    it("counts the client X-Forwarded-For names only when the request comes through a trusted proxy", async function () {
+      limited = await startTestServer({ rateLimit: { perIp: 2, perKey: 1_000, windowMs: 60_000 }, trustProxy: ["10.9.9.9"] });
+      const via = (remoteAddress: string, client: string) =>
+        limited.app.inject({ method: "GET", url: "/health", remoteAddress, headers: { "x-forwarded-for": client } });
+      // Through the proxy, each client has its own budget.
+      for (let i = 0; i < 2; i++) expect((await via("10.9.9.9", "203.0.113.1")).statusCode).to.equal(200);
+      expect((await via("10.9.9.9", "203.0.113.1")).statusCode).to.equal(429);
+      expect((await via("10.9.9.9", "203.0.113.2")).statusCode).to.equal(200);
+      // Anyone else forging the header is counted by their own address.
+      expect((await via("10.0.3.1", "203.0.113.3")).statusCode).to.equal(200);
+      expect((await via("10.0.3.1", "203.0.113.4")).statusCode).to.equal(200);
+      expect((await via("10.0.3.1", "203.0.113.5")).statusCode).to.equal(429);
+    });
+
+    it("with a hop count, takes the client that many hops back in X-Forwarded-For", async function () {
+      limited = await startTestServer({ rateLimit: { perIp: 1, perKey: 1_000, windowMs: 60_000 }, trustProxy: 1 });
+      const via = (chain: string) => limited.app.inject({ method: "GET", url: "/health", remoteAddress: "10.0.5.1", headers: { "x-forwarded-for": chain } });
+      // One trusted hop: the last address in the header is the client; what the client wrote before it is ignored.
+      expect((await via("198.51.100.1, 203.0.113.1")).statusCode).to.equal(200);
+      expect((await via("198.51.100.2, 203.0.113.1")).statusCode).to.equal(429);
+      expect((await via("198.51.100.1, 203.0.113.2")).statusCode).to.equal(200);
+    });
+
+    it("ignores X-Forwarded-For unless a proxy is trusted", async function () {
+      limited = await startTestServer({ rateLimit: { perIp: 2, perKey: 1_000, windowMs: 60_000 } });
+      const via = (client: string) => limited.app.inject({ method: "GET", url: "/health", remoteAddress: "10.0.4.1", headers: { "x-forwarded-for": client } });
+      expect((await via("203.0.113.1")).statusCode).to.equal(200);
+      expect((await via("203.0.113.2")).statusCode).to.equal(200);
+      expect((await via("203.0.113.3")).statusCode).to.equal(429);
     });
   });
 

@@ -13,11 +13,11 @@ import { deployEscrowFixture } from "../fixtures/escrow";
 import { buildApp, type App, type AppDeps } from "../../server/app";
 import { createDatabase, migrateToLatest, type Db } from "../../server/db";
 import { createChains } from "../../server/chains";
-import { createBlobStore } from "../../server/storage/blob-store";
+import { createBlobStore, type BlobStore } from "../../server/storage/blob-store";
 import { createIndexer } from "../../server/indexer";
 import { defaultProjections } from "../../server/projections";
 import { createOutbox } from "../../server/outbox";
-import type { ChainConfig } from "../../server/config";
+import type { ChainConfig, ServerConfig } from "../../server/config";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
 
@@ -39,6 +39,8 @@ export interface Answer<T = unknown> {
 
 export interface TestServerOptions {
   rateLimit?: { perIp: number; perKey: number; windowMs: number };
+  /** Proxies whose X-Forwarded-For names the client; none by default. */
+  trustProxy?: ServerConfig["trustProxy"];
   /** Changes to the `arc` chain's configuration (e.g. another escrow address). */
   arc?: Partial<ChainConfig>;
   /** Further chains, built from `arc`'s configuration with these changes. */
@@ -48,6 +50,8 @@ export interface TestServerOptions {
   /** Exclusive offer window (ms); 0 (no offers) unless a test is about offers. */
   offerWindowMs?: number;
   custodyKey?: string;
+  /** Blob storage in place of a directory store (e.g. one that fails). */
+  blobs?: BlobStore;
   /** Leave out the verifier key's outbox (the service cannot assign or judge). */
   withoutVerifierKey?: boolean;
 }
@@ -112,12 +116,13 @@ export async function startTestServer(options: TestServerOptions = {}) {
   const app: App = await buildApp({
     db,
     chains,
-    blobs: createBlobStore(blobDir),
+    blobs: options.blobs ?? createBlobStore(blobDir),
     config: {
       publicUrl: PUBLIC_URL,
       rateLimit: options.rateLimit ?? { perIp: 1e9, perKey: 1e9, windowMs: 60_000 },
       offerWindowMs: options.offerWindowMs ?? 0,
       custodyKey: options.custodyKey,
+      trustProxy: options.trustProxy,
     },
     outboxes: options.withoutVerifierKey ? new Map() : new Map([["arc", outbox]]),
     now,

@@ -12,6 +12,7 @@ import { openApiPath, registeredRoutes } from "./registered-routes";
 import { DEFAULT_BODY_LIMIT } from "../../server/app";
 import { READY_LAG_BLOCKS } from "../../server/health";
 import { createChains } from "../../server/chains";
+import type { BlobStore } from "../../server/storage/blob-store";
 import { ERROR_CODES } from "../../core/errors";
 import { MAX_UPLOAD_BYTES } from "../../core/limits";
 
@@ -383,6 +384,22 @@ describe("server: HTTP edge", function () {
       expect(await chain.batchCreate()).to.deep.equal({ supported: false, maxBatch: 1 });
       expect(calls).to.equal(1);
     });
+
+    it("a node that does not answer maxBatch() is CHAIN_UNAVAILABLE, and asked again next time", async function () {
+      let calls = 0;
+      const node = {
+        call: async () => {
+          calls += 1;
+          if (calls === 1) throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:8545"), { code: "NETWORK_ERROR" });
+          return "0x" + (20).toString(16).padStart(64, "0");
+        },
+      } as unknown as Provider;
+      const chain = createChains([s.chainConfig], { provider: () => node }).require("arc");
+      const refused = await chain.batchCreate().catch((e: unknown) => e);
+      expect((refused as { code?: string }).code).to.equal("CHAIN_UNAVAILABLE");
+      expect(await chain.batchCreate()).to.deep.equal({ supported: true, maxBatch: 20 });
+      expect(calls).to.equal(2);
+    });
   });
 
   describe("upload", function () {
@@ -405,6 +422,22 @@ describe("server: HTTP edge", function () {
       const other = await upload(Buffer.from("other").toString("base64"));
       expect(other.body.data.rootHash).to.equal(sha256(Buffer.from("other")));
       expect(await s.db.selectFrom("blobs").selectAll().execute()).to.have.length(2);
+    });
+
+    it("a store that fails answers 503 STORAGE_FAILED (retryable) and records nothing", async function () {
+      await s.close();
+      const failing: BlobStore = {
+        put: async () => {
+          throw new Error("disk full");
+        },
+        get: async () => undefined,
+        has: async () => false,
+      };
+      s = await startTestServer({ blobs: failing });
+      const answer = await upload(Buffer.from("brief").toString("base64"), await s.apiKeyFor(s.poster));
+      expectError(answer, 503, "STORAGE_FAILED");
+      expect(answer.body.error.message).to.not.include("disk full");
+      expect(await s.db.selectFrom("blobs").selectAll().execute()).to.have.length(0);
     });
 
     it("UPLOAD_EMPTY, INVALID_BASE64, AUTH_REQUIRED", async function () {

@@ -216,6 +216,16 @@ describe("posting: build, upload and list", function () {
       expectError(await s.call("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks } }), "BATCH_TOO_LARGE");
     });
 
+    it("refuses a batch when the chain's escrow has no batch creation (BATCH_UNSUPPORTED)", async function () {
+      // A contract without maxBatch() (here the token) answers the call with a revert, as the deployed arc escrow does.
+      const token = s.token;
+      await s.close();
+      s = await startTestServer({ arc: { escrow: token } });
+      const key = await s.apiKeyFor(s.poster);
+      const tasks = briefs(2).map((b) => ({ ...s.publicTask(b), amount: "1000000", duration: 3600 }));
+      expectError(await s.call("POST", "/api/v1/tasks/batch", { key, body: { tasks } }), "BATCH_UNSUPPORTED");
+    });
+
     it("refuses the whole batch naming each bad task (INVALID_ROWS), duplicates included", async function () {
       const good = { ...s.publicTask("fine brief"), amount: "1000000", duration: 3600 };
       const tasks = [good, { ...good }, { ...s.publicTask("bad duration"), amount: "1", duration: 5 }];

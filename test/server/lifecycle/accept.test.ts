@@ -6,6 +6,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { privateKeyOf, startTestServer, type TestServer, type TestServerOptions } from "../harness";
+import { ACCEPT_LOCK_TTL_MS } from "../../../server/marketplace/accept";
 import { expectError, expectOk } from "../expect";
 import { decryptBrief, publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../../core/crypto";
 import { AMOUNT, brief, DAY, EscrowStatus, steps, type Steps } from "./helpers";
@@ -166,11 +167,16 @@ describe("lifecycle: accept", function () {
       await server.registerAgent(server.stranger);
       const agentKey = await server.registerAgent(server.worker);
       const { taskHash } = await postPublic(server);
+      const at = (await time.latest()) * 1000; // the API clock follows chain time once synced
       await server.db
         .insertInto("assignments")
-        .values({ task_hash: taskHash, agent_address: server.stranger.address, status: "accepting", outbox_id: null, created_at: Date.now(), updated_at: Date.now() })
+        .values({ task_hash: taskHash, agent_address: server.stranger.address, status: "accepting", outbox_id: null, created_at: at, updated_at: at })
         .execute();
       expectError(await t.accept(agentKey, taskHash), "ACCEPT_IN_PROGRESS");
+      // An accept that died before recording its transaction does not hold the task for ever.
+      server.advanceClock(ACCEPT_LOCK_TTL_MS);
+      expect(expectOk(await t.accept(agentKey, taskHash)).worker).to.equal(server.worker.address);
+      expect(await assignedOnChain(server, taskHash)).to.have.length(1);
     });
 
     it("VERIFIER_KEY_NOT_CONFIGURED: the service has no marketplace verifier key for the chain", async function () {

@@ -1,11 +1,12 @@
 /**
  * The verifier key's outbox: concurrent sends get unique consecutive nonces, a refused call costs none, one purpose
- * is sent once, a dropped transaction is broadcast again, a stuck one is replaced with higher fees, and a restart
- * broadcasts what was signed but never sent, once, before anything new.
+ * is sent once, a dropped transaction is broadcast again, a stuck one (or one the node refuses) is replaced with higher
+ * fees, a restart broadcasts what was signed but never sent, once, before anything new; a nonce taken by another
+ * transaction ends its entry as reverted; a failing entry or another key's entry holds up no other.
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import type { Provider, TransactionRequest } from "ethers";
+import { Transaction, type Provider, type TransactionRequest } from "ethers";
 import { privateKeyOf, startTestServer, type TestServer } from "../harness";
 import { expectOk } from "../expect";
 import { createChains, type Chain } from "../../../server/chains";
@@ -289,5 +290,177 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect(await verifierNonce()).to.equal(base + entries.length);
     expect(await rows()).to.have.length(2);
     for (const hash of [crashed!, next!]) expect((await s.escrow.getTask(hash)).worker).to.equal(s.worker.address);
+  });
+
+  /** The test chain's provider with some methods replaced. */
+  function providerWith(overrides: Partial<Record<keyof Provider, unknown>>): Provider {
+    return new Proxy(hre.ethers.provider, {
+      get(target, property, receiver) {
+        if (property in overrides) return overrides[property as keyof Provider];
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Provider;
+  }
+
+  it("a nonce taken by another transaction of the key ends the entry as reverted; asking again sends a new one", async function () {
+    const [task] = await fundedTasks(1);
+    const box = outbox({ resendAfterMs: 600_000, bumpAfterMs: 600_000 });
+    const base = await verifierNonce();
+    await send("evm_setAutomine", [false]);
+    const sending = box.send("assign:taken", s.escrowAddress, assign(task!)).catch((error: Error) => error);
+    await waitFor(async () => (await rows())[0]?.status === "sent", "the broadcast");
+    const ours = (await rows())[0]!.tx_hash;
+    expect(await send("hardhat_dropTransaction", [ours])).to.equal(true);
+
+    // Behind the outbox's back: two other transactions of the same key take its nonce and the next.
+    const wallet = new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider);
+    for (const nonce of [base, base + 1]) await wallet.sendTransaction({ to: s.verifier.address, value: 1n, nonce, gasLimit: 21_000 });
+    await send("hardhat_mine", ["0x1"]);
+    expect(await verifierNonce()).to.equal(base + 2);
+
+    const refused = await sending;
+    expect(refused).to.be.instanceOf(OutboxRevert);
+    expect((refused as OutboxRevert).message).to.match(/nonce \d+ was used by another transaction/);
+    expect(await rows()).to.have.length(1);
+    expect((await rows())[0]).to.deep.include({ status: "reverted", nonce: base, mined_block: null });
+    expect((await rows())[0]!.error).to.match(/used by another transaction/);
+    expect(await hre.ethers.provider.getTransactionReceipt(ours)).to.equal(null);
+
+    // The caller's retry: a new transaction, at the key's next free nonce.
+    await send("evm_setAutomine", [true]);
+    const again = await box.send("assign:taken", s.escrowAddress, assign(task!), 5_000);
+    expect(again.receipt.status).to.equal(1);
+    expect((await rows()).map((r) => [r.nonce, r.status])).to.deep.equal([
+      [base, "reverted"],
+      [base + 2, "mined"],
+    ]);
+    expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
+  });
+
+  it("a caller that gives up waiting is forgotten", async function () {
+    const [task] = await fundedTasks(1);
+    const box = outbox();
+    await send("evm_setAutomine", [false]);
+    for (let i = 0; i < 3; i++) {
+      const error = await box.send("assign:slow", s.escrowAddress, assign(task!), 50).catch((e: Error) => e);
+      expect((error as { code?: string }).code).to.equal("TX_PENDING");
+    }
+    expect(box.waiting()).to.equal(0);
+    const pending = box.send("assign:slow", s.escrowAddress, assign(task!), 5_000);
+    expect(box.waiting()).to.equal(0); // signing first
+    await waitFor(async () => box.waiting() === 1, "the waiter");
+    await send("hardhat_mine", ["0x1"]);
+    expect((await pending).receipt.status).to.equal(1);
+    expect(box.waiting()).to.equal(0);
+    expect(await rows()).to.have.length(1);
+  });
+
+  it("a transaction whose check fails holds up none of the others", async function () {
+    const [first, second] = await fundedTasks(2);
+    const broken = new Set<string>();
+    const errors: unknown[] = [];
+    const box = outbox({
+      chain: {
+        ...chain,
+        provider: providerWith({
+          getTransactionReceipt: async (hash: string) => {
+            if (broken.has(hash)) throw new Error("receipt lookup failed");
+            return hre.ethers.provider.getTransactionReceipt(hash);
+          },
+        }),
+      },
+      logger: { warn() {}, error: (obj: object) => errors.push(obj) },
+    });
+    await send("evm_setAutomine", [false]);
+    const stuck = box.send("assign:first", s.escrowAddress, assign(first!), 2_000).catch((error: Error) => error);
+    await waitFor(async () => (await rows())[0]?.status === "sent", "the first broadcast");
+    broken.add((await rows())[0]!.tx_hash);
+    const fine = box.send("assign:second", s.escrowAddress, assign(second!), 5_000);
+    await waitFor(async () => (await rows())[1]?.status === "sent", "the second broadcast");
+    await send("hardhat_mine", ["0x1"]);
+
+    expect((await fine).receipt.status).to.equal(1);
+    expect(((await stuck) as { code?: string }).code).to.equal("TX_PENDING");
+    expect(errors.length).to.be.greaterThan(0);
+    expect((await rows()).map((r) => [r.purpose, r.status])).to.deep.equal([
+      ["assign:first", "sent"],
+      ["assign:second", "mined"],
+    ]);
+  });
+
+  it("another key's entries (before a key rotation) are left alone", async function () {
+    const [task] = await fundedTasks(1);
+    const errors: unknown[] = [];
+    const box = outbox({ bumpAfterMs: 100, resendAfterMs: 50, logger: { warn() {}, error: (obj: object) => errors.push(obj) } });
+    await box.send("assign:current", s.escrowAddress, assign(task!));
+
+    // An entry of the previous key, open, long due for a fee bump, at a nonce the current key has used.
+    const old = hre.ethers.Wallet.createRandom();
+    const raw = await old.signTransaction({ to: s.escrowAddress, data: "0x", nonce: 0, gasLimit: 100_000, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, chainId: s.chainConfig.chainId, type: 2 });
+    const hash = Transaction.from(raw).hash!;
+    const at = Date.now() - 3_600_000;
+    const inserted = await s.db
+      .insertInto("outbox")
+      .values({
+        chain: "arc",
+        sender: old.address,
+        nonce: 0,
+        purpose: "assign:old-key",
+        to_address: s.escrowAddress,
+        data: "0x",
+        gas_limit: "100000",
+        max_fee: "1",
+        priority_fee: "1",
+        raw,
+        tx_hash: hash,
+        hashes: JSON.stringify([hash]),
+        status: "sent",
+        attempts: 1,
+        mined_block: null,
+        error: null,
+        created_at: at,
+        sent_at: at,
+        updated_at: at,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await box.poll();
+    await box.poll();
+    const after = await s.db.selectFrom("outbox").selectAll().where("id", "=", inserted.id).executeTakeFirstOrThrow();
+    expect(after).to.deep.equal(inserted);
+    expect(errors).to.deep.equal([]);
+  });
+
+  it("a transaction the node keeps refusing is replaced with higher fees", async function () {
+    const [task] = await fundedTasks(1);
+    const refused = new Set<string>();
+    const box = outbox({
+      bumpAfterMs: 150,
+      resendAfterMs: 600_000,
+      chain: {
+        ...chain,
+        provider: providerWith({
+          // The node turns down the first transaction it sees (underpriced), every time.
+          broadcastTransaction: async (raw: string) => {
+            if (refused.size === 0) refused.add(raw);
+            if (refused.has(raw)) throw new Error("max fee per gas less than block base fee");
+            return hre.ethers.provider.broadcastTransaction(raw);
+          },
+        }),
+      },
+    });
+    const base = await verifierNonce();
+    const sent = await box.send("assign:refused-broadcast", s.escrowAddress, assign(task!), 5_000);
+
+    const [row] = await rows();
+    const hashes = JSON.parse(row!.hashes) as string[];
+    expect(hashes).to.have.length(2);
+    expect(hashes[0]).to.equal(Transaction.from([...refused][0]!).hash);
+    expect(sent.txHash).to.equal(hashes[1]);
+    expect(row).to.deep.include({ status: "mined", nonce: base, attempts: 2, tx_hash: hashes[1] });
+    const mined = (await hre.ethers.provider.getTransaction(sent.txHash))!;
+    expect(mined.maxFeePerGas! > Transaction.from([...refused][0]!).maxFeePerGas!).to.equal(true);
+    expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
   });
 });

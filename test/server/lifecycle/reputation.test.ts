@@ -8,7 +8,9 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { startTestServer, testDatabase, type TestServer } from "../harness";
 import { expectOk } from "../expect";
+import { Migrator } from "kysely";
 import { createDatabase, migrateToLatest } from "../../../server/db";
+import { migrations } from "../../../server/db/migrations";
 import { createIndexer, type BlockRangeOptions, type ChainEvent } from "../../../server/indexer";
 import { defaultProjections } from "../../../server/projections";
 import { createReputationProjection } from "../../../server/reputation/projection";
@@ -254,6 +256,235 @@ describe("lifecycle: reputation", function () {
       expect(oneRange).to.deep.equal([]);
     });
 
+    describe("only tasks the marketplace assigned count", function () {
+      type Assigner = "poster" | "marketplace";
+      const rows = async () => ({
+        reputation: await s.db.selectFrom("reputation").selectAll().orderBy("address").execute(),
+        stats: await s.db.selectFrom("capability_stats").selectAll().orderBy("address").orderBy("tag").execute(),
+      });
+      const assignedBy = async (taskHash: string) =>
+        (await s.db.selectFrom("escrow_tasks").select(["worker", "assigned_by"]).where("task_hash", "=", taskHash.toLowerCase()).executeTakeFirstOrThrow());
+      const send = async (sent: Promise<{ wait(): Promise<unknown> }>) => {
+        await (await sent).wait();
+      };
+      /** Assigns on chain: the poster's own `assignWorker`, or `marketplaceAssign` from the verifier key. */
+      const assign = (taskHash: string, by: Assigner) =>
+        send(
+          by === "poster"
+            ? s.escrow.connect(s.poster).assignWorker(taskHash, s.worker.address)
+            : s.escrow.connect(s.verifier).marketplaceAssign(taskHash, s.worker.address),
+        );
+      /** Evidence from the worker, then the verifier key's verdict (paid when it passes). */
+      const round = async (taskHash: string, passed: boolean) => {
+        await send(s.escrow.connect(s.worker).submitEvidence(taskHash, hre.ethers.id(`${taskHash} ${passed} ${Date.now()}`)));
+        await send(s.escrow.connect(s.verifier).completeVerification(taskHash, passed, passed ? 90 : 10));
+      };
+      const listed = async (capabilities: string[]) =>
+        (await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA, requiredCapabilities: capabilities }), AMOUNT)).taskHash;
+      /** A task funded on chain and never listed: 1 raw unit, so the 10% fee rounds down to nothing. */
+      const oneUnit = async (name: string) => {
+        const taskHash = hre.ethers.id(`one unit ${name} ${Date.now()}`);
+        await send(s.escrow.connect(s.poster).createTask(taskHash, s.token, 1n, BigInt(DAY), hre.ethers.ZeroAddress));
+        return taskHash;
+      };
+
+      /**
+       * The same work on chain, assigned by `by`: a listed task failed once then paid, a 1-unit task paid, a listed
+       * task disputed by the poster and ruled against the worker. The verifier key is used directly here, so this
+       * runs before anything goes through the service's outbox (which counts that key's nonces itself).
+       */
+      async function workedOnChain(by: Assigner) {
+        const failedThenPaid = await listed(["summarization"]);
+        await assign(failedThenPaid, by);
+        await s.sync();
+        await round(failedThenPaid, false);
+        await round(failedThenPaid, true);
+        const tiny = await oneUnit(by);
+        await assign(tiny, by);
+        await round(tiny, true);
+        const disputed = await listed(["summarization"]);
+        await assign(disputed, by);
+        await send(s.escrow.connect(s.poster).raiseDispute(disputed));
+        await send(s.escrow.connect(s.admin).resolveDispute(disputed, false));
+        await s.sync();
+        return [failedThenPaid, tiny, disputed];
+      }
+
+      /** reputation and capability_stats projected from nothing over the chain as it is now, in ranges of `size` blocks. */
+      async function freshProjection(size: number) {
+        const fresh = createDatabase({ sqlitePath: ":memory:" });
+        try {
+          await migrateToLatest(fresh);
+          const listings = await s.db.selectFrom("listings").selectAll().execute();
+          if (listings.length > 0) await fresh.insertInto("listings").values(listings).execute();
+          const blockRange = { initial: size, max: size };
+          const indexer = createIndexer({ db: fresh, chain: s.chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, blockRange, projections: defaultProjections() });
+          while (!(await indexer.syncOnce()).caughtUp);
+          return {
+            reputation: await fresh.selectFrom("reputation").selectAll().orderBy("address").execute(),
+            stats: await fresh.selectFrom("capability_stats").selectAll().orderBy("address").orderBy("tag").execute(),
+          };
+        } finally {
+          await fresh.destroy();
+        }
+      }
+
+      it("a task its poster assigned directly and settled on chain changes nobody's reputation or stats", async function () {
+        const hashes = await workedOnChain("poster");
+        for (const taskHash of hashes) expect(await assignedBy(taskHash)).to.deep.equal({ worker: s.worker.address, assigned_by: s.poster.address });
+        expect(await rows()).to.deep.equal({ reputation: [], stats: [] });
+        expect(await reputation()).to.deep.include({ reputation: 50, rawScore: 0, decayedScore: 0, daysSinceLastTask: null, offChainTasksCompleted: 0, offChainDisputes: 0 });
+        expect(await badges()).to.deep.equal({ stats: [], badges: [] });
+        const board = expectOk(await s.call<{ agents: unknown[] }>("GET", "/api/v1/reputation/leaderboard"));
+        expect(board.agents).to.deep.equal([]);
+        // Projected in other ranges, from nothing: the same.
+        expect(await freshProjection(1)).to.deep.equal({ reputation: [], stats: [] });
+        expect(await freshProjection(1_000)).to.deep.equal({ reputation: [], stats: [] });
+      });
+
+      it("the same work counts when the marketplace assigned it: marketplaceAssign by the verifier key, or accept through the API", async function () {
+        const hashes = await workedOnChain("marketplace");
+        for (const taskHash of hashes) expect(await assignedBy(taskHash)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
+        // 50, a failed round -10, paid +1, paid +1, the dispute lost -10.
+        expect(await reputation()).to.deep.include({ reputation: 32, rawScore: 20, offChainTasksCompleted: 2, offChainDisputes: 1 });
+
+        const accepted = await settleOne(["summarization"]);
+        expect(await assignedBy(accepted)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
+        const after = await rows();
+        expect(after.reputation).to.have.length(1);
+        expect(after.reputation[0]).to.include({
+          address: s.worker.address,
+          reputation: 33,
+          tasks_completed: 3,
+          failed_rounds: 1,
+          disputes: 1,
+          disputes_lost: 1,
+          earnings: (2n * PAYOUT + 1n).toString(),
+          raw_score: 30,
+        });
+        expect(after.stats).to.deep.equal([{ address: s.worker.address, tag: "summarization", completions: 2, failures: 1 }]);
+        expect(await freshProjection(1)).to.deep.equal(after);
+        expect(await freshProjection(1_000)).to.deep.equal(after);
+      });
+
+      it("counts alike whether assignment and payout share a range or not, across hand-backs and re-assignments", async function () {
+        // Assigned by the marketplace, handed back, then assigned by the poster and paid: counts for no one.
+        const reassignedByPoster = await listed(["summarization"]);
+        await assign(reassignedByPoster, "marketplace");
+        await s.sync();
+        await send(s.escrow.connect(s.worker).releaseTask(reassignedByPoster));
+        await s.sync();
+        expect(await assignedBy(reassignedByPoster)).to.deep.equal({ worker: null, assigned_by: null });
+        await assign(reassignedByPoster, "poster");
+        await s.sync();
+        await round(reassignedByPoster, true);
+        await s.sync();
+        // Assigned by the poster, handed back, then assigned by the marketplace and paid: counts.
+        const reassignedByMarketplace = await listed(["summarization"]);
+        await assign(reassignedByMarketplace, "poster");
+        await s.sync();
+        await send(s.escrow.connect(s.worker).releaseTask(reassignedByMarketplace));
+        await s.sync();
+        await assign(reassignedByMarketplace, "marketplace");
+        await s.sync();
+        await round(reassignedByMarketplace, true);
+        await s.sync();
+
+        expect(await assignedBy(reassignedByPoster)).to.deep.equal({ worker: s.worker.address, assigned_by: s.poster.address });
+        expect(await assignedBy(reassignedByMarketplace)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
+        const live = await rows();
+        expect(live.reputation.map((r) => [r.address, r.reputation, r.tasks_completed, r.earnings, r.raw_score])).to.deep.equal([
+          [s.worker.address, 51, 1, PAYOUT.toString(), 10],
+        ]);
+        expect(live.stats).to.deep.equal([{ address: s.worker.address, tag: "summarization", completions: 1, failures: 0 }]);
+        // The live indexer saw every step in its own range; one range of everything and one block per range agree.
+        expect(await freshProjection(1_000)).to.deep.equal(live);
+        expect(await freshProjection(1)).to.deep.equal(live);
+      });
+
+      it("a reorg that removes a marketplace assignment rebuilds the agent from what remains", async function () {
+        const earlier = await listed(["summarization"]);
+        await assign(earlier, "marketplace");
+        await round(earlier, true);
+        const taskHash = await listed(["summarization"]);
+        await s.sync();
+        const before = await rows();
+        expect(before.reputation.map((r) => [r.address, r.reputation, r.tasks_completed])).to.deep.equal([[s.worker.address, 51, 1]]);
+
+        // The old branch: the marketplace assigns (one range), the work is paid (another range).
+        const fork = (await hre.network.provider.send("evm_snapshot", [])) as string;
+        await assign(taskHash, "marketplace");
+        await s.sync();
+        await round(taskHash, true);
+        await s.sync();
+        expect((await rows()).reputation.map((r) => [r.address, r.reputation, r.tasks_completed])).to.deep.equal([[s.worker.address, 52, 2]]);
+
+        // The new, longer branch: the poster assigns the same worker directly and the same work is paid.
+        await hre.network.provider.send("evm_revert", [fork]);
+        await assign(taskHash, "poster");
+        await round(taskHash, true);
+        await hre.network.provider.send("hardhat_mine", ["0x5"]);
+        await s.sync();
+        expect(await assignedBy(taskHash)).to.deep.equal({ worker: s.worker.address, assigned_by: s.poster.address });
+        expect((await t.escrowRow(taskHash)).status).to.equal(EscrowStatus.Verified);
+        expect(await rows()).to.deep.equal(before);
+        expect(await freshProjection(1_000)).to.deep.equal(before);
+      });
+
+      it("the migration fills in assigned_by and recomputes the agents a poster-assigned task credited, leaving the others", async function () {
+        // Worked on chain: by the marketplace and by the poster, paid, disputed and still in progress; another agent
+        // works one marketplace task.
+        await workedOnChain("marketplace");
+        await workedOnChain("poster");
+        const inProgress = [await listed([]), await listed([])];
+        await assign(inProgress[0]!, "poster");
+        await assign(inProgress[1]!, "marketplace");
+        const other = await listed(["summarization"]);
+        await send(s.escrow.connect(s.verifier).marketplaceAssign(other, s.stranger.address));
+        await send(s.escrow.connect(s.stranger).submitEvidence(other, hre.ethers.id("other's result")));
+        await send(s.escrow.connect(s.verifier).completeVerification(other, true, 80));
+        await s.sync();
+
+        // A database of its own, indexed to the head by the current projections.
+        const { db, drop } = await testDatabase();
+        try {
+          await db.insertInto("listings").values(await s.db.selectFrom("listings").selectAll().execute()).execute();
+          const indexer = createIndexer({ db, chain: s.chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
+          while (!(await indexer.syncOnce()).caughtUp);
+          const tasks = async () => db.selectFrom("escrow_tasks").selectAll().orderBy("chain").orderBy("task_hash").execute();
+          const projected = { tasks: await tasks(), reputation: await db.selectFrom("reputation").selectAll().orderBy("address").execute() };
+          const stats = async (address: string) => db.selectFrom("capability_stats").selectAll().where("address", "=", address).orderBy("tag").execute();
+          const projectedStats = await stats(s.worker.address);
+          expect(projected.reputation.map((r) => [r.address, r.tasks_completed])).to.have.deep.members([
+            [s.worker.address, 2],
+            [s.stranger.address, 1],
+          ]);
+
+          // Back to the schema before the column, with the numbers the old rule gave (poster-assigned work counted),
+          // and another agent's row as some earlier version left it.
+          const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+          const down = await migrator.migrateTo("2026-11-21T13-30-00_browse-indexes");
+          expect(down.error).to.equal(undefined);
+          await db
+            .updateTable("reputation")
+            .set({ reputation: 34, tasks_completed: 4, raw_score: 40, failed_rounds: 2, disputes: 2, disputes_lost: 2 })
+            .where("address", "=", s.worker.address)
+            .execute();
+          await db.updateTable("capability_stats").set({ completions: 2, failures: 2 }).where("address", "=", s.worker.address).execute();
+          await db.updateTable("reputation").set({ reputation: 77 }).where("address", "=", s.stranger.address).execute();
+
+          await migrateToLatest(db);
+          expect(await tasks()).to.deep.equal(projected.tasks);
+          const byAddress = async (address: string) => db.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirstOrThrow();
+          expect(await byAddress(s.worker.address)).to.deep.equal(projected.reputation.find((r) => r.address === s.worker.address));
+          expect(await stats(s.worker.address)).to.deep.equal(projectedStats);
+          expect(await byAddress(s.stranger.address)).to.include({ reputation: 77, tasks_completed: 1 });
+        } finally {
+          await drop();
+        }
+      });
+    });
+
     it("after a reorg takes a settlement back, the reputation equals a fresh projection of the new chain", async function () {
       await settleOne(["summarization"]);
       const taskHash = await accepted(["summarization"]);
@@ -301,6 +532,7 @@ describe("lifecycle: reputation", function () {
       const { db, drop } = await testDatabase();
       try {
         const worker = hre.ethers.Wallet.createRandom().address;
+        const marketplace = hre.ethers.Wallet.createRandom().address;
         const taskHash = (chain: string) => hre.ethers.id(`concurrent ${chain}`);
         for (const chain of ["arc", "base"]) {
           await db
@@ -313,6 +545,8 @@ describe("lifecycle: reputation", function () {
               amount: "1000",
               verifier: null,
               worker,
+              // Assigned by the marketplace's verifier key, not the poster: the payouts count.
+              assigned_by: marketplace,
               deadline: 2_000_000_000,
               status: EscrowStatus.Submitted,
               rounds: 1,

@@ -5,6 +5,7 @@
 import { expect } from "chai";
 import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
+import { ADVISORY_VERIFY_PER_MINUTE } from "../../../server/verification";
 import { AMOUNT, brief, CRITERIA, Ending, EscrowStatus, FAILING, FEE, parties, PASSING, PAYOUT, steps, type Balances, type Steps, type UnsignedTx } from "./helpers";
 
 interface VerdictAnswer {
@@ -178,6 +179,18 @@ describe("lifecycle: verdicts", function () {
       const advisory = expectOk(await verify(posterKey, { taskHash, verificationCriteria: { min_length: 5 } }));
       expect(advisory).to.deep.include({ settled: false, status: "submitted", round: 1 });
       expect(advisory.verificationResult.passed).to.equal(true);
+    });
+
+    it("limits advisory verifications per wallet (each may run a regex on the event loop): RATE_LIMITED with Retry-After", async function () {
+      const { taskHash } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationMode: "manual" }), AMOUNT);
+      expectOk(await t.accept(agentKey, taskHash));
+      await t.deliverOnChain(s.worker, agentKey, taskHash, PASSING);
+      for (let i = 0; i < ADVISORY_VERIFY_PER_MINUTE; i++) expectOk(await verify(posterKey, { taskHash, verificationCriteria: { min_length: 5 } }));
+      const limited = await verify(posterKey, { taskHash, verificationCriteria: { min_length: 5 } });
+      expectError(limited, "RATE_LIMITED");
+      expect(Number(limited.headers["retry-after"])).to.be.within(1, 60);
+      // Another wallet has its own allowance.
+      expectOk(await verify(agentKey, { taskHash }));
     });
 
     it("settles an auto task whose evidence is on chain but was never finalized", async function () {

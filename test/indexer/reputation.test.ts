@@ -1,0 +1,117 @@
+import { expect } from "chai";
+import hre from "hardhat";
+import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
+import type { Db } from "../../server/db";
+import type { ChainConfig } from "../../server/config";
+import { defaultProjections } from "../../server/projections";
+import { applyReputation, FRESH_REPUTATION, type ReputationEvent, type ReputationState } from "../../core/reputation";
+import { Ending } from "../../core/escrow";
+import { deployEscrowFixture } from "../fixtures/escrow";
+import { chainConfig, inProcessIndexer, memoryDb, randomActivity, syncToHead, type EscrowFixture } from "./helpers";
+
+const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
+
+async function reputationRows(db: Db) {
+  return {
+    reputation: await db.selectFrom("reputation").selectAll().orderBy("address").execute(),
+    stats: await db.selectFrom("capability_stats").selectAll().orderBy("address").orderBy("tag").execute(),
+  };
+}
+
+/** reputation and capability_stats of a fresh index of the chain as it is now, in ranges of `size` blocks. */
+async function freshReputation(chain: ChainConfig, size: number) {
+  const db = await memoryDb();
+  try {
+    await syncToHead(inProcessIndexer(db, chain, { blockRange: { initial: size, max: size }, projections: defaultProjections() }));
+    return await reputationRows(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
+ * The worker's record read straight from the node's logs, without the indexer: every outcome of a task counts when
+ * the task's last WorkerAssigned before it came from someone other than the task's poster.
+ */
+async function expectedFromLogs(fixture: EscrowFixture, chain: ChainConfig) {
+  const logs = await hre.ethers.provider.getLogs({ address: chain.escrow, fromBlock: chain.startBlock, toBlock: "latest" });
+  const blockTimes = new Map<number, number>();
+  const posters = new Map<string, string>();
+  const assigners = new Map<string, string>();
+  let state: ReputationState = { ...FRESH_REPUTATION };
+  const outcomes = { credited: 0, posterAssigned: 0 };
+  for (const log of logs) {
+    const parsed = fixture.escrow.interface.parseLog(log);
+    if (!parsed) continue;
+    const taskHash = parsed.args.taskHash as string | undefined;
+    if (parsed.name === "TaskCreated") posters.set(taskHash!, parsed.args.poster as string);
+    if (parsed.name === "WorkerAssigned") assigners.set(taskHash!, parsed.args.assignedBy as string);
+    let event: ReputationEvent | undefined;
+    if (parsed.name === "VerificationCompleted" && !parsed.args.passed) event = { kind: "failedRound" };
+    if (parsed.name === "DisputeRaised") event = { kind: "disputeRaised" };
+    if (parsed.name === "TaskRefunded" && Number(parsed.args.ending) === Ending.DisputeWonByPoster) event = { kind: "disputeLost" };
+    if (parsed.name === "TaskCompleted") {
+      if (!blockTimes.has(log.blockNumber)) blockTimes.set(log.blockNumber, (await hre.ethers.provider.getBlock(log.blockNumber))!.timestamp);
+      event = { kind: "settled", payout: parsed.args.payout as bigint, at: blockTimes.get(log.blockNumber)! };
+    }
+    if (!event) continue;
+    if (assigners.get(taskHash!) === posters.get(taskHash!)) {
+      outcomes.posterAssigned += 1;
+      continue;
+    }
+    outcomes.credited += 1;
+    state = applyReputation(state, event);
+  }
+  return { state, outcomes };
+}
+
+describe("indexer: reputation counts marketplace assignments only", function () {
+  it("through random activity with both kinds of assignment, any range size and a reorg, it equals the node's logs", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    await randomActivity(fixture, { seed: 40, steps: 90, tag: "reputation" });
+    const db = await memoryDb();
+    const indexer = inProcessIndexer(db, chain, { blockRange: { initial: 8, max: 32 }, projections: defaultProjections() });
+    await syncToHead(indexer);
+
+    const fork = (await send("evm_snapshot")) as string;
+    await randomActivity(fixture, { seed: 41, steps: 50, tag: "reputation-old-branch" });
+    await syncToHead(indexer);
+    await send("evm_revert", [fork]);
+    await randomActivity(fixture, { seed: 42, steps: 60, tag: "reputation-new-branch" });
+    expect((await syncToHead(indexer)).removed).to.be.greaterThan(0);
+
+    const { state, outcomes } = await expectedFromLogs(fixture, chain);
+    // The seeds give both kinds: outcomes of poster-assigned tasks that must not count, and ones that must.
+    expect(outcomes.credited, "credited outcomes").to.be.greaterThan(0);
+    expect(outcomes.posterAssigned, "poster-assigned outcomes").to.be.greaterThan(0);
+    expect(state.tasksCompleted).to.be.greaterThan(0);
+
+    const now = await reputationRows(db);
+    expect(now.reputation).to.have.length(1);
+    expect(now.reputation[0]).to.deep.equal({
+      address: fixture.worker.address,
+      reputation: state.reputation,
+      tasks_completed: state.tasksCompleted,
+      failed_rounds: state.failedRounds,
+      disputes: state.disputes,
+      disputes_lost: state.disputesLost,
+      earnings: state.earnings,
+      raw_score: state.rawScore,
+      last_settled_at: state.lastSettledAt,
+    });
+    expect(now).to.deep.equal(await freshReputation(chain, 10_000));
+    expect(now).to.deep.equal(await freshReputation(chain, 1));
+
+    // escrow_tasks keeps who assigned each task's current worker, as the logs say.
+    const tasks = await db.selectFrom("escrow_tasks").select(["task_hash", "worker", "assigned_by"]).execute();
+    for (const task of tasks) {
+      const onChain = await fixture.escrow.getTask(task.task_hash);
+      if (onChain.worker === hre.ethers.ZeroAddress) expect(task.assigned_by, task.task_hash).to.equal(null);
+      else expect([fixture.poster.address, fixture.verifier.address], task.task_hash).to.include(task.assigned_by);
+    }
+    expect(tasks.filter((t) => t.assigned_by === fixture.poster.address)).to.not.have.length(0);
+    expect(tasks.filter((t) => t.assigned_by === fixture.verifier.address)).to.not.have.length(0);
+    await db.destroy();
+  });
+});
