@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import { createDatabase, migrateToLatest } from "../../server/db";
+import { createDatabase, migrateToLatest, type Db } from "../../server/db";
+import type { ChainConfig } from "../../server/config";
 import { readCursor, startIndexerWorker, superviseIndexerWorker, type IndexerStep } from "../../server/indexer";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import {
@@ -33,6 +34,29 @@ async function activeChainFixture() {
 }
 
 const SMALL_RANGES = { initial: 3, max: 6 };
+
+/**
+ * A worker-thread test: the active chain served over HTTP, a migrated SQLite file, and the chain config pointing at
+ * the served node. Everything is closed and removed afterwards.
+ */
+async function withWorkerDatabase(
+  run: (ctx: { fixture: Awaited<ReturnType<typeof activeChainFixture>>; db: Db; sqlitePath: string; chain: ChainConfig; head: number }) => Promise<void>,
+) {
+  const fixture = await loadFixture(activeChainFixture);
+  const network = await serveNetwork();
+  const dir = mkdtempSync(path.join(tmpdir(), "indexer-worker-"));
+  const sqlitePath = path.join(dir, "market.sqlite");
+  const db = createDatabase({ sqlitePath });
+  try {
+    await migrateToLatest(db);
+    const chain = chainConfig(fixture, { rpcUrl: network.url });
+    await run({ fixture, db, sqlitePath, chain, head: await hre.ethers.provider.getBlockNumber() });
+  } finally {
+    await db.destroy();
+    await network.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 describe("indexer restarts", function () {
   it("resumes after crashes injected between steps (and inside the commit) exactly where it stopped", async function () {
@@ -113,15 +137,7 @@ describe("indexer restarts", function () {
   });
 
   it("in a worker thread: a worker killed with terminate() mid catch-up is resumed by the next one", async function () {
-    const fixture = await loadFixture(activeChainFixture);
-    const network = await serveNetwork();
-    const dir = mkdtempSync(path.join(tmpdir(), "indexer-worker-"));
-    const sqlitePath = path.join(dir, "market.sqlite");
-    const db = createDatabase({ sqlitePath });
-    try {
-      await migrateToLatest(db);
-      const chain = chainConfig(fixture, { rpcUrl: network.url });
-      const head = await hre.ethers.provider.getBlockNumber();
+    await withWorkerDatabase(async ({ fixture, db, sqlitePath, chain, head }) => {
       const errors: Error[] = [];
       const rnd = random(7);
 
@@ -157,23 +173,11 @@ describe("indexer restarts", function () {
       expect(await last.exited).to.equal(0);
       expect(errors).to.deep.equal([]);
       expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chainConfig(fixture)));
-    } finally {
-      await db.destroy();
-      await network.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("in a worker thread: a supervised worker that ends is started again after a back-off, and not after stop()", async function () {
-    const fixture = await loadFixture(activeChainFixture);
-    const network = await serveNetwork();
-    const dir = mkdtempSync(path.join(tmpdir(), "indexer-worker-"));
-    const sqlitePath = path.join(dir, "market.sqlite");
-    const db = createDatabase({ sqlitePath });
-    try {
-      await migrateToLatest(db);
-      const chain = chainConfig(fixture, { rpcUrl: network.url });
-      const head = await hre.ethers.provider.getBlockNumber();
+    await withWorkerDatabase(async ({ fixture, db, sqlitePath, chain, head }) => {
       const errors: Error[] = [];
       let ranges = 0;
       const supervised = superviseIndexerWorker({
@@ -206,10 +210,6 @@ describe("indexer restarts", function () {
         await supervised.stop();
       }
       expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chainConfig(fixture)));
-    } finally {
-      await db.destroy();
-      await network.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
