@@ -4,6 +4,7 @@ import type { HardhatUserConfig } from "hardhat/config";
 import "@nomicfoundation/hardhat-toolbox";
 import "@openzeppelin/hardhat-upgrades";
 import "./scripts/settlement";
+import { CHAIN_NAMES, chainEnvPrefix } from "./core/chains";
 
 const SOLC_VERSION = "0.8.28";
 
@@ -21,6 +22,22 @@ subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args: { solcVersion: string
   };
 });
 
+/**
+ * The marketplace's chains as Hardhat networks (`--network arc`, `0g`, `base`) for deploy, upgrade and settlement
+ * scripts: each exists when `CHAIN_<C>_RPC_URL` is set (the server's own variable), with `CHAIN_<C>_CHAIN_ID` checked
+ * when given, and signs with `DEPLOYER_PRIVATE_KEY` (else the node's own accounts).
+ */
+const chainNetworks = Object.fromEntries(
+  CHAIN_NAMES.flatMap((name) => {
+    const prefix = chainEnvPrefix(name);
+    const url = process.env[`${prefix}RPC_URL`];
+    if (!url) return [];
+    const chainId = process.env[`${prefix}CHAIN_ID`];
+    const key = process.env.DEPLOYER_PRIVATE_KEY;
+    return [[name, { url, ...(chainId ? { chainId: Number(chainId) } : {}), ...(key ? { accounts: [key] } : {}) }]];
+  }),
+);
+
 const config: HardhatUserConfig = {
   solidity: {
     version: SOLC_VERSION,
@@ -35,6 +52,7 @@ const config: HardhatUserConfig = {
       ...(process.env.FORK_URL ? { forking: { url: process.env.FORK_URL } } : {}),
     },
     localhost: { url: process.env.LOCAL_RPC_URL ?? "http://127.0.0.1:8545" },
+    ...chainNetworks,
   },
   typechain: { outDir: "typechain-types", target: "ethers-v6" },
   mocha: { timeout: 120_000 },

@@ -32,7 +32,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     struct TaskRecord {
         // slot 0
         address token;
-        uint96 amount; // SafeCast at funding; 2^96 raw units is far above any token supply in use
+        uint96 amount; // checked at funding (AmountTooLarge); 2^96 raw units is far above any token supply in use
         // slot 1
         address poster; // non-zero for every funded task: the existence flag
         uint32 deadline;
@@ -184,7 +184,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             CreateParams calldata p = tasks[i];
             if (p.token != token) revert BatchTokenMismatch(i, p.token, token);
             _recordTask($, clock, p.taskHash, token, p.amount, p.duration, p.verifier);
-            // Each amount passed SafeCast to uint96 in _recordTask, and there are at most 20: no overflow.
+            // Each amount was checked below 2^96 in _recordTask, and there are at most 20: no overflow.
             unchecked {
                 total += p.amount;
             }
@@ -204,13 +204,14 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     ) private {
         if (taskHash == bytes32(0)) revert ZeroTaskHash();
         if (amount == 0) revert ZeroAmount();
+        if (amount > type(uint96).max) revert AmountTooLarge(amount, type(uint96).max);
         if (duration < MIN_DURATION || duration > MAX_DURATION) revert InvalidDuration(duration);
         if (verifier_ == msg.sender) revert VerifierIsPoster(verifier_);
         TaskRecord storage t = $.tasks[taskHash];
         if (t.poster != address(0)) revert TaskHashUsed(taskHash);
 
         t.token = token;
-        t.amount = SafeCast.toUint96(amount);
+        t.amount = uint96(amount); // checked above
         t.poster = msg.sender;
         // duration <= 90 days, checked above; the sum is checked and overflows only after the year 2106
         t.deadline = clock + uint32(duration);

@@ -2,6 +2,11 @@
 export const CHAIN_NAMES = ["arc", "0g", "base"] as const;
 export type ChainName = (typeof CHAIN_NAMES)[number];
 
+/** The prefix of a chain's environment variables (`CHAIN_ARC_RPC_URL`, ...), shared by the server and Hardhat. */
+export function chainEnvPrefix(name: ChainName): string {
+  return `CHAIN_${{ arc: "ARC", "0g": "0G", base: "BASE" }[name]}_`;
+}
+
 /** The only chain new tasks are posted on; settlement is USDC there. */
 export const POSTING_CHAIN: ChainName = "arc";
 

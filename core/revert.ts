@@ -23,6 +23,23 @@ export function isCallRevert(error: unknown): boolean {
   return e?.code === "CALL_EXCEPTION" || findData(error, /^0x([0-9a-fA-F]{2})*$/, 0) !== undefined || /revert/i.test(e?.message ?? "");
 }
 
+/** A node's answer to a broadcast that means the transaction is already in the pool or mined (or its nonce is used). */
+export function isAlreadySent(error: unknown): boolean {
+  return /already known|nonce too low|nonce has already been used|known transaction|AlreadyKnown/i.test(String((error as Error | null)?.message));
+}
+
+const REFUSAL_CODES = new Set(["CALL_EXCEPTION", "INSUFFICIENT_FUNDS", "NONCE_EXPIRED", "REPLACEMENT_UNDERPRICED", "TRANSACTION_REPLACED"]);
+
+/**
+ * True when the node answered and refused (a JSON-RPC error: ethers' coded refusals, a provider error with a numeric
+ * JSON-RPC code, or a revert), as opposed to a node that did not answer at all (connection refused, timeout).
+ */
+export function isNodeRefusal(error: unknown): boolean {
+  const e = error as { code?: unknown; error?: { code?: unknown } } | null;
+  if (typeof e?.code === "number" || typeof e?.error?.code === "number") return true;
+  return (typeof e?.code === "string" && REFUSAL_CODES.has(e.code)) || isCallRevert(error);
+}
+
 function findData(error: unknown, pattern: RegExp, depth: number): string | undefined {
   if (depth > 5 || error === null || typeof error !== "object") return undefined;
   const e = error as Record<string, unknown>;

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
-import { CHAIN_NAMES, type ChainName } from "../core/chains";
+import { CHAIN_NAMES, chainEnvPrefix, type ChainName } from "../core/chains";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
 export interface ChainConfig {
@@ -60,7 +60,6 @@ export const DEFAULT_OFFER_WINDOW_MS = 15_000;
 
 export const DEFAULT_RATE_LIMIT: RateLimitConfig = { perIp: 1200, perKey: 600, windowMs: 60_000 };
 
-const ENV_PREFIX: Record<ChainName, string> = { arc: "ARC", "0g": "0G", base: "BASE" };
 
 /**
  * Reads the configuration from the environment. Per chain `<C>` (`ARC`, `0G`, `BASE`):
@@ -99,7 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
 }
 
 function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv): ChainConfig | undefined {
-  const prefix = `CHAIN_${ENV_PREFIX[name]}_`;
+  const prefix = chainEnvPrefix(name);
   const rpcUrl = env[`${prefix}RPC_URL`];
   if (!rpcUrl) return undefined;
   const recorded = readDeployment(env[`${prefix}DEPLOYMENT`] ?? name);

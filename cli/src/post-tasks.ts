@@ -47,6 +47,7 @@ export async function postTasksCommand(flags: PostTasksFlags, config: CliConfig,
     terminal.say(`file: ${flags.file} (${run.rows.length} rows)`);
     if (sorted.posted.length > 0) terminal.say(`already posted by an earlier run: ${sorted.posted.length}`);
     if (sorted.toFinish.length > 0) terminal.say(`paid by an earlier run, to be listed (nothing to pay): ${sorted.toFinish.length}`);
+    if (sorted.closed.length > 0) terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
     if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
     showTotals(terminal, totals, totals.tasks > 0 ? allowance < totals.totalRaw : false);
     checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
@@ -55,7 +56,7 @@ export async function postTasksCommand(flags: PostTasksFlags, config: CliConfig,
       // Posting now would queue behind the pending nonce; finish it first.
       run.results.write();
       summarize(run);
-      return notAllPosted(run, terminal, rerun);
+      return notAllPosted(run, terminal, rerun, sorted.closed.length);
     }
     if (totals.tasks > 0) await confirm(flags, terminal, `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) from ${run.chain.wallet.address}?`);
 
@@ -68,7 +69,7 @@ export async function postTasksCommand(flags: PostTasksFlags, config: CliConfig,
     progress.end();
     run.results.write();
     summarize(run);
-    return run.results.count(RowStatus.posted) === run.rows.length ? 0 : notAllPosted(run, terminal, rerun);
+    return run.results.count(RowStatus.posted) === run.rows.length ? 0 : notAllPosted(run, terminal, rerun, sorted.closed.length);
   } finally {
     run.close();
   }
@@ -103,11 +104,14 @@ async function confirm(flags: PostTasksFlags, terminal: Terminal, question: stri
   if (!(await terminal.confirm(question))) throw clientError("CONFIRMATION_REQUIRED", "Not confirmed; nothing was sent.");
 }
 
-function notAllPosted(run: Run, terminal: Terminal, rerun: string): number {
+function notAllPosted(run: Run, terminal: Terminal, rerun: string, closed: number): number {
   const left = run.rows.length - run.results.count(RowStatus.posted);
   terminal.note(
     `error NOT_ALL_POSTED: ${left} of ${run.rows.length} rows are not posted. Rerun the same command to finish them; rows already paid are listed without paying again:\n  ${rerun}`,
   );
+  if (closed > 0) {
+    terminal.note(`${closed} of them were paid and are no longer open on chain (cancelled, refunded or expired): they can never be listed (NOT_OPEN in the results file).`);
+  }
   return 3;
 }
 
@@ -186,8 +190,8 @@ async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFl
     if (results.get(row).status !== RowStatus.failed || !fundedHere.has(row.key)) continue;
     const journaled = journal.rows.get(row.key)!;
     const found = await reconcile(chain, journaled, { waitMs: 0 });
-    if (found.kind === "funded") {
-      const error = results.get(row).error;
+    if (found.kind === "funded" || found.kind === "closed") {
+      const error = found.kind === "closed" ? found.error : results.get(row).error;
       journal.append({ t: "funded", txHash: found.txHash, rows: [{ key: row.key, taskHash: found.attempt.taskHash }] });
       results.set(row, { status: RowStatus.unlisted, taskHash: found.attempt.taskHash, txHash: found.txHash, ...(error ? { error } : {}) });
     } else if (found.kind === "pending") {

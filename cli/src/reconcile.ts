@@ -1,8 +1,11 @@
 /**
  * What the chain says about a row a killed or stopped run left in flight (journaled at funding, not posted):
  *
- *   funded   the escrow holds a task of this wallet under one of the row's attempted task hashes; the funding
- *            transaction is the journaled one, or else found from the escrow's TaskCreated log
+ *   funded   the escrow holds a task of this wallet under one of the row's attempted task hashes, still open (Funded
+ *            and before its deadline, what the service lists); the funding transaction is the journaled one, or else
+ *            found from the escrow's TaskCreated log
+ *   closed   the same, but the task is no longer open on chain (cancelled, refunded, past its deadline...): paid, and
+ *            it can never be listed; never paid for again either
  *   unfunded nothing was paid: no attempt is funded and no attempt's nonce is still pending (never sent, or the nonce
  *            was used by something that did not fund it, e.g. a reverted funding): post the row afresh
  *   pending  an attempt's transaction is still in the mempool after waiting for it
@@ -10,10 +13,12 @@
 import { zeroPadValue } from "ethers";
 import { ApiError, clientError } from "../../sdk/src/errors";
 import { escrowInterface, type ChainWallet } from "../../sdk/src/chain";
-import type { Attempt, RowJournal } from "./journal";
+import { taskStatus } from "../../core/status";
+import type { Attempt, JournalError, RowJournal } from "./journal";
 
 export type Reconciled =
   | { kind: "funded"; attempt: Attempt; txHash: string }
+  | { kind: "closed"; attempt: Attempt; txHash: string; error: JournalError }
   | { kind: "unfunded" }
   | { kind: "pending"; attempt: Attempt };
 
@@ -67,13 +72,34 @@ async function fundedAttempt(chain: ChainWallet, attempts: readonly Attempt[]): 
   // Newest first: a row is funded at most once, unless a transaction the killed run signed surfaced later.
   for (const attempt of [...attempts].reverse()) {
     const data = await onChain(() => chain.provider.call({ to: chain.escrow, data: escrowInterface.encodeFunctionData("getTask", [attempt.taskHash]) }));
-    const [task] = escrowInterface.decodeFunctionResult("getTask", data) as unknown as [{ poster: string }];
+    const [task] = escrowInterface.decodeFunctionResult("getTask", data) as unknown as [{ poster: string; status: bigint; deadline: bigint }];
     if (task.poster.toLowerCase() !== chain.wallet.address.toLowerCase()) continue;
     const txHash = attempt.txHash ?? (await fundingTransaction(chain, attempt));
     if (!txHash) throw clientError("CHAIN_UNAVAILABLE", `Task ${attempt.taskHash} is funded but its TaskCreated log was not found from block ${attempt.block}.`);
-    return { kind: "funded", attempt, txHash };
+    const closed = await notListable(chain, attempt.taskHash, task);
+    return closed ? { kind: "closed", attempt, txHash, error: closed } : { kind: "funded", attempt, txHash };
   }
   return undefined;
+}
+
+/**
+ * Why a funded task can never be listed, or undefined while it can: the service lists only a task still Funded and
+ * before its deadline (the chain's time, as the escrow keeps it).
+ */
+async function notListable(chain: ChainWallet, taskHash: string, task: { status: bigint; deadline: bigint }): Promise<JournalError | undefined> {
+  const latest = await onChain(() => chain.provider.getBlock("latest"));
+  if (!latest) throw clientError("CHAIN_UNAVAILABLE", "The RPC has no latest block.");
+  const status = taskStatus({ status: Number(task.status), deadline: Number(task.deadline), nowSeconds: latest.timestamp });
+  if (status === "open") return undefined;
+  const why =
+    status === "cancelled"
+      ? "was cancelled on chain (its reward went back to this wallet)"
+      : status === "refunded"
+        ? "was refunded on chain (the reward was refunded to this wallet)"
+        : status === "expired"
+          ? `expired on chain: its deadline passed before it was listed (\`market cancel ${taskHash}\` gets the reward back)`
+          : `is no longer open on chain (${status})`;
+  return { code: "NOT_OPEN", message: `The task ${why}; it cannot be listed.` };
 }
 
 /** The transaction that funded the attempt, from the escrow's TaskCreated(taskHash, poster) log. */

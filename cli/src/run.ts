@@ -83,6 +83,8 @@ export interface Sorted {
   posted: FileRow[];
   /** Paid by an earlier run, not listed yet. */
   toFinish: Array<{ row: FileRow; attempt: Attempt; txHash: string }>;
+  /** Paid by an earlier run, and no longer open on chain (cancelled, refunded, expired...): they can never be listed. */
+  closed: FileRow[];
   /** Nothing paid for them yet. */
   fresh: FileRow[];
   /** A funding transaction is still pending for them. */
@@ -91,7 +93,7 @@ export interface Sorted {
 
 /** Sorts the rows by what the journal and, for rows left in flight, the chain say. */
 export async function sortRows(run: Run, options: { waitMs: number }): Promise<Sorted> {
-  const sorted: Sorted = { posted: [], toFinish: [], fresh: [], pending: [] };
+  const sorted: Sorted = { posted: [], toFinish: [], closed: [], fresh: [], pending: [] };
   for (const row of run.rows) {
     const journaled = run.journal.rows.get(row.key);
     if (journaled?.posted) {
@@ -106,8 +108,23 @@ export async function sortRows(run: Run, options: { waitMs: number }): Promise<S
       waitMs: options.waitMs,
       onWaiting: (a) => run.terminal.note(`line ${row.line}: waiting for its funding transaction (nonce ${a.nonce}) from an earlier run to be mined...`),
     });
-    if (found.kind === "funded") {
-      if (!found.attempt.txHash) run.journal.append({ t: "funded", txHash: found.txHash, rows: [{ key: row.key, taskHash: found.attempt.taskHash }] });
+    if ((found.kind === "funded" || found.kind === "closed") && !found.attempt.txHash) {
+      run.journal.append({ t: "funded", txHash: found.txHash, rows: [{ key: row.key, taskHash: found.attempt.taskHash }] });
+    }
+    if (found.kind === "closed") {
+      const { attempt, txHash, error } = found;
+      // Listed by the killed run before it could journal so, and closed since: it was posted.
+      if (await isListed(run.client, attempt.taskHash)) {
+        run.journal.append({ t: "posted", key: row.key, taskHash: attempt.taskHash, txHash });
+        run.results.set(row, { status: RowStatus.posted, taskHash: attempt.taskHash, txHash });
+        sorted.posted.push(row);
+        continue;
+      }
+      // Paid and never listable: not listed, not paid for again, and no listing refusal that would stop the run.
+      run.journal.append({ t: "unlisted", key: row.key, taskHash: attempt.taskHash, txHash, error });
+      run.results.set(row, { status: RowStatus.unlisted, taskHash: attempt.taskHash, txHash, error });
+      sorted.closed.push(row);
+    } else if (found.kind === "funded") {
       const { lastError } = journaled;
       run.results.set(row, {
         status: RowStatus.unlisted,
@@ -127,6 +144,17 @@ export async function sortRows(run: Run, options: { waitMs: number }): Promise<S
     }
   }
   return sorted;
+}
+
+/** Whether the service lists the task (a read: `TASK_NOT_FOUND` means it does not). */
+async function isListed(client: MarketClient, taskHash: string): Promise<boolean> {
+  try {
+    await client.getTask(taskHash);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "TASK_NOT_FOUND") return false;
+    throw error;
+  }
 }
 
 /** Lists rows already paid for; each listing stands alone (listing pays nothing). True when all are listed. */

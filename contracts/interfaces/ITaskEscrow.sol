@@ -92,6 +92,8 @@ interface ITaskEscrow {
     error BatchTokenMismatch(uint256 index, address token, address expected);
     /// @notice The amount must be above zero.
     error ZeroAmount();
+    /// @notice The amount does not fit the escrow's 96-bit record (far above any token supply in use).
+    error AmountTooLarge(uint256 amount, uint256 max);
     /// @notice The duration lies outside [MIN_DURATION, MAX_DURATION].
     error InvalidDuration(uint64 duration);
     /// @notice The poster cannot be the task's verifier agent.
@@ -182,6 +184,11 @@ interface ITaskEscrow {
     event AdminProposed(address indexed admin, address indexed pendingAdmin);
     event AdminTransferred(address indexed previousAdmin, address indexed admin);
     event SurplusRescued(address indexed token, address indexed to, uint256 amount);
+
+    // ------------------------------------------------------------------ set-up
+
+    /// @notice Initializes the proxy once: roles, the fee (at most 3000 bps) and the first allowed token.
+    function initialize(address admin_, address marketplaceVerifier, address treasury_, uint16 feeBps_, address token_) external;
 
     // ------------------------------------------------------------------ funding
 

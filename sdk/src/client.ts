@@ -1,4 +1,4 @@
-import { getAddress, Wallet } from "ethers";
+import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
 import { ApiError, clientError } from "./errors";
 import {
@@ -15,7 +15,7 @@ import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskIn
 import type { ChainName } from "../../core/chains";
 import { EscrowStatus } from "../../core/escrow";
 import type { AgentProfile } from "../../core/api";
-import { decryptBrief, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
+import { decryptBrief, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
 export interface MarketClientOptions {
@@ -184,6 +184,18 @@ export class MarketClient {
     return this.http.get(`/api/v1/tasks/${taskId}`);
   }
 
+  /**
+   * The task a transaction is built for: asked by task hash, the API must describe that very task (`TX_MISMATCH`
+   * otherwise), since the expected call is computed from the hash it answers.
+   */
+  private async taskToSign(taskId: string, known?: TaskView): Promise<TaskView> {
+    const task = known ?? (await this.getTask(taskId));
+    if (isHexString(taskId, 32) && task.meta.taskHash.toLowerCase() !== taskId.toLowerCase()) {
+      throw clientError("TX_MISMATCH", `Asked for task ${taskId}, the service described task ${task.meta.taskHash}; nothing was signed.`);
+    }
+    return task;
+  }
+
   async postedTasks(options: { limit?: number; cursor?: string } = {}): Promise<{ tasks: TaskView[]; nextCursor: string | null }> {
     const query = new URLSearchParams();
     if (options.limit) query.set("limit", String(options.limit));
@@ -206,7 +218,13 @@ export class MarketClient {
     const privateKey = this.#options.executor?.privateKey;
     if (!privateKey || !task.brief.wrappedKey || !task.brief.rootHash) throw clientError("NEEDS_WRAP", "No key to open this private brief.");
     const { data } = await this.http.get<{ data: string }>(`/api/v1/storage/${task.brief.rootHash}`);
-    return decryptBrief(Buffer.from(data, "base64"), unwrapBriefKey(task.brief.wrappedKey, privateKey));
+    const ciphertext = Buffer.from(data, "base64");
+    // The brief the poster funded is the one whose SHA-256 is the task hash: anything else is not opened.
+    const downloaded = privateTaskHash(ciphertext);
+    if (downloaded !== task.taskHash.toLowerCase()) {
+      throw clientError("BRIEF_MISMATCH", `The brief downloaded for task ${task.taskHash} is not the one it was funded for (its SHA-256 is ${downloaded}).`);
+    }
+    return decryptBrief(ciphertext, unwrapBriefKey(task.brief.wrappedKey, privateKey));
   }
 
   /**
@@ -215,7 +233,7 @@ export class MarketClient {
    */
   async deliverResult(taskId: string, result: string | { output: string }): Promise<Finalized> {
     const output = typeof result === "string" ? result : result.output;
-    const task = await this.getTask(taskId);
+    const task = await this.taskToSign(taskId);
     const wallet = await this.wallet(task.meta.chain);
     const delivered = await this.http.post<{ round: number; unsignedTx: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/deliver`, { output });
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("submitEvidence", [task.meta.taskHash, resultHash(output)]) };
@@ -280,7 +298,7 @@ export class MarketClient {
       ...(verdict.reasons ? { reasons: verdict.reasons } : {}),
     });
     if (!answer.unsignedTx) return answer;
-    const task = await this.getTask(taskId);
+    const task = await this.taskToSign(taskId);
     const wallet = await this.wallet(task.meta.chain);
     const score = verdict.score ?? (verdict.approve ? 100 : 0);
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("completeVerification", [task.meta.taskHash, verdict.approve, score]) };
@@ -324,7 +342,7 @@ export class MarketClient {
 
   /** A poster's or worker's own settlement call: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */
   async settle(taskId: string, action: "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged", known?: TaskView): Promise<{ outcome: string; txHash: string }> {
-    const task = known ?? (await this.getTask(taskId));
+    const task = await this.taskToSign(taskId, known);
     const wallet = await this.wallet(task.meta.chain);
     const answer = await this.http.post<{ outcome: string; unsignedTx: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/${action}`);
     const fn = { cancel: "cancelTask", "claim-timeout": "claimTimeout", dispute: "raiseDispute", release: "releaseTask", "release-unjudged": "releaseUnjudgedWork" }[action];

@@ -3,7 +3,7 @@ import type { Http } from "./http";
 import { ApiError, clientError, type RowError } from "./errors";
 import { erc20Interface, escrowInterface, type ChainWallet, type Settlement, type UnsignedTx } from "./chain";
 import { checkBulkRows, type BulkColumn, type BulkRow, type RowValues } from "../../core/bulk";
-import { encryptBrief, publicTaskHash, wrapBriefKey } from "../../core/crypto";
+import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { BULK_AUTO_CRITERIA, validateCriteria, type VerificationCriteria } from "../../core/verification";
 import { parseAgentAddress } from "../../core/task-fields";
 import { BATCH_CHUNK_SIZE, MAX_BULK_ROWS } from "../../core/limits";
@@ -219,7 +219,13 @@ async function prepare(ctx: PostingContext, checked: CheckedRow, executors: Map<
   if (row.target) recipients = recipients.filter((e) => e.address === row.target);
   const verifier = checked.verifierAddress;
   const encrypted = encryptBrief(row.instructions);
+  // The task hash is the client's own SHA-256 of the ciphertext, never the storage's word for it.
+  const taskHash = privateTaskHash(encrypted.ciphertext);
   const { rootHash } = await ctx.http.post<{ rootHash: string }>("/api/v1/storage/upload", { data: Buffer.from(encrypted.ciphertext).toString("base64") });
+  const rootHex = rootHash.replace(/^0x/i, "").toLowerCase();
+  if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
+    throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
+  }
   const wrappedKeys: Record<string, string> = {};
   for (const agent of recipients) wrappedKeys[agent.address] = wrapBriefKey(encrypted.key, agent.publicKey!);
   if (verifier) {
@@ -227,7 +233,7 @@ async function prepare(ctx: PostingContext, checked: CheckedRow, executors: Map<
     if (!verifierKey) throw clientError("INVALID_ROWS", `The verifier ${verifier} has no public key.`);
     wrappedKeys[verifier] = wrapBriefKey(encrypted.key, verifierKey);
   }
-  return { taskHash: rootHash, privacy: "private", rootHash, wrappedKeys, ...common };
+  return { taskHash, privacy: "private", rootHash, wrappedKeys, ...common };
 }
 
 /** The createTask or createTasks call the client expects for these prepared rows. */

@@ -30,6 +30,15 @@ export interface ChainRegistry {
   posting(): Chain;
 }
 
+/** Runs a read against the chain; a node that does not answer is `CHAIN_UNAVAILABLE` (503), never a 500. */
+export async function chainCall<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (cause) {
+    throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${(cause as Error).message}`, { cause });
+  }
+}
+
 export function rpcProvider(config: Pick<ChainConfig, "rpcUrl" | "chainId">): JsonRpcProvider {
   return new ChainRpcProvider(config);
 }

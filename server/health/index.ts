@@ -15,7 +15,7 @@ const ChainLag = Type.Object({
   error: Type.Optional(Type.String()),
 });
 
-export function healthRoutes(app: App, { db, chains, now }: Context) {
+export function healthRoutes(app: App, { db, chains, now, custody }: Context) {
   app.get(
     "/health",
     {
@@ -82,6 +82,9 @@ export function healthRoutes(app: App, { db, chains, now }: Context) {
                   batchCreate: Type.Object({ supported: Type.Boolean(), maxBatch: Type.Integer() }),
                 }),
               ),
+              custodyPublicKey: Type.Union([Type.String({ pattern: "^[0-9a-f]{130}$" }), Type.Null()], {
+                description: "Uncompressed secp256k1 public key (hex) a `keyCustodyBlob` wraps the brief key to; null when this server holds no custody key.",
+              }),
             }),
           ),
           ...errorResponses(503),
@@ -100,6 +103,7 @@ export function healthRoutes(app: App, { db, chains, now }: Context) {
             batchCreate: await chain.batchCreate(),
           })),
         ),
+        custodyPublicKey: custody.publicKey,
       }),
   );
 }

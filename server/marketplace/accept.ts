@@ -10,7 +10,7 @@ import { refusal } from "./eligibility";
 import { loadTask, requireLive, waitForIndexer, type Assignment, type TaskContext } from "./task-context";
 import { normalizeWrappedKeys } from "../tasks/terms";
 import { MarketError } from "../../core/errors";
-import { EscrowStatus } from "../../core/escrow";
+import { Ending, EscrowStatus, statusName } from "../../core/escrow";
 
 export interface MarketplaceDeps {
   db: Db;
@@ -147,7 +147,11 @@ export function createAccepting(deps: MarketplaceDeps) {
     let ctx = await loadTask(db, chains, taskHash);
     const { listing, onChain } = ctx;
 
-    if (onChain.worker === address && onChain.status !== EscrowStatus.Funded) return confirmAssigned(ctx, address);
+    if (onChain.worker === address && onChain.status !== EscrowStatus.Funded) {
+      // Held until it ends: accepting again answers the same assignment; an ended task is no longer open.
+      if (onChain.ending !== Ending.None) throw new MarketError("NOT_OPEN", `The task has ended (${statusName(onChain.status)}).`);
+      return confirmAssigned(ctx, address);
+    }
     let held = ctx.assignment;
     if (held && held.status === "assigned" && onChain.status === EscrowStatus.Funded && onChain.worker === null) {
       // The holder released the task on chain: the lock is stale, and this accept takes a new one.
@@ -285,7 +289,10 @@ export function createAccepting(deps: MarketplaceDeps) {
   async function decline(wallet: string, taskHash: string) {
     const agent = await registered(wallet);
     const ctx = await loadTask(db, chains, taskHash);
-    return { taskHash: ctx.listing.task_hash, declined: await offers.decline(ctx.listing.task_hash, agent.profile.address) };
+    if (!(await offers.decline(ctx.listing.task_hash, agent.profile.address))) {
+      throw new MarketError("WRONG_STATE", "No exclusive offer of this task is open for you.", { reason: "no_offer" });
+    }
+    return { taskHash: ctx.listing.task_hash, declined: true };
   }
 
   return { accept, bid, bids, addKeys, decline, assignedView };

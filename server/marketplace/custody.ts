@@ -13,6 +13,16 @@ export function createCustody(privateKey: string | undefined) {
     /** Uncompressed public key (130 hex, no 0x) posters wrap custody copies to; null when not configured. */
     publicKey,
     available: privateKey !== undefined,
+    /** Whether this service can open the copy (it holds the custody key the copy was wrapped to). */
+    opens(keyCustodyBlob: string): boolean {
+      if (!privateKey) return false;
+      try {
+        unwrapBriefKey(keyCustodyBlob, privateKey);
+        return true;
+      } catch {
+        return false;
+      }
+    },
     /** The brief key re-wrapped to the agent; undefined when the copy cannot be opened. */
     rewrap(keyCustodyBlob: string, agentPublicKey: string): string | undefined {
       if (!privateKey) return undefined;

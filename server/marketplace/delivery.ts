@@ -1,5 +1,7 @@
 import { getAddress, Transaction } from "ethers";
 import { json } from "../db";
+import { chainCall } from "../chains";
+import { isAlreadySent, isNodeRefusal } from "../../core/revert";
 import { loadTask, requireLive, waitForIndexer, type Delivery, type TaskContext } from "./task-context";
 import { requireOutbox, type MarketplaceDeps } from "./accept";
 import { autoVerdict, sendVerdict } from "../verification/judge";
@@ -66,7 +68,10 @@ export function createDelivery(deps: MarketplaceDeps) {
         reasons: null,
         judged_by: null,
       })
-      .onConflict((oc) => oc.columns(["task_hash", "round"]).doUpdateSet({ output, result_hash: hash, evidence_tx: null, evidence_raw: null, delivered_at: at }))
+      // A round not on chain yet may hold an output of a worker that released the task: the new worker's replaces it.
+      .onConflict((oc) =>
+        oc.columns(["task_hash", "round"]).doUpdateSet({ agent_address: wallet, output, result_hash: hash, evidence_tx: null, evidence_raw: null, delivered_at: at }),
+      )
       .execute();
     return { round, resultHash: hash, unsignedTx: unsignedCall(ctx.chain, wallet, "submitEvidence", [listing.task_hash, hash]) };
   }
@@ -119,9 +124,10 @@ export function createDelivery(deps: MarketplaceDeps) {
     try {
       await ctx.chain.provider.broadcastTransaction(raw);
     } catch (error) {
+      if (isAlreadySent(error)) return;
       const message = String((error as Error).message);
-      if (/already known|known transaction|AlreadyKnown|nonce too low/i.test(message)) return;
-      throw new MarketError("TX_REVERTED", `The node refused the transaction: ${message}`, { cause: error });
+      if (!isNodeRefusal(error)) throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${message}`, { cause: error });
+      throw new MarketError("TX_REJECTED", `The node refused the transaction: ${message}`, { cause: error });
     }
   }
 
@@ -131,7 +137,7 @@ export function createDelivery(deps: MarketplaceDeps) {
     requireWorker(ctx, wallet);
     const delivery = ctx.delivery;
     if (!delivery?.evidence_raw || !delivery.evidence_tx) throw new MarketError("WRONG_STATE", "No evidence transaction was relayed for this task.", { reason: statusOf(ctx) });
-    if (await ctx.chain.provider.getTransactionReceipt(delivery.evidence_tx)) {
+    if (await chainCall(() => ctx.chain.provider.getTransactionReceipt(delivery.evidence_tx!))) {
       return { txHash: delivery.evidence_tx };
     }
     await broadcast(ctx, delivery.evidence_raw);

@@ -15,7 +15,7 @@ export interface TaskContext {
   /** The escrow's state as indexed. */
   onChain: EscrowTask;
   assignment: Assignment | undefined;
-  /** The latest delivery (highest round), if any. */
+  /** The current worker's latest delivery (highest round), if any; a released worker's stored output is never it. */
   delivery: Delivery | undefined;
 }
 
@@ -37,6 +37,7 @@ export async function loadTask(db: Db, chains: ChainRegistry, taskHashInput: str
     .selectFrom("deliveries")
     .selectAll()
     .where("task_hash", "=", taskHash)
+    .where("agent_address", "=", onChain.worker)
     .orderBy("round", "desc")
     .executeTakeFirst();
   return { listing, chain, onChain, assignment, delivery };

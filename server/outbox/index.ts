@@ -1,9 +1,9 @@
 import { Transaction, type Signer, type TransactionReceipt, type TransactionRequest } from "ethers";
-import type { Chain } from "../chains";
+import { chainCall, type Chain } from "../chains";
 import { json, type Db } from "../db";
 import type { OutboxTable } from "../db/schema";
 import type { Selectable } from "kysely";
-import { decodeRevert, isCallRevert } from "../../core/revert";
+import { decodeRevert, isAlreadySent, isCallRevert } from "../../core/revert";
 import { MarketError } from "../../core/errors";
 
 type Entry = Selectable<OutboxTable>;
@@ -88,7 +88,7 @@ export function createOutbox(options: OutboxOptions) {
 
   async function allocateNonce(from: string): Promise<number> {
     if (nextNonce === undefined) {
-      const pending = await provider.getTransactionCount(from, "pending");
+      const pending = await chainCall(() => provider.getTransactionCount(from, "pending"));
       const last = await db
         .selectFrom("outbox")
         .select((eb) => eb.fn.max("nonce").as("nonce"))
@@ -125,7 +125,7 @@ export function createOutbox(options: OutboxOptions) {
         if (!revert && !isCallRevert(error)) throw new MarketError("CHAIN_UNAVAILABLE", (error as Error).message, { cause: error });
         throw new OutboxRevert(purpose, revert, `${purpose} would revert: ${revert ? `${revert.name}(${revert.args.join(", ")})` : (error as Error).message}`);
       }
-      const fees = await provider.getFeeData();
+      const fees = await chainCall(() => provider.getFeeData());
       const maxFee = fees.maxFeePerGas ?? fees.gasPrice ?? 0n;
       const priorityFee = fees.maxPriorityFeePerGas ?? 0n;
       const nonce = await allocateNonce(from);
@@ -181,7 +181,7 @@ export function createOutbox(options: OutboxOptions) {
       await provider.broadcastTransaction(entry.raw);
     } catch (error) {
       // Already in the pool, already mined, or the nonce taken by another transaction: the poll settles it.
-      if (!/already known|nonce too low|nonce has already been used|known transaction|AlreadyKnown/i.test(String((error as Error).message))) {
+      if (!isAlreadySent(error)) {
         options.logger?.warn({ err: error, purpose: entry.purpose, nonce: entry.nonce }, "broadcast failed; will retry");
         return;
       }
@@ -315,7 +315,7 @@ export function createOutbox(options: OutboxOptions) {
     async send(purpose: string, to: string, data: string, timeoutMs = 60_000): Promise<Sent> {
       const entry = await sign(purpose, to, data);
       if (entry.status === "mined") {
-        const receipt = await provider.getTransactionReceipt(entry.tx_hash);
+        const receipt = await chainCall(() => provider.getTransactionReceipt(entry.tx_hash));
         if (receipt?.status === 1) return { id: entry.id, txHash: entry.tx_hash, receipt };
         // A reorg took the receipt away (or the transaction was mined again and reverted there): follow the nonce
         // again, so the poll rebroadcasts it, bumps it, or records how it ended this time.

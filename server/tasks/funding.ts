@@ -1,6 +1,6 @@
 import { ZeroAddress } from "ethers";
 import { IERC20__factory } from "../../typechain-types";
-import type { Chain } from "../chains";
+import { chainCall, type Chain } from "../chains";
 import type { Db } from "../db";
 import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { minRewardRefusal } from "../marketplace/eligibility";
@@ -145,13 +145,4 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       return { taskHashes: terms.map((t) => t.taskHash), ...(await plan(chain, poster, terms)) };
     },
   };
-}
-
-/** Runs a read against the chain; a node that does not answer is `CHAIN_UNAVAILABLE` (503), never a 500. */
-export async function chainCall<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (cause) {
-    throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${(cause as Error).message}`, { cause });
-  }
 }

@@ -29,8 +29,8 @@ const ListingOutcome = Type.Object({
   status: Type.Union([Type.Literal("listed"), Type.Literal("already_listed")]),
 });
 
-export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, offers }: Context) {
-  const deps = { blobs, agents };
+export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, offers, custody }: Context) {
+  const deps = { blobs, agents, custody };
   const funding = createFunding({ db, deps });
   const listings = createListings({ db, deps, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
   const queries = createTaskQueries({ db, now });

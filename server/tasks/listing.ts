@@ -1,9 +1,8 @@
 import { getAddress, ZeroAddress, type TransactionReceipt } from "ethers";
-import type { Chain } from "../chains";
+import { chainCall, type Chain } from "../chains";
 import { isUniqueViolation, json, type Db } from "../db";
 import type { Listing } from "../db/schema";
 import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
-import { chainCall } from "./funding";
 import type { TaskFieldsInput } from "./schemas";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { EscrowStatus } from "../../core/escrow";
@@ -138,7 +137,10 @@ export function createListings({
     return { taskHash, status: "listed" };
   }
 
-  /** Listing again with the same properties is a no-op (a rerun finishing a run); different properties are refused. */
+  /**
+   * Listing again with the same properties is a no-op (a rerun finishing a run); different properties are refused.
+   * Keys added since (`POST .../keys`, re-wraps at accept) do not make the first listing's keys differ.
+   */
   async function sameListing(existing: Listing, terms: TaskTerms): Promise<ListingResult> {
     if (existing.privacy !== terms.privacy) throw new MarketError("PRIVACY_IMMUTABLE");
     const keys = await db.selectFrom("task_keys").select(["agent_address", "wrapped_key"]).where("task_hash", "=", existing.task_hash).execute();
@@ -155,7 +157,7 @@ export function createListings({
       targetExecutorType: existing.target_executor_type,
       serviceId: existing.service_id,
       keyCustodyBlob: existing.key_custody_blob,
-      wrappedKeys: Object.fromEntries(keys.map((k) => [k.agent_address, k.wrapped_key])),
+      wrappedKeys: Object.fromEntries(keys.filter((k) => k.agent_address in terms.wrappedKeys).map((k) => [k.agent_address, k.wrapped_key])),
     };
     const given = {
       publicBrief: terms.publicBrief,

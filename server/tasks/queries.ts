@@ -163,8 +163,8 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
   }
 
   /**
-   * What deliveries add to rows: the latest delivered output (shown to `viewer` when it is the poster, the worker or,
-   * in `agent` mode, the verifier that judges it)
+   * What deliveries add to rows: the current worker's latest delivered output (shown to `viewer` when it is the
+   * poster, the worker or, in `agent` mode, the verifier that judges it; a released worker's output is never shown)
    * and whether a delivered round waits for the poster's or the verifier's verdict.
    */
   async function extrasFor(rows: readonly TaskRow[], viewer: string | undefined): Promise<Map<string, TaskExtras>> {
@@ -173,10 +173,12 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
     const latest = new Map<string, { round: number; output: string; finalized_at: number | null; passed: number | null }>();
     const deliveries = await db
       .selectFrom("deliveries")
-      .select(["task_hash", "round", "output", "finalized_at", "passed"])
+      .select(["task_hash", "round", "agent_address", "output", "finalized_at", "passed"])
       .where("task_hash", "in", rows.map((r) => r.task_hash))
       .execute();
+    const workers = new Map(rows.map((r) => [r.task_hash, r.worker]));
     for (const d of deliveries) {
+      if (d.agent_address !== workers.get(d.task_hash)) continue;
       const seen = latest.get(d.task_hash);
       if (!seen || d.round > seen.round) latest.set(d.task_hash, d);
     }

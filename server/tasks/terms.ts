@@ -2,6 +2,7 @@ import { getAddress, ZeroHash } from "ethers";
 import type { Chain } from "../chains";
 import type { BlobStore } from "../storage/blob-store";
 import type { AgentRegistry } from "../agents/registry";
+import type { Custody } from "../marketplace/custody";
 import type { TaskFieldsInput } from "./schemas";
 import { addressParam } from "../http/params";
 import { capabilityTags } from "../agents";
@@ -34,6 +35,7 @@ export interface TaskTerms {
 export interface TermsDeps {
   blobs: BlobStore;
   agents: AgentRegistry;
+  custody: Pick<Custody, "opens">;
 }
 
 /**
@@ -84,9 +86,8 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
   if (mode === "agent") {
     if (!verifierAddress) throw new MarketError("VERIFIER_REQUIRED");
     if (verifierAddress === poster || verifierAddress === targetExecutor) throw new MarketError("VERIFIER_NOT_ALLOWED");
-    if (privacy === "private" && !wrappedKeys[verifierAddress] && input.keyCustodyBlob === undefined) {
-      throw new MarketError("VERIFIER_KEY_MISSING");
-    }
+    // The verifier never accepts, so a custody copy (re-wrapped only at accept) cannot stand in for its wrap.
+    if (privacy === "private" && !wrappedKeys[verifierAddress]) throw new MarketError("VERIFIER_KEY_MISSING");
   } else if (verifierAddress) {
     throw new MarketError("VERIFIER_MODE_MISMATCH", "`verifierAddress` is only for `agent` verification.");
   }
@@ -105,9 +106,10 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
   }
 
   if (privacy === "private") {
-    // Someone must be able to open the brief: an agent it is wrapped to (or any eligible agent when a custody copy
-    // allows re-wrapping), registered on the chain with a public key and every required capability.
-    const candidates = input.keyCustodyBlob !== undefined ? undefined : Object.keys(wrappedKeys);
+    // Someone must be able to open the brief: an agent it is wrapped to (or any eligible agent when this service can
+    // open the custody copy to re-wrap it), registered on the chain with a public key and every required capability.
+    const rewrappable = input.keyCustodyBlob !== undefined && deps.custody.opens(input.keyCustodyBlob);
+    const candidates = rewrappable ? undefined : Object.keys(wrappedKeys);
     const eligible = await deps.agents.find({
       chain: chain.name,
       capabilities: requiredCapabilities,

@@ -8,6 +8,7 @@ import { expect } from "chai";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
+import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { startStack, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt, readJournalEntries, readResults, runCli, startCli, taskDir, until } from "../support/cli";
 import type { TaskView } from "../../sdk/src/client";
@@ -69,13 +70,8 @@ describe("cli: a killed post-tasks run, rerun", function () {
 
   it("killed after a funding is mined and before its listing: the rerun lists that row without paying again", async function () {
     const env = await cliEnv(s, s.poster);
-    const first = startCli(ARGS, { env: { ...env, MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS: "1500" }, cwd: dir });
-    await until(() => entries("funded").length === 2, "the second funding");
-    first.child.kill("SIGKILL");
-    expect((await first.done).signal).to.equal("SIGKILL");
+    const killed = await killBeforeSecondListing(env);
     expect(entries("posted")).to.have.length(1);
-    const killedRow = entries("funding")[1]!.rows as Array<{ line: number; taskHash: string }>;
-    expect(killedRow[0]!.line).to.equal(3);
     expect((await balances()).escrow - initial.escrow).to.equal(3_000_000n, "rows 1 and 2 are paid");
 
     const rerun = await runCli(ARGS, { env, cwd: dir });
@@ -85,7 +81,92 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(rerun.stdout).to.contain("tasks to post: 4 (public 2, private 2)");
     expect(rerun.stdout).to.contain("total escrow: 18 USDC");
     const rows = await expectAllPostedOnce();
-    expect(rows[1]!.task_hash).to.equal(killedRow[0]!.taskHash, "the private row keeps the task hash it was paid under");
+    expect(rows[1]!.task_hash).to.equal(killed.taskHash, "the private row keeps the task hash it was paid under");
+  });
+
+  /** Kills a run after the second funding (line 3, 2 USDC, private) is mined and before its listing; its task hash and funding. */
+  async function killBeforeSecondListing(env: NodeJS.ProcessEnv) {
+    const first = startCli(ARGS, { env: { ...env, MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS: "1500" }, cwd: dir });
+    await until(() => entries("funded").length === 2, "the second funding");
+    first.child.kill("SIGKILL");
+    expect((await first.done).signal).to.equal("SIGKILL");
+    const killed = (entries("funding")[1]!.rows as Array<{ line: number; taskHash: string }>)[0]!;
+    expect(killed.line).to.equal(3);
+    return { taskHash: killed.taskHash, txHash: entries("funded")[1]!.txHash as string };
+  }
+
+  /** After a rerun that left line 3 paid and never listable: the five other rows posted once, line 3 paid once. */
+  async function expectPostedBesidesLine3(killed: { taskHash: string; txHash: string }, error: RegExp) {
+    const rows = readResults(path.join(dir, "tasks.csv.results.csv"));
+    expect(rows.map((r) => [r.line, r.status])).to.deep.equal([
+      ["2", "posted"],
+      ["3", "paid, not listed"],
+      ["4", "posted"],
+      ["5", "posted"],
+      ["6", "posted"],
+      ["7", "posted"],
+    ]);
+    expect(rows[1]).to.deep.include({ task_hash: killed.taskHash, tx_hash: killed.txHash });
+    expect(rows[1]!.error).to.match(error);
+    await s.sync();
+    const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: (await s.clientOptions(s.poster)).apiKey })).body.data;
+    expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(rows.filter((r) => r.status === "posted").map((r) => r.task_hash).sort());
+    expect(entries("posted").map((e) => e.taskHash)).not.to.include(killed.taskHash);
+    return rows;
+  }
+
+  it("killed before a listing, that task cancelled: the rerun posts the rest, reports it NOT_OPEN and pays for nothing twice", async function () {
+    const env = await cliEnv(s, s.poster);
+    const killed = await killBeforeSecondListing(env);
+    const cancel = await runCli(["cancel", killed.taskHash], { env, cwd: dir });
+    expect(cancel.status, cancel.stderr).to.equal(0);
+    expect(cancel.stdout).to.contain(`${killed.taskHash}: refund`);
+    expect((await balances()).escrow - initial.escrow).to.equal(1_000_000n, "row 2 refunded, row 1 paid");
+
+    const rerun = await runCli(ARGS, { env, cwd: dir });
+    expect(rerun.status, rerun.stderr).to.equal(3);
+    expect(rerun.stdout).to.contain("paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): 1");
+    expect(rerun.stdout).to.contain("tasks to post: 4 (public 2, private 2)");
+    expect(rerun.stdout).to.contain("6 rows: posted 5; paid, not listed 1; failed, nothing paid 0; not started 0");
+    expect(rerun.stderr).to.contain("error NOT_ALL_POSTED: 1 of 6 rows are not posted.");
+    await expectPostedBesidesLine3(killed, /^NOT_OPEN: The task was cancelled on chain .*; it cannot be listed\.$/);
+    // Every row paid once; the cancelled one came back.
+    const paid = await balances();
+    expect(initial.poster - paid.poster).to.equal(TOTAL - 2_000_000n);
+    expect(paid.escrow - initial.escrow).to.equal(TOTAL - 2_000_000n);
+
+    const again = await runCli(ARGS, { env, cwd: dir });
+    expect(again.status, again.stderr).to.equal(3);
+    expect(again.stdout).to.contain("already posted by an earlier run: 5");
+    expect(again.stdout).to.contain("tasks to post: 0");
+    await expectPostedBesidesLine3(killed, /^NOT_OPEN: The task was cancelled on chain/);
+    expect(await balances()).to.deep.equal(paid);
+
+    const finish = await runCli(["finish-posts", "--file", "tasks.csv"], { env, cwd: dir });
+    expect(finish.status, finish.stderr).to.equal(3);
+    expect(finish.stdout).to.contain("paid by an earlier run, to be listed: 0");
+    expect(finish.stdout).to.not.contain("never paid for");
+    expect(finish.stderr).to.contain("error NOT_ALL_POSTED: 1 paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed");
+    expect(await balances()).to.deep.equal(paid);
+  });
+
+  it("killed before a listing, that task past its deadline: the rerun posts the rest and reports it NOT_OPEN (expired); cancel gets it back", async function () {
+    const env = await cliEnv(s, s.poster);
+    const killed = await killBeforeSecondListing(env);
+    await time.increase(86_401);
+
+    const rerun = await runCli(ARGS, { env, cwd: dir });
+    expect(rerun.status, rerun.stderr).to.equal(3);
+    expect(rerun.stdout).to.contain("tasks to post: 4 (public 2, private 2)");
+    const rows = await expectPostedBesidesLine3(killed, /^NOT_OPEN: The task expired on chain: its deadline passed before it was listed .*; it cannot be listed\.$/);
+    expect(rows[1]!.error).to.contain(`market cancel ${killed.taskHash}`);
+    const paid = await balances();
+    expect(initial.poster - paid.poster).to.equal(TOTAL);
+    expect(paid.escrow - initial.escrow).to.equal(TOTAL);
+
+    const cancel = await runCli(["cancel", killed.taskHash], { env, cwd: dir });
+    expect(cancel.status, cancel.stderr).to.equal(0);
+    expect((await balances()).poster - paid.poster).to.equal(2_000_000n);
   });
 
   it("killed after journaling a funding and before sending it: the rerun posts that row afresh, once", async function () {
@@ -121,6 +202,22 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(rerun.stdout).to.contain("paid by an earlier run, to be listed (nothing to pay): 2");
     expect(rerun.stdout).to.contain("tasks to post: 0");
     await expectAllPostedOnce();
+  });
+
+  it("killed after a listing and before journaling it, that task cancelled since: the rerun finds it listed and counts it posted", async function () {
+    const env = await cliEnv(s, s.poster);
+    const first = await runCli(ARGS, { env, cwd: dir });
+    expect(first.status, first.stderr).to.equal(0);
+    const forgotten = (entries("funding").flatMap((e) => e.rows as Array<{ line: number; key: string; taskHash: string }>)).find((r) => r.line === 3)!;
+    writeFileSync(journal, readFileSync(journal, "utf8").split("\n").filter((l) => !(l.includes('"t":"posted"') && l.includes(forgotten.key))).join("\n"));
+    const cancel = await runCli(["cancel", forgotten.taskHash], { env, cwd: dir });
+    expect(cancel.status, cancel.stderr).to.equal(0);
+    const paid = await balances();
+
+    const rerun = await runCli(ARGS, { env, cwd: dir });
+    expect(rerun.status, rerun.stderr).to.equal(0);
+    expect(readResults(path.join(dir, "tasks.csv.results.csv")).map((r) => r.status)).to.deep.equal(Array(6).fill("posted"));
+    expect(await balances()).to.deep.equal(paid);
   });
 
   it("killed while the funding transaction is pending: the rerun waits for it, finds it from the TaskCreated log and lists it", async function () {

@@ -153,11 +153,11 @@ describe("TaskEscrow funding", function () {
         .withArgs(token);
     });
 
-    it("accepts 2^96-1 and refuses 2^96 with SafeCast's overflow error", async function () {
+    it("accepts 2^96-1 and refuses 2^96 (AmountTooLarge)", async function () {
       const { escrow, usdc, token, poster } = await loadFixture(deployEscrowFixture);
       await expect(escrow.connect(poster).createTask(hashOf("too much"), token, MAX_UINT96 + 1n, DURATION, ZERO))
-        .to.be.revertedWithCustomError(escrow, "SafeCastOverflowedUintDowncast")
-        .withArgs(96, MAX_UINT96 + 1n);
+        .to.be.revertedWithCustomError(escrow, "AmountTooLarge")
+        .withArgs(MAX_UINT96 + 1n, MAX_UINT96);
       await usdc.mint(poster.address, MAX_UINT96);
       await escrow.connect(poster).createTask(hashOf("max"), token, MAX_UINT96, DURATION, ZERO);
       expect((await escrow.getTask(hashOf("max"))).amount).to.equal(MAX_UINT96);
@@ -283,8 +283,8 @@ describe("TaskEscrow funding", function () {
         .to.be.revertedWithCustomError(escrow, "VerifierIsPoster")
         .withArgs(poster.address);
       await expect(asPoster.createTasks(withEntry({ amount: MAX_UINT96 + 1n })))
-        .to.be.revertedWithCustomError(escrow, "SafeCastOverflowedUintDowncast")
-        .withArgs(96, MAX_UINT96 + 1n);
+        .to.be.revertedWithCustomError(escrow, "AmountTooLarge")
+        .withArgs(MAX_UINT96 + 1n, MAX_UINT96);
     });
 
     it("refuses a fee-on-transfer token for the batch total", async function () {

@@ -200,7 +200,7 @@ export class EscrowModel {
       if (entry.duration < MIN_DURATION || entry.duration > MAX_DURATION) return fail("InvalidDuration");
       if (entry.verifier === sender) return fail("VerifierIsPoster");
       if (this.tasks.has(entry.hash) || seen.has(entry.hash)) return fail("TaskHashUsed");
-      if (entry.amount > MAX_UINT96) return fail("SafeCastOverflowedUintDowncast");
+      if (entry.amount > MAX_UINT96) return fail("AmountTooLarge");
       seen.add(entry.hash);
       total += entry.amount;
     }

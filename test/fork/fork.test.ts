@@ -1,7 +1,8 @@
 /**
- * Fork test: a local Hardhat node gets a deployment made by the deploy script (as production would get one), then the
- * in-process Hardhat network forks that node, the upgrade script upgrades the forked proxy to the current source, and
- * all eight endings are driven on the forked proxy with exact balances.
+ * Fork test: a local Hardhat node gets a deployment made by the deploy script as production gets one (the `arc`
+ * network from CHAIN_ARC_RPC_URL, a deployer key from DEPLOYER_PRIVATE_KEY, roles and the chain's existing USDC from
+ * ESCROW_*), then the in-process Hardhat network forks that node, the upgrade script upgrades the forked proxy to the
+ * current source, and all eight endings are driven on the forked proxy with exact balances.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,11 +11,12 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
 import hre from "hardhat";
+import { JsonRpcProvider, Wallet } from "ethers";
 import { clearSnapshots, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { upgradeEscrow } from "../../deploy/escrow";
 import { readDeployment, type EscrowDeployment } from "../../deploy/deployments";
-import { freePort, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
+import { freePort, hardhatAccountKeys, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
 import { MockUSDC__factory, type MockUSDC, type TaskEscrow } from "../../typechain-types";
 import { Ending, EscrowStatus } from "../../core/escrow";
 
@@ -38,33 +40,48 @@ describe("fork: eight endings on an upgraded fork of a deployed escrow", functio
   before(async function () {
     chain = await startLocalChain({ port: await freePort(), quiet: true });
     dir = mkdtempSync(path.join(tmpdir(), "market-fork-"));
-    const env = { ...process.env, LOCAL_RPC_URL: chain.url, DEPLOYMENTS_DIR: dir, HARDHAT_NETWORK: "" };
+    [admin, verifier, treasury, poster, worker] = (await hre.ethers.getSigners()) as [
+      HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner,
+    ];
+    // The chain's USDC exists before the escrow, as on arc; a deployer that holds no role deploys.
+    const node = new JsonRpcProvider(chain.url, undefined, { staticNetwork: true });
+    const [, , , , , deployerKey, tokenOwnerKey] = hardhatAccountKeys();
+    const existingUsdc = await new MockUSDC__factory(new Wallet(tokenOwnerKey!, node)).deploy();
+    await existingUsdc.waitForDeployment();
+    const env = {
+      ...process.env,
+      CHAIN_ARC_RPC_URL: chain.url,
+      DEPLOYER_PRIVATE_KEY: deployerKey,
+      ESCROW_ADMIN: admin.address,
+      ESCROW_VERIFIER: verifier.address,
+      ESCROW_TREASURY: treasury.address,
+      ESCROW_TOKEN: await existingUsdc.getAddress(),
+      DEPLOYMENTS_DIR: dir,
+      HARDHAT_NETWORK: "",
+    };
     const cli = require.resolve("hardhat/internal/cli/cli");
-    await run(process.execPath, [cli, "run", "--no-compile", "--network", "localhost", "deploy/deploy.ts"], {
-      env,
-      cwd: path.resolve(__dirname, "../.."),
-    });
-    const recorded = readDeployment("localhost", dir);
+    const deploy = () => run(process.execPath, [cli, "run", "--no-compile", "--network", "arc", "deploy/deploy.ts"], { env, cwd: path.resolve(__dirname, "../..") });
+    await deploy();
+    node.destroy();
+    const recorded = readDeployment("arc", dir);
     if (!recorded) throw new Error("the deploy script wrote no deployment record");
     deployment = recorded;
+    expect(deployment).to.deep.include({
+      network: "arc",
+      admin: admin.address,
+      verifier: verifier.address,
+      treasury: treasury.address,
+      token: await existingUsdc.getAddress(),
+    });
 
     // Re-running the deploy script where a live deployment is recorded sends nothing.
-    const again = await run(process.execPath, [cli, "run", "--no-compile", "--network", "localhost", "deploy/deploy.ts"], {
-      env,
-      cwd: path.resolve(__dirname, "../.."),
-    });
-    expect(again.stdout).to.contain("nothing sent");
-    expect(readDeployment("localhost", dir)).to.deep.equal(recorded);
+    expect((await deploy()).stdout).to.contain("nothing sent");
+    expect(readDeployment("arc", dir)).to.deep.equal(recorded);
 
     await hre.network.provider.request({ method: "hardhat_reset", params: [{ forking: { jsonRpcUrl: chain.url } }] });
     // EDR refuses calls against the forked block itself until a new block exists.
     await hre.network.provider.request({ method: "hardhat_mine", params: ["0x1"] });
     await clearSnapshots();
-
-    [admin, verifier, treasury, poster, worker] = (await hre.ethers.getSigners()) as [
-      HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner,
-    ];
-    expect(deployment.admin).to.equal(admin.address);
 
     const upgraded = await upgradeEscrow(hre, { deployment, redeployImplementation: "always", save: false });
     expect(upgraded.deployment.implementation).to.not.equal(deployment.implementation);

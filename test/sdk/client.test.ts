@@ -7,7 +7,8 @@ import { WorkerRuntime } from "../../sdk/src/runtime";
 import { inspect } from "node:util";
 import { createServer as createHttpServer } from "node:http";
 import type { PostTaskInput } from "../../sdk/src/posting";
-import { publicTaskHash } from "../../core/crypto";
+import { encryptBrief, privateTaskHash, publicKeyFromPrivateKey, publicTaskHash, resultHash, wrapBriefKey } from "../../core/crypto";
+import { escrowInterface } from "../../sdk/src/chain";
 
 /** A fetch that lets a test rewrite the API's answer to one route (the service misbehaving). */
 function tampering(path: RegExp, rewrite: (data: Record<string, unknown>) => void): typeof fetch {
@@ -44,6 +45,16 @@ async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(
     url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A fetch that answers the requests `fake` returns an answer for (`data` of a successful envelope); others pass to the API. */
+function faking(fake: (method: string, path: string, body: Record<string, unknown> | undefined) => unknown): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const body = typeof init?.body === "string" ? (JSON.parse(init.body) as Record<string, unknown>) : undefined;
+    const data = fake(init?.method ?? "GET", new URL(String(input)).pathname, body);
+    if (data === undefined) return fetch(input, init);
+    return new Response(JSON.stringify({ success: true, data }), { status: 200, headers: { "content-type": "application/json" } });
+  }) as typeof fetch;
 }
 
 async function refusal(promise: Promise<unknown>): Promise<ApiError> {
@@ -138,6 +149,51 @@ describe("MarketClient", function () {
       const nonce = await hre.ethers.provider.getTransactionCount(s.worker.address);
       expect((await refusal(tampered.deliverResult(posted.taskHash!, "Bonjour, et bienvenue !"))).code).to.equal("TX_MISMATCH");
       expect(await hre.ethers.provider.getTransactionCount(s.worker.address)).to.equal(nonce);
+    });
+
+    describe("a service that describes another task than the one asked for (TX_MISMATCH, nothing signed)", function () {
+      const asked = `0x${"ab".repeat(32)}`;
+      let other: string;
+      let chainId: number;
+      /** The API answers task `asked` with `other`'s hash, and builds each call for `other` (a consistent lie). */
+      const lying = (o: typeof base) =>
+        new MarketClient({
+          ...o,
+          fetch: faking((method, path) => {
+            const tx = (data: string) => ({ chainId, from: s.poster.address, to: s.escrowAddress, data, value: "0" });
+            if (method === "GET" && path === `/api/v1/tasks/${asked}`) {
+              return { meta: { chain: "arc", taskHash: other }, state: { taskId: asked, status: "open", rounds: 0 } };
+            }
+            if (path === `/api/v1/a2a/tasks/${asked}/deliver`) return { round: 1, unsignedTx: tx(escrowInterface.encodeFunctionData("submitEvidence", [other, resultHash("the output")])) };
+            if (path === `/api/v1/a2a/tasks/${asked}/verdict`) return { status: "verified", unsignedTx: tx(escrowInterface.encodeFunctionData("completeVerification", [other, true, 100])) };
+            if (path === `/api/v1/a2a/tasks/${asked}/cancel`) return { outcome: "refund", unsignedTx: tx(escrowInterface.encodeFunctionData("cancelTask", [other])) };
+            return undefined;
+          }),
+        });
+      beforeEach(async function () {
+        chainId = Number((await hre.ethers.provider.getNetwork()).chainId);
+        other = (await new MarketClient(base).postTask({ ...task, instructions: "The poster's other task, still open." })).taskHash!;
+        await s.sync();
+      });
+
+      it("cancelAndRefund (and settle, behind market cancel) never cancels the other task", async function () {
+        await nothingSent(async () => expect((await refusal(lying(base).cancelAndRefund(asked))).code).to.equal("TX_MISMATCH"));
+        expect((await new MarketClient(base).getTask(other)).state.status).to.equal("open");
+      });
+
+      it("deliverResult", async function () {
+        await nothingSent(async () => expect((await refusal(lying(base).deliverResult(asked, "the output"))).code).to.equal("TX_MISMATCH"));
+      });
+
+      it("reviewResult", async function () {
+        await nothingSent(async () => expect((await refusal(lying(base).reviewResult(asked, { approve: true }))).code).to.equal("TX_MISMATCH"));
+      });
+
+      it("signs for a task hash asked in another letter case", async function () {
+        const client = new MarketClient(base);
+        const outcome = await client.cancelAndRefund(other.toUpperCase().replace("0X", "0x"));
+        expect(outcome.outcome).to.equal("refund");
+      });
     });
   });
 
@@ -309,6 +365,40 @@ describe("MarketClient", function () {
       expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 1_000_000n);
     });
 
+    it("a private task hash is the client's own SHA-256 of the ciphertext, whatever rootHash the storage answers", async function () {
+      await s.registerAgent(s.worker, []);
+      const seen: { uploaded?: Buffer; built?: Record<string, unknown> } = {};
+      const blobId = (async (input: string | URL | Request, init?: RequestInit) => {
+        const path = new URL(String(input)).pathname;
+        const body = typeof init?.body === "string" ? (JSON.parse(init.body) as Record<string, unknown>) : undefined;
+        if (path === "/api/v1/storage/upload") {
+          seen.uploaded = Buffer.from(String(body!.data), "base64");
+          // A storage that names blobs by an ID of its own (the spec allows a blob ID as rootHash).
+          return new Response(JSON.stringify({ success: true, data: { rootHash: "blob-7f3a", size: seen.uploaded.length } }), { status: 200 });
+        }
+        if (path === "/api/v1/tasks") seen.built = body;
+        return fetch(input, init);
+      }) as typeof fetch;
+      await nothingSent(async () => {
+        const result = await new MarketClient({ ...base, fetch: blobId }).postTask({ instructions: "A private brief kept by ID.", amountRaw: 1_000_000n });
+        // This service cannot find the blob by that ID, so it refuses the build: the row fails, nothing paid.
+        expect(result.status).to.equal("failed");
+        expect(seen.built).to.deep.include({ taskHash: privateTaskHash(seen.uploaded!), rootHash: "blob-7f3a", privacy: "private" });
+        expect(result.taskHash).to.equal(privateTaskHash(seen.uploaded!));
+      });
+    });
+
+    it("refuses a private row whose upload answers another 64-hex rootHash than the ciphertext's SHA-256 (STORAGE_MISMATCH), nothing paid", async function () {
+      await s.registerAgent(s.worker, []);
+      const wrongHash = `0x${"11".repeat(32)}`;
+      const lyingStorage = faking((method, path) => (path === "/api/v1/storage/upload" ? { rootHash: wrongHash, size: 1 } : undefined));
+      await nothingSent(async () => {
+        const result = await new MarketClient({ ...base, fetch: lyingStorage }).postTasks([{ instructions: "A private brief.", amountRaw: 1_000_000n }]);
+        expect(result.results.map((r) => [r.status, r.error?.code])).to.deep.equal([["failed", "STORAGE_MISMATCH"]]);
+        expect(result.results[0]!.error!.message).to.contain(wrongHash);
+      });
+    });
+
     it("a batch refusal that names no row fails the chunk and stops, instead of asking again forever", async function () {
       let batches = 0;
       const refusing = (async (input: string | URL | Request, init?: RequestInit) => {
@@ -363,6 +453,45 @@ describe("MarketClient", function () {
       const error = await refusal(new MarketClient(await s.clientOptions(s.stranger)).cancelAndRefund(result.results[0]!.taskHash!));
       expect(error.code).to.equal("NOT_POSTER");
     });
+  });
+});
+
+describe("MarketClient.openBrief", function () {
+  const worker = { privateKey: `0x${"42".repeat(32)}` };
+  const sealed = (brief: string) => {
+    const encrypted = encryptBrief(brief);
+    return { ...encrypted, wrappedKey: wrapBriefKey(encrypted.key, publicKeyFromPrivateKey(worker.privateKey)) };
+  };
+  const funded = sealed("The brief the poster funded.");
+  const assigned = (wrappedKey: string) => ({
+    taskHash: privateTaskHash(funded.ciphertext),
+    chain: "arc" as const,
+    escrowAddress: `0x${"e".repeat(40)}`,
+    worker: `0x${"1".repeat(40)}`,
+    deadline: 0,
+    rounds: 0,
+    brief: { privacy: "private" as const, rootHash: "blob-1", wrappedKey },
+    verification: { mode: "auto" },
+  });
+  /** A client whose service serves `ciphertext` as the brief's blob. */
+  const serving = (ciphertext: Uint8Array) =>
+    new MarketClient({
+      apiKey: "sk_test",
+      baseUrl: "http://127.0.0.1:9",
+      escrows: {},
+      executor: { privateKey: worker.privateKey, rpcUrls: {} },
+      fetch: faking((method, path) => (path === "/api/v1/storage/blob-1" ? { data: Buffer.from(ciphertext).toString("base64") } : undefined)),
+    });
+
+  it("opens the brief whose SHA-256 is the task hash", async function () {
+    expect(await serving(funded.ciphertext).openBrief(assigned(funded.wrappedKey))).to.equal("The brief the poster funded.");
+  });
+
+  it("refuses another brief than the one funded (BRIEF_MISMATCH), even one its key opens", async function () {
+    const swapped = sealed("Another brief, swapped in by the service.");
+    const error = await refusal(serving(swapped.ciphertext).openBrief(assigned(swapped.wrappedKey)));
+    expect(error.code).to.equal("BRIEF_MISMATCH");
+    expect(error.message).to.contain(privateTaskHash(funded.ciphertext));
   });
 });
 

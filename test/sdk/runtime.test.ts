@@ -89,11 +89,19 @@ describe("WorkerRuntime end to end", function () {
     });
     await runtime.start();
     const poster = new MarketClient(await s.clientOptions(s.poster));
-    await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
-    await until(() => events.some((e) => e.type === "task_finalized"), 30_000, "finalized");
+    const posted = await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
+    await until(() => events.some((e) => e.type === "task_finalized" && e.finalize.verificationResult?.passed), 30_000, "finalized and passed");
     await runtime.stop();
     expect(rounds.map((r) => r.round)).to.deep.equal([1, 2]);
     expect(rounds[1]!.reasons?.join(" ")).to.match(/refusal/i);
+    // Each finalized delivery is reported: the failed round (passed false), then the one that passed.
+    const finalized = events.filter((e) => e.type === "task_finalized");
+    expect(finalized.map((e) => [e.taskId, e.finalize.status, e.finalize.verificationResult?.passed])).to.deep.equal([
+      [posted.taskHash, "failed", false],
+      [posted.taskHash, "verified", true],
+    ]);
+    expect(finalized[0]!.finalize.verificationResult!.reasons.join(" ")).to.equal(rounds[1]!.reasons!.join(" "));
+    expect(events.filter((e) => e.type === "task_failed")).to.deep.equal([]);
     const reputation = (await s.call<{ reputation: number }>("GET", `/api/v1/reputation/${s.worker.address}`)).body.data;
     expect(reputation.reputation).to.equal(41); // 50 - 10 for the failed round + 1 for the settled task
   });
@@ -116,16 +124,26 @@ describe("WorkerRuntime end to end", function () {
     await stopped;
     expect(rounds).to.deep.equal([1, 2]);
     expect(events.filter((e) => e.type === "task_failed")).to.deep.equal([]);
-    expect(events.find((e) => e.type === "task_finalized")).to.deep.include({ finalize: { status: "verified", verificationResult: { passed: true, reasons: [] } } });
+    const finalized = events.filter((e) => e.type === "task_finalized");
+    expect(finalized.map((e) => e.finalize.verificationResult?.passed)).to.deep.equal([false, true]);
+    expect(finalized[1]).to.deep.include({ finalize: { status: "verified", verificationResult: { passed: true, reasons: [] } } });
   });
 
-  it("reports a task whose rounds all failed as failed, and the poster reclaims it", async function () {
+  it("reports each failed round of a task as finalized (passed false), never as task_failed", async function () {
     const { runtime, events } = await runtimeFor(async () => ({ output: "TODO" }));
     await runtime.start();
     const poster = new MarketClient(await s.clientOptions(s.poster));
     const posted = await poster.postTask({ instructions: "Summarise the minutes.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
-    await until(() => events.some((e) => e.type === "task_failed" && e.error.code === "VERIFICATION_FAILED"), 30_000, "failed");
+    await until(() => events.filter((e) => e.type === "task_finalized").length === 3, 30_000, "three finalized rounds");
     await runtime.stop();
+    const finalized = events.filter((e) => e.type === "task_finalized");
+    for (const e of finalized) {
+      expect(e.taskId).to.equal(posted.taskHash);
+      expect(e.finalize.status).to.equal("failed");
+      expect(e.finalize.verificationResult?.passed).to.equal(false);
+      expect(e.finalize.verificationResult?.reasons).to.not.be.empty;
+    }
+    expect(events.filter((e) => e.type === "task_failed")).to.deep.equal([]);
     const task = await poster.getTask(posted.taskHash!);
     expect(task.state.status).to.equal("failed");
     expect(task.state.rounds).to.equal(3);

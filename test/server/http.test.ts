@@ -367,6 +367,8 @@ describe("server: HTTP edge", function () {
           batchCreate: { supported: true, maxBatch: 20 },
         },
       ]);
+      // No custody key on this server: nothing to wrap a custody copy to.
+      expect(answer.body.data).to.have.property("custodyPublicKey", null);
     });
 
     it("an escrow without batch creation (the arc deployment) reports it unsupported, read from the chain once", async function () {

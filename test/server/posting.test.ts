@@ -1,10 +1,10 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { startTestServer, type TestServer } from "./harness";
+import { privateKeyOf, startTestServer, type TestServer } from "./harness";
 import { expectError, expectOk } from "./expect";
 import { BlocklistToken__factory, TaskEscrow__factory } from "../../typechain-types";
-import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash } from "../../core/crypto";
+import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import type { ErrorCode } from "../../core/errors";
 
 const ZERO_HASH = `0x${"0".repeat(64)}`;
@@ -174,6 +174,19 @@ describe("posting: build, upload and list", function () {
           verifierAddress: s.agentVerifier.address,
         });
         expectError(await build(fields), "VERIFIER_KEY_MISSING");
+      });
+
+      it("refuses agent mode without the verifier's wrap even with a custody copy (VERIFIER_KEY_MISSING): the verifier never accepts", async function () {
+        const { fields, aesKey } = await s.privateTask(brief, [s.worker], posterKey, { verificationMode: "agent", verifierAddress: s.agentVerifier.address });
+        const custodyCopy = wrapBriefKey(aesKey, publicKeyFromPrivateKey(hre.ethers.Wallet.createRandom().privateKey));
+        expectError(await build({ ...fields, keyCustodyBlob: custodyCopy }), "VERIFIER_KEY_MISSING");
+      });
+
+      it("a custody copy this service cannot open does not stand in for wraps (NO_EXECUTORS): no custody key, or junk", async function () {
+        const { fields, aesKey } = await s.privateTask(brief, [], posterKey);
+        const custodyCopy = wrapBriefKey(aesKey, publicKeyFromPrivateKey(hre.ethers.Wallet.createRandom().privateKey));
+        expectError(await build({ ...fields, keyCustodyBlob: custodyCopy }), "NO_EXECUTORS");
+        expectError(await build({ ...fields, keyCustodyBlob: "00" }), "NO_EXECUTORS");
       });
     });
 
@@ -363,6 +376,26 @@ describe("posting: build, upload and list", function () {
       expectOk(await list({ ...fields, txHash }));
       const keys = await s.db.selectFrom("task_keys").selectAll().execute();
       expect(keys.map((k) => k.agent_address)).to.deep.equal([s.worker.address]);
+    });
+
+    it("listing again the same way stays a no-op after keys were added for more agents", async function () {
+      await s.registerAgent(s.stranger, ["web_research"]);
+      const { fields, aesKey } = await s.privateTask(brief, [s.worker], posterKey);
+      const txHash = await fund(fields);
+      expectOk(await list({ ...fields, txHash }));
+      await s.sync();
+      const added = { [s.stranger.address]: wrapBriefKey(aesKey, publicKeyFromPrivateKey(privateKeyOf(s.stranger))) };
+      expectOk(await s.call("POST", `/api/v1/a2a/tasks/${fields.taskHash}/keys`, { key: posterKey, body: { wrappedKeys: added } }));
+
+      expect(expectOk(await list({ ...fields, txHash })).status).to.equal("already_listed");
+      // Keys are compared with the stored ones for the agents the request names: another key for an agent, or a key
+      // for an agent nothing was wrapped to, is a change.
+      const otherKey = wrapBriefKey(aesKey, publicKeyFromPrivateKey(privateKeyOf(s.worker)));
+      for (const wrappedKeys of [{ [s.worker.address]: otherKey }, { ...fields.wrappedKeys, [s.poster.address]: otherKey }]) {
+        const changed = await list({ ...fields, wrappedKeys, txHash });
+        expectError(changed, "LISTING_IMMUTABLE");
+        expect(changed.body.error.details?.[0]?.field).to.equal("body.wrappedKeys");
+      }
     });
   });
 

@@ -27,7 +27,9 @@ export interface TaskContext {
 export type RuntimeEvent =
   | { type: "registered"; profile: AgentProfile }
   | { type: "task_assigned"; taskId: string }
+  /** A delivery finalized: every round, a failed one too (`passed` false; delivered again while rounds remain). */
   | { type: "task_finalized"; taskId: string; finalize: { status: string; verificationResult?: { passed: boolean; reasons: string[] } } }
+  /** Skipped, or after `task_assigned` held but undelivered (never a delivered task that failed verification). */
   | { type: "task_failed"; taskId: string; error: { code: string; message: string } }
   | { type: "error"; error: Error };
 
@@ -283,19 +285,16 @@ export class WorkerRuntime {
           record.status = "submitted";
           const finalized: Finalized = await this.client.deliverResult(taskId, output);
           const result = finalized.verificationResult;
+          // Every finalized delivery is reported, a failed round too (passed false): the task was delivered.
+          this.emit({
+            type: "task_finalized",
+            taskId,
+            finalize: { status: finalized.status, ...(result ? { verificationResult: { passed: result.passed, reasons: result.reasons } } : {}) },
+          });
           // Also while stopping: the task is held, and stop() finishes the tasks in hand.
           if (finalized.status === "failed" && finalized.roundsLeft > 0) {
             previousAttempt = { output, reasons: result?.reasons ?? [] };
             continue;
-          }
-          if (finalized.status === "failed") {
-            this.emit({ type: "task_failed", taskId, error: { code: "VERIFICATION_FAILED", message: (result?.reasons ?? []).join("; ") || "failed verification" } });
-          } else {
-            this.emit({
-              type: "task_finalized",
-              taskId,
-              finalize: { status: finalized.status, ...(result ? { verificationResult: { passed: result.passed, reasons: result.reasons } } : {}) },
-            });
           }
           return;
         }

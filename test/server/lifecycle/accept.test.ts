@@ -9,7 +9,7 @@ import { privateKeyOf, startTestServer, type TestServer, type TestServerOptions 
 import { ACCEPT_LOCK_TTL_MS } from "../../../server/marketplace/accept";
 import { expectError, expectOk } from "../expect";
 import { decryptBrief, publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../../core/crypto";
-import { AMOUNT, brief, DAY, EscrowStatus, steps, type Steps } from "./helpers";
+import { AMOUNT, brief, CRITERIA, DAY, EscrowStatus, PASSING, steps, type Steps } from "./helpers";
 
 describe("lifecycle: accept", function () {
   let s: TestServer | undefined;
@@ -199,6 +199,8 @@ describe("lifecycle: accept", function () {
       const { fields, aesKey } = await server.privateTask(text, [], posterKey);
       const { taskHash } = await server.post(server.poster, posterKey, { ...fields, keyCustodyBlob: wrapBriefKey(aesKey, custodyPublicKey) }, AMOUNT);
 
+      const settlement = expectOk(await server.call<{ custodyPublicKey: string }>("GET", "/api/v1/health/settlement"));
+      expect(settlement.custodyPublicKey).to.equal(custodyPublicKey);
       const accepted = expectOk(await t.accept(agentKey, taskHash));
       expect(accepted.brief.privacy).to.equal("private");
       const key = unwrapBriefKey(accepted.brief.wrappedKey!, privateKeyOf(server.worker));
@@ -211,8 +213,10 @@ describe("lifecycle: accept", function () {
       const server = await boot({ custodyKey });
       const agentKey = await server.registerAgent(server.worker);
       const { fields, aesKey } = await server.privateTask(brief("A private brief for the old custody key."), [], posterKey);
+      const { taskHash } = await server.post(server.poster, posterKey, { ...fields, keyCustodyBlob: wrapBriefKey(aesKey, custodyPublicKey) }, AMOUNT);
+      // The custody key rotated since: the listing's copy was wrapped to a key the service no longer holds.
       const oldCustody = publicKeyFromPrivateKey(hre.ethers.Wallet.createRandom().privateKey);
-      const { taskHash } = await server.post(server.poster, posterKey, { ...fields, keyCustodyBlob: wrapBriefKey(aesKey, oldCustody) }, AMOUNT);
+      await server.db.updateTable("listings").set({ key_custody_blob: wrapBriefKey(aesKey, oldCustody) }).where("task_hash", "=", taskHash).execute();
       expectError(await t.accept(agentKey, taskHash), "NEEDS_WRAP");
       expect(await server.db.selectFrom("task_keys").selectAll().where("task_hash", "=", taskHash).execute()).to.have.length(0);
       expect(await server.db.selectFrom("assignments").selectAll().execute()).to.have.length(0);
@@ -254,10 +258,13 @@ describe("lifecycle: accept", function () {
       const retryAfterMs = held.body.error.details?.[0]?.retryAfterMs as number;
       expect(retryAfterMs).to.be.a("number").within(1, WINDOW_MS);
 
-      // Only the holder can decline its window.
-      expect(expectOk(await s!.call<{ declined: boolean }>("POST", `/api/v1/a2a/tasks/${taskHash}/decline`, { key: workerKey })).declined).to.equal(false);
+      // Only the holder can decline its window: anyone else has no offer to decline (WRONG_STATE), and it stays held.
+      const notHeld = await s!.call("POST", `/api/v1/a2a/tasks/${taskHash}/decline`, { key: workerKey });
+      expectError(notHeld, "WRONG_STATE");
+      expect((notHeld.body.error as { reason?: string }).reason).to.equal("no_offer");
       expectError(await t.accept(workerKey, taskHash), "OFFER_HELD");
       expect(expectOk(await s!.call<{ declined: boolean }>("POST", `/api/v1/a2a/tasks/${taskHash}/decline`, { key: strangerKey })).declined).to.equal(true);
+      expectError(await s!.call("POST", `/api/v1/a2a/tasks/${taskHash}/decline`, { key: strangerKey }), "WRONG_STATE");
 
       expect(expectOk(await t.accept(workerKey, taskHash)).worker).to.equal(s!.worker.address);
     });
@@ -363,6 +370,19 @@ describe("lifecycle: accept", function () {
       await t.expectState(taskHash, "assigned", EscrowStatus.Assigned);
       expect((await t.escrowRow(taskHash)).worker).to.equal(server.stranger.address);
       expectError(await t.action(workerKey, taskHash, "release"), "NOT_EXECUTOR");
+    });
+
+    it("NOT_OPEN: the former worker accepting a task that has ended (verified), with nothing sent", async function () {
+      const server = await boot();
+      const agentKey = await server.registerAgent(server.worker);
+      const { taskHash } = await postPublic(server, { verificationCriteria: CRITERIA });
+      expectOk(await t.accept(agentKey, taskHash));
+      const evidence = await t.deliverOnChain(server.worker, agentKey, taskHash, PASSING);
+      expect(expectOk(await t.finalize(agentKey, taskHash, evidence)).status).to.equal("verified");
+      const outbox = await server.db.selectFrom("outbox").selectAll().execute();
+
+      expectError(await t.accept(agentKey, taskHash), "NOT_OPEN");
+      expect(await server.db.selectFrom("outbox").selectAll().execute()).to.deep.equal(outbox);
     });
 
     it("the agent that released a task can accept it again: a new assignment is sent", async function () {

@@ -158,6 +158,76 @@ describe("lifecycle: delivery", function () {
     expect(stored).to.deep.equal({ evidence_tx: hash, evidence_raw: signedTx });
   });
 
+  it("a worker that released the task leaves nothing behind: the next worker neither reads nor is paid for its stored output", async function () {
+    const taskHash = await accepted();
+    await t.deliver(agentKey, taskHash, PASSING);
+    await t.settle(s.worker, agentKey, taskHash, "release", "reopen");
+    expectOk(await t.accept(strangerKey, taskHash));
+
+    const view = async (key: string) => expectOk(await s.call<{ state: { resultData?: { output?: string } } }>("GET", `/api/v1/tasks/${taskHash}`, { key }));
+    expect((await view(strangerKey)).state.resultData).to.equal(undefined);
+    expect((await view(posterKey)).state.resultData).to.equal(undefined);
+    expectError(await t.finalize(strangerKey, taskHash), "WRONG_STATE");
+
+    // Evidence of the released worker's result, sent by the new worker: there is no delivery of its own to judge.
+    const before = await s.usdc.balanceOf(s.stranger.address);
+    const evidence = await s.escrow.connect(s.stranger).submitEvidence(taskHash, resultHash(PASSING));
+    await evidence.wait();
+    await s.sync();
+    expectError(await t.finalize(strangerKey, taskHash, evidence.hash), "WRONG_STATE");
+    expect(await s.usdc.balanceOf(s.stranger.address)).to.equal(before);
+  });
+
+  it("a worker that released the task: the next worker's own delivery of the same round replaces it and is judged", async function () {
+    const taskHash = await accepted();
+    await t.deliver(agentKey, taskHash, FAILING);
+    await t.settle(s.worker, agentKey, taskHash, "release", "reopen");
+    expectOk(await t.accept(strangerKey, taskHash));
+
+    const txHash = await t.deliverOnChain(s.stranger, strangerKey, taskHash, PASSING);
+    expect(expectOk(await t.finalize(strangerKey, taskHash, txHash))).to.deep.include({ status: "verified", round: 1 });
+    const rows = await s.db.selectFrom("deliveries").select(["round", "agent_address", "output"]).execute();
+    expect(rows).to.deep.equal([{ round: 1, agent_address: s.stranger.address, output: PASSING }]);
+  });
+
+  describe("a node that does not answer or refuses", function () {
+    const provider = hre.ethers.provider as unknown as Record<string, unknown>;
+    const down = () => Promise.reject(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:8545"), { code: "NETWORK_ERROR" }));
+    /** Runs `work` with the provider's `method` failing as a node that does not answer. */
+    async function withNodeDown<T>(method: string, work: () => Promise<T>): Promise<T> {
+      const original = provider[method];
+      provider[method] = down;
+      try {
+        return await work();
+      } finally {
+        provider[method] = original;
+      }
+    }
+
+    it("CHAIN_UNAVAILABLE (503) for accept, relay and rebroadcast, with nothing changed; each works once the node answers", async function () {
+      const { taskHash } = await post();
+      expectError(await withNodeDown("getFeeData", () => t.accept(agentKey, taskHash)), "CHAIN_UNAVAILABLE", 503);
+      expect(await s.db.selectFrom("outbox").selectAll().execute()).to.have.length(0);
+      expectOk(await t.accept(agentKey, taskHash));
+
+      const signedTx = await t.signRaw(s.worker, (await t.deliver(agentKey, taskHash, PASSING)).unsignedTx);
+      expectError(await withNodeDown("broadcastTransaction", () => relay(agentKey, taskHash, signedTx)), "CHAIN_UNAVAILABLE", 503);
+      expect((await s.db.selectFrom("deliveries").select("evidence_tx").executeTakeFirstOrThrow()).evidence_tx).to.equal(null);
+      expectOk(await relay(agentKey, taskHash, signedTx));
+
+      expectError(await withNodeDown("getTransactionReceipt", () => rebroadcast(agentKey, taskHash)), "CHAIN_UNAVAILABLE", 503);
+      expect(expectOk(await rebroadcast(agentKey, taskHash)).txHash).to.equal(Transaction.from(signedTx).hash);
+    });
+
+    it("TX_REJECTED (400) when the node refuses the signed evidence (too little gas), nothing recorded", async function () {
+      const taskHash = await accepted();
+      const delivered = await t.deliver(agentKey, taskHash, PASSING);
+      const starved = await t.signRaw(s.worker, delivered.unsignedTx, { gasLimit: 21_000n });
+      expectError(await relay(agentKey, taskHash, starved), "TX_REJECTED", 400);
+      expect((await s.db.selectFrom("deliveries").select("evidence_tx").executeTakeFirstOrThrow()).evidence_tx).to.equal(null);
+    });
+  });
+
   it("a redelivery before the evidence replaces the output of the round", async function () {
     const taskHash = await accepted();
     const first = await t.deliver(agentKey, taskHash, FAILING);
