@@ -17,6 +17,22 @@ interface Headers {
   headers: Record<string, string | string[] | undefined>;
 }
 
+/** A credential as a request presents it: an `X-API-Key`, a `Bearer` token, or an Authorization header of neither form. */
+export type Presented = { via: "api-key" | "bearer"; token: string } | { via: "malformed" };
+
+/**
+ * The one reading of a request's credential, for authentication and for the per-key rate limit alike: a non-empty
+ * `X-API-Key`, else `Authorization: Bearer <token>` (any case, any spacing); undefined when neither header is sent.
+ */
+export function presentedCredential(headers: Headers["headers"]): Presented | undefined {
+  const key = headers["x-api-key"];
+  if (typeof key === "string" && key.length > 0) return { via: "api-key", token: key };
+  const authorization = headers.authorization;
+  if (typeof authorization !== "string" || authorization.length === 0) return undefined;
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+  return token ? { via: "bearer", token } : { via: "malformed" };
+}
+
 export const API_KEY_PREFIX = "sk_";
 export const NONCE_TTL_MS = 10 * 60_000;
 export const SESSION_TTL_MS = 24 * 60 * 60_000;
@@ -84,15 +100,11 @@ export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signI
 
   /** The request's principal; undefined without credentials; `INVALID_TOKEN` for wrong ones. */
   async function optional(request: Headers): Promise<Principal | undefined> {
-    const key = request.headers["x-api-key"];
-    if (typeof key === "string" && key.length > 0) return fromApiKey(key);
-    const authorization = request.headers.authorization;
-    if (typeof authorization === "string" && authorization.length > 0) {
-      const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
-      if (!token) throw new MarketError("INVALID_TOKEN", "Authorization must be `Bearer <session token>`.");
-      return token.startsWith(API_KEY_PREFIX) ? fromApiKey(token) : fromSession(token);
-    }
-    return undefined;
+    const presented = presentedCredential(request.headers);
+    if (!presented) return undefined;
+    if (presented.via === "malformed") throw new MarketError("INVALID_TOKEN", "Authorization must be `Bearer <session token>`.");
+    const { via, token } = presented;
+    return via === "api-key" || token.startsWith(API_KEY_PREFIX) ? fromApiKey(token) : fromSession(token);
   }
 
   async function required(request: Headers): Promise<Principal> {

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { createHash } from "node:crypto";
 import type { RateLimitConfig } from "../config";
 import { MarketError } from "../../core/errors";
+import { presentedCredential } from "../auth";
 
 interface Window {
   startedAt: number;
@@ -48,10 +49,11 @@ export function createRateLimiter(config: RateLimitConfig, now: () => number = D
   return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
     const at = now();
     let retryAfter = hit(`ip:${request.ip}`, config.perIp, at);
-    const credential = request.headers["x-api-key"] ?? request.headers.authorization;
-    if (retryAfter === undefined && typeof credential === "string" && credential.length > 0) {
+    // The credential as authentication reads it, so no spelling of the same key gets a window of its own.
+    const presented = presentedCredential(request.headers);
+    if (retryAfter === undefined && presented && presented.via !== "malformed") {
       // Keyed by a hash so the map never holds a secret.
-      const id = createHash("sha256").update(credential).digest("base64url").slice(0, 22);
+      const id = createHash("sha256").update(presented.token).digest("base64url").slice(0, 22);
       retryAfter = hit(`key:${id}`, config.perKey, at);
     }
     if (retryAfter !== undefined) {

@@ -152,8 +152,11 @@ export function createIndexer(options: IndexerOptions): Indexer {
     });
     const { anchor, logs } = result;
     const first = from === to ? anchor : await header(from);
-    // A zero parent hash is Hardhat's: blocks reserved by hardhat_mine carry none. No real chain has one past genesis.
-    if (cursor && first.parentHash !== cursor.hash && first.parentHash !== ZeroHash) return "reorg";
+    if (cursor) {
+      // A zero parent hash is Hardhat's: blocks reserved by hardhat_mine carry none (no real chain has one past
+      // genesis). The link cannot be checked then, so the cursor's own block is asked for instead.
+      if (first.parentHash === ZeroHash ? (await header(cursor.number)).hash !== cursor.hash : first.parentHash !== cursor.hash) return "reorg";
+    }
 
     const known = new Map<number, BlockRef>([
       [first.number, first],

@@ -228,18 +228,31 @@ export function createOutbox(options: OutboxOptions) {
   /** Checks every unsettled transaction of the current key once, each on its own: receipts, rebroadcasts, fee bumps. */
   async function poll(): Promise<void> {
     const from = await address();
-    const open = await db
-      .selectFrom("outbox")
-      .selectAll()
-      .where("chain", "=", chain.name)
-      .where("sender", "=", from)
-      .where("status", "in", ["signed", "sent"])
-      .orderBy("nonce")
-      .execute();
+    const unsettled = () =>
+      db
+        .selectFrom("outbox")
+        .selectAll()
+        .where("chain", "=", chain.name)
+        .where("sender", "=", from)
+        .where("status", "in", ["signed", "sent"])
+        .orderBy("nonce")
+        .execute();
+    let open = await unsettled();
     if (open.length === 0) return;
     const head = await provider.getBlockNumber();
     // Read before the receipts: a nonce below this count whose transactions still have no receipt was taken by another.
     const used = await provider.getTransactionCount(from, Math.max(0, head - chain.config.confirmations));
+    // An entry recorded as mined (at the confirmation depth) whose nonce the chain no longer counts there was taken
+    // back by a reorg: unless it is sent again, every later nonce waits behind it. It is followed again like a new one.
+    const undone = await db
+      .updateTable("outbox")
+      .set({ status: "signed", mined_block: null, updated_at: now() })
+      .where("chain", "=", chain.name)
+      .where("sender", "=", from)
+      .where("status", "=", "mined")
+      .where("nonce", ">=", used)
+      .executeTakeFirst();
+    if (undone.numUpdatedRows > 0n) open = await unsettled();
     for (const entry of open) {
       try {
         await check(entry, head, used);

@@ -48,6 +48,29 @@ describe("indexer reorgs", function () {
     await db.destroy();
   });
 
+  it("notices a reorg onto blocks reserved by hardhat_mine, whose parent hash is zero", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    const db = await memoryDb();
+    const indexer = inProcessIndexer(db, chain);
+    await syncToHead(indexer);
+    const fork = (await send("evm_snapshot")) as string;
+    await randomActivity(fixture, { seed: 13, steps: 10, tag: "old-branch" });
+    const cursor = (await syncToHead(indexer)).to;
+
+    await send("evm_revert", [fork]);
+    await send("hardhat_mine", ["0x40"]);
+    // The block the indexer reads next cannot be linked to its cursor by parent hash.
+    expect((await hre.ethers.provider.getBlock(cursor + 1))?.parentHash).to.equal(hre.ethers.ZeroHash);
+    const result = await syncToHead(indexer);
+
+    expect(result.removed).to.be.greaterThan(0);
+    const now = await dumpTables(db);
+    expect(now).to.deep.equal(await freshIndexDump(chain));
+    expect(now.events).to.have.length(await countEscrowLogs(chain));
+    await db.destroy();
+  });
+
   it("notices a chain that got shorter, and one that swapped its last blocks for as many others", async function () {
     const fixture = await loadFixture(deployEscrowFixture);
     const chain = chainConfig(fixture);

@@ -517,6 +517,24 @@ describe("server: authentication", function () {
       expect((await whoami({ "x-api-key": key }, "10.0.1.9")).statusCode).to.equal(200);
     });
 
+    it("counts one key in one window however it is spelled: X-API-Key, Bearer in any case or spacing, an empty X-API-Key beside it", async function () {
+      limited = await startTestServer({ rateLimit: { perIp: 1_000, perKey: 3, windowMs: 60_000 } });
+      const key = await limited.apiKeyFor(limited.poster);
+      const spellings: Array<Record<string, string>> = [
+        { "x-api-key": key },
+        { authorization: `Bearer ${key}` },
+        { authorization: `bearer  ${key}` },
+        { authorization: `BEARER\t${key}` },
+        { "x-api-key": "", authorization: `Bearer ${key}` },
+      ];
+      const statuses: number[] = [];
+      for (const [i, headers] of spellings.entries()) {
+        const answer = await limited.app.inject({ method: "GET", url: "/api/v1/api-keys/whoami", headers, remoteAddress: `10.0.3.${i}` });
+        statuses.push(answer.statusCode);
+      }
+      expect(statuses).to.deep.equal([200, 200, 200, 429, 429]);
+    });
+
     it("counts the client X-Forwarded-For names only when the request comes through a trusted proxy", async function () {
       limited = await startTestServer({ rateLimit: { perIp: 2, perKey: 1_000, windowMs: 60_000 }, trustProxy: ["10.9.9.9"] });
       const via = (remoteAddress: string, client: string) =>

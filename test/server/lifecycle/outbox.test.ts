@@ -242,6 +242,28 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect(await verifierNonce()).to.equal(base + 1);
   });
 
+  it("a transaction mined and then taken back by a reorg is sent again by itself, so the next nonce is not stuck behind it", async function () {
+    const [first, second] = await fundedTasks(2);
+    const box = outbox({ resendAfterMs: 100, bumpAfterMs: 300 });
+    box.start();
+    const base = await verifierNonce();
+    const fork = (await send("evm_snapshot")) as string;
+    const undone = await box.send("assign:undone", s.escrowAddress, assign(first!));
+    await send("evm_revert", [fork]);
+    await send("hardhat_mine", ["0x3"]);
+    expect(await hre.ethers.provider.getTransactionReceipt(undone.txHash)).to.equal(null);
+
+    // Nobody asks for the first purpose again; the next one still gets through, after it.
+    const next = await box.send("assign:next", s.escrowAddress, assign(second!), 10_000);
+    expect(next.receipt.status).to.equal(1);
+    expect((await rows()).map((r) => [r.purpose, r.nonce, r.status])).to.deep.equal([
+      ["assign:undone", base, "mined"],
+      ["assign:next", base + 1, "mined"],
+    ]);
+    expect((await s.escrow.getTask(first!)).worker).to.equal(s.worker.address);
+    expect(await verifierNonce()).to.equal(base + 2);
+  });
+
   it("after a restart, a transaction signed but never broadcast is sent once, before the next nonce", async function () {
     const [crashed, next] = await fundedTasks(2);
     const base = await verifierNonce();
