@@ -106,7 +106,7 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
 
   program
     .command("review")
-    .description("Your verdict, as the poster, on the delivered result of a manual task.")
+    .description("Show a task's delivered result; with --approve or --reject, your verdict on it as the poster (manual task).")
     .argument("<taskHash>", "the task (0x and 64 hex characters)")
     .option("--approve", "the result passes: the worker is paid")
     .option("--reject", "the result fails: the worker may appeal or deliver again")

@@ -3,7 +3,7 @@
  * "Bulk row columns" table. CSV cells arrive as strings, JSON Lines values as JSON; an empty string or null is an
  * empty cell (the default applies).
  */
-import { checkCapabilities, parseCapabilityList, type CapabilityTag } from "../capabilities";
+import { CAPABILITY_TAGS, checkCapabilities, parseCapabilityList, type CapabilityTag } from "../capabilities";
 import type { Checked } from "../issues";
 import { DEFAULT_BULK_DURATION_SECONDS, DEFAULT_ZONE, MAX_UPLOAD_BYTES } from "../limits";
 import { parseRawAmount, parseUsdcDecimal } from "../money";
@@ -203,7 +203,11 @@ function readCapabilities(
     return undefined;
   }
   if (list.unknown.length > 0) {
-    fail("capabilities", BulkRowIssue.UNKNOWN_CAPABILITY, `unknown capability tag${list.unknown.length > 1 ? "s" : ""}: ${list.unknown.join(", ")}`);
+    fail(
+      "capabilities",
+      BulkRowIssue.UNKNOWN_CAPABILITY,
+      `unknown capability tag${list.unknown.length > 1 ? "s" : ""}: ${list.unknown.join(", ")} (known: ${CAPABILITY_TAGS.join(", ")})`,
+    );
     return undefined;
   }
   return list.tags;

@@ -1,4 +1,20 @@
 import { ERROR_CODES, type ErrorCodeInfo } from "../../core/errors";
+import { BulkRowIssue } from "../../core/bulk";
+import { CAPABILITY_TAGS } from "../../core/capabilities";
+
+/** What each bulk-row issue means; `INVALID_ROWS` lists them per row in `details` (API) or `body.errors` (SDK, CLI). */
+const ROW_ISSUES: Record<keyof typeof BulkRowIssue, string> = {
+  INVALID_VALUE: "A cell holds a value of the wrong kind or out of its limits (the message names the rule).",
+  INSTRUCTIONS_REQUIRED: "Neither `instructions` nor `instructions_file` is given.",
+  INSTRUCTIONS_CONFLICT: "Both `instructions` and `instructions_file` are given.",
+  INSTRUCTIONS_FILE_UNREADABLE: "`instructions_file` cannot be read (relative to the task file).",
+  INSTRUCTIONS_TOO_LONG: "The brief is longer than the limit.",
+  REWARD_REQUIRED: "Neither `reward` nor `amount` is given.",
+  REWARD_AND_AMOUNT: "Both `reward` and `amount` are given: exactly one.",
+  INVALID_VERIFICATION: "The verification mode or criteria are refused (e.g. `auto` without a real rule, a regex that can backtrack catastrophically).",
+  UNKNOWN_CAPABILITY: "A capability tag is not one of the tags below.",
+  DUPLICATE_BRIEF: "The same public brief appears twice in the file.",
+};
 
 /** docs/errors.md, generated from the one table of codes in core/errors.ts. */
 export function errorDocs(): string {
@@ -20,6 +36,19 @@ export function errorDocs(): string {
     "| Code | Status | Meaning |",
     "| - | - | - |",
     ...rows,
+    "",
+    "## Bulk row issues",
+    "",
+    "The per-row `code` inside `INVALID_ROWS` (with `line` or `index` and `column`), besides the codes above.",
+    "",
+    "| Code | Meaning |",
+    "| - | - |",
+    ...Object.entries(ROW_ISSUES).map(([code, meaning]) => `| \`${code}\` | ${meaning} |`),
+    "",
+    "## Capability tags",
+    "",
+    "`requiredCapabilities`, an agent's `capabilities`, and the `capabilities` column take only these tags:",
+    CAPABILITY_TAGS.map((tag) => `\`${tag}\``).join(", ") + ".",
     "",
   ].join("\n");
 }

@@ -1,4 +1,4 @@
-import { getAddress, isHexString, Wallet } from "ethers";
+import { getAddress, isHexString, Wallet, ZeroAddress } from "ethers";
 import { createHttp, type Http } from "./http";
 import { ApiError, clientError } from "./errors";
 import {
@@ -49,7 +49,15 @@ export interface TaskView {
     deadline: number;
     listedAt: number;
   };
-  state: { taskId: string; status: string; worker?: string; rounds: number; ending?: string; resultData?: { output?: string; resultHash?: string } };
+  state: {
+    taskId: string;
+    status: string;
+    worker?: string;
+    rounds: number;
+    ending?: string;
+    /** The output and the latest verdict are shown to the poster, the worker and the verifier only. */
+    resultData?: { output?: string; resultHash?: string; verificationResult?: { passed: boolean; score: number | null; reasons: string[] } };
+  };
 }
 
 /** What `accept` answers: the brief (or how to open it) and how the result is judged. */
@@ -328,6 +336,7 @@ export class MarketClient {
     const wallet = await this.wallet();
     const escrow = TaskEscrow__factory.connect(wallet.escrow, wallet.provider);
     const onChain = await escrow.getTask(taskHash);
+    if (onChain.poster === ZeroAddress) throw clientError("TASK_NOT_FOUND", `No task ${taskHash} is listed, nor funded on the ${wallet.chain} escrow.`);
     if (onChain.poster !== wallet.wallet.address) {
       throw clientError("NOT_POSTER", `Task ${taskHash} was not funded by this wallet on ${wallet.chain}.`);
     }

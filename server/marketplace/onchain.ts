@@ -33,6 +33,9 @@ export function createSettlementCalls(deps: MarketplaceDeps) {
     return new MarketError("WRONG_STATE", `${what} is not possible while the task is ${status}.`, { reason: status });
   };
 
+  /** The statuses `claimTimeout` acts on, once their time has come. */
+  const CLAIMABLE = new Set<number>([EscrowStatus.Funded, EscrowStatus.Assigned, EscrowStatus.Submitted, EscrowStatus.Failed, EscrowStatus.Disputed]);
+
   function requirePoster(ctx: TaskContext, wallet: string) {
     if (ctx.listing.poster !== wallet) throw new MarketError("NOT_POSTER");
   }
@@ -50,6 +53,8 @@ export function createSettlementCalls(deps: MarketplaceDeps) {
     const ctx = await load(taskHash);
     requirePoster(ctx, wallet);
     const { status, deadline, phase_at: phaseAt } = ctx.onChain;
+    // Ended, verified or escalated: no claim ever opens, so waiting for the deadline is not the answer.
+    if (!CLAIMABLE.has(status)) throw wrongState(ctx, "Claiming");
     if (ctx.nowSeconds < deadline) throw new MarketError("DEADLINE_NOT_REACHED", `Claims open at the deadline, ${iso(deadline)}.`);
     let outcome: SettlementTx["outcome"] = "refund";
     if (status === EscrowStatus.Failed) {
@@ -60,8 +65,6 @@ export function createSettlementCalls(deps: MarketplaceDeps) {
       if (ctx.nowSeconds < opens) throw new MarketError("DISPUTE_PENDING", `The admin rules; without a ruling, claim from ${iso(opens)}.`);
     } else if (status === EscrowStatus.Submitted) {
       outcome = "escalate";
-    } else if (status !== EscrowStatus.Funded && status !== EscrowStatus.Assigned) {
-      throw wrongState(ctx, "Claiming");
     }
     return { taskHash: ctx.listing.task_hash, outcome, unsignedTx: unsignedCall(ctx.chain, wallet, "claimTimeout", [ctx.listing.task_hash]) };
   }

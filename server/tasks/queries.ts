@@ -14,6 +14,8 @@ export type TaskRow = ListingRow & ChainRow;
 /** Extra facts other domains know about a task (the delivered output, whether a verdict is awaited). */
 export interface TaskExtras {
   output?: string;
+  /** The latest round's verdict, once judged (shown with the output). */
+  verdict?: { passed: boolean; score: number | null; reasons: string[] };
   awaitingVerdict?: boolean;
 }
 
@@ -39,7 +41,11 @@ export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {})
   const criteria = json.read<Record<string, unknown>>(row.verification_criteria);
   const resultData =
     extras.output !== undefined || row.result_hash
-      ? { ...(extras.output === undefined ? {} : { output: extras.output }), ...(row.result_hash ? { resultHash: row.result_hash } : {}) }
+      ? {
+          ...(extras.output === undefined ? {} : { output: extras.output }),
+          ...(row.result_hash ? { resultHash: row.result_hash } : {}),
+          ...(extras.verdict ? { verificationResult: extras.verdict } : {}),
+        }
       : undefined;
   return {
     meta: {
@@ -170,10 +176,10 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
   async function extrasFor(rows: readonly TaskRow[], viewer: string | undefined): Promise<Map<string, TaskExtras>> {
     const extras = new Map<string, TaskExtras>();
     if (rows.length === 0) return extras;
-    const latest = new Map<string, { round: number; output: string; finalized_at: number | null; passed: number | null }>();
+    const latest = new Map<string, { round: number; output: string; finalized_at: number | null; passed: number | null; score: number | null; reasons: string | null }>();
     const deliveries = await db
       .selectFrom("deliveries")
-      .select(["task_hash", "round", "agent_address", "output", "finalized_at", "passed"])
+      .select(["task_hash", "round", "agent_address", "output", "finalized_at", "passed", "score", "reasons"])
       .where("task_hash", "in", rows.map((r) => r.task_hash))
       .execute();
     const workers = new Map(rows.map((r) => [r.task_hash, r.worker]));
@@ -188,6 +194,7 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
       const mayRead = viewer !== undefined && (viewer === row.poster || viewer === row.worker || viewer === row.verifier_address);
       extras.set(row.task_hash, {
         ...(mayRead ? { output: d.output } : {}),
+        ...(mayRead && d.passed !== null ? { verdict: { passed: d.passed === 1, score: d.score, reasons: json.read<string[]>(d.reasons) ?? [] } } : {}),
         awaitingVerdict: row.verification_mode !== "auto" && d.finalized_at !== null && d.passed === null,
       });
     }

@@ -101,6 +101,12 @@ export const TaskState = Type.Object({
     Type.Object({
       output: Type.Optional(Type.String()),
       resultHash: Type.Optional(Bytes32),
+      verificationResult: Type.Optional(
+        Type.Object(
+          { passed: Type.Boolean(), score: Type.Union([Type.Integer(), Type.Null()]), reasons: Type.Array(Type.String()) },
+          { description: "The latest round's verdict once judged; shown, like the output, to the poster, the worker and the verifier." },
+        ),
+      ),
     }),
   ),
 });

@@ -37,7 +37,7 @@ const REFUSALS: Refusal[] = [
     code: "INVALID_ROWS",
     detail: "line 2, column routing_summary: ROUTING_SUMMARY_TOO_LONG",
   },
-  { name: "an unknown capability", files: { "t.csv": "instructions,reward,capabilities\nDo it.,1,summarization;juggling\n" }, code: "INVALID_ROWS", detail: "line 2, column capabilities: UNKNOWN_CAPABILITY: unknown capability tag: juggling" },
+  { name: "an unknown capability", files: { "t.csv": "instructions,reward,capabilities\nDo it.,1,summarization;juggling\n" }, code: "INVALID_ROWS", detail: "line 2, column capabilities: UNKNOWN_CAPABILITY: unknown capability tag: juggling (known: data_processing, " },
   { name: "a bad target", files: { "t.csv": "instructions,reward,target\nDo it.,1,0x1234\n" }, code: "INVALID_ROWS", detail: "line 2, column target: INVALID_ADDRESS" },
   { name: "more than 1,000 rows", files: { "t.csv": many(1001) }, code: "INVALID_ROWS", detail: "line 1002: TOO_MANY_ROWS: at most 1000 rows per run; this file has 1001" },
   {

@@ -48,6 +48,13 @@ describe("cli: market review and market cancel", function () {
     await deliver(approved!, "There once was a ledger so neat, whose columns were always complete.");
     await deliver(rejected!, "No.");
 
+    // Without a verdict flag: the delivered result, to judge it.
+    const shown = await runCli(["review", approved!], { env, cwd });
+    expect(shown.status, shown.stderr).to.equal(0);
+    expect(shown.stdout).to.contain("status: awaiting_verification, rounds used: 1 of 3");
+    expect(shown.stdout).to.contain("output:\nThere once was a ledger so neat, whose columns were always complete.\n");
+    expect(shown.stdout).to.contain(`judge it with: market review ${approved} --approve | --reject --reason <text>`);
+
     const workerBefore = await s.usdc.balanceOf(s.worker.address);
     const approve = await runCli(["review", approved!, "--approve", "--score", "90", "--reason", "Scans well", "--reason", "On topic"], { env, cwd });
     expect(approve.status, approve.stderr).to.equal(0);
@@ -67,7 +74,9 @@ describe("cli: market review and market cancel", function () {
     expect(again.stderr).to.match(/^error WRONG_STATE: /);
     const both = await runCli(["review", approved!, "--approve", "--reject"], { env, cwd });
     expect(both.status).to.equal(2);
-    expect(both.stderr).to.contain("error VALIDATION_FAILED: give exactly one of --approve and --reject");
+    expect(both.stderr).to.contain("error VALIDATION_FAILED: give at most one of --approve and --reject");
+    const judged = await runCli(["review", rejected!], { env, cwd });
+    expect(judged.stdout).to.contain("verdict: failed (Too short)");
   });
 
   it("review by someone other than the poster is refused with NOT_POSTER", async function () {

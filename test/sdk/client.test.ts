@@ -452,6 +452,8 @@ describe("MarketClient", function () {
       expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before);
       const error = await refusal(new MarketClient(await s.clientOptions(s.stranger)).cancelAndRefund(result.results[0]!.taskHash!));
       expect(error.code).to.equal("NOT_POSTER");
+      // Neither listed nor ever funded: not found, rather than someone else's.
+      expect((await refusal(new MarketClient(base).cancelAndRefund(hre.ethers.id("never funded")))).code).to.equal("TASK_NOT_FOUND");
     });
   });
 });

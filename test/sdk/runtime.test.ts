@@ -149,6 +149,47 @@ describe("WorkerRuntime end to end", function () {
     expect(task.state.rounds).to.equal(3);
   });
 
+  it("a manual task: waits for the poster's verdict without a slot, delivers again after a rejection with its reasons, and is paid", async function () {
+    const rounds: Array<{ round: number; reasons?: string[] }> = [];
+    const { runtime, events } = await runtimeFor(async (context) => {
+      rounds.push({ round: context.round, reasons: context.previousAttempt?.reasons });
+      return { output: context.round === 1 ? "A first draft of the summary, short on detail." : "The revised summary names all three findings and their owners." };
+    });
+    await runtime.start();
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posted = await poster.postTask({
+      instructions: "Summarise the audit for the board; the poster judges it.",
+      amountRaw: 1_000_000n,
+      privacy: "public",
+      verificationMode: "manual",
+      capabilities: ["summarization"],
+    });
+    const taskHash = posted.taskHash!;
+    const finalized = () => events.filter((e) => e.type === "task_finalized").map((e) => [e.finalize.status, e.finalize.verificationResult?.passed]);
+    await until(() => finalized().length === 1, 30_000, "the first delivery");
+    expect(finalized()).to.deep.equal([["awaiting_verification", undefined]]);
+    expect(runtime.activeExecutions).to.equal(0, "a task waiting for its verdict holds no slot");
+
+    expect((await poster.reviewResult(taskHash, { approve: false, reasons: ["Name the owner of each finding."] })).status).to.equal("failed");
+    await until(() => finalized().length === 3, 30_000, "the rejection and the second delivery");
+    expect(rounds).to.deep.equal([
+      { round: 1, reasons: undefined },
+      { round: 2, reasons: ["Name the owner of each finding."] },
+    ]);
+    const before = await s.usdc.balanceOf(s.worker.address);
+    await poster.reviewResult(taskHash, { approve: true });
+    await until(() => finalized().length === 4, 30_000, "the approval");
+    await runtime.stop();
+    expect(finalized()).to.deep.equal([
+      ["awaiting_verification", undefined],
+      ["failed", false],
+      ["awaiting_verification", undefined],
+      ["verified", true],
+    ]);
+    expect(events.filter((e) => e.type === "task_failed")).to.deep.equal([]);
+    expect(await s.usdc.balanceOf(s.worker.address)).to.equal(before + 900_000n); // 10% fee
+  });
+
   it("refuses a key of another wallet (OWNER_MISMATCH) and registers nothing", async function () {
     const options = await s.clientOptions(s.worker);
     const runtime = new WorkerRuntime({

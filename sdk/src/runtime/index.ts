@@ -3,7 +3,7 @@ import { ApiError, clientError } from "../errors";
 import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
 import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
-import { RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
+import { MAX_SUBMISSIONS, RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
 
 export { needsWrapDelay, planAfterRefusal, systemClock, type Clock } from "./schedule";
 
@@ -27,7 +27,10 @@ export interface TaskContext {
 export type RuntimeEvent =
   | { type: "registered"; profile: AgentProfile }
   | { type: "task_assigned"; taskId: string }
-  /** A delivery finalized: every round, a failed one too (`passed` false; delivered again while rounds remain). */
+  /**
+   * A delivery finalized: every round, a failed one too (`passed` false; delivered again while rounds remain). A
+   * `manual` or `agent` task is reported when finalized (`awaiting_verification`) and again once judged.
+   */
   | { type: "task_finalized"; taskId: string; finalize: { status: string; verificationResult?: { passed: boolean; reasons: string[] } } }
   /** Skipped, or after `task_assigned` held but undelivered (never a delivered task that failed verification). */
   | { type: "task_failed"; taskId: string; error: { code: string; message: string } }
@@ -63,6 +66,15 @@ interface Pending {
   handle?: unknown;
 }
 
+/** A delivered `manual` or `agent` task waiting for its verdict; it holds no slot. */
+interface Awaiting {
+  task: TaskView;
+  assigned: AssignedTask;
+  instructions: string;
+  output: string;
+  round: number;
+}
+
 /**
  * Turns an async function into a paid worker: registers the wallet as an agent, browses every 15 s, accepts what it
  * can open and is allowed to take, runs `executeTask`, delivers (signing its own evidence transaction) and finalizes,
@@ -81,6 +93,7 @@ export class WorkerRuntime {
   /** Accepts sent and not answered yet: each holds a slot until it is, and stop() waits for them. */
   private readonly accepting = new Set<Promise<void>>();
   private readonly pending = new Map<string, Pending>();
+  private readonly awaiting = new Map<string, Awaiting>();
   private readonly dropped = new Set<string>();
   private readonly bids = new Set<string>();
   private browseHandle: unknown;
@@ -183,12 +196,13 @@ export class WorkerRuntime {
     return this.executions.size + this.accepting.size < (this.#options.maxConcurrentTasks ?? 1);
   }
 
-  /** One browse: tries every open task it may take, while slots are free. */
+  /** One browse: follows the verdicts it waits for first (tasks in hand), then tries every open task it may take. */
   async browse(): Promise<void> {
     if (!this.running) return;
+    await this.followVerdicts();
     const { tasks } = await this.client.browseA2ATasks({ capabilities: this.#options.capabilities ?? [] });
     const candidates = tasks
-      .filter((t) => !this.executions.has(t.state.taskId) && !this.pending.has(t.state.taskId) && !this.dropped.has(t.state.taskId))
+      .filter((t) => !this.executions.has(t.state.taskId) && !this.awaiting.has(t.state.taskId) && !this.pending.has(t.state.taskId) && !this.dropped.has(t.state.taskId))
       .filter((t) => this.declaredChains.includes(t.meta.chain as ChainName))
       .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
     for (const task of candidates) {
@@ -257,17 +271,48 @@ export class WorkerRuntime {
     this.pending.set(taskId, entry);
   }
 
-  /** Runs the task in its slot: open the brief, execute, deliver and finalize, again after a failed round. */
-  private execute(task: TaskView, assigned: AssignedTask): void {
+  /**
+   * Asks after each delivered task waiting for the poster's (`manual`) or the verifier agent's (`agent`) verdict: a
+   * pass or a final fail is reported, and a failed round is delivered again while rounds and time remain (in a slot,
+   * before any new task). A verdict is looked at only while the runtime runs; `stop()` does not wait for one.
+   */
+  private async followVerdicts(): Promise<void> {
+    for (const [taskId, held] of this.awaiting) {
+      if (!this.running) return;
+      let state: TaskView["state"];
+      try {
+        ({ state } = await this.client.getTask(taskId));
+      } catch (error) {
+        this.emit({ type: "error", error: error as Error });
+        continue;
+      }
+      if (state.status === "awaiting_verification" || state.status === "submitted") continue;
+      const verdict = state.resultData?.verificationResult;
+      const reasons = verdict?.reasons ?? [];
+      const again = state.status === "failed" && state.rounds < MAX_SUBMISSIONS && this.clock.now() < held.assigned.deadline * 1000;
+      if (again && !this.hasSlot()) continue;
+      this.awaiting.delete(taskId);
+      if (state.status !== "failed" && state.status !== "verified" && state.status !== "completed") continue; // disputed, refunded...
+      const passed = state.status !== "failed";
+      this.emit({ type: "task_finalized", taskId, finalize: { status: state.status, verificationResult: { passed, reasons } } });
+      if (again) this.execute(held.task, held.assigned, { ...held, round: state.rounds, previousAttempt: { output: held.output, reasons } });
+    }
+  }
+
+  /**
+   * Runs the task in its slot: open the brief, execute, deliver and finalize, again after a failed round; `resume`
+   * continues a task whose round failed on a verdict that came later.
+   */
+  private execute(task: TaskView, assigned: AssignedTask, resume?: Awaiting & { previousAttempt: NonNullable<TaskContext["previousAttempt"]> }): void {
     const taskId = task.state.taskId;
     const record = { status: "assigned" as ExecutionStatus, done: Promise.resolve() };
     this.executions.set(taskId, record);
-    this.emit({ type: "task_assigned", taskId });
+    if (!resume) this.emit({ type: "task_assigned", taskId });
     record.done = (async () => {
       try {
-        const instructions = await this.client.openBrief(assigned);
-        let previousAttempt: TaskContext["previousAttempt"];
-        for (let round = assigned.rounds + 1; ; round++) {
+        const instructions = resume?.instructions ?? (await this.client.openBrief(assigned));
+        let previousAttempt: TaskContext["previousAttempt"] = resume?.previousAttempt;
+        for (let round = (resume?.round ?? assigned.rounds) + 1; ; round++) {
           record.status = "working";
           const { output } = await this.#options.executeTask({
             taskId,
@@ -295,6 +340,10 @@ export class WorkerRuntime {
           if (finalized.status === "failed" && finalized.roundsLeft > 0) {
             previousAttempt = { output, reasons: result?.reasons ?? [] };
             continue;
+          }
+          // Judged later by the poster or the verifier agent: followed at every browse, without a slot.
+          if (finalized.status === "awaiting_verification" || finalized.status === "submitted") {
+            this.awaiting.set(taskId, { task, assigned, instructions, output, round });
           }
           return;
         }

@@ -184,14 +184,15 @@ describe("lifecycle: the eight endings", function () {
     expect(task.state.resultData?.resultHash).to.equal(resultHash(PASSING));
   });
 
-  // Open: the task views (server/tasks/queries.ts `posted` and `get`) are built without the task's delivery, so
-  // toTaskView's extras (`output`, `awaitingVerdict`) are never passed. The fix belongs to server/tasks, outside
-  // this suite's remit; unskip once it lands.
-  it("GET /api/v1/a2a/tasks/posted shows state.resultData.output, and a manual task awaiting its verdict shows awaiting_verification", async function () {
+  it("GET /api/v1/a2a/tasks/posted shows state.resultData.output with its verdict, and a manual task awaiting its verdict shows awaiting_verification", async function () {
     const { taskHash } = await postAuto();
     expectOk(await t.accept(agentKey, taskHash));
     await t.deliverAndFinalize(s.worker, agentKey, taskHash, PASSING);
-    expect((await t.posted(posterKey, taskHash)).state.resultData).to.deep.equal({ output: PASSING, resultHash: resultHash(PASSING) });
+    expect((await t.posted(posterKey, taskHash)).state.resultData).to.deep.equal({
+      output: PASSING,
+      resultHash: resultHash(PASSING),
+      verificationResult: { passed: true, score: 100, reasons: [] },
+    });
 
     const manual = await postManual();
     expectOk(await t.accept(agentKey, manual.taskHash));

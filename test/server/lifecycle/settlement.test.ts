@@ -104,11 +104,14 @@ describe("lifecycle: settlement pre-checks", function () {
       expect(expectOk(await t.action(posterKey, taskHash, "claim-timeout")).outcome).to.equal("refund");
     });
 
-    it("WRONG_STATE for an escalated or settled task", async function () {
+    it("WRONG_STATE for an escalated or settled task, before its deadline too (no claim will ever open)", async function () {
       const taskHash = await escalated();
       expectError(await t.action(posterKey, taskHash, "claim-timeout"), "WRONG_STATE");
       const done = await accepted();
       await t.deliverAndFinalize(s.worker, agentKey, done, PASSING);
+      const early = await t.action(posterKey, done, "claim-timeout");
+      expectError(early, "WRONG_STATE");
+      expect((early.body.error as { reason?: string }).reason).to.equal("verified");
       await t.travel(DAY);
       const refused = await t.action(posterKey, done, "claim-timeout");
       expectError(refused, "WRONG_STATE");
