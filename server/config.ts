@@ -60,7 +60,6 @@ export const DEFAULT_OFFER_WINDOW_MS = 15_000;
 
 export const DEFAULT_RATE_LIMIT: RateLimitConfig = { perIp: 1200, perKey: 600, windowMs: 60_000 };
 
-
 /**
  * Reads the configuration from the environment. Per chain `<C>` (`ARC`, `0G`, `BASE`):
  * `CHAIN_<C>_RPC_URL` enables it; `CHAIN_<C>_DEPLOYMENT` names a `deployments/<network>.json` record (default: the

@@ -139,7 +139,7 @@ export function a2aRoutes(app: App, { db, now }: Context) {
     const route = Object.hasOwn(names, r.method) ? names[r.method] : undefined;
     if (!route) return isNotification ? undefined : fail({ code: RPC.METHOD_NOT_FOUND, message: `Method not found: ${r.method}` });
     if (r.params !== undefined && (typeof r.params !== "object" || r.params === null || Array.isArray(r.params))) {
-      return fail({ code: RPC.INVALID_PARAMS, message: "params must be an object" });
+      return isNotification ? undefined : fail({ code: RPC.INVALID_PARAMS, message: "params must be an object" });
     }
     try {
       const result = await methods[route[0]]!((r.params ?? {}) as Record<string, unknown>, route[1]);

@@ -80,19 +80,17 @@ export function discoveryRoutes(app: App, { config, agents: registry }: Context)
   }
 
   app.get(
-    "/.well-known/agents/:file",
+    "/.well-known/agents/:address.json",
     {
       schema: {
         tags: ["discovery"],
-        summary: "A registered agent's card (`/.well-known/agents/{address}.json`)",
-        params: Type.Object({ file: Type.String({ maxLength: 100 }) }),
+        summary: "A registered agent's card",
+        params: Type.Object({ address: Type.String({ maxLength: 100, description: "The agent's 0x address." }) }),
         response: { 200: Type.Object({}, { additionalProperties: true }), ...errorResponses(404) },
       },
     },
     async (request) => {
-      const file = /^(.*)\.json$/.exec(request.params.file)?.[1];
-      if (file === undefined) throw new MarketError("INVALID_ADDRESS", "The card path is /.well-known/agents/<0x address>.json.");
-      const agent = await registry.get(addressParam(file));
+      const agent = await registry.get(addressParam(request.params.address));
       if (!agent) throw new MarketError("EXECUTOR_NOT_FOUND");
       return agentCard(baseUrl, agent);
     },

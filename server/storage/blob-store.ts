@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { readFile, rename, writeFile, stat } from "node:fs/promises";
 import path from "node:path";
@@ -23,8 +24,9 @@ export function createBlobStore(dir: string): BlobStore {
       const file = fileOf(rootHash)!;
       if (!(await exists(file))) {
         mkdirSync(path.dirname(file), { recursive: true });
-        // Write then rename: a crash never leaves a partial blob under its final name.
-        const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+        // Write then rename: a crash never leaves a partial blob under its final name. Each write has a temporary
+        // file of its own, so uploads of the same bytes at once each rename a whole copy (the content is the same).
+        const tmp = `${file}.${randomUUID()}.tmp`;
         await writeFile(tmp, bytes);
         await rename(tmp, file);
       }

@@ -214,6 +214,8 @@ describe("server: A2A JSON-RPC", function () {
         { jsonrpc: "2.0", method: "tasks/cancel", params: { id: open[0] } },
         { jsonrpc: "2.0", method: "no/such/method" },
         { jsonrpc: "2.0", method: "tasks/get", params: { id: "bad" } },
+        { jsonrpc: "2.0", method: "tasks/get", params: [1] },
+        [{ jsonrpc: "2.0", method: "tasks/get", params: 5 }],
         [
           { jsonrpc: "2.0", method: "tasks/list" },
           { jsonrpc: "2.0", method: "GetTask", params: { id: open[0] } },

@@ -127,11 +127,20 @@ describe("server: discovery", function () {
       expectError(await s.call("GET", `/.well-known/agents/${Wallet.createRandom().address}.json`), 404, "EXECUTOR_NOT_FOUND");
     });
 
-    it("INVALID_ADDRESS (400) for a path that is not <address>.json", async function () {
+    it("INVALID_ADDRESS (400) for <not an address>.json; NOT_FOUND (404) for a path that is not <address>.json", async function () {
       const flipped = `0x${[...s.worker.address.slice(2)].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join("")}`;
-      for (const file of ["foo.json", "0x123.json", s.worker.address, `${s.worker.address}.xml`, `${s.worker.address}.json.json`, `${flipped}.json`, "%2e%2e.json", ".json"]) {
+      for (const file of ["foo.json", "0x123.json", `${s.worker.address}.json.json`, `${flipped}.json`, "%2e%2e.json", ".json"]) {
         expectError(await s.call("GET", `/.well-known/agents/${file}`), 400, "INVALID_ADDRESS");
       }
+      for (const file of [s.worker.address, `${s.worker.address}.xml`]) {
+        expectError(await s.call("GET", `/.well-known/agents/${file}`), 404, "NOT_FOUND");
+      }
+    });
+
+    it("is in the OpenAPI document as /.well-known/agents/{address}.json", async function () {
+      const { paths } = (await s.app.inject({ method: "GET", url: "/openapi.json" })).json() as { paths: Record<string, { get: { parameters: Array<{ name: string; in: string }> } }> };
+      const card = paths["/.well-known/agents/{address}.json"];
+      expect(card?.get.parameters.map((p) => [p.name, p.in])).to.deep.equal([["address", "path"]]);
     });
   });
 });

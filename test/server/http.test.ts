@@ -426,6 +426,15 @@ describe("server: HTTP edge", function () {
       expect(await s.db.selectFrom("blobs").selectAll().execute()).to.have.length(2);
     });
 
+    it("the same content uploaded many times at once: every upload answers its rootHash, one blob and one row", async function () {
+      const bytes = Buffer.alloc(2_000_000, 7);
+      const answers = await Promise.all(Array.from({ length: 8 }, () => upload(bytes.toString("base64"))));
+      expect(answers.map((a) => [a.status, a.body.data?.rootHash])).to.deep.equal(Array.from({ length: 8 }, () => [200, sha256(bytes)]));
+      expect(await s.db.selectFrom("blobs").selectAll().execute()).to.have.length(1);
+      const stored = await s.call<{ data: string }>("GET", `/api/v1/storage/${sha256(bytes)}`);
+      expect(Buffer.from(stored.body.data.data, "base64").equals(bytes)).to.equal(true);
+    });
+
     it("a store that fails answers 503 STORAGE_FAILED (retryable) and records nothing", async function () {
       await s.close();
       const failing: BlobStore = {
