@@ -30,13 +30,22 @@ export function checkRealContent(output: string, brief?: string): ContentFailure
  * straight. All of them are linear (no nested or adjacent overlapping repeats).
  */
 const REFUSAL_PATTERNS: readonly RegExp[] = [
-  // "I can't help with that", "I'm sorry, but I cannot assist", "I'm unable to complete", "I won't be able to do",
-  // "I'm not going to write", "I don't feel comfortable writing"
-  /\bi(?:'m| am)? (?:really |truly |simply )?(?:can ?not|can't|cant|won't|will not|unable to|not able to|not allowed to|not permitted to|not going to|won't be able to|will not be able to|(?:do not|don't) feel comfortable) (?:\w+ )?(?:help|assist|comply|fulfil|fulfill|complet|do|provid|creat|writ|generat|produc|answer|perform|engag|continu|process|carry out|access|brows)\w*/,
+  // "I can't help with that", "I'm sorry, but I cannot assist": helping itself declined (not "can't help but notice")
+  /\bi(?:'m| am)? (?:really |truly |simply )?(?:can ?not|can't|cant|won't|will not|unable to|not able to|not allowed to|not permitted to|not going to|won't be able to|will not be able to|(?:do not|don't) feel comfortable) (?:help|assist)(?!\w| but\b| feeling\b| thinking\b| wondering\b| noticing\b)/,
+  // "I'm unable to complete this task", "I won't be able to write that", "I cannot fulfill your request": the task
+  // declined, not a fact stated about some other thing ("I cannot process refunds after 30 days", "I can't
+  // complete the migration without downtime")
+  /\bi(?:'m| am)? (?:really |truly |simply )?(?:can ?not|can't|cant|won't|will not|unable to|not able to|not allowed to|not permitted to|not going to|won't be able to|will not be able to|(?:do not|don't) feel comfortable) (?:comply|fulfil|fulfill|complet|do|provid|creat|writ|generat|produc|answer|perform|engag|continu|process|carry out)\w*(?: with)?(?: (?:this|that|it|these|those)\b| (?:the|your|such a) (?:request|task|question|prompt|content|information)\b|[.!,;]|$)/,
+  // "I'm sorry, but I won't.", "I'm afraid I cannot.", "Sorry, I can't."
+  /\bi(?:'m| am)? (?:afraid i |really |simply )?(?:can ?not|can't|cant|won't|will not|unable to|not able to)[\s.!]*$/,
+  // "I'm not comfortable with this request", "I'd rather not help with that"
+  /\bi(?:'m| am) not comfortable (?:with (?:this|that|the|your) (?:request|task)|doing (?:this|that)|helping)\b/,
+  /\bi(?:'d| would) rather not (?:help|assist|do|answer|write)\b/,
   // "That's not something I can help with"
   /\bnot something i (?:can|am able to|'m able to|will) (?:help|assist|do)\b/,
-  // "I must decline", "I have to respectfully decline", "I refuse to"
-  /\bi (?:must |have to |need to |will have to |'ll have to )?(?:respectfully |politely )?(?:decline|refuse)\b/,
+  // "I must decline this request", "I have to respectfully decline", "I refuse to": the task declined, not an
+  // invitation declined in a drafted letter
+  /\bi (?:must |have to |need to |will have to |'ll have to )?(?:respectfully |politely )?(?:decline|refuse)(?: to\b| (?:this|that|the|your) (?:request|task|question|prompt)\b|[.!,;]|$)/,
   // "As an AI language model, I cannot ...", "As an AI, I don't have access ..."
   /\bas an ai\b[^.!?]{0,100}\b(?:can ?not|can't|unable|not able|don't have|do not have|am not|'m not)\b/,
   // "This goes against my guidelines", "violates the content policy"
@@ -61,8 +70,11 @@ const REFUSAL_SHARE = 0.5;
 
 export function isRefusal(output: string): boolean {
   const text = output.toLowerCase().replace(/[\u2018\u2019\u02bc`]/g, "'");
+  // A break after . ! or ? (and any closing quotes or brackets) followed by space, and at each line break; written
+  // without a lookbehind, which would rescan a run of quotes at every position (quadratic on a long run).
   const sentences = text
-    .split(/(?<=[.!?]['")\]]*)\s+|\n+/)
+    .replace(/([.!?]['")\]]*)\s+/g, "$1\n")
+    .split(/\n+/)
     .map((sentence) => sentence.trim())
     .filter((sentence) => sentence !== "");
   let refusing = false;
@@ -83,19 +95,29 @@ export function isRefusal(output: string): boolean {
 
 // ---- echo of the brief ----
 
-/** Extra text allowed around a copied brief before the output counts as more than an echo. */
-const ECHO_SLACK_CHARS = 20;
-const ECHO_SLACK_SHARE = 0.1;
+/** Words that wrap a copied brief without answering it ("Task: ... Done.", "Sure! Here is ..."). */
+const ECHO_FILLER: ReadonlySet<string> = new Set(
+  "a an the here is are it this that your my you i as of to for task brief request question prompt answer output result response reply sure ok okay done below following requested asked".split(" "),
+);
 /** A copied excerpt of the brief counts as an echo when it is at least this share of the brief. */
 const ECHO_EXCERPT_SHARE = 0.9;
 
+/**
+ * The brief handed back: the same text, nearly all of it, or all of it wrapped only in filler words. An output that
+ * restates the brief and adds an answer ("The capital of France is Paris.") adds words of its own: not an echo.
+ */
 export function isEcho(output: string, brief: string): boolean {
   const out = comparable(output);
   const source = comparable(brief);
   if (source === "" || out === "") return false;
   if (out === source) return true;
-  const slack = Math.max(ECHO_SLACK_CHARS, Math.floor(source.length * ECHO_SLACK_SHARE));
-  if (out.includes(source) && out.length - source.length <= slack) return true;
+  if (out.includes(source)) {
+    const briefWords = new Set(source.split(" "));
+    return out
+      .replace(source, " ")
+      .split(" ")
+      .every((word) => word === "" || briefWords.has(word) || ECHO_FILLER.has(word));
+  }
   return source.includes(out) && out.length >= source.length * ECHO_EXCERPT_SHARE;
 }
 
@@ -126,6 +148,13 @@ const PLACEHOLDER_WORDS: ReadonlySet<string> = new Set([
   "xxx",
   "asdf",
   "lorem ipsum",
+  "null",
+  "undefined",
+  "nil",
+  "placeholder text",
+  "output goes here",
+  "answer goes here",
+  "result goes here",
 ]);
 
 export function isPlaceholder(output: string): boolean {
@@ -134,8 +163,13 @@ export function isPlaceholder(output: string): boolean {
   if (!/[\p{L}\p{N}]/u.test(trimmed)) return true;
   // "[insert summary here]", "<insert answer>", "{{ placeholder }}"
   if (/^[[<{(]+\s*(?:insert|your|add|put|enter|placeholder)\b[^\]>})]*[\]>})]+$/i.test(trimmed)) return true;
+  // "{{output}}", "[Summary]": one bracketed name and nothing else.
+  if (/^(?:\{\{[^{}]{0,40}\}\}|\[[^[\]]{1,40}\])$/.test(trimmed)) return true;
   const words = comparable(trimmed);
-  if (/^lorem ipsum\b/.test(words)) return true;
+  // Filler text itself, not an answer that mentions it ("Lorem ipsum is placeholder text used in ...").
+  if (/^lorem ipsum dolor\b/.test(words)) return true;
+  // "TBD - will fill in later", "TODO: write this": a marker and words that only promise content.
+  if (/^(?:todo|tbd|tba|fixme)(?: (?:will|to|be|fill|filled|in|later|write|this|here|add|soon|pending|coming))*$/.test(words)) return true;
   return PLACEHOLDER_WORDS.has(words);
 }
 

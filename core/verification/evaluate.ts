@@ -60,8 +60,9 @@ function ruleOutcomes(output: string, criteria: VerificationCriteria, timeoutMs:
 }
 
 function keywordOutcome(output: string, keywords: readonly string[]): RuleOutcome {
-  const haystack = output.toLowerCase();
-  const missing = keywords.filter((keyword) => !haystack.includes(keyword.trim().toLowerCase()));
+  // Compared in one Unicode form: "café" precomposed or as "cafe" + a combining accent is the same word.
+  const haystack = output.normalize("NFKC").toLowerCase();
+  const missing = keywords.filter((keyword) => !haystack.includes(keyword.trim().normalize("NFKC").toLowerCase()));
   return missing.length === 0
     ? { passed: true }
     : { passed: false, reason: `output is missing keyword${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}` };

@@ -171,6 +171,8 @@ class Parser {
       case "r":
         return single(0x0d);
       case "0":
+        // Without the u flag `\01` is one legacy octal character, not NUL and a digit: not followed, so refused.
+        if (/[0-9]/.test(this.peek())) throw new RegexParseError("legacy octal escapes (\\0 followed by a digit) are not supported; use \\xHH");
         return single(0);
       case "b":
         return inClass ? single(0x08) : single(0x62);
@@ -207,6 +209,8 @@ class Parser {
         return ANY_CHAR;
       default:
         if (c === "") throw new RegexParseError("pattern ends in a backslash");
+        // In a class `[\1]` is a legacy octal character (outside one, a backreference, refused by the safety check).
+        if (inClass && /[1-9]/.test(c)) throw new RegexParseError("legacy octal escapes (\\1 to \\9 in a class) are not supported; use \\xHH");
         return single(this.codePointOf(c));
     }
   }

@@ -57,6 +57,14 @@ describe("core/verification: evaluate", () => {
       reasons: [],
     },
     {
+      name: "keywords match in any Unicode form (precomposed or combining accents)",
+      output: "Meeting at the cafe\u0301 on Friday; the caf\u00e9 opens at 8.",
+      criteria: { contains_keywords: ["caf\u00e9", "cafe\u0301"] },
+      passed: true,
+      score: 100,
+      reasons: [],
+    },
+    {
       name: "missing keywords are named",
       output: GOOD,
       criteria: { contains_keywords: ["revenue", "profit", "margin"] },
@@ -236,6 +244,12 @@ describe("core/verification: real-content rules", () => {
     "I don't feel comfortable writing this.",
     "I'm not going to generate that content.",
     "I refuse to do this.",
+    "I'm sorry, but I won't.",
+    "I'm afraid I cannot.",
+    "Sorry, I'm not able to.",
+    "Sorry, I can't.",
+    "I'm not comfortable with this request.",
+    "I'd rather not help with that.",
   ];
   for (const output of refusals) {
     it(`refusal: ${JSON.stringify(output)}`, () => {
@@ -254,6 +268,11 @@ describe("core/verification: real-content rules", () => {
     "Translation: Je ne peux pas vous aider avec cela.",
     "The customer wrote: 'I cannot complete the checkout.' The cause is an expired session token; refreshing fixes it.",
     "We are unable to offer a refund for this order, as it was placed more than 90 days ago. We can offer store credit.",
+    "I can't help feeling this design is over-engineered. Recommendation: drop the cache layer.",
+    "Unfortunately, the API does not support batching. I cannot help but notice the docs are outdated. Workaround: loop over items.",
+    "Dear John,\n\nUnfortunately, I must decline your invitation to speak at the conference.\n\nBest regards,\nJane",
+    "Response to user: I'm sorry, but I cannot process refunds after 30 days. Please contact support.",
+    "I can't complete the migration without downtime; plan: 1. snapshot 2. switch DNS 3. verify.",
   ];
   for (const output of notRefusals) {
     it(`not a refusal: ${JSON.stringify(output.slice(0, 50))}`, () => {
@@ -261,7 +280,11 @@ describe("core/verification: real-content rules", () => {
     });
   }
 
-  const placeholders = ["TODO", "todo.", " Lorem ipsum dolor sit amet, consectetur adipiscing elit.", "placeholder", "[insert summary here]", "<insert answer>", "N/A", "n/a", "...", "…", "-", "test", "TEST!", "TBD", "{{ placeholder }}", "[your answer]"];
+  const placeholders = [
+    "TODO", "todo.", " Lorem ipsum dolor sit amet, consectetur adipiscing elit.", "placeholder", "[insert summary here]", "<insert answer>",
+    "N/A", "n/a", "...", "…", "-", "test", "TEST!", "TBD", "{{ placeholder }}", "[your answer]",
+    "null", "undefined", "{{output}}", "[Summary]", "TBD - will fill in later", "placeholder text", "Output goes here",
+  ];
   for (const output of placeholders) {
     it(`placeholder: ${JSON.stringify(output)}`, () => {
       expect(isPlaceholder(output)).to.equal(true);
@@ -269,7 +292,11 @@ describe("core/verification: real-content rules", () => {
     });
   }
 
-  const notPlaceholders = ["42", "Test results: 14 passed, 0 failed.", "TODO list: 1. buy milk 2. call Ann", "No", "none of the rows had errors", "Paris"];
+  const notPlaceholders = [
+    "42", "Test results: 14 passed, 0 failed.", "TODO list: 1. buy milk 2. call Ann", "TODO list: buy milk, call Ann", "No",
+    "none of the rows had errors", "Paris", "Lorem ipsum is placeholder text commonly used in print and web design since the 1500s.",
+    "[1] Smith, J. (2020). On ledgers.",
+  ];
   for (const output of notPlaceholders) {
     it(`not a placeholder: ${JSON.stringify(output)}`, () => {
       expect(isPlaceholder(output)).to.equal(false);
@@ -281,6 +308,7 @@ describe("core/verification: real-content rules", () => {
     ["the same text", brief],
     ["different case and punctuation", brief.toUpperCase().replace(/\./g, "!!")],
     ["wrapped in a little extra", `Task: ${brief} Done.`],
+    ["with a filler preamble", `Sure! Here is the answer: ${brief}`],
     ["almost all of it", brief.slice(0, -8)],
   ];
   for (const [name, output] of echoes) {
@@ -295,6 +323,10 @@ describe("core/verification: real-content rules", () => {
     ["a short part of the brief", "stainless steel water bottle", brief],
     ["the brief followed by a real answer", `${brief}\n\nMeet the FrostKeep: 18/8 stainless steel, vacuum insulated, cold for 24 hours, leak-proof lid, fits every cup holder.`, brief],
     ["a one-word answer found in the brief", "hello", "Reply with the word hello and nothing else."],
+    ["a short brief restated with its answer", "The capital of France is Paris.", "Capital of France?"],
+    ["a short brief followed by its answer", "Sentiment of 'I love it': positive", "Sentiment of 'I love it'"],
+    ["a translation after the instruction", "Translate hello into German: Hallo", "Translate hello into German"],
+    ["a question restated with its answer", "The largest planet in the solar system is Jupiter.", "Largest planet in the solar system?"],
   ];
   for (const [name, output, source] of notEchoes) {
     it(`not an echo: ${name}`, () => {
@@ -304,5 +336,13 @@ describe("core/verification: real-content rules", () => {
 
   it("accepts real content", () => {
     expect(checkRealContent(GOOD, brief)).to.equal(undefined);
+  });
+
+  it("takes time linear in the output, even on long runs of quotes and brackets", () => {
+    for (const output of [`a${"'".repeat(499_000)}`, `Result ${"])".repeat(200_000)}`, `.${"\"".repeat(400_000)} x`]) {
+      const started = Date.now();
+      checkRealContent(output, "Summarise the report.");
+      expect(Date.now() - started, output.slice(0, 12)).to.be.below(500);
+    }
   });
 });

@@ -42,6 +42,10 @@ describe("core/verification: regex safety", () => {
     ["(?<w>\\w)\\k<w>", "backreference"],
     ["a{1001}", "large_repeat"],
     ["a{2,5000}", "large_repeat"],
+    // Legacy octal escapes: \01 is one character (U+0001), not NUL and "1", so these branches overlap.
+    ["^(?:\\01|\\x01)+$", "unsupported_syntax"],
+    ["(?:\\011|\\t)+x", "unsupported_syntax"],
+    ["[\\1]+", "unsupported_syntax"],
   ];
   for (const [pattern, kind, flags] of unsafe) {
     it(`refuses /${pattern}/${flags ?? ""} as ${kind}`, () => {
