@@ -39,17 +39,11 @@ export interface ProjectionsModule {
   export: string;
 }
 
-/** What the parent hands the thread (structured-cloned). */
-export interface IndexerWorkerData {
+/** What the parent hands the thread (structured-cloned): the options that are data, and how to load the entry. */
+export type IndexerWorkerData = Pick<IndexerWorkerOptions, "databaseUrl" | "sqlitePath" | "chain" | "pollIntervalMs" | "blockRange" | "projections"> & {
   entry: string;
   tsNode: string | null;
-  databaseUrl?: string;
-  sqlitePath: string;
-  chain: ChainConfig;
-  pollIntervalMs: number;
-  blockRange?: BlockRangeOptions;
-  projections?: ProjectionsModule;
-}
+};
 
 /** Messages from the thread. */
 export type IndexerWorkerMessage =

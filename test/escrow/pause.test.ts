@@ -21,7 +21,7 @@ import {
   submittedTaskFixture,
   unapprovedPosterFixture,
 } from "../fixtures/escrow";
-import { atTime, latest, signPermit } from "./helpers";
+import { atTime, latest, refusedUntil, signPermit } from "./helpers";
 
 const { ethers } = hre;
 const ZERO = ethers.ZeroAddress;
@@ -357,12 +357,7 @@ describe("TaskEscrow pause", function () {
       await pauseFor(escrow, disputedAt + 3n * BigInt(DAY), PAUSE);
       const opens = disputedAt + RULING_WINDOW + PAUSE;
       expect((await escrow.getTask(taskHash)).windowEndsAt).to.equal(opens);
-      await atTime(opens - 1n);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
-        .to.be.revertedWithCustomError(escrow, "WindowStillOpen")
-        .withArgs(taskHash, opens);
-      await atTime(opens);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "WindowStillOpen", opens))
         .to.emit(escrow, "DeadlineExpired")
         .withArgs(taskHash, poster.address, AMOUNT, Ending.DisputeUnruled);
     });
@@ -372,12 +367,7 @@ describe("TaskEscrow pause", function () {
       await pauseFor(escrow, escalatedAt + 10n * BigInt(DAY), PAUSE);
       const opens = escalatedAt + RULING_WINDOW + PAUSE;
       expect((await escrow.getTask(taskHash)).windowEndsAt).to.equal(opens);
-      await atTime(opens - 1n);
-      await expect(escrow.connect(worker).releaseUnjudgedWork(taskHash))
-        .to.be.revertedWithCustomError(escrow, "WindowStillOpen")
-        .withArgs(taskHash, opens);
-      await atTime(opens);
-      await expect(escrow.connect(worker).releaseUnjudgedWork(taskHash))
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(worker).releaseUnjudgedWork(taskHash), "WindowStillOpen", opens))
         .to.emit(escrow, "TaskCompleted")
         .withArgs(taskHash, worker.address, AMOUNT - AMOUNT / 10n, AMOUNT / 10n, Ending.UnjudgedWorkReleased);
     });
@@ -388,12 +378,10 @@ describe("TaskEscrow pause", function () {
       await pauseFor(escrow, (await latest()) + 1_000n, 61n);
       const moved = deadline + PAUSE + 61n;
       expect((await escrow.getTask(taskHash)).deadline).to.equal(moved);
-      await atTime(moved - 1n);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
-        .to.be.revertedWithCustomError(escrow, "DeadlineNotReached")
-        .withArgs(taskHash, moved);
-      await atTime(moved);
-      await expect(escrow.connect(poster).claimTimeout(taskHash)).to.emit(escrow, "DeadlineExpired");
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "DeadlineNotReached", moved)).to.emit(
+        escrow,
+        "DeadlineExpired",
+      );
     });
 
     it("a claim that came due during the pause waits for the unpause, then goes through at once", async function () {

@@ -16,7 +16,7 @@ import {
   longTaskFailedEarlyFixture,
   submittedTaskFixture,
 } from "../fixtures/escrow";
-import { atTime, latest } from "./helpers";
+import { atTime, latest, refusedUntil } from "./helpers";
 
 const { ethers } = hre;
 
@@ -83,14 +83,7 @@ describe("TaskEscrow timeouts", function () {
       const { escrow, taskHash, poster, deadline, failedAt } = await loadFixture(failedTaskFixture);
       const opensAt = failedAt + APPEAL_WINDOW;
       expect(opensAt).to.be.greaterThan(deadline);
-      for (const at of [deadline, opensAt - 1n]) {
-        await atTime(at);
-        await expect(escrow.connect(poster).claimTimeout(taskHash))
-          .to.be.revertedWithCustomError(escrow, "WindowStillOpen")
-          .withArgs(taskHash, opensAt);
-      }
-      await atTime(opensAt);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "WindowStillOpen", opensAt, [deadline, opensAt - 1n]))
         .to.emit(escrow, "DeadlineExpired")
         .withArgs(taskHash, poster.address, AMOUNT, Ending.FailedUnfixed);
     });
@@ -98,12 +91,7 @@ describe("TaskEscrow timeouts", function () {
     it("refunds a failed task at the deadline when the appeal window closed before it", async function () {
       const { escrow, taskHash, poster, deadline, failedAt } = await loadFixture(longTaskFailedEarlyFixture);
       expect(failedAt + APPEAL_WINDOW).to.be.lessThan(deadline);
-      await atTime(deadline - 1n);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
-        .to.be.revertedWithCustomError(escrow, "DeadlineNotReached")
-        .withArgs(taskHash, deadline);
-      await atTime(deadline);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "DeadlineNotReached", deadline))
         .to.emit(escrow, "DeadlineExpired")
         .withArgs(taskHash, poster.address, AMOUNT, Ending.FailedUnfixed);
     });
@@ -112,14 +100,7 @@ describe("TaskEscrow timeouts", function () {
       const { escrow, taskHash, poster, deadline, disputedAt } = await loadFixture(disputedTaskFixture);
       const opensAt = disputedAt + RULING_WINDOW;
       expect((await escrow.getTask(taskHash)).windowEndsAt).to.equal(opensAt);
-      for (const at of [deadline, opensAt - 1n]) {
-        await atTime(at);
-        await expect(escrow.connect(poster).claimTimeout(taskHash))
-          .to.be.revertedWithCustomError(escrow, "WindowStillOpen")
-          .withArgs(taskHash, opensAt);
-      }
-      await atTime(opensAt);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "WindowStillOpen", opensAt, [deadline, opensAt - 1n]))
         .to.emit(escrow, "DeadlineExpired")
         .withArgs(taskHash, poster.address, AMOUNT, Ending.DisputeUnruled);
     });
@@ -128,12 +109,7 @@ describe("TaskEscrow timeouts", function () {
       const { escrow, taskHash, poster, worker, deadline } = await loadFixture(longTaskFailedEarlyFixture);
       await escrow.connect(worker).raiseDispute(taskHash);
       expect((await latest()) + RULING_WINDOW).to.be.lessThan(deadline);
-      await atTime(deadline - 1n);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
-        .to.be.revertedWithCustomError(escrow, "DeadlineNotReached")
-        .withArgs(taskHash, deadline);
-      await atTime(deadline);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "DeadlineNotReached", deadline))
         .to.emit(escrow, "DeadlineExpired")
         .withArgs(taskHash, poster.address, AMOUNT, Ending.DisputeUnruled);
     });
@@ -192,12 +168,7 @@ describe("TaskEscrow timeouts", function () {
     it("refuses one second before 14 days after the escalation and pays at exactly 14 days", async function () {
       const { escrow, taskHash, worker, escalatedAt } = await loadFixture(escalatedTaskFixture);
       const opensAt = escalatedAt + RULING_WINDOW;
-      await atTime(opensAt - 1n);
-      await expect(escrow.connect(worker).releaseUnjudgedWork(taskHash))
-        .to.be.revertedWithCustomError(escrow, "WindowStillOpen")
-        .withArgs(taskHash, opensAt);
-      await atTime(opensAt);
-      await expect(escrow.connect(worker).releaseUnjudgedWork(taskHash))
+      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(worker).releaseUnjudgedWork(taskHash), "WindowStillOpen", opensAt))
         .to.emit(escrow, "TaskCompleted")
         .withArgs(taskHash, worker.address, AMOUNT - AMOUNT / 10n, AMOUNT / 10n, Ending.UnjudgedWorkReleased);
       await expect(escrow.connect(worker).releaseUnjudgedWork(taskHash))

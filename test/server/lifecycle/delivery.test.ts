@@ -8,7 +8,7 @@ import { Transaction } from "ethers";
 import { privateKeyOf, startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { resultHash } from "../../../core/crypto";
-import { AMOUNT, brief, CRITERIA, DAY, Ending, EscrowStatus, FAILING, parties, PASSING, steps, type Steps } from "./helpers";
+import { DAY, Ending, EscrowStatus, FAILING, parties, PASSING, steps, type Steps } from "./helpers";
 
 describe("lifecycle: delivery", function () {
   let s: TestServer;
@@ -27,7 +27,7 @@ describe("lifecycle: delivery", function () {
     await s.close();
   });
 
-  const post = () => s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }), AMOUNT);
+  const post = () => t.postPublic(posterKey);
   const relay = (key: string, taskHash: string, signedTx: string) => s.call<{ txHash: string }>("POST", `/api/v1/a2a/tasks/${taskHash}/evidence`, { key, body: { signedTx } });
   const rebroadcast = (key: string, taskHash: string) => s.call<{ txHash: string }>("POST", `/api/v1/a2a/tasks/${taskHash}/rebroadcast`, { key });
   const deliverAnswer = (key: string, taskHash: string, output = PASSING) =>

@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { resultHash } from "../../../core/crypto";
-import { AMOUNT, brief, CRITERIA, DAY, Ending, EscrowStatus, FAILING, FEE, parties, PASSING, PAYOUT, steps, type Balances, type Steps } from "./helpers";
+import { AMOUNT, DAY, Ending, EscrowStatus, FAILING, FEE, parties, PASSING, PAYOUT, steps, type Balances, type Steps } from "./helpers";
 
 describe("lifecycle: the eight endings", function () {
   let s: TestServer;
@@ -25,8 +25,8 @@ describe("lifecycle: the eight endings", function () {
     await s.close();
   });
 
-  const postAuto = () => s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }), AMOUNT);
-  const postManual = () => s.post(s.poster, posterKey, s.publicTask(brief(), { verificationMode: "manual", verificationCriteria: undefined }), AMOUNT);
+  const postAuto = () => t.postPublic(posterKey);
+  const postManual = () => t.postPublic(posterKey, "manual");
 
   async function expectPaidOut() {
     expect(await t.balances()).to.deep.equal({

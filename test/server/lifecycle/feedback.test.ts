@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { privateKeyOf, startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../../core/crypto";
-import { AMOUNT, brief, CRITERIA, parties, PASSING, steps, type Steps } from "./helpers";
+import { AMOUNT, brief, parties, PASSING, steps, type Steps } from "./helpers";
 
 interface Message {
   id: number;
@@ -30,7 +30,7 @@ describe("lifecycle: reviews, messages and bids", function () {
     await s.close();
   });
 
-  const post = () => s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }), AMOUNT);
+  const post = () => t.postPublic(posterKey);
   async function completed() {
     const { taskHash } = await post();
     expectOk(await t.accept(agentKey, taskHash));

@@ -46,6 +46,10 @@ export function brief(what = "Summarise the plot of Hamlet in one paragraph."): 
 export function steps(s: TestServer) {
   const l = lifecycle(s);
 
+  /** A public task with a fresh brief, funded and listed by the poster: `auto` with CRITERIA, or `manual`. */
+  const postPublic = (posterKey: string, mode: "auto" | "manual" = "auto") =>
+    s.post(s.poster, posterKey, s.publicTask(brief(), mode === "auto" ? { verificationCriteria: CRITERIA } : { verificationMode: "manual", verificationCriteria: undefined }), AMOUNT);
+
   /** POST .../accept, answered with the whole assignment. */
   const accept = (key: string, taskHash: string) => s.call<Assigned>("POST", `/api/v1/a2a/tasks/${taskHash}/accept`, { key });
 
@@ -125,7 +129,7 @@ export function steps(s: TestServer) {
     return task!;
   }
 
-  return { ...l, accept, escrowRow, expectState, expectAwaitingVerdict, balances, deliver, deliverOnChain, finalize, action, signRaw, travel, posted };
+  return { ...l, postPublic, accept, escrowRow, expectState, expectAwaitingVerdict, balances, deliver, deliverOnChain, finalize, action, signRaw, travel, posted };
 }
 
 export type Steps = ReturnType<typeof steps>;

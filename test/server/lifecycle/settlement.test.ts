@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
-import { AMOUNT, brief, CRITERIA, DAY, Ending, EscrowStatus, FAILING, parties, PASSING, steps, type Steps } from "./helpers";
+import { DAY, Ending, EscrowStatus, FAILING, parties, PASSING, steps, type Steps } from "./helpers";
 
 describe("lifecycle: settlement pre-checks", function () {
   let s: TestServer;
@@ -24,8 +24,7 @@ describe("lifecycle: settlement pre-checks", function () {
     await s.close();
   });
 
-  const post = (mode: "auto" | "manual" = "auto") =>
-    s.post(s.poster, posterKey, s.publicTask(brief(), mode === "auto" ? { verificationCriteria: CRITERIA } : { verificationMode: "manual", verificationCriteria: undefined }), AMOUNT);
+  const post = (mode: "auto" | "manual" = "auto") => t.postPublic(posterKey, mode);
 
   async function accepted(mode: "auto" | "manual" = "auto") {
     const { taskHash } = await post(mode);

@@ -49,7 +49,7 @@ describe("lifecycle: verdicts", function () {
 
   /** A manual task accepted and delivered (evidence on chain), finalized: awaiting the poster's verdict. */
   async function awaitingPoster(output = PASSING) {
-    const { taskHash } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationMode: "manual", verificationCriteria: undefined }), AMOUNT);
+    const { taskHash } = await t.postPublic(posterKey, "manual");
     expectOk(await t.accept(agentKey, taskHash));
     const txHash = await t.deliverOnChain(s.worker, agentKey, taskHash, output);
     expect(expectOk(await t.finalize(agentKey, taskHash, txHash)).status).to.equal("awaiting_verification");
@@ -92,12 +92,12 @@ describe("lifecycle: verdicts", function () {
     });
 
     it("MODE_MISMATCH on an auto task; NOT_POSTER for anyone else; WRONG_STATE with nothing submitted", async function () {
-      const auto = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }), AMOUNT);
+      const auto = await t.postPublic(posterKey);
       expectOk(await t.accept(agentKey, auto.taskHash));
       await t.deliverOnChain(s.worker, agentKey, auto.taskHash, PASSING);
       expectError(await verdict(posterKey, auto.taskHash, { passed: true }), "MODE_MISMATCH");
 
-      const { taskHash } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationMode: "manual", verificationCriteria: undefined }), AMOUNT);
+      const { taskHash } = await t.postPublic(posterKey, "manual");
       const strangerKey = await s.apiKeyFor(s.stranger);
       expectError(await verdict(strangerKey, taskHash, { passed: true }), "NOT_POSTER");
       expectOk(await t.accept(agentKey, taskHash));
@@ -156,7 +156,7 @@ describe("lifecycle: verdicts", function () {
 
   describe("POST /api/v1/verification/verify", function () {
     it("TASK_ID_NOT_SUPPORTED for a numeric taskId; NOT_TASK_PARTY for a stranger; CRITERIA_FROM_EXECUTOR", async function () {
-      const { taskHash } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }), AMOUNT);
+      const { taskHash } = await t.postPublic(posterKey);
       expectOk(await t.accept(agentKey, taskHash));
       await t.deliverOnChain(s.worker, agentKey, taskHash, PASSING);
 
@@ -194,7 +194,7 @@ describe("lifecycle: verdicts", function () {
     });
 
     it("settles an auto task whose evidence is on chain but was never finalized", async function () {
-      const { taskHash } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }), AMOUNT);
+      const { taskHash } = await t.postPublic(posterKey);
       expectOk(await t.accept(agentKey, taskHash));
       await t.deliverOnChain(s.worker, agentKey, taskHash, PASSING);
       await t.expectState(taskHash, "submitted", EscrowStatus.Submitted);
@@ -222,7 +222,7 @@ describe("lifecycle: verdicts", function () {
       expect(await t.balances()).to.deep.equal({ ...start, poster: start.poster - AMOUNT, escrow: start.escrow + AMOUNT });
 
       // An auto task with criteria from the poster: advisory too, nothing settled.
-      const { taskHash: auto } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }), AMOUNT);
+      const { taskHash: auto } = await t.postPublic(posterKey);
       expectOk(await t.accept(agentKey, auto));
       await t.deliverOnChain(s.worker, agentKey, auto, PASSING);
       expect(expectOk(await verify(posterKey, { taskHash: auto, verificationCriteria: { min_length: 5000 } }))).to.deep.include({ settled: false, status: "submitted" });
