@@ -13,13 +13,13 @@ export const MIN_TASK_DURATION_SECONDS = HOUR_SECONDS; // 3,600
 export const MAX_TASK_DURATION_SECONDS = 90 * DAY_SECONDS; // 7,776,000
 export const DEFAULT_BULK_DURATION_SECONDS = DAY_SECONDS; // 86,400
 export const RENTAL_DURATION_SECONDS = HOUR_SECONDS;
+/** Evidence rounds per task (the escrow's MAX_ROUNDS). */
 export const MAX_SUBMISSIONS = 3;
+/** The worker may appeal a failed verdict for this long; the poster's claim opens after it. */
 export const APPEAL_WINDOW_SECONDS = 3 * DAY_SECONDS;
-export const DISPUTE_RULING_WINDOW_SECONDS = 14 * DAY_SECONDS;
-export const UNJUDGED_ESCALATION_SECONDS = 14 * DAY_SECONDS;
+/** The admin's window to rule: an unruled dispute may be claimed, and escalated work released, this long after. */
+export const RULING_WINDOW_SECONDS = 14 * DAY_SECONDS;
 export const BPS_DENOMINATOR = 10_000;
-/** Fee charged today; the live value is always read from the escrow (`feeBps()`) at payout. */
-export const CURRENT_FEE_BPS = 1_000;
 export const MAX_FEE_BPS = 3_000;
 export const MAX_UINT256 = (1n << 256n) - 1n;
 export const USDC_DECIMALS = 6;
@@ -28,6 +28,7 @@ export const USDC_DECIMALS = 6;
 export const BROWSE_PAGE_SIZE = 100;
 export const MAX_BULK_ROWS = 1_000;
 export const MAX_MCP_BULK_ROWS = 200;
+/** Tasks per funding transaction (the escrow's maxBatch()). */
 export const BATCH_CHUNK_SIZE = 20;
 /** 10 MB, read as MiB: the larger reading, so a file the service accepts is never refused here first. */
 export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;

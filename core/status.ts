@@ -1,4 +1,4 @@
-import { EscrowStatus } from "./escrow";
+import { EscrowStatus, isOpen } from "./escrow";
 
 /**
  * Task statuses as the API shows them (`state.status`). The spec names `open`, `submitted`,
@@ -36,7 +36,7 @@ export function taskStatus(escrow: {
 }): TaskStatus {
   switch (escrow.status) {
     case EscrowStatus.Funded:
-      return escrow.nowSeconds >= escrow.deadline ? "expired" : "open";
+      return isOpen(escrow, escrow.nowSeconds) ? "open" : "expired";
     case EscrowStatus.Assigned:
       return "assigned";
     case EscrowStatus.Submitted:

@@ -14,6 +14,8 @@ import { zeroPadValue } from "ethers";
 import { ApiError, clientError } from "../../sdk/src/errors";
 import { escrowInterface, type ChainWallet } from "../../sdk/src/chain";
 import { taskStatus } from "../../core/status";
+import { sameAddress, snapshotFromView, type TaskSnapshot } from "../../core/escrow";
+import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { Attempt, JournalError, RowJournal } from "./journal";
 
 export type Reconciled =
@@ -69,11 +71,11 @@ export async function reconcile(chain: ChainWallet, journal: RowJournal, options
 }
 
 async function fundedAttempt(chain: ChainWallet, attempts: readonly Attempt[]): Promise<Reconciled | undefined> {
+  const escrow = TaskEscrow__factory.connect(chain.escrow, chain.provider);
   // Newest first: a row is funded at most once, unless a transaction the killed run signed surfaced later.
   for (const attempt of [...attempts].reverse()) {
-    const data = await onChain(() => chain.provider.call({ to: chain.escrow, data: escrowInterface.encodeFunctionData("getTask", [attempt.taskHash]) }));
-    const [task] = escrowInterface.decodeFunctionResult("getTask", data) as unknown as [{ poster: string; status: bigint; deadline: bigint }];
-    if (task.poster.toLowerCase() !== chain.wallet.address.toLowerCase()) continue;
+    const task = snapshotFromView(attempt.taskHash, await onChain(() => escrow.getTask(attempt.taskHash)));
+    if (!task || !sameAddress(task.poster, chain.wallet.address)) continue;
     const txHash = attempt.txHash ?? (await fundingTransaction(chain, attempt));
     if (!txHash) throw clientError("CHAIN_UNAVAILABLE", `Task ${attempt.taskHash} is funded but its TaskCreated log was not found from block ${attempt.block}.`);
     const closed = await notListable(chain, attempt.taskHash, task);
@@ -86,10 +88,10 @@ async function fundedAttempt(chain: ChainWallet, attempts: readonly Attempt[]): 
  * Why a funded task can never be listed, or undefined while it can: the service lists only a task still Funded and
  * before its deadline (the chain's time, as the escrow keeps it).
  */
-async function notListable(chain: ChainWallet, taskHash: string, task: { status: bigint; deadline: bigint }): Promise<JournalError | undefined> {
+async function notListable(chain: ChainWallet, taskHash: string, task: TaskSnapshot): Promise<JournalError | undefined> {
   const latest = await onChain(() => chain.provider.getBlock("latest"));
   if (!latest) throw clientError("CHAIN_UNAVAILABLE", "The RPC has no latest block.");
-  const status = taskStatus({ status: Number(task.status), deadline: Number(task.deadline), nowSeconds: latest.timestamp });
+  const status = taskStatus({ status: task.status, deadline: task.deadline, nowSeconds: latest.timestamp });
   if (status === "open") return undefined;
   const why =
     status === "cancelled"

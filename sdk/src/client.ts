@@ -1,4 +1,4 @@
-import { getAddress, isHexString, Wallet, ZeroAddress } from "ethers";
+import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
 import { ApiError, clientError } from "./errors";
 import {
@@ -13,7 +13,7 @@ import {
 } from "./chain";
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
-import { EscrowStatus } from "../../core/escrow";
+import { canCancel, hasEnded, snapshotFromView } from "../../core/escrow";
 import type { AgentProfile } from "../../core/api";
 import { decryptBrief, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
@@ -335,15 +335,15 @@ export class MarketClient {
   private async refundUnlisted(taskHash: string): Promise<{ outcome: string; txHash: string }> {
     const wallet = await this.wallet();
     const escrow = TaskEscrow__factory.connect(wallet.escrow, wallet.provider);
-    const onChain = await escrow.getTask(taskHash);
-    if (onChain.poster === ZeroAddress) throw clientError("TASK_NOT_FOUND", `No task ${taskHash} is listed, nor funded on the ${wallet.chain} escrow.`);
-    if (onChain.poster !== wallet.wallet.address) {
+    const task = snapshotFromView(taskHash, await escrow.getTask(taskHash));
+    if (!task) throw clientError("TASK_NOT_FOUND", `No task ${taskHash} is listed, nor funded on the ${wallet.chain} escrow.`);
+    if (task.poster !== wallet.wallet.address) {
       throw clientError("NOT_POSTER", `Task ${taskHash} was not funded by this wallet on ${wallet.chain}.`);
     }
-    const status = Number(onChain.status);
-    // Ended (Verified, Paid, Refunded, Cancelled): nothing is left to get back.
-    if (status === EscrowStatus.Verified || status >= EscrowStatus.Paid) throw clientError("WRONG_STATE", `Task ${taskHash} has ended on chain; nothing is left in the escrow.`);
-    const open = status === 0;
+    if (hasEnded(task.status)) throw clientError("WRONG_STATE", `Task ${taskHash} has ended on chain; nothing is left in the escrow.`);
+    // Cancelled while the escrow takes a cancel (Funded, past its deadline too), else claimed. A paused escrow refuses
+    // either; the transaction's revert says so.
+    const open = canCancel(task, { taskHash, caller: wallet.wallet.address, paused: false }).ok;
     const data = open ? escrowInterface.encodeFunctionData("cancelTask", [taskHash]) : escrowInterface.encodeFunctionData("claimTimeout", [taskHash]);
     const receipt = await wallet.send(null, { to: wallet.escrow, data });
     return { outcome: open ? "refund" : "claim", txHash: receipt.hash };

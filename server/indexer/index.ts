@@ -25,6 +25,6 @@ export {
 } from "./worker";
 export { indexerLag, readCursor, CursorMovedError, REORG_HISTORY_BLOCKS, type Cursor, type IndexerLag } from "./cursor";
 export type { Projection } from "./projection";
-export { createTaskProjection, applyTaskEvent, shiftForPause, type TaskRow, type EscrowStateRow } from "./task-projection";
-export { argsOf, UNKNOWN_EVENT, type ChainEvent, type EscrowEventArgs, type StoredArgs } from "./events";
+export { createTaskProjection, projectedTaskOf, taskRowOf, taskSnapshotOf, type TaskRow, type EscrowStateRow } from "./task-projection";
+export { UNKNOWN_EVENT, type ChainEvent, type EscrowEventArgs } from "./events";
 export { createBlockRange, isRangeRefusal, type BlockRange, type BlockRangeOptions } from "./log-range";

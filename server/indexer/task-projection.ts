@@ -1,7 +1,19 @@
 import type { Selectable, Transaction } from "kysely";
-import { Ending, EscrowStatus } from "../../core/escrow";
+import {
+  applyStateEvent,
+  applyTaskEvent,
+  Ending,
+  ESCROW_STATE_EVENTS,
+  shiftForPause,
+  snapshotOf,
+  toEnding,
+  toEscrowStatus,
+  type EscrowState,
+  type ProjectedTask,
+  type TaskSnapshot,
+} from "../../core/escrow";
 import type { Database, EscrowStateTable, EscrowTasksTable } from "../db/schema";
-import { argsOf, compareEvents, fromEventRow, type ChainEvent } from "./events";
+import { compareEvents, fromEventRow, type ChainEvent } from "./events";
 import type { Projection } from "./projection";
 
 /** One row of escrow_tasks. */
@@ -9,111 +21,72 @@ export type TaskRow = Selectable<EscrowTasksTable>;
 /** One row of escrow_state without its key. */
 export type EscrowStateRow = Omit<Selectable<EscrowStateTable>, "chain">;
 
-const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
-const STATE_EVENTS: ReadonlySet<string> = new Set(["FeeUpdated", "EscrowPausedAt", "EscrowUnpaused"]);
+const STATE_EVENTS: ReadonlySet<string> = new Set(ESCROW_STATE_EVENTS);
 /** Rows (20 columns) or keys per statement: under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
 const CHUNK = 1_000;
 
-/**
- * The task a single event leaves behind: the one rule of the projection, used both when events arrive and when a
- * reorg rebuilds a task from its remaining events. Returns the same object when the event changes nothing.
- */
-export function applyTaskEvent(task: TaskRow | undefined, event: ChainEvent): TaskRow | undefined {
-  if (event.event === "TaskCreated") {
-    const a = argsOf(event, "TaskCreated");
-    return {
-      chain: event.chain,
-      task_hash: a.taskHash,
-      poster: a.poster,
-      token: a.token,
-      amount: a.amount,
-      verifier: a.verifier === ZERO_ADDRESS ? null : a.verifier,
-      worker: null,
-      assigned_by: null,
-      deadline: Number(a.deadline),
-      status: EscrowStatus.Funded,
-      rounds: 0,
-      ending: Ending.None,
-      result_hash: null,
-      phase_at: null,
-      last_score: null,
-      payout: null,
-      fee: null,
-      created_block: event.blockNumber,
-      created_tx: event.txHash,
-      updated_block: event.blockNumber,
-    };
-  }
-  // Without its TaskCreated the task started before the indexer's start block: nothing to update.
-  if (!task) return task;
-  const update = (changes: Partial<TaskRow>): TaskRow => ({ ...task, ...changes, updated_block: event.blockNumber });
-  switch (event.event) {
-    case "WorkerAssigned": {
-      // assignedBy tells a marketplace assignment (the verifier key) from the poster's own `assignWorker`.
-      const a = argsOf(event, "WorkerAssigned");
-      return update({ worker: a.worker, assigned_by: a.assignedBy, status: EscrowStatus.Assigned });
-    }
-    case "WorkerReleased":
-      // The worker handed the task back before delivering: open (Funded) again, assigned by no one.
-      return update({ worker: null, assigned_by: null, status: EscrowStatus.Funded });
-    case "EvidenceSubmitted": {
-      const a = argsOf(event, "EvidenceSubmitted");
-      return update({ status: EscrowStatus.Submitted, rounds: Number(a.round), result_hash: a.resultHash });
-    }
-    case "VerificationCompleted": {
-      const a = argsOf(event, "VerificationCompleted");
-      // A pass is followed by TaskCompleted in the same transaction, which sets the status.
-      return a.passed
-        ? update({ last_score: Number(a.score) })
-        : update({ last_score: Number(a.score), status: EscrowStatus.Failed, phase_at: event.blockTime });
-    }
-    case "DisputeRaised":
-      return update({ status: EscrowStatus.Disputed, phase_at: event.blockTime });
-    case "UnjudgedWorkEscalated":
-      return update({ status: EscrowStatus.Escalated, phase_at: event.blockTime });
-    case "TaskCompleted": {
-      const a = argsOf(event, "TaskCompleted");
-      const ending = Number(a.ending);
-      return update({
-        status: ending === Ending.VerificationPassed ? EscrowStatus.Verified : EscrowStatus.Paid,
-        ending,
-        payout: a.payout,
-        fee: a.fee,
-      });
-    }
-    case "TaskCancelled":
-      return update({ status: EscrowStatus.Cancelled, ending: Number(argsOf(event, "TaskCancelled").ending) });
-    case "DeadlineExpired":
-      return update({ status: EscrowStatus.Refunded, ending: Number(argsOf(event, "DeadlineExpired").ending) });
-    case "TaskRefunded":
-      return update({ status: EscrowStatus.Refunded, ending: Number(argsOf(event, "TaskRefunded").ending) });
-    default:
-      // DisputeResolved: the ending event of the same transaction carries the change.
-      return task;
-  }
+/** A row as the fold reads it (core/escrow `ProjectedTask`); bigint columns may come back as strings from some drivers. */
+export function projectedTaskOf(row: TaskRow): ProjectedTask {
+  return {
+    chain: row.chain,
+    taskHash: row.task_hash,
+    poster: row.poster,
+    token: row.token,
+    amount: BigInt(row.amount),
+    verifier: row.verifier,
+    worker: row.worker,
+    assignedBy: row.assigned_by,
+    deadline: Number(row.deadline),
+    status: toEscrowStatus(row.status),
+    rounds: row.rounds,
+    ending: toEnding(row.ending),
+    resultHash: row.result_hash,
+    phaseAt: row.phase_at === null ? null : Number(row.phase_at),
+    lastScore: row.last_score,
+    payout: row.payout === null ? null : BigInt(row.payout),
+    fee: row.fee === null ? null : BigInt(row.fee),
+    createdBlock: Number(row.created_block),
+    createdTx: row.created_tx,
+    updatedBlock: Number(row.updated_block),
+  };
 }
 
-/**
- * A finished pause moves every live deadline and window by its length, as the escrow's views project them. Ended
- * tasks keep the times they ended with.
- */
-export function shiftForPause(task: TaskRow | undefined, pausedFor: number): TaskRow | undefined {
-  if (!task || task.ending !== Ending.None) return task;
-  return { ...task, deadline: task.deadline + pausedFor, phase_at: task.phase_at === null ? null : task.phase_at + pausedFor };
+export function taskRowOf(task: ProjectedTask): TaskRow {
+  return {
+    chain: task.chain,
+    task_hash: task.taskHash,
+    poster: task.poster,
+    token: task.token,
+    amount: task.amount.toString(),
+    verifier: task.verifier,
+    worker: task.worker,
+    assigned_by: task.assignedBy,
+    deadline: task.deadline,
+    status: task.status,
+    rounds: task.rounds,
+    ending: task.ending,
+    result_hash: task.resultHash,
+    phase_at: task.phaseAt,
+    last_score: task.lastScore,
+    payout: task.payout === null ? null : task.payout.toString(),
+    fee: task.fee === null ? null : task.fee.toString(),
+    created_block: task.createdBlock,
+    created_tx: task.createdTx,
+    updated_block: task.updatedBlock,
+  };
 }
 
-export function applyStateEvent(state: EscrowStateRow | undefined, event: ChainEvent): EscrowStateRow | undefined {
-  const current = state ?? { paused_at: null, total_paused: 0, fee_bps: 0 };
-  switch (event.event) {
-    case "FeeUpdated":
-      return { ...current, fee_bps: Number(argsOf(event, "FeeUpdated").feeBps) };
-    case "EscrowPausedAt":
-      return { ...current, paused_at: Number(argsOf(event, "EscrowPausedAt").at) };
-    case "EscrowUnpaused":
-      return { ...current, paused_at: null, total_paused: Number(argsOf(event, "EscrowUnpaused").totalPaused) };
-    default:
-      return state;
-  }
+/** What the escrow's preconditions (core/escrow) read of an indexed task. */
+export function taskSnapshotOf(row: TaskRow): TaskSnapshot {
+  return snapshotOf(projectedTaskOf(row));
+}
+
+function stateOf(row: EscrowStateRow): EscrowState {
+  return { pausedAt: row.paused_at === null ? null : Number(row.paused_at), totalPaused: Number(row.total_paused), feeBps: row.fee_bps };
+}
+
+function stateRowOf(state: EscrowState): EscrowStateRow {
+  return { paused_at: state.pausedAt, total_paused: state.totalPaused, fee_bps: state.feeBps };
 }
 
 /**
@@ -126,14 +99,14 @@ export function createTaskProjection(): Projection {
     name: "escrow-tasks",
 
     async apply(trx, chain, events) {
-      const tasks = new Map<string, TaskRow | undefined>();
+      const tasks = new Map<string, ProjectedTask | undefined>();
       const dirty = new Set<string>();
-      let state: EscrowStateRow | undefined;
+      let state: EscrowState | undefined;
       let stateLoaded = false;
       let stateDirty = false;
 
       const flush = async () => {
-        await upsertTasks(trx, [...dirty].flatMap((hash) => tasks.get(hash) ?? []));
+        await upsertTasks(trx, [...dirty].flatMap((hash) => tasks.get(hash) ?? []).map(taskRowOf));
         dirty.clear();
       };
 
@@ -155,7 +128,7 @@ export function createTaskProjection(): Projection {
           stateDirty = true;
           if (event.event === "EscrowUnpaused") {
             await flush();
-            await shiftLiveTasks(trx, chain, Number(argsOf(event, "EscrowUnpaused").pausedFor));
+            await shiftLiveTasks(trx, chain, Number(event.args.pausedFor));
             tasks.clear();
             await loadTasks(trx, chain, taskHashesOf(events.slice(i + 1)), tasks);
           }
@@ -193,25 +166,14 @@ async function loadTasks(
   trx: Transaction<Database>,
   chain: string,
   hashes: readonly string[],
-  into: Map<string, TaskRow | undefined>,
+  into: Map<string, ProjectedTask | undefined>,
 ): Promise<void> {
   for (let i = 0; i < hashes.length; i += CHUNK) {
     const chunk = hashes.slice(i, i + CHUNK);
     const rows = await trx.selectFrom("escrow_tasks").selectAll().where("chain", "=", chain).where("task_hash", "in", chunk).execute();
     for (const hash of chunk) into.set(hash, undefined);
-    for (const row of rows) into.set(row.task_hash, normalizeTask(row));
+    for (const row of rows) into.set(row.task_hash, projectedTaskOf(row));
   }
-}
-
-/** bigint columns may come back as strings from some drivers; the projection compares numbers. */
-function normalizeTask(row: TaskRow): TaskRow {
-  return {
-    ...row,
-    deadline: Number(row.deadline),
-    phase_at: row.phase_at === null ? null : Number(row.phase_at),
-    created_block: Number(row.created_block),
-    updated_block: Number(row.updated_block),
-  };
 }
 
 async function upsertTasks(trx: Transaction<Database>, rows: readonly TaskRow[]): Promise<void> {
@@ -266,14 +228,11 @@ async function rebuildTasks(trx: Transaction<Database>, chain: string, hashes: r
 
     const rebuilt: TaskRow[] = [];
     for (const events of byTask.values()) {
-      let task: TaskRow | undefined;
+      let task: ProjectedTask | undefined;
       for (const event of [...events, ...unpauses].sort(compareEvents)) {
-        task =
-          event.event === "EscrowUnpaused"
-            ? shiftForPause(task, Number(argsOf(event, "EscrowUnpaused").pausedFor))
-            : applyTaskEvent(task, event);
+        task = event.event === "EscrowUnpaused" ? shiftForPause(task, Number(event.args.pausedFor)) : applyTaskEvent(task, event);
       }
-      if (task) rebuilt.push(task);
+      if (task) rebuilt.push(taskRowOf(task));
     }
     await trx.deleteFrom("escrow_tasks").where("chain", "=", chain).where("task_hash", "in", chunk).execute();
     await upsertTasks(trx, rebuilt);
@@ -295,29 +254,29 @@ async function stateEvents(trx: Transaction<Database>, chain: string): Promise<C
 }
 
 async function rebuildState(trx: Transaction<Database>, chain: string): Promise<void> {
-  let state: EscrowStateRow | undefined;
+  let state: EscrowState | undefined;
   for (const event of await stateEvents(trx, chain)) state = applyStateEvent(state, event);
   await writeState(trx, chain, state);
 }
 
-async function readState(trx: Transaction<Database>, chain: string): Promise<EscrowStateRow | undefined> {
+async function readState(trx: Transaction<Database>, chain: string): Promise<EscrowState | undefined> {
   const row = await trx
     .selectFrom("escrow_state")
     .select(["paused_at", "total_paused", "fee_bps"])
     .where("chain", "=", chain)
     .executeTakeFirst();
-  if (!row) return undefined;
-  return { paused_at: row.paused_at === null ? null : Number(row.paused_at), total_paused: Number(row.total_paused), fee_bps: row.fee_bps };
+  return row ? stateOf(row) : undefined;
 }
 
-async function writeState(trx: Transaction<Database>, chain: string, state: EscrowStateRow | undefined): Promise<void> {
+async function writeState(trx: Transaction<Database>, chain: string, state: EscrowState | undefined): Promise<void> {
   if (!state) {
     await trx.deleteFrom("escrow_state").where("chain", "=", chain).execute();
     return;
   }
+  const row = stateRowOf(state);
   await trx
     .insertInto("escrow_state")
-    .values({ chain, ...state })
-    .onConflict((oc) => oc.column("chain").doUpdateSet(state))
+    .values({ chain, ...row })
+    .onConflict((oc) => oc.column("chain").doUpdateSet(row))
     .execute();
 }

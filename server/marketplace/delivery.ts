@@ -2,12 +2,15 @@ import { getAddress, Transaction } from "ethers";
 import { json } from "../db";
 import { chainCall } from "../chains";
 import { isAlreadySent, isNodeRefusal } from "../../core/revert";
-import { loadTask, requireLive, waitForIndexer, type Delivery, type TaskContext } from "./task-context";
+import { escrowPaused, loadTask, waitForIndexer, type Delivery, type TaskContext } from "./task-context";
 import { requireOutbox, type MarketplaceDeps } from "./accept";
 import { autoVerdict, sendVerdict } from "../verification/judge";
 import { unsignedCall, type UnsignedTx } from "./calls";
+import { refusalError } from "./refusals";
+import { taskSnapshotOf } from "../indexer/task-projection";
+import { fromEventRow } from "../indexer/events";
 import { MarketError } from "../../core/errors";
-import { EscrowStatus } from "../../core/escrow";
+import { canDeliver } from "../../core/escrow";
 import { resultHash } from "../../core/crypto";
 import { MAX_SUBMISSIONS } from "../../core/limits";
 import { taskStatus, type TaskStatus } from "../../core/status";
@@ -38,18 +41,18 @@ export function createDelivery(deps: MarketplaceDeps) {
    */
   async function deliver(wallet: string, taskHash: string, output: string): Promise<{ round: number; resultHash: string; unsignedTx: UnsignedTx }> {
     const ctx = await loadTask(db, chains, taskHash);
-    requireWorker(ctx, wallet);
-    const { onChain, listing } = ctx;
-    if (onChain.status !== EscrowStatus.Assigned && onChain.status !== EscrowStatus.Failed) {
-      throw new MarketError("WRONG_STATE", `The task is ${statusOf(ctx)}; results are delivered while it is assigned or after a failed round.`, {
-        reason: statusOf(ctx),
-      });
-    }
-    if (onChain.rounds >= MAX_SUBMISSIONS) throw new MarketError("NO_ATTEMPTS_LEFT");
-    if (onChain.deadline <= Math.floor(now() / 1000)) throw new MarketError("DEADLINE_PASSED");
-    await requireLive(db, listing.chain);
-    const round = onChain.rounds + 1;
+    const { listing } = ctx;
     const hash = resultHash(output);
+    const task = taskSnapshotOf(ctx.onChain);
+    const check = canDeliver(task, {
+      taskHash: listing.task_hash,
+      caller: wallet,
+      paused: await escrowPaused(db, listing.chain),
+      now: Math.floor(now() / 1000),
+      resultHash: hash,
+    });
+    if (!check.ok) throw refusalError("deliver", check.refusal, { task, caller: wallet, status: statusOf(ctx) });
+    const { round } = check;
     const at = now();
     await db
       .insertInto("deliveries")
@@ -179,15 +182,19 @@ export function createDelivery(deps: MarketplaceDeps) {
 
   /** The round's evidence must be on chain (indexed) with the delivered result's hash. */
   async function requireEvidenceIndexed(ctx: TaskContext, delivery: Delivery, txHash: string | undefined): Promise<TaskContext> {
-    const indexed = async () =>
-      db
+    const indexed = async () => {
+      const rows = await db
         .selectFrom("escrow_events")
-        .select(["args"])
+        .selectAll()
         .where("chain", "=", ctx.listing.chain)
         .where("task_hash", "=", ctx.listing.task_hash)
         .where("event", "=", "EvidenceSubmitted")
-        .execute()
-        .then((rows) => rows.map((r) => json.read<{ resultHash: string; round: string }>(r.args)!).find((a) => Number(a.round) === delivery.round));
+        .execute();
+      for (const event of rows.map(fromEventRow)) {
+        if (event.event === "EvidenceSubmitted" && Number(event.args.round) === delivery.round) return event.args;
+      }
+      return undefined;
+    };
     let evidence = await indexed();
     if (!evidence && txHash) {
       const receipt = await ctx.chain.provider.getTransactionReceipt(txHash).catch(() => null);

@@ -3,7 +3,7 @@ import type { AgentProfile } from "../agents";
 import { json } from "../db";
 import { MarketError } from "../../core/errors";
 import { agentChains } from "../../core/chains";
-import { EscrowStatus } from "../../core/escrow";
+import { EscrowStatus, isOpen } from "../../core/escrow";
 
 /** The agent side of an eligibility check. */
 export interface Candidate {
@@ -32,7 +32,7 @@ export interface Opening {
 export function refusal(task: Opening, agent: Candidate, nowSeconds: number): MarketError | undefined {
   const { listing } = task;
   const address = agent.profile.address;
-  if (task.status !== EscrowStatus.Funded || task.deadline <= nowSeconds) {
+  if (!isOpen(task, nowSeconds)) {
     return new MarketError("NOT_OPEN", task.status === EscrowStatus.Funded ? "The task's deadline has passed." : undefined);
   }
   if (listing.target_executor !== null && listing.target_executor !== address) return new MarketError("NOT_TARGET_EXECUTOR");

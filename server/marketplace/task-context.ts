@@ -43,10 +43,15 @@ export async function loadTask(db: Db, chains: ChainRegistry, taskHashInput: str
   return { listing, chain, onChain, assignment, delivery };
 }
 
-/** `ESCROW_PAUSED` while the chain's escrow is paused (as indexed): only the admin's rulings go through. */
-export async function requireLive(db: Db, chain: string): Promise<void> {
+/** Whether the chain's escrow is paused (as indexed): only the admin's rulings go through. */
+export async function escrowPaused(db: Db, chain: string): Promise<boolean> {
   const state = await db.selectFrom("escrow_state").select("paused_at").where("chain", "=", chain).executeTakeFirst();
-  if (state?.paused_at) throw new MarketError("ESCROW_PAUSED");
+  return Boolean(state?.paused_at);
+}
+
+/** `ESCROW_PAUSED` while the chain's escrow is paused (as indexed). */
+export async function requireLive(db: Db, chain: string): Promise<void> {
+  if (await escrowPaused(db, chain)) throw new MarketError("ESCROW_PAUSED");
 }
 
 /** Waits until the indexer shows what `ready` checks for (a settled transaction's effect), or the time runs out. */

@@ -4,7 +4,7 @@ import type { Db } from "../db";
 import { Address, Envelope, errorResponses, ok } from "../http/schemas";
 import { addressParam } from "../http/params";
 import { decayedScore, earnsBadge, FRESH_REPUTATION } from "../../core/reputation";
-import { Ending } from "../../core/escrow";
+import { PAYOUT_ENDINGS } from "../../core/escrow";
 
 export { createReputationProjection } from "./projection";
 
@@ -35,7 +35,7 @@ async function onChainNumbers(db: Db, address: string, configured: boolean) {
     .select(["last_score", "ending"])
     .where("chain", "=", ON_CHAIN_REPUTATION_CHAIN)
     .where("worker", "=", address)
-    .where("ending", "in", [Ending.VerificationPassed, Ending.DisputeWonByWorker, Ending.UnjudgedWorkReleased])
+    .where("ending", "in", [...PAYOUT_ENDINGS])
     .execute();
   const disputes = await db
     .selectFrom("escrow_events")

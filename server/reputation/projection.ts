@@ -1,12 +1,11 @@
 import type { Transaction } from "kysely";
 import type { Database } from "../db/schema";
 import { json } from "../db";
-import { argsOf, type ChainEvent } from "../indexer/events";
+import { fromEventRow, type ChainEvent } from "../indexer/events";
 import type { Projection } from "../indexer/projection";
-import { fromEventRow } from "../indexer/events";
-import { applyTaskEvent, type TaskRow } from "../indexer/task-projection";
+import { projectedTaskOf } from "../indexer/task-projection";
 import { applyReputation, FRESH_REPUTATION, type ReputationEvent, type ReputationState } from "../../core/reputation";
-import { Ending } from "../../core/escrow";
+import { applyTaskEvent, Ending, toEnding, type EscrowEventName, type ProjectedTask } from "../../core/escrow";
 
 type Trx = Transaction<Database>;
 /** Rows or keys per statement, as the task projection reads them. */
@@ -20,7 +19,7 @@ interface WorkerFact {
   tagOutcome?: "completion" | "failure";
 }
 
-const RELEVANT = ["VerificationCompleted", "DisputeRaised", "TaskCompleted", "TaskRefunded", "DeadlineExpired"] as const;
+const RELEVANT = ["VerificationCompleted", "DisputeRaised", "TaskCompleted", "TaskRefunded", "DeadlineExpired"] as const satisfies readonly EscrowEventName[];
 const isRelevant = (event: ChainEvent) => (RELEVANT as readonly string[]).includes(event.event);
 /** Events that decide who a task's credited worker is, or what it earns: the tasks the range must follow. */
 const followed = (event: ChainEvent) => event.event === "WorkerAssigned" || event.event === "WorkerReleased" || isRelevant(event);
@@ -32,14 +31,14 @@ const followed = (event: ChainEvent) => event.event === "WorkerAssigned" || even
  * two wallets and a task small enough to pay no fee would otherwise buy reputation and the decayed score that ranks
  * agents for offers. Undefined (a task created before the start block) counts for no one either.
  */
-export function creditedWorker(task: Pick<TaskRow, "poster" | "worker" | "assigned_by"> | undefined): string | null {
-  if (!task?.worker || task.assigned_by === null || task.assigned_by === task.poster) return null;
+export function creditedWorker(task: Pick<ProjectedTask, "poster" | "worker" | "assignedBy"> | undefined): string | null {
+  if (!task?.worker || task.assignedBy === null || task.assignedBy === task.poster) return null;
   return task.worker;
 }
 
 /** The tasks as the task projection has them before the range (it runs after this one); absent when not indexed. */
-async function indexedTasks(trx: Trx, chain: string, hashes: readonly string[]): Promise<Map<string, TaskRow>> {
-  const tasks = new Map<string, TaskRow>();
+async function indexedTasks(trx: Trx, chain: string, hashes: readonly string[]): Promise<Map<string, ProjectedTask>> {
+  const tasks = new Map<string, ProjectedTask>();
   for (let i = 0; i < hashes.length; i += CHUNK) {
     const rows = await trx
       .selectFrom("escrow_tasks")
@@ -47,7 +46,7 @@ async function indexedTasks(trx: Trx, chain: string, hashes: readonly string[]):
       .where("chain", "=", chain)
       .where("task_hash", "in", hashes.slice(i, i + CHUNK))
       .execute();
-    for (const row of rows) tasks.set(row.task_hash, row);
+    for (const row of rows) tasks.set(row.task_hash, projectedTaskOf(row));
   }
   return tasks;
 }
@@ -58,22 +57,22 @@ function factOf(event: ChainEvent, worker: string | null): WorkerFact | undefine
   const base = { worker, taskHash: event.taskHash };
   switch (event.event) {
     case "VerificationCompleted":
-      return argsOf(event, "VerificationCompleted").passed ? undefined : { ...base, reputation: { kind: "failedRound" } };
+      return event.args.passed ? undefined : { ...base, reputation: { kind: "failedRound" } };
     case "DisputeRaised":
       return { ...base, reputation: { kind: "disputeRaised" } };
     case "TaskCompleted":
       return {
         ...base,
-        reputation: { kind: "settled", payout: BigInt(argsOf(event, "TaskCompleted").payout), at: event.blockTime },
+        reputation: { kind: "settled", payout: BigInt(event.args.payout), at: event.blockTime },
         tagOutcome: "completion",
       };
     case "TaskRefunded":
-      return Number(argsOf(event, "TaskRefunded").ending) === Ending.DisputeWonByPoster
+      return toEnding(event.args.ending) === Ending.DisputeWonByPoster
         ? { ...base, reputation: { kind: "disputeLost" }, tagOutcome: "failure" }
         : undefined;
     case "DeadlineExpired":
       // A dispute left without a ruling refunds the poster: a failure for the task's tags, no ruling against the agent.
-      return Number(argsOf(event, "DeadlineExpired").ending) === Ending.DisputeUnruled ? { ...base, tagOutcome: "failure" } : undefined;
+      return toEnding(event.args.ending) === Ending.DisputeUnruled ? { ...base, tagOutcome: "failure" } : undefined;
     default:
       return undefined;
   }
@@ -183,7 +182,7 @@ async function rebuild(trx: Trx, worker: string): Promise<void> {
   const facts = rows.flatMap((row) => {
     // A worker's outcomes all follow its last assignment (a task is handed back only before any of them), so the
     // task's current assignment decides, as it did when the events were applied.
-    const fact = factOf(fromEventRow(row), creditedWorker(row));
+    const fact = factOf(fromEventRow(row), creditedWorker({ poster: row.poster, worker: row.worker, assignedBy: row.assigned_by }));
     return fact ? [fact] : [];
   });
   await applyFacts(trx, facts);
@@ -203,7 +202,7 @@ export function createReputationProjection(): Projection {
       const hashes = [...new Set(events.flatMap((e) => (e.taskHash !== null && followed(e) ? [e.taskHash] : [])))];
       if (hashes.length === 0) return;
       const tracked = new Set(hashes);
-      const tasks: Map<string, TaskRow | undefined> = await indexedTasks(trx, chain, hashes);
+      const tasks: Map<string, ProjectedTask | undefined> = await indexedTasks(trx, chain, hashes);
       const facts: WorkerFact[] = [];
       for (const event of events) {
         if (event.taskHash === null || !tracked.has(event.taskHash)) continue;
@@ -225,8 +224,8 @@ export function createReputationProjection(): Projection {
       const outcomes = new Set<string>();
       for (const event of removed) {
         if (!event.taskHash) continue;
-        if (event.event === "WorkerAssigned") workers.add(argsOf(event, "WorkerAssigned").worker);
-        if (event.event === "TaskCompleted") workers.add(argsOf(event, "TaskCompleted").worker);
+        if (event.event === "WorkerAssigned") workers.add(event.args.worker);
+        if (event.event === "TaskCompleted") workers.add(event.args.worker);
         if (isRelevant(event)) outcomes.add(event.taskHash);
       }
       for (const task of (await indexedTasks(trx, chain, [...outcomes])).values()) if (task.worker) workers.add(task.worker);

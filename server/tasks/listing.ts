@@ -5,7 +5,7 @@ import type { Listing } from "../db/schema";
 import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import type { TaskFieldsInput } from "./schemas";
 import { MarketError, type ErrorDetail } from "../../core/errors";
-import { EscrowStatus } from "../../core/escrow";
+import { decodeEscrowEvent, isOpen, snapshotFromView } from "../../core/escrow";
 
 /** What the funding receipt says about one task. */
 interface Funded {
@@ -50,10 +50,10 @@ export function createListings({
     const funded = new Map<string, Funded>();
     for (const log of receipt.logs) {
       if (getAddress(log.address) !== chain.config.escrow) continue;
-      const parsed = chain.escrow.interface.parseLog(log);
-      if (parsed?.name !== "TaskCreated") continue;
-      const [taskHash, poster, token, amount, deadline, verifier] = parsed.args as unknown as [string, string, string, bigint, bigint, string];
-      funded.set(taskHash.toLowerCase(), { taskHash: taskHash.toLowerCase(), poster, token, amount, deadline, verifier });
+      const event = decodeEscrowEvent(log.topics, log.data);
+      if (event?.event !== "TaskCreated") continue;
+      const { taskHash, poster, token, amount, deadline, verifier } = event.args;
+      funded.set(taskHash.toLowerCase(), { taskHash: taskHash.toLowerCase(), poster, token, amount: BigInt(amount), deadline: BigInt(deadline), verifier });
     }
     return funded;
   }
@@ -78,8 +78,8 @@ export function createListings({
     if (existing) return sameListing(existing, terms);
 
     const onChain = await chainCall(() => chain.escrow.getTask(taskHash));
-    const nowSeconds = BigInt(Math.floor(now() / 1000));
-    if (Number(onChain.status) !== EscrowStatus.Funded || onChain.deadline <= nowSeconds) {
+    const task = snapshotFromView(taskHash, onChain);
+    if (!task || !isOpen(task, Math.floor(now() / 1000))) {
       throw new MarketError("NOT_OPEN", "The task is no longer open on chain (assigned, cancelled or past its deadline).");
     }
 

@@ -3,7 +3,7 @@ import { json, type Db } from "../db";
 import type { EscrowTasksTable, ListingsTable } from "../db/schema";
 import type { TaskView } from "./schemas";
 import { taskStatus, type TaskStatus } from "../../core/status";
-import { endingName, Ending, EscrowStatus } from "../../core/escrow";
+import { endingName, Ending, openTaskFilter } from "../../core/escrow";
 import { SETTLEMENT_UNIT } from "../../core/chains";
 import { BROWSE_PAGE_SIZE, PUBLIC_BRIEF_PREVIEW_CHARS } from "../../core/limits";
 
@@ -109,10 +109,11 @@ export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
 
   /** Open tasks the caller can take: required capabilities all held, not pinned to someone else, before deadline. */
   function openFor(capabilities: readonly string[], caller: string | undefined) {
-    const nowSeconds = Math.floor(now() / 1000);
+    // core/escrow `isOpen` (Funded, before the deadline), as SQL.
+    const open = openTaskFilter(Math.floor(now() / 1000));
     return listed()
-      .where("t.status", "=", EscrowStatus.Funded)
-      .where("t.deadline", ">", nowSeconds)
+      .where("t.status", "=", open.status)
+      .where("t.deadline", ">", open.deadlineAfter)
       .where((eb) => (caller ? eb.or([eb("l.target_executor", "is", null), eb("l.target_executor", "=", caller)]) : eb("l.target_executor", "is", null)))
       .where((eb) => {
         const missing = eb.selectFrom("listing_capabilities as c").select("c.tag").whereRef("c.task_hash", "=", "l.task_hash");

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import type { App, Context } from "../app";
 import { CREDENTIALS, Envelope, errorResponses, ok } from "../http/schemas";
-import { loadTask, requireLive } from "../marketplace/task-context";
+import { loadTask, requireLive, type Delivery, type TaskContext } from "../marketplace/task-context";
 import { requireOutbox } from "../marketplace/accept";
 import { createDelivery } from "../marketplace/delivery";
 import { unsignedCall } from "../marketplace/calls";
@@ -9,7 +9,7 @@ import { autoVerdict, sendVerdict } from "./judge";
 import { UnsignedTx } from "../tasks/schemas";
 import { MarketError } from "../../core/errors";
 import { createWindows, rateLimited } from "../http/rate-limit";
-import { EscrowStatus } from "../../core/escrow";
+import { actsOn, toEscrowStatus } from "../../core/escrow";
 import type { VerificationCriteria } from "../../core/verification";
 import { requireValidCriteria } from "../tasks/terms";
 
@@ -19,6 +19,11 @@ const VerificationResult = Type.Object({ passed: Type.Boolean(), score: Type.Int
 
 /** Advisory (non-settling) verifications per wallet per minute. */
 export const ADVISORY_VERIFY_PER_MINUTE = 30;
+
+/** The escrow takes a verdict while the task is Submitted (core/escrow), on the round the worker delivered last. */
+function awaitsVerdict(onChain: TaskContext["onChain"], latest: Delivery | undefined): latest is Delivery {
+  return actsOn("completeVerification", toEscrowStatus(onChain.status)) && latest !== undefined && latest.round === onChain.rounds;
+}
 
 export function verificationRoutes(app: App, ctx: Context) {
   const { db, chains, auth, now, market } = ctx;
@@ -68,7 +73,7 @@ export function verificationRoutes(app: App, ctx: Context) {
       if (mode === "manual" && principal.wallet !== task.listing.poster) throw new MarketError("NOT_POSTER", "In manual mode only the poster judges.");
       if (mode === "agent" && principal.wallet !== task.listing.verifier_address) throw new MarketError("NOT_VERIFIER");
       const latest = task.delivery;
-      if (task.onChain.status !== EscrowStatus.Submitted || !latest || latest.round !== task.onChain.rounds) {
+      if (!awaitsVerdict(task.onChain, latest)) {
         throw new MarketError("WRONG_STATE", "There is no submitted round awaiting a verdict.", { reason: delivery.statusOf(task) });
       }
       if (mode === "agent") {
@@ -141,7 +146,7 @@ export function verificationRoutes(app: App, ctx: Context) {
       const latest = task.delivery;
       if (!latest) throw new MarketError("WRONG_STATE", "Nothing was delivered yet.", { reason: delivery.statusOf(task) });
       const settles =
-        listing.verification_mode === "auto" && verificationCriteria === undefined && onChain.status === EscrowStatus.Submitted && latest.round === onChain.rounds && latest.passed === null;
+        listing.verification_mode === "auto" && verificationCriteria === undefined && awaitsVerdict(onChain, latest) && latest.passed === null;
       if (settles) {
         const judged = await delivery.settleAutomatically(task, latest);
         return ok({ taskHash: listing.task_hash, settled: true, status: judged.status, round: latest.round, verificationResult: judged.verificationResult! });

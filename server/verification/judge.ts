@@ -5,7 +5,7 @@ import { OutboxRevert } from "../outbox";
 import type { TaskContext, Delivery } from "../marketplace/task-context";
 import { waitForIndexer } from "../marketplace/task-context";
 import { MarketError } from "../../core/errors";
-import { EscrowStatus } from "../../core/escrow";
+import { decodeEscrowEvent, EscrowStatus } from "../../core/escrow";
 import { evaluate, type Verdict, type VerificationCriteria } from "../../core/verification";
 
 export interface JudgedBy {
@@ -44,9 +44,10 @@ export async function sendVerdict(
     throw error;
   }
   const settled = sent.receipt.logs.some((log) => {
-    const parsed = log.address.toLowerCase() === chain.config.escrow.toLowerCase() ? chain.escrow.interface.parseLog(log) : null;
-    if (!parsed || String(parsed.args.taskHash).toLowerCase() !== listing.task_hash) return false;
-    return verdict.passed ? parsed.name === "TaskCompleted" : parsed.name === "VerificationCompleted" && parsed.args.passed === false;
+    if (log.address.toLowerCase() !== chain.config.escrow.toLowerCase()) return false;
+    const event = decodeEscrowEvent(log.topics, log.data);
+    if (!event || !("taskHash" in event.args) || event.args.taskHash.toLowerCase() !== listing.task_hash) return false;
+    return verdict.passed ? event.event === "TaskCompleted" : event.event === "VerificationCompleted" && !event.args.passed;
   });
   if (!settled) throw new MarketError("VERDICT_MISMATCH", `Transaction ${sent.txHash} did not settle the verdict as sent.`);
   await db

@@ -5,7 +5,7 @@ import { time } from "@nomicfoundation/hardhat-network-helpers";
 import type { ContractTransactionResponse } from "ethers";
 import { createDatabase, migrateToLatest, type Db } from "../../server/db";
 import type { ChainConfig } from "../../server/config";
-import { createIndexer, type IndexerOptions, type IndexerProvider, type SyncResult } from "../../server/indexer";
+import { createIndexer, taskSnapshotOf, type IndexerOptions, type IndexerProvider, type SyncResult } from "../../server/indexer";
 import { DAY, HOUR, deployEscrowFixture } from "../fixtures/escrow";
 import { Ending, EscrowStatus } from "../../core/escrow";
 
@@ -98,19 +98,12 @@ export async function expectTasksMatchContract(db: Db, fixture: EscrowFixture, c
     if (row.ending === Ending.None) {
       // Ended tasks keep the deadline they ended with; the escrow's view keeps moving it with later pauses.
       expect(row.deadline, where).to.equal(Number(onChain.deadline));
-      expect(windowEndsAt(row), where).to.equal(Number(onChain.windowEndsAt));
+      expect(taskSnapshotOf(row).windowEndsAt, where).to.equal(Number(onChain.windowEndsAt));
     }
   }
   return rows.length;
 }
 
-function windowEndsAt(row: { status: number; phase_at: number | null; deadline: number }): number {
-  const phaseAt = row.phase_at ?? 0;
-  if (row.status === EscrowStatus.Failed) return Math.max(phaseAt + 3 * DAY, row.deadline);
-  if (row.status === EscrowStatus.Disputed) return Math.max(phaseAt + 14 * DAY, row.deadline);
-  if (row.status === EscrowStatus.Escalated) return phaseAt + 14 * DAY;
-  return 0;
-}
 
 /** Small seeded PRNG (mulberry32), so a failing scenario can be replayed. */
 export function random(seed: number): () => number {
