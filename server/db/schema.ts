@@ -197,7 +197,7 @@ export interface EscrowTasksTable {
   assigned_by: string | null;
   /** Block time (seconds) of the deadline, moved by every finished pause. */
   deadline: number;
-  /** Escrow status number (core/escrow.ts). */
+  /** Escrow status number (core/escrow `EscrowStatus`). */
   status: number;
   rounds: number;
   ending: number;

@@ -1,10 +1,14 @@
 /**
  * Property test: random sequences of every escrow operation by every actor over many tasks, with time jumps, pauses,
- * blocked recipients and stray tokens, checked step by step against the reference model in ./model.ts.
+ * blocked recipients and stray tokens, checked step by step against the reference model in ./model.ts and against
+ * the TypeScript rules of core/escrow.
  *
  * After every step: the call reverted exactly when the model says it is illegal, with the error the model names;
- * a legal call emitted exactly the events the model expects; the escrow holds exactly what it owes (live task amounts
- * plus credits, plus any stray surplus) in each token; no task ended twice; the touched task reads as the model says.
+ * every task call did exactly what core/escrow's precondition predicted from the task as core/escrow's decoder and
+ * fold project it from the escrow's own logs: success (with the claim's outcome, the round and the payout split it
+ * names), or the custom error with its arguments; a legal call emitted exactly the events the model expects; the
+ * escrow holds exactly what it owes (live task amounts plus credits, plus any stray surplus) in each token; no task
+ * ended twice; the touched task reads as the model says and as core/escrow's fold says.
  * Every 25 steps and at the end of a run: every task, every credit and every tracked balance.
  *
  * Reproduce a failure with the seed (and path) it prints: FC_SEED=<seed> FC_PATH=<path> npx hardhat test <this file>.
@@ -17,7 +21,32 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import type { ContractTransactionReceipt, ContractTransactionResponse } from "ethers";
 import { Ending, Status, propertyFixture } from "../fixtures/escrow";
-import { endingName } from "../../core/escrow";
+import {
+  applyStateEvent,
+  applyTaskEvent,
+  canAssign,
+  canCancel,
+  canClaim,
+  canDeliver,
+  canDispute,
+  canRelease,
+  canReleaseUnjudged,
+  canResolve,
+  canVerify,
+  decodeEscrowLog,
+  endingName,
+  payoutSplit,
+  shiftForPause,
+  snapshotFromView,
+  snapshotOf,
+  STATUSES_FOR,
+  type Check,
+  type EscrowLog,
+  type EscrowState,
+  type ProjectedTask,
+  type TaskCall,
+  type TaskSnapshot,
+} from "../../core/escrow";
 import { APPEAL_WINDOW, EscrowModel, RULING_WINDOW, type ExpectedEvent, type ModelTask, type Outcome } from "./model";
 
 const { ethers } = hre;
@@ -98,18 +127,18 @@ type TaskCommand =
   | "claim"
   | "release"
   | "handBack";
-/** The statuses in which each task call can succeed (given the right caller and time). */
-const FITTING: Record<TaskCommand, readonly number[]> = {
-  cancel: [Status.Funded],
-  assign: [Status.Funded],
-  marketAssign: [Status.Funded],
-  submit: [Status.Assigned, Status.Failed],
-  verify: [Status.Submitted],
-  dispute: [Status.Assigned, Status.Submitted, Status.Failed],
-  resolve: [Status.Disputed, Status.Escalated],
-  claim: [Status.Funded, Status.Assigned, Status.Submitted, Status.Failed, Status.Disputed],
-  release: [Status.Escalated],
-  handBack: [Status.Assigned],
+/** The escrow function each task command calls. */
+const CALLS: Record<TaskCommand, TaskCall> = {
+  cancel: "cancelTask",
+  assign: "assignWorker",
+  marketAssign: "marketplaceAssign",
+  submit: "submitEvidence",
+  verify: "completeVerification",
+  dispute: "raiseDispute",
+  resolve: "resolveDispute",
+  claim: "claimTimeout",
+  release: "releaseUnjudgedWork",
+  handBack: "releaseTask",
 };
 
 const ALL_ROLES: Role[] = [
@@ -329,6 +358,30 @@ type Ctx = Awaited<ReturnType<typeof propertyFixture>>;
 /** Numbers and bigints compare as bigints; everything else as is. */
 const normalize = (value: unknown): unknown =>
   typeof value === "number" ? BigInt(value) : Array.isArray(value) ? value.map(normalize) : value;
+const normalizeArgs = (args: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(args).map(([name, value]) => [name, normalize(value)]));
+
+/**
+ * chai's deep equality, asked only when a cheap comparison finds a difference: over thousands of checks per run it
+ * costs more than the chain. Values of the same shape serialize alike (bigints marked, so 1 and 1n differ).
+ */
+const serialize = (value: unknown) => JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
+function expectSame(actual: unknown, expected: unknown, message: string) {
+  if (serialize(actual) !== serialize(expected)) expect(actual, message).to.deep.equal(expected);
+}
+
+/** A custom error as the escrow raised it: its name and its arguments by name. */
+interface RaisedError {
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** What core/escrow predicts for a task call, and what it says the call does when it goes through. */
+interface Prediction {
+  check: Check<object>;
+  /** Checks the call's decoded events against what the successful check named (round, claim outcome, disputant). */
+  outcome?: (events: EscrowLog[]) => void;
+}
 
 class Run {
   readonly model: EscrowModel;
@@ -340,6 +393,10 @@ class Run {
   readonly trace: string[] = [];
   /** How often each outcome (success or an error name) occurred: what the run exercised. */
   readonly outcomes = new Map<string, number>();
+  /** Every task as core/escrow's decoder and fold project it from the escrow's own logs. */
+  private readonly folded = new Map<string, ProjectedTask>();
+  /** The escrow-wide state as core/escrow folds it (the fixture set the fee before the run). */
+  private escrowState: EscrowState = { pausedAt: null, totalPaused: 0, feeBps: 1000 };
 
   constructor(private readonly ctx: Ctx, now: bigint) {
     const { escrowAddress, admin, verifier, treasury, token, blocklistToken, unlistedToken, poster, poster2 } = ctx;
@@ -398,7 +455,7 @@ class Run {
   private targetHash(kind: TaskCommand, target: Target): string {
     const all = [...this.model.tasks.values()];
     const live = all.filter((t) => t.ending === Ending.None);
-    const fitting = live.filter((t) => (FITTING[kind] as readonly number[]).includes(t.status));
+    const fitting = live.filter((t) => (STATUSES_FOR[CALLS[kind]] as readonly number[]).includes(t.status));
     const pool =
       target.scope === "unknown"
         ? []
@@ -454,41 +511,128 @@ class Run {
     }
   }
 
-  private errorName(error: unknown): string {
+  private raised(error: unknown): RaisedError {
     const data = (error as { data?: unknown }).data;
     if (typeof data === "string" && data.length >= 10) {
       for (const iface of [this.ctx.escrow.interface, this.ctx.blocklist.interface, this.ctx.usdc.interface]) {
         try {
           const parsed = iface.parseError(data);
-          if (parsed) return parsed.name;
+          if (parsed) {
+            const args = Object.fromEntries(parsed.fragment.inputs.map((input, i) => [input.name, parsed.args[i]]));
+            return { name: parsed.name, args };
+          }
         } catch {
           // not this contract's error
         }
       }
     }
-    return `unknown (${(error as Error).message})`;
+    return { name: `unknown (${(error as Error).message})`, args: {} };
   }
 
-  /** Mines `send` at the next second, and checks the outcome and the events against the model's expectation. */
+  /** The escrow's logs of a receipt, decoded by core/escrow, at block time `at`. */
+  private decode(receipt: ContractTransactionReceipt, at: bigint): EscrowLog[] {
+    return receipt.logs
+      .filter((log) => log.address === this.ctx.escrowAddress)
+      .map((log) =>
+        decodeEscrowLog(
+          {
+            chain: "hardhat",
+            blockNumber: receipt.blockNumber,
+            blockHash: receipt.blockHash,
+            logIndex: log.index,
+            txHash: receipt.hash,
+            txIndex: receipt.index,
+            blockTime: Number(at),
+          },
+          log.topics,
+          log.data,
+        ),
+      );
+  }
+
+  /** Applies a mined transaction's logs with core/escrow's fold, as the indexer does. */
+  private fold(events: EscrowLog[]) {
+    for (const event of events) {
+      if (event.taskHash !== null) {
+        const task = applyTaskEvent(this.folded.get(event.taskHash), event);
+        if (task) this.folded.set(event.taskHash, task);
+        continue;
+      }
+      this.escrowState = applyStateEvent(this.escrowState, event) ?? this.escrowState;
+      if (event.event === "EscrowUnpaused") {
+        for (const [hash, task] of this.folded) this.folded.set(hash, shiftForPause(task, Number(event.args.pausedFor))!);
+      }
+    }
+  }
+
+  /**
+   * The task as the escrow's `getTask` reports it before a call (the model's view, which every step checks against
+   * `getTask`): what core/escrow's preconditions read. A live task reads the same from core/escrow's fold of the logs
+   * (while not paused: a pause moves its times in the view first). An ended task's times differ: the fold keeps
+   * those it ended with, as the indexer does, while the view keeps projecting them.
+   */
+  private snapshotBefore(hash: string): TaskSnapshot | undefined {
+    const modelView = this.model.view(hash);
+    const view = modelView && snapshotFromView(hash, modelView);
+    const task = this.folded.get(hash);
+    if (!view || !task) {
+      expect(task, `core/escrow's fold knows task ${hash} exactly when the escrow does`).to.equal(view);
+    } else if (task.ending === Ending.None && !this.model.paused) {
+      expectSame(snapshotOf(task), view, `core/escrow's fold of ${hash}`);
+    }
+    return view;
+  }
+
+  /** What a task call names about itself, from the escrow's view: who calls, whether paused, when. */
+  private callOf(hash: string, sender: HardhatEthersSigner, at: bigint) {
+    return { taskHash: hash, caller: sender.address, paused: this.escrowState.pausedAt !== null, now: Number(at) };
+  }
+
+  /** Success exactly when core/escrow predicted it; otherwise the custom error it named, with the same arguments. */
+  private checkPrediction(prediction: Prediction, raised: RaisedError | undefined, events: EscrowLog[]) {
+    const { check } = prediction;
+    if (check.ok) {
+      expect(raised?.name ?? "success", "core/escrow predicted success").to.equal("success");
+      prediction.outcome?.(events);
+      for (const event of events) {
+        if (event.event !== "TaskCompleted") continue;
+        const task = this.folded.get(event.args.taskHash)!;
+        const split = payoutSplit(task.amount, this.escrowState.feeBps);
+        expectSame({ fee: BigInt(event.args.fee), payout: BigInt(event.args.payout) }, split, "core/escrow's payout split");
+      }
+      return;
+    }
+    expect(raised?.name ?? "success", "core/escrow's predicted refusal").to.equal(check.refusal.error);
+    expectSame(normalizeArgs(raised!.args), normalizeArgs(check.refusal.args), `arguments of ${check.refusal.error}`);
+  }
+
+  /**
+   * Mines `send` at the next second, and checks the outcome and the events against the model's expectation and,
+   * for a task call, against core/escrow's prediction; then folds the logs with core/escrow.
+   */
   private async transact(
     expected: Outcome,
     at: bigint,
     send: () => Promise<ContractTransactionResponse>,
+    prediction?: Prediction,
   ): Promise<ContractTransactionReceipt | undefined> {
     await time.setNextBlockTimestamp(at);
     this.model.now = at;
     let receipt: ContractTransactionReceipt | undefined;
-    let actual: string;
+    let raised: RaisedError | undefined;
     try {
       receipt = (await (await send()).wait()) ?? undefined;
-      actual = "success";
     } catch (error) {
-      actual = this.errorName(error);
+      raised = this.raised(error);
     }
+    const actual = raised?.name ?? "success";
     const wanted = "error" in expected ? expected.error : "success";
     this.outcomes.set(wanted, (this.outcomes.get(wanted) ?? 0) + 1);
     expect(actual, "the escrow's outcome differs from the model's").to.equal(wanted);
+    const events = receipt ? this.decode(receipt, at) : [];
+    if (prediction) this.checkPrediction(prediction, raised, events);
     if (receipt && "events" in expected) this.checkEvents(receipt, expected.events);
+    this.fold(events);
     return receipt;
   }
 
@@ -568,40 +712,80 @@ class Run {
         const t = m.tasks.get(hash);
         const sender = this.resolve(cmd.actor, t);
         const as = escrow.connect(sender);
+        const task = this.snapshotBefore(hash);
+        const call = this.callOf(hash, sender, at);
+        const marketplaceVerifier = this.ctx.verifier.address;
+        const only = <E extends EscrowLog["event"]>(events: EscrowLog[], name: E) =>
+          events.filter((e): e is Extract<EscrowLog, { event: E }> => e.event === name);
         let expected: Outcome;
         let send: () => Promise<ContractTransactionResponse>;
+        let prediction: Prediction;
         if (cmd.kind === "cancel") {
           expected = m.cancelTask(sender.address, at, hash);
           send = () => as.cancelTask(hash);
+          prediction = { check: canCancel(task, call) };
         } else if (cmd.kind === "assign" || cmd.kind === "marketAssign") {
           const worker = this.workerAddress(cmd.worker, t);
           const byMarketplace = cmd.kind === "marketAssign";
           expected = m.assignWorker(sender.address, at, hash, worker, byMarketplace);
           send = () => (byMarketplace ? as.marketplaceAssign(hash, worker) : as.assignWorker(hash, worker));
+          const by = byMarketplace ? "marketplace" : "poster";
+          prediction = { check: canAssign(task, { ...call, worker, by, marketplaceVerifier }) };
         } else if (cmd.kind === "submit") {
           const resultHash = cmd.zeroHash ? ethers.ZeroHash : ethers.id(`result ${hash} ${at}`);
           expected = m.submitEvidence(sender.address, at, hash, resultHash);
           send = () => as.submitEvidence(hash, resultHash);
+          const check = canDeliver(task, { ...call, resultHash });
+          prediction = {
+            check,
+            outcome: (events) => expectSame(only(events, "EvidenceSubmitted").map((e) => Number(e.args.round)), check.ok ? [check.round] : [], "round"),
+          };
         } else if (cmd.kind === "verify") {
           expected = m.completeVerification(sender.address, at, hash, cmd.passed, cmd.score);
           send = () => as.completeVerification(hash, cmd.passed, cmd.score);
+          prediction = { check: canVerify(task, { ...call, marketplaceVerifier, score: cmd.score }) };
         } else if (cmd.kind === "dispute") {
           expected = m.raiseDispute(sender.address, at, hash);
           send = () => as.raiseDispute(hash);
+          const check = canDispute(task, call);
+          prediction = {
+            check,
+            outcome: (events) =>
+              expectSame(
+                only(events, "DisputeRaised").map((e) => e.args.raisedBy),
+                check.ok ? [check.by === "worker" ? task!.worker : task!.poster] : [],
+                "disputant",
+              ),
+          };
         } else if (cmd.kind === "resolve") {
           expected = m.resolveDispute(sender.address, hash, cmd.workerWins);
           send = () => as.resolveDispute(hash, cmd.workerWins);
+          prediction = { check: canResolve(task, { caller: sender.address, admin: this.ctx.admin.address, taskHash: hash }) };
         } else if (cmd.kind === "claim") {
           expected = m.claimTimeout(sender.address, at, hash);
           send = () => as.claimTimeout(hash);
+          const check = canClaim(task, call);
+          prediction = {
+            check,
+            outcome: (events) => {
+              if (!check.ok) return;
+              if (check.outcome === "escalate") {
+                expectSame(only(events, "UnjudgedWorkEscalated").map((e) => Number(e.args.releasableAt)), [check.releasableAt], "releasableAt");
+              } else {
+                expectSame(only(events, "DeadlineExpired").map((e) => Number(e.args.ending)), [check.ending], "refund ending");
+              }
+            },
+          };
         } else if (cmd.kind === "handBack") {
           expected = m.releaseTask(sender.address, hash);
           send = () => as.releaseTask(hash);
+          prediction = { check: canRelease(task, call) };
         } else {
           expected = m.releaseUnjudgedWork(sender.address, at, hash);
           send = () => as.releaseUnjudgedWork(hash);
+          prediction = { check: canReleaseUnjudged(task, call) };
         }
-        await this.transact(expected, at, send);
+        await this.transact(expected, at, send, prediction);
         return [hash];
       }
       case "withdraw": {
@@ -697,13 +881,34 @@ class Run {
     const wanted = this.model.view(hash);
     if (!wanted) {
       expect(actual.poster, `task ${hash} must not exist`).to.equal(ZERO);
+      expect(this.folded.has(hash), `core/escrow's fold has no task ${hash}`).to.equal(false);
       return;
     }
     const { poster, worker, verifier, token, amount, deadline, windowEndsAt, status, rounds, ending } = actual;
-    expect(
-      { poster, worker, verifier, token, amount, deadline, windowEndsAt, status, rounds, ending },
-      `getTask(${hash})`,
-    ).to.deep.equal(wanted);
+    const view = { poster, worker, verifier, token, amount, deadline, windowEndsAt, status, rounds, ending };
+    expectSame(view, wanted, `getTask(${hash})`);
+    this.checkFolded(hash, view);
+  }
+
+  /**
+   * core/escrow's fold reads as the escrow's view. A live task's times move with the current pause only in the view
+   * (the fold moves them once the pause ends, as the indexer does); an ended task keeps the times it ended with.
+   */
+  private checkFolded(hash: string, view: Parameters<typeof snapshotFromView>[1] & { token: string; amount: bigint; ending: bigint }) {
+    const task = this.folded.get(hash);
+    expect(task, `core/escrow's fold has task ${hash}`).to.not.equal(undefined);
+    const { token, amount, ending } = task!;
+    expectSame({ token, amount, ending: BigInt(ending) }, { token: view.token, amount: view.amount, ending: view.ending }, `fold of ${hash}`);
+    const folded = snapshotOf(task!);
+    const fromView = snapshotFromView(hash, view)!;
+    if (ending !== Ending.None) {
+      expectSame({ ...folded, deadline: 0, windowEndsAt: 0 }, { ...fromView, deadline: 0, windowEndsAt: 0 }, `fold of ${hash}`);
+      return;
+    }
+    const m = this.model;
+    const pausing = Number(m.paused ? m.now - m.pausedAt : 0n);
+    const moved = { ...folded, deadline: folded.deadline + pausing, windowEndsAt: folded.windowEndsAt && folded.windowEndsAt + pausing };
+    expectSame(moved, fromView, `fold of ${hash}`);
   }
 
   /** Every task, credit, balance and setting. */
@@ -722,12 +927,20 @@ class Run {
     expect(await escrow.feeBps()).to.equal(this.model.feeBps);
     expect(await escrow.paused()).to.equal(this.model.paused);
     expect(await escrow.totalPaused()).to.equal(this.model.totalPaused);
+    const { pausedAt, totalPaused, feeBps } = this.escrowState;
+    expect({ pausedAt, totalPaused: BigInt(totalPaused), feeBps: BigInt(feeBps) }, "core/escrow's fold of the escrow state").to.deep.equal({
+      pausedAt: this.model.paused ? Number(this.model.pausedAt) : null,
+      totalPaused: this.model.totalPaused,
+      feeBps: this.model.feeBps,
+    });
     expect(BigInt(await time.latest())).to.equal(this.model.now);
   }
 }
 
 describe("TaskEscrow invariants (property test)", function () {
   it(`holds over ${RUNS} random runs of ${STEPS} steps`, async function () {
+    // A larger FC_RUNS or FC_STEPS gets proportionally more time than the default size's two minutes.
+    this.timeout(Math.max(120_000, RUNS * STEPS * 60));
     const stats = { steps: 0 };
     const endings = new Map<number, number>();
     const outcomes = new Map<string, number>();

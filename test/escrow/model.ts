@@ -5,16 +5,18 @@
  * Errors are checked in the escrow's order, so the model also predicts which refusal a call meets first.
  */
 import { Ending, Status } from "../fixtures/escrow";
+import * as limits from "../../core/limits";
 
 const ZERO = "0x0000000000000000000000000000000000000000";
-const DAY = 86_400n;
-export const APPEAL_WINDOW = 3n * DAY;
-export const RULING_WINDOW = 14n * DAY;
-const MIN_DURATION = 3_600n;
-const MAX_DURATION = 90n * DAY;
-const MAX_ROUNDS = 3n;
-const MAX_FEE_BPS = 3_000n;
-const BPS = 10_000n;
+// The escrow's numbers, from core/limits (test/core/limits.test.ts checks them against the contract's constants).
+export const APPEAL_WINDOW = BigInt(limits.APPEAL_WINDOW_SECONDS);
+export const RULING_WINDOW = BigInt(limits.RULING_WINDOW_SECONDS);
+const MIN_DURATION = BigInt(limits.MIN_TASK_DURATION_SECONDS);
+const MAX_DURATION = BigInt(limits.MAX_TASK_DURATION_SECONDS);
+const MAX_ROUNDS = BigInt(limits.MAX_SUBMISSIONS);
+const MAX_FEE_BPS = BigInt(limits.MAX_FEE_BPS);
+const BPS = BigInt(limits.BPS_DENOMINATOR);
+const MAX_BATCH = limits.BATCH_CHUNK_SIZE;
 const MAX_UINT96 = 2n ** 96n - 1n;
 
 type StatusValue = (typeof Status)[keyof typeof Status];
@@ -188,7 +190,7 @@ export class EscrowModel {
     entries: { hash: string; token: string; amount: bigint; duration: bigint; verifier: string }[],
     batch: boolean,
   ): Outcome {
-    if (batch && (entries.length === 0 || entries.length > 20)) return fail("InvalidBatchSize");
+    if (batch && (entries.length === 0 || entries.length > MAX_BATCH)) return fail("InvalidBatchSize");
     if (this.paused) return fail("EscrowPaused");
     const token = entries[0]!.token;
     if (!this.allowed.has(token)) return fail("TokenNotAllowed");
