@@ -4,11 +4,12 @@
  * the TypeScript rules of core/escrow.
  *
  * After every step: the call reverted exactly when the model says it is illegal, with the error the model names;
- * every task call did exactly what core/escrow's precondition predicted from the task as core/escrow's decoder and
- * fold project it from the escrow's own logs: success (with the claim's outcome, the round and the payout split it
- * names), or the custom error with its arguments; a legal call emitted exactly the events the model expects; the
- * escrow holds exactly what it owes (live task amounts plus credits, plus any stray surplus) in each token; no task
- * ended twice; the touched task reads as the model says and as core/escrow's fold says.
+ * every task call did exactly what core/escrow's precondition predicted from the task as `getTask` reports it: success
+ * (with the claim's outcome, the round, the disputant and the payout split it names), or the custom error with its
+ * arguments; core/escrow's decoder and fold of the escrow's own logs read as `getTask` (every live task before each
+ * call to it, the touched task after it, every task every 25 steps), and the escrow-wide state as its views; a legal
+ * call emitted exactly the events the model expects; the escrow holds exactly what it owes (live task amounts plus
+ * credits, plus any stray surplus) in each token; no task ended twice; the touched task reads as the model says.
  * Every 25 steps and at the end of a run: every task, every credit and every tracked balance.
  *
  * Reproduce a failure with the seed (and path) it prints: FC_SEED=<seed> FC_PATH=<path> npx hardhat test <this file>.
@@ -20,7 +21,7 @@ import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import type { ContractTransactionReceipt, ContractTransactionResponse } from "ethers";
-import { Ending, Status, propertyFixture } from "../fixtures/escrow";
+import { Ending, propertyFixture } from "../fixtures/escrow";
 import {
   applyStateEvent,
   applyTaskEvent,
