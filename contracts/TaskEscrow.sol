@@ -532,9 +532,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// Gas griefing (the 63/64 rule): a CALL forwards at most 63/64 of the gas left, so a caller could send just enough
     /// gas for the registry to run short and fail while the 1/64 kept back finishes the settlement, skipping the
     /// write on purpose (a judge keeping a score off the record, a ruling against a worker that leaves no dispute
-    /// behind). The escrow therefore checks before the call that the registry can get its whole budget, and otherwise reverts
-    /// the settlement with {InsufficientGasForReputation}. With the check, a write can only fail through the
-    /// registry's own fault, having had REPUTATION_GAS; the caller's only alternative is to send more gas.
+    /// behind). Here the token transfers after the call already need more than the 1/64 kept back, so a short-changed
+    /// call would take the settlement down with it; but that depends on what follows the call. The escrow therefore
+    /// also checks before the call that the registry can get its whole budget, and otherwise reverts the settlement
+    /// with {InsufficientGasForReputation}. A write can then only fail through the registry's own fault, having had
+    /// REPUTATION_GAS; the caller's only way forward is to send more gas.
     function _recordReputation(TaskEscrowStorage storage $, bytes32 taskHash, bytes memory data) private {
         address registry = $.reputation;
         if (registry == address(0)) return;
