@@ -77,6 +77,11 @@ export interface Usdc {
   mint(to: string, amount: bigint): Promise<void>;
 }
 
+/** USDC (FiatTokenV2_2's interface) at `address`, e.g. behind a FiatTokenProxy already deployed. */
+export function connectUsdc(address: string, runner: Signer): FiatToken {
+  return new Contract(address, FiatTokenV2_2.abi, runner) as unknown as FiatToken;
+}
+
 /** Deploys USDC as Circle does and gives the minter an allowance of `minterAllowance`. */
 export async function deployUsdc(
   hre: HardhatRuntimeEnvironment,
