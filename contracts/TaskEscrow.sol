@@ -390,7 +390,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             _payWorker($, taskHash, t, Status.Paid, Ending.DisputeWonByWorker, false, 0);
         } else {
             (address token, uint256 refund) = _close($, t, Status.Refunded, Ending.DisputeWonByPoster);
-            _recordReputation($, taskHash, abi.encodeCall(ITaskReputation.recordDispute, (t.worker, taskHash)));
+            address registry = $.reputation;
+            if (registry != address(0)) {
+                bytes memory write = abi.encodeCall(ITaskReputation.recordDispute, (t.worker, taskHash));
+                _recordReputation(registry, taskHash, write);
+            }
             _send($, token, t.poster, refund);
             emit TaskRefunded(taskHash, t.poster, refund, Ending.DisputeWonByPoster);
         }
@@ -477,11 +481,14 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             fee = (amount * $.feeBps) / BPS;
             payout = amount - fee;
         }
-        _recordReputation(
-            $,
-            taskHash,
-            abi.encodeCall(ITaskReputation.recordCompletion, (worker, taskHash, scored, score))
-        );
+        address registry = $.reputation;
+        if (registry != address(0)) {
+            _recordReputation(
+                registry,
+                taskHash,
+                abi.encodeCall(ITaskReputation.recordCompletion, (worker, taskHash, scored, score))
+            );
+        }
         _send($, token, $.treasury, fee);
         _send($, token, worker, payout);
         emit TaskCompleted(taskHash, worker, payout, fee, ending);
@@ -524,7 +531,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         emit Credited(token, to, amount);
     }
 
-    /// @dev Writes the reputation registry, if one is set, without letting it block or change the settlement: the
+    /// @dev Writes the reputation registry (callers skip it, and the encoding, when none is set; that costs one storage
+    /// read) without letting it block or change the settlement: the
     /// call gets exactly REPUTATION_GAS, its revert data is cut to MAX_REASON_BYTES, and a failure (revert, out of gas,
     /// no code at the address) only emits {ReputationWriteFailed}. The task is already closed (effects first), every
     /// entry point that moves funds is nonReentrant, and the token transfers come after this call.
@@ -537,9 +545,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// also checks before the call that the registry can get its whole budget, and otherwise reverts the settlement
     /// with {InsufficientGasForReputation}. A write can then only fail through the registry's own fault, having had
     /// REPUTATION_GAS; the caller's only way forward is to send more gas.
-    function _recordReputation(TaskEscrowStorage storage $, bytes32 taskHash, bytes memory data) private {
-        address registry = $.reputation;
-        if (registry == address(0)) return;
+    function _recordReputation(address registry, bytes32 taskHash, bytes memory data) private {
         if (registry.code.length == 0) {
             // A call to an address without code would "succeed" without writing anything.
             emit ReputationWriteFailed(taskHash, registry, "");
