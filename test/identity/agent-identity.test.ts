@@ -8,7 +8,7 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import type { Interface } from "ethers";
 import { registeredAgentFixture, registriesFixture } from "../fixtures/registries";
-import { AgentIdentity__factory, type AgentIdentity } from "../../typechain-types";
+import { AgentIdentity__factory, ERC1271Wallet__factory, type AgentIdentity } from "../../typechain-types";
 
 const { ethers, upgrades } = hre;
 
@@ -318,6 +318,23 @@ describe("AgentIdentity", function () {
         .to.be.revertedWithCustomError(identity, "NotAgentOperator")
         .withArgs(agentId, stranger.address);
       expect(await identity.getAgentWallet(agentId)).to.equal(agent.address);
+    });
+
+    it("a contract wallet proves control with ERC-1271", async function () {
+      const { identity, owner, stranger, agent, agentId } = await loadFixture(registeredAgentFixture);
+      const wallet = await new ERC1271Wallet__factory(owner).deploy(stranger.address);
+      const walletAddress = await wallet.getAddress();
+      const deadline = BigInt(await time.latest()) + 60n;
+      const { chainId } = await ethers.provider.getNetwork();
+      const domain = { name: "ERC8004IdentityRegistry", version: "1", chainId, verifyingContract: await identity.getAddress() };
+      const value = { agentId, newWallet: walletAddress, owner: owner.address, deadline };
+      const byItsKey = await stranger.signTypedData(domain, WALLET_TYPES, value);
+      const byAnotherKey = await agent.signTypedData(domain, WALLET_TYPES, value);
+      await expect(identity.connect(owner).setAgentWallet(agentId, walletAddress, deadline, byAnotherKey))
+        .to.be.revertedWithCustomError(identity, "InvalidAgentWalletSignature")
+        .withArgs(agentId, walletAddress);
+      await identity.connect(owner).setAgentWallet(agentId, walletAddress, deadline, byItsKey);
+      expect(await identity.getAgentWallet(agentId)).to.equal(walletAddress);
     });
 
     it("unsetAgentWallet clears it for the owner only", async function () {
