@@ -4,6 +4,7 @@ pragma solidity 0.8.28;
 import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
 import {UUPSUpgradeable} from "@openzeppelin/contracts-upgradeable/proxy/utils/UUPSUpgradeable.sol";
 import {AccessControlUpgradeable} from "@openzeppelin/contracts-upgradeable/access/AccessControlUpgradeable.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {ITaskReputation} from "../interfaces/ITaskReputation.sol";
 
 /// @title TaskReputation
@@ -111,8 +112,10 @@ contract TaskReputation is ITaskReputation, Initializable, UUPSUpgradeable, Acce
         summary.scoreSum = record.scoreSum;
         summary.scoreCount = record.scoreCount;
         summary.disputes = record.disputes;
-        // the average of scores of at most 100, times 100, is at most 10000: it fits uint16
-        if (record.scoreCount != 0) summary.averageScore = uint16((uint256(record.scoreSum) * 100) / record.scoreCount);
+        // an average of scores of at most 100, times 100, is at most 10000
+        if (record.scoreCount != 0) {
+            summary.averageScore = SafeCast.toUint16((uint256(record.scoreSum) * 100) / record.scoreCount);
+        }
     }
 
     /// @inheritdoc ITaskReputation
