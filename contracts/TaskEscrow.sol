@@ -531,10 +531,10 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         emit Credited(token, to, amount);
     }
 
-    /// @dev Writes the reputation registry (callers skip it, and the encoding, when none is set; that costs one storage
-    /// read) without letting it block or change the settlement: the
-    /// call gets exactly REPUTATION_GAS, its revert data is cut to MAX_REASON_BYTES, and a failure (revert, out of gas,
-    /// no code at the address) only emits {ReputationWriteFailed}. The task is already closed (effects first), every
+    /// @dev Writes the reputation registry without letting it block or change the settlement (callers skip the call,
+    /// and the encoding, when no registry is set: that costs one storage read). The call gets exactly REPUTATION_GAS,
+    /// its revert data is cut to MAX_REASON_BYTES, and a failure (revert, out of gas, no code at the address) only
+    /// emits {ReputationWriteFailed}. The task is already closed (effects first), every
     /// entry point that moves funds is nonReentrant, and the token transfers come after this call.
     ///
     /// Gas griefing (the 63/64 rule): a CALL forwards at most 63/64 of the gas left, so a caller could send just enough
