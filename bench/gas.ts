@@ -1,16 +1,24 @@
 /**
  * Gas benchmark of the escrow (steady state: accounts already hold tokens, the escrow already holds a balance, and
- * allowances are finite so every funding updates one). Writes bench/gas.json and prints a table.
+ * allowances are finite so every funding updates one). Writes bench/gas.json and prints tables:
+ *   - the top-level keys: every operation with the mock USDC (no reputation registry set);
+ *   - `realUsdc`: the same operations with Circle's USDC (FiatTokenV2_2 behind FiatTokenProxy, deployed as Circle
+ *     does), side by side with the mock in the printed table;
+ *   - `reputation`: each settlement that writes the reputation registry on 1.0.0, on 2.0.0 without a registry, and on
+ *     2.0.0 with TaskReputation set (a worker's first write, which fills a fresh storage slot, and a later one), with
+ *     the gas each write adds.
  *   npm run bench:gas
  */
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import type { ContractTransactionResponse } from "ethers";
+import type { ContractTransactionResponse, Signer } from "ethers";
 import { deployEscrow } from "../deploy/escrow";
+import { deployRegistries } from "../deploy/registries";
+import { USDC_DOMAIN_VERSION, deployUsdc } from "../deploy/usdc";
 import { signPermit } from "../scripts/lib/permit";
-import { MockUSDC__factory } from "../typechain-types";
+import { MockUSDC__factory, type TaskEscrow } from "../typechain-types";
 
 const BARS: Record<string, number> = {
   createTask: 125_000,
@@ -18,95 +26,226 @@ const BARS: Record<string, number> = {
   submitEvidence: 60_000,
   completeVerificationPass: 100_000,
 };
+/** Goal per settlement for a later reputation write (issue 13). */
+const REPUTATION_WRITE_BAR = 30_000;
+const AMOUNT = 1_000_000n;
+const DAY = 86_400n;
 
-async function main() {
-  const { ethers } = hre;
-  const [, verifier, , poster, worker, agentVerifier] = await ethers.getSigners();
-  if (!verifier || !poster || !worker || !agentVerifier) throw new Error("needs 6 accounts");
-  const { escrow, deployment } = await deployEscrow(hre, { save: false });
-  const usdc = MockUSDC__factory.connect(deployment.token, poster);
+type Gas = Record<string, number>;
+
+/** A settlement token as the benchmark drives it. */
+interface BenchToken {
+  address: string;
+  /** Gives `to` tokens out of thin air (the mock's open mint, USDC's minter). */
+  mint(to: string, amount: bigint): Promise<void>;
+  approve(owner: Signer, spender: string, amount: bigint): Promise<void>;
+  signPermit(owner: Signer & { address: string }, spender: string, value: bigint): Promise<{ v: number; r: string; s: string }>;
+}
+
+async function signers() {
+  const all = await hre.ethers.getSigners();
+  const [admin, verifier, , poster, worker, agentVerifier] = all;
+  /** One worker per writing settlement, so each one's first write fills a fresh reputation slot. */
+  const settlementWorkers = all.slice(9, 13);
+  if (!admin || !verifier || !poster || !worker || !agentVerifier || settlementWorkers.length !== 4) {
+    throw new Error("needs 13 accounts");
+  }
+  return { all, admin, verifier, poster, worker, agentVerifier, settlementWorkers };
+}
+
+async function mockToken(): Promise<BenchToken> {
+  const { admin } = await signers();
+  const mock = await new MockUSDC__factory(admin).deploy();
+  await mock.waitForDeployment();
+  const address = await mock.getAddress();
+  return {
+    address,
+    mint: async (to, amount) => void (await (await mock.mint(to, amount)).wait()),
+    approve: async (owner, spender, amount) => void (await (await mock.connect(owner).approve(spender, amount)).wait()),
+    signPermit: (owner, spender, value) => signPermit(mock, owner, spender, value, hre.ethers.MaxUint256),
+  };
+}
+
+async function realUsdc(): Promise<BenchToken> {
+  const { all } = await signers();
+  const [deployer, proxyAdmin, owner, masterMinterOwner, controller, minter] = all.slice(13, 19);
+  if (!deployer || !proxyAdmin || !owner || !masterMinterOwner || !controller || !minter) throw new Error("needs 19 accounts");
+  const usdc = await deployUsdc(hre, { deployer, proxyAdmin, owner, masterMinterOwner, controller, minter });
+  return {
+    address: usdc.address,
+    mint: (to, amount) => usdc.mint(to, amount),
+    approve: async (holder, spender, amount) => void (await (await usdc.token.connect(holder).approve(spender, amount)).wait()),
+    signPermit: (holder, spender, value) =>
+      signPermit(usdc.token.connect(holder), holder, spender, value, hre.ethers.MaxUint256, USDC_DOMAIN_VERSION),
+  };
+}
+
+const used = async (tx: Promise<ContractTransactionResponse>) => Number((await (await tx).wait())!.gasUsed);
+let hashes = 0;
+const nextHash = () => hre.ethers.id(`bench-${hashes++}`);
+
+/** An escrow taking `token`, in steady state: balances exist and one full cycle has paid the worker and treasury. */
+async function steadyEscrow(token: BenchToken, contract?: string) {
+  const { poster, worker, settlementWorkers, verifier } = await signers();
+  const { escrow, deployment } = await deployEscrow(hre, { save: false, token: token.address, contract });
   const escrowAddress = await escrow.getAddress();
-  await usdc.mint(poster.address, 10n ** 15n);
-  await usdc.mint(worker.address, 1n);
-  await usdc.mint(escrowAddress, 1n); // the escrow's balance slot is never fresh in steady state
-  await usdc.approve(escrowAddress, 10n ** 14n);
-
-  const gas: Record<string, number> = {};
-  const used = async (tx: Promise<ContractTransactionResponse>) => Number((await (await tx).wait())!.gasUsed);
-  let n = 0;
-  const nextHash = () => ethers.id(`bench-${n++}`);
-  const amount = 1_000_000n;
-  const day = 86_400n;
-  const asPoster = escrow.connect(poster);
-
-  // Warm-up: one full cycle so the treasury and worker balances exist.
+  await token.mint(poster.address, 10n ** 15n);
+  for (const account of [worker, ...settlementWorkers]) await token.mint(account.address, 1n);
+  await token.mint(escrowAddress, 1n); // the escrow's balance slot is never fresh in steady state
+  await token.approve(poster, escrowAddress, 10n ** 14n);
   const warm = nextHash();
-  await asPoster.createTask(warm, deployment.token, amount, day, ethers.ZeroAddress);
-  await escrow.connect(verifier).marketplaceAssign(warm, worker.address);
-  await escrow.connect(worker).submitEvidence(warm, ethers.id("r"));
-  await escrow.connect(verifier).completeVerification(warm, true, 100);
+  await (await escrow.connect(poster).createTask(warm, token.address, AMOUNT, DAY, hre.ethers.ZeroAddress)).wait();
+  await (await escrow.connect(verifier).marketplaceAssign(warm, worker.address)).wait();
+  await (await escrow.connect(worker).submitEvidence(warm, hre.ethers.id("r"))).wait();
+  await (await escrow.connect(verifier).completeVerification(warm, true, 100)).wait();
+  return { escrow, deployment };
+}
+
+/** Every operation once, in steady state. */
+async function operations(token: BenchToken): Promise<Gas> {
+  const { poster, worker, verifier, agentVerifier } = await signers();
+  const { escrow } = await steadyEscrow(token);
+  const escrowAddress = await escrow.getAddress();
+  const asPoster = escrow.connect(poster);
+  const none = hre.ethers.ZeroAddress;
+  const gas: Gas = {};
 
   const h = nextHash();
-  gas.createTask = await used(asPoster.createTask(h, deployment.token, amount, day, ethers.ZeroAddress));
-  gas.createTaskWithVerifier = await used(
-    asPoster.createTask(nextHash(), deployment.token, amount, day, agentVerifier.address),
-  );
+  gas.createTask = await used(asPoster.createTask(h, token.address, AMOUNT, DAY, none));
+  gas.createTaskWithVerifier = await used(asPoster.createTask(nextHash(), token.address, AMOUNT, DAY, agentVerifier.address));
   for (const size of [1, 5, 20]) {
     const batch = Array.from({ length: size }, () => ({
       taskHash: nextHash(),
-      token: deployment.token,
-      amount,
-      duration: day,
-      verifier: ethers.ZeroAddress,
+      token: token.address,
+      amount: AMOUNT,
+      duration: DAY,
+      verifier: none,
     }));
     gas[`createTasks${size}PerTask`] = Math.round((await used(asPoster.createTasks(batch))) / size);
   }
 
-  const sig = await signPermit(usdc, poster, escrowAddress, amount, ethers.MaxUint256);
+  const sig = await token.signPermit(poster, escrowAddress, AMOUNT);
   gas.createTaskWithPermit = await used(
-    asPoster.createTaskWithPermit(
-      nextHash(), deployment.token, amount, day, ethers.ZeroAddress, ethers.MaxUint256, sig.v, sig.r, sig.s,
-    ),
+    asPoster.createTaskWithPermit(nextHash(), token.address, AMOUNT, DAY, none, hre.ethers.MaxUint256, sig.v, sig.r, sig.s),
   );
-  await usdc.approve(escrowAddress, 10n ** 14n); // the permit replaced the allowance
+  await token.approve(poster, escrowAddress, 10n ** 14n); // the permit replaced the allowance
 
   gas.marketplaceAssign = await used(escrow.connect(verifier).marketplaceAssign(h, worker.address));
-  gas.submitEvidence = await used(escrow.connect(worker).submitEvidence(h, ethers.id("first")));
+  gas.submitEvidence = await used(escrow.connect(worker).submitEvidence(h, hre.ethers.id("first")));
   gas.completeVerificationFail = await used(escrow.connect(verifier).completeVerification(h, false, 20));
-  gas.submitEvidenceSecondRound = await used(escrow.connect(worker).submitEvidence(h, ethers.id("second")));
+  gas.submitEvidenceSecondRound = await used(escrow.connect(worker).submitEvidence(h, hre.ethers.id("second")));
   gas.completeVerificationPass = await used(escrow.connect(verifier).completeVerification(h, true, 90));
 
   const open = nextHash();
-  await asPoster.createTask(open, deployment.token, amount, day, ethers.ZeroAddress);
+  await (await asPoster.createTask(open, token.address, AMOUNT, DAY, none)).wait();
   gas.cancelTask = await used(asPoster.cancelTask(open));
 
   const lapsed = nextHash();
-  await asPoster.createTask(lapsed, deployment.token, amount, 3600n, ethers.ZeroAddress);
-  await escrow.connect(verifier).marketplaceAssign(lapsed, worker.address);
+  await (await asPoster.createTask(lapsed, token.address, AMOUNT, 3600n, none)).wait();
+  await (await escrow.connect(verifier).marketplaceAssign(lapsed, worker.address)).wait();
   const unjudged = nextHash();
-  await asPoster.createTask(unjudged, deployment.token, amount, 3600n, ethers.ZeroAddress);
-  await escrow.connect(verifier).marketplaceAssign(unjudged, worker.address);
-  await escrow.connect(worker).submitEvidence(unjudged, ethers.id("unjudged"));
+  await (await asPoster.createTask(unjudged, token.address, AMOUNT, 3600n, none)).wait();
+  await (await escrow.connect(verifier).marketplaceAssign(unjudged, worker.address)).wait();
+  await (await escrow.connect(worker).submitEvidence(unjudged, hre.ethers.id("unjudged"))).wait();
   await time.increase(3600);
   gas.claimTimeout = await used(asPoster.claimTimeout(lapsed));
   gas.claimTimeoutEscalate = await used(asPoster.claimTimeout(unjudged));
   await time.increase(14 * 86_400);
   gas.releaseUnjudgedWork = await used(escrow.connect(worker).releaseUnjudgedWork(unjudged));
+  return gas;
+}
 
+const SETTLEMENTS = ["completeVerificationPass", "resolveDisputeForWorker", "releaseUnjudgedWork", "resolveDisputeForPoster"] as const;
+type Settlement = (typeof SETTLEMENTS)[number];
+
+/** The four settlements that write reputation, each once, each paying a worker of its own. */
+async function settlements(escrow: TaskEscrow, token: BenchToken) {
+  const { admin, poster, verifier, settlementWorkers } = await signers();
+  const asPoster = escrow.connect(poster);
+  const none = hre.ethers.ZeroAddress;
+  const gas = {} as Record<Settlement, number>;
+  let worker = settlementWorkers[0]!;
+  const task = async (index: number, duration = DAY) => {
+    worker = settlementWorkers[index]!;
+    const hash = nextHash();
+    await (await asPoster.createTask(hash, token.address, AMOUNT, duration, none)).wait();
+    await (await escrow.connect(verifier).marketplaceAssign(hash, worker.address)).wait();
+    return hash;
+  };
+
+  const passed = await task(0);
+  await (await escrow.connect(worker).submitEvidence(passed, hre.ethers.id("r"))).wait();
+  gas.completeVerificationPass = await used(escrow.connect(verifier).completeVerification(passed, true, 90));
+
+  const won = await task(1);
+  await (await escrow.connect(worker).submitEvidence(won, hre.ethers.id("r"))).wait();
+  await (await escrow.connect(verifier).completeVerification(won, false, 10)).wait();
+  await (await escrow.connect(worker).raiseDispute(won)).wait();
+  gas.resolveDisputeForWorker = await used(escrow.connect(admin).resolveDispute(won, true));
+
+  const unjudged = await task(2, 3600n);
+  await (await escrow.connect(worker).submitEvidence(unjudged, hre.ethers.id("r"))).wait();
+  await time.increase(3600);
+  await (await asPoster.claimTimeout(unjudged)).wait();
+  await time.increase(14 * 86_400);
+  gas.releaseUnjudgedWork = await used(escrow.connect(worker).releaseUnjudgedWork(unjudged));
+
+  const lost = await task(3);
+  await (await asPoster.raiseDispute(lost)).wait();
+  gas.resolveDisputeForPoster = await used(escrow.connect(admin).resolveDispute(lost, false));
+  return gas;
+}
+
+/** Each writing settlement on 1.0.0, on 2.0.0 without a registry, and on 2.0.0 with TaskReputation. */
+async function reputationWrites() {
+  const token = await mockToken();
+  const v1 = await settlements((await steadyEscrow(token, "TaskEscrowV1")).escrow, token);
+  const unset = await settlements((await steadyEscrow(token)).escrow, token);
+  const { escrow: setEscrow, deployment } = await steadyEscrow(token);
+  await deployRegistries(hre, { deployment, save: false });
+  // Each settlement's worker has no reputation yet: its first write fills a fresh slot; the second run updates it.
+  const firstWrite = await settlements(setEscrow, token);
+  const laterWrite = await settlements(setEscrow, token);
+  const operations = Object.fromEntries(
+    SETTLEMENTS.map((op) => [
+      op,
+      {
+        v1: v1[op],
+        v2Unset: unset[op],
+        v2Set: laterWrite[op],
+        v2SetFirstWrite: firstWrite[op],
+        addedWhenUnset: unset[op] - v1[op],
+        addedByWrite: laterWrite[op] - unset[op],
+        addedByFirstWrite: firstWrite[op] - unset[op],
+      },
+    ]),
+  );
+  return { gasBudget: Number(await setEscrow.reputationGasLimit()), operations };
+}
+
+async function main() {
+  const mock = await operations(await mockToken());
+  const real = await operations(await realUsdc());
+  const reputation = await reputationWrites();
   const out = path.join(__dirname, "gas.json");
-  writeFileSync(out, `${JSON.stringify(gas, null, 2)}\n`);
+  writeFileSync(out, `${JSON.stringify({ ...mock, realUsdc: real, reputation }, null, 2)}\n`);
+
   console.table(
-    Object.entries(gas).map(([operation, gasUsed]) => ({
+    Object.entries(mock).map(([operation, gasUsed]) => ({
       operation,
-      gasUsed,
+      mockUsdc: gasUsed,
+      realUsdc: real[operation],
       bar: BARS[operation] ?? "",
       ok: BARS[operation] === undefined ? "" : gasUsed <= BARS[operation]! ? "yes" : "NO",
     })),
   );
+  console.log(`reputation writes (budget ${reputation.gasBudget} gas per write):`);
+  console.table(reputation.operations);
   console.log(`written to ${out}`);
-  const failed = Object.entries(BARS).filter(([k, bar]) => (gas[k] ?? Infinity) > bar);
-  if (failed.length > 0) {
-    console.error(`over the bar: ${failed.map(([k]) => k).join(", ")}`);
+  const failed = Object.entries(BARS).filter(([k, bar]) => (mock[k] ?? Infinity) > bar);
+  const heavyWrites = Object.entries(reputation.operations).filter(([, g]) => g.addedByWrite > REPUTATION_WRITE_BAR);
+  if (failed.length > 0 || heavyWrites.length > 0) {
+    console.error(`over the bar: ${[...failed, ...heavyWrites].map(([k]) => k).join(", ")}`);
     process.exitCode = 1;
   }
 }

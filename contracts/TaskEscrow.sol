@@ -9,11 +9,15 @@ import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC2
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {ITaskEscrow} from "./interfaces/ITaskEscrow.sol";
+import {ITaskReputation} from "./interfaces/ITaskReputation.sol";
 
 /// @title TaskEscrow
 /// @notice UUPS-upgradeable escrow of task rewards. See {ITaskEscrow}.
 /// @dev Time runs on an escrow clock (block time minus the time spent paused), so a pause extends every live deadline
 /// and window in O(1): stored times are clock readings, and views project them back onto block time.
+/// 2.0.0 (upgrade of 1.0.0, storage appended): credits go only to the credited account; settlements write the optional
+/// reputation registry under a fixed gas budget (see {_recordReputation}).
+/// @custom:oz-upgrades-from contracts/test/v1/TaskEscrowV1.sol:TaskEscrowV1
 /// @custom:security-contact security@market.example
 contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
@@ -26,6 +30,16 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     uint32 public constant RULING_WINDOW = 14 days;
     uint256 private constant MAX_BATCH = 20;
     uint256 private constant BPS = 10_000;
+    /// @dev Gas the reputation registry gets for one write: about twice what {TaskReputation} needs for a first write
+    /// through its proxy (about 32,000), so a later registry version has room, while a registry that burns it all adds
+    /// at most this much to a settlement.
+    uint256 private constant REPUTATION_GAS = 60_000;
+    /// @dev Gas the escrow spends between its gas check and the CALL opcode, and for the CALL itself (the registry's
+    /// account is already warm from the code-size check): far below this bound.
+    uint256 private constant REPUTATION_CALL_OVERHEAD = 1_000;
+    /// @dev Longest registry revert data kept in {ReputationWriteFailed}; copying more would let a registry make the
+    /// escrow pay for a large memory expansion.
+    uint256 private constant MAX_REASON_BYTES = 256;
 
     /// @dev One task in four slots: slots 0 and 1 are written at funding, slot 3 too when there is a verifier agent.
     /// Times are escrow-clock seconds: uint32 lasts until 2106, and the clock never runs ahead of block time.
@@ -69,6 +83,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         mapping(address token => TokenBook) tokens;
         mapping(bytes32 taskHash => TaskRecord) tasks;
         mapping(address token => mapping(address account => uint256)) credits;
+        // slot 7 (2.0.0)
+        address reputation; // the registry written at settlement; zero: none
     }
 
     // keccak256(abi.encode(uint256(keccak256("market.storage.TaskEscrow")) - 1)) & ~bytes32(uint256(0xff))
@@ -324,7 +340,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (passed) {
             // Emitted before the payout so the ending event (TaskCompleted) stays the last of the transaction.
             emit VerificationCompleted(taskHash, msg.sender, true, score, t.rounds);
-            _payWorker($, taskHash, t, Status.Verified, Ending.VerificationPassed);
+            _payWorker($, taskHash, t, Status.Verified, Ending.VerificationPassed, true, score);
         } else {
             t.status = Status.Failed;
             t.phaseAt = clock;
@@ -371,9 +387,15 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (t.status != Status.Disputed && t.status != Status.Escalated) revert InvalidStatus(taskHash, t.status);
         emit DisputeResolved(taskHash, workerWins);
         if (workerWins) {
-            _payWorker($, taskHash, t, Status.Paid, Ending.DisputeWonByWorker);
+            _payWorker($, taskHash, t, Status.Paid, Ending.DisputeWonByWorker, false, 0);
         } else {
-            uint256 refund = _refundPoster($, t, Status.Refunded, Ending.DisputeWonByPoster);
+            (address token, uint256 refund) = _close($, t, Status.Refunded, Ending.DisputeWonByPoster);
+            address registry = $.reputation;
+            if (registry != address(0)) {
+                bytes memory write = abi.encodeCall(ITaskReputation.recordDispute, (t.worker, taskHash));
+                _recordReputation(registry, taskHash, write);
+            }
+            _send($, token, t.poster, refund);
             emit TaskRefunded(taskHash, t.poster, refund, Ending.DisputeWonByPoster);
         }
     }
@@ -416,21 +438,14 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (msg.sender != t.worker) revert NotWorker(taskHash, msg.sender);
         if (t.status != Status.Escalated) revert InvalidStatus(taskHash, t.status);
         _requireWindowPassed($, taskHash, clock, t.phaseAt + RULING_WINDOW);
-        _payWorker($, taskHash, t, Status.Paid, Ending.UnjudgedWorkReleased);
+        _payWorker($, taskHash, t, Status.Paid, Ending.UnjudgedWorkReleased, false, 0);
     }
 
     /// @inheritdoc ITaskEscrow
+    /// @dev Only to the caller: a credit exists because a transfer to this account failed, typically because the token
+    /// froze it. Sending it anywhere else would let a frozen account move funds past the token's own controls. While
+    /// the token still refuses the caller, this reverts with the token's error and the credit stays.
     function withdrawCredit(address token) external nonReentrant {
-        _withdrawCredit(token, msg.sender);
-    }
-
-    /// @inheritdoc ITaskEscrow
-    function withdrawCreditTo(address token, address to) external nonReentrant {
-        if (to == address(0)) revert ZeroAddress();
-        _withdrawCredit(token, to);
-    }
-
-    function _withdrawCredit(address token, address to) private {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _requireLive($);
         uint256 amount = $.credits[token][msg.sender];
@@ -440,19 +455,22 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         unchecked {
             $.tokens[token].credited -= uint120(amount);
         }
-        IERC20(token).safeTransfer(to, amount);
-        emit CreditWithdrawn(token, msg.sender, to, amount);
+        IERC20(token).safeTransfer(msg.sender, amount);
+        emit CreditWithdrawn(token, msg.sender, msg.sender, amount);
     }
 
     // ------------------------------------------------------------------ settlement
 
-    /// @dev Ends the task: the fee, read now and rounded down, goes to the treasury and the rest to the worker.
+    /// @dev Ends the task: the fee, read now and rounded down, goes to the treasury and the rest to the worker. The
+    /// completion is recorded (with `score` when `scored`) before the transfers, so the ending event stays last.
     function _payWorker(
         TaskEscrowStorage storage $,
         bytes32 taskHash,
         TaskRecord storage t,
         Status status,
-        Ending ending
+        Ending ending,
+        bool scored,
+        uint8 score
     ) private {
         (address token, uint256 amount) = _close($, t, status, ending);
         address worker = t.worker;
@@ -462,6 +480,14 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         unchecked {
             fee = (amount * $.feeBps) / BPS;
             payout = amount - fee;
+        }
+        address registry = $.reputation;
+        if (registry != address(0)) {
+            _recordReputation(
+                registry,
+                taskHash,
+                abi.encodeCall(ITaskReputation.recordCompletion, (worker, taskHash, scored, score))
+            );
         }
         _send($, token, $.treasury, fee);
         _send($, token, worker, payout);
@@ -503,6 +529,49 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         $.credits[token][to] += amount;
         $.tokens[token].credited += SafeCast.toUint120(amount);
         emit Credited(token, to, amount);
+    }
+
+    /// @dev Writes the reputation registry without letting it block or change the settlement (callers skip the call,
+    /// and the encoding, when no registry is set: that costs one storage read). The call gets exactly REPUTATION_GAS,
+    /// its revert data is cut to MAX_REASON_BYTES, and a failure (revert, out of gas, no code at the address) only
+    /// emits {ReputationWriteFailed}. The task is already closed (effects first), every
+    /// entry point that moves funds is nonReentrant, and the token transfers come after this call.
+    ///
+    /// Gas griefing (the 63/64 rule): a CALL forwards at most 63/64 of the gas left, so a caller could send just enough
+    /// gas for the registry to run short and fail while the 1/64 kept back finishes the settlement, skipping the
+    /// write on purpose (a judge keeping a score off the record, a ruling against a worker that leaves no dispute
+    /// behind). Here the token transfers after the call already need more than the 1/64 kept back, so a short-changed
+    /// call would take the settlement down with it; but that depends on what follows the call. The escrow therefore
+    /// also checks before the call that the registry can get its whole budget, and otherwise reverts the settlement
+    /// with {InsufficientGasForReputation}. A write can then only fail through the registry's own fault, having had
+    /// REPUTATION_GAS; the caller's only way forward is to send more gas.
+    function _recordReputation(address registry, bytes32 taskHash, bytes memory data) private {
+        if (registry.code.length == 0) {
+            // A call to an address without code would "succeed" without writing anything.
+            emit ReputationWriteFailed(taskHash, registry, "");
+            return;
+        }
+        // REPUTATION_GAS + REPUTATION_GAS / 63 leaves REPUTATION_GAS after the 1/64 the CALL keeps back.
+        uint256 required = REPUTATION_GAS + REPUTATION_GAS / 63 + REPUTATION_CALL_OVERHEAD;
+        uint256 available = gasleft();
+        if (available < required) revert InsufficientGasForReputation(available, required);
+        bool ok;
+        assembly ("memory-safe") {
+            ok := call(REPUTATION_GAS, registry, 0, add(data, 0x20), mload(data), 0, 0)
+        }
+        if (ok) return;
+        bytes memory reason;
+        assembly ("memory-safe") {
+            let size := returndatasize()
+            if gt(size, MAX_REASON_BYTES) {
+                size := MAX_REASON_BYTES
+            }
+            reason := mload(0x40)
+            mstore(reason, size)
+            returndatacopy(add(reason, 0x20), 0, size)
+            mstore(0x40, add(add(reason, 0x20), and(add(size, 0x1f), not(0x1f))))
+        }
+        emit ReputationWriteFailed(taskHash, registry, reason);
     }
 
     // ------------------------------------------------------------------ views
@@ -561,7 +630,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     /// @inheritdoc ITaskEscrow
     function version() external pure virtual returns (string memory) {
-        return "1.0.0";
+        return "2.0.0";
     }
 
     /// @inheritdoc ITaskEscrow
@@ -592,6 +661,16 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// @inheritdoc ITaskEscrow
     function totalCredited(address token) external view returns (uint256) {
         return _getTaskEscrowStorage().tokens[token].credited;
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function reputationRegistry() external view returns (address) {
+        return _getTaskEscrowStorage().reputation;
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function reputationGasLimit() external pure returns (uint256) {
+        return REPUTATION_GAS;
     }
 
     // ------------------------------------------------------------------ admin
@@ -688,6 +767,15 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (amount > surplus) revert RescueExceedsSurplus(token, amount, surplus);
         IERC20(token).safeTransfer(to, amount);
         emit SurplusRescued(token, to, amount);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function setReputationRegistry(address registry) external {
+        TaskEscrowStorage storage $ = _getTaskEscrowStorage();
+        _onlyAdmin($);
+        address previous = $.reputation;
+        $.reputation = registry;
+        emit ReputationRegistryUpdated(previous, registry);
     }
 
     /// @dev Only the admin upgrades, with no delay.

@@ -23,6 +23,34 @@ export interface EscrowDeployment {
   block: number;
   deployedAt: string;
   upgradedAt?: string;
+  /** The ERC-8004-compatible identity NFT deployed beside the escrow (see deploy/registries.ts). */
+  identity?: IdentityDeployment;
+  /** The reputation registry the escrow writes at settlement (see deploy/registries.ts). */
+  reputation?: ReputationDeployment;
+}
+
+/** One registry behind its own UUPS proxy, recorded in the escrow's deployment file. */
+export interface RegistryDeployment {
+  proxy: string;
+  implementation: string;
+  /** `AgentIdentity` or `TaskReputation`. */
+  contract: string;
+  version: string;
+  /** Holder of `DEFAULT_ADMIN_ROLE`: grants the roles below and upgrades. */
+  admin: string;
+  /** Block of the proxy deployment: where an indexer starts reading the registry's events. */
+  block: number;
+  deployedAt: string;
+}
+
+export interface IdentityDeployment extends RegistryDeployment {
+  /** Accounts granted `MINTER_ROLE` by the deploy code (the service's minting key). */
+  minters: string[];
+}
+
+export interface ReputationDeployment extends RegistryDeployment {
+  /** Accounts granted `WRITER_ROLE` by the deploy code: the escrow proxy. */
+  writers: string[];
 }
 
 /** `DEPLOYMENTS_DIR` moves the records elsewhere (tests use a temporary folder). */

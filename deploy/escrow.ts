@@ -2,12 +2,26 @@ import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import type { Signer } from "ethers";
 import { MockUSDC__factory, TaskEscrow__factory, type TaskEscrow } from "../typechain-types";
 import { readDeployment, writeDeployment, type EscrowDeployment } from "./deployments";
+import { findSigner, isLiveProxy } from "./proxy";
+
+export { findSigner } from "./proxy";
 
 /** Chain ids of local development chains: the only places a mock token is deployed. */
 export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
 export const DEFAULT_FEE_BPS = 1000;
-/** bytes32(uint256(keccak256("eip1967.proxy.implementation")) - 1) */
-const ERC1967_IMPLEMENTATION_SLOT = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
+/** The escrow contract the deploy and upgrade code use unless told otherwise: the current source. */
+export const ESCROW_CONTRACT = "TaskEscrow";
+
+/**
+ * Where the source of an escrow released earlier lives now, by the contract name and version its deployment record
+ * holds: records written by 1.0.0's deploy code say `TaskEscrow`, whose source is now contracts/test/v1/TaskEscrowV1.sol.
+ */
+export const RELEASED_ESCROW_SOURCES: Readonly<Record<string, string>> = { "TaskEscrow@1.0.0": "TaskEscrowV1" };
+
+/** The contract in this checkout whose code a recorded deployment runs. */
+export function deployedSourceOf(deployment: Pick<EscrowDeployment, "contract" | "version">): string {
+  return RELEASED_ESCROW_SOURCES[`${deployment.contract}@${deployment.version}`] ?? deployment.contract;
+}
 
 export interface DeployEscrowOptions {
   /** Escrow roles; on a local chain they default to the first three accounts (admin, verifier, treasury). */
@@ -17,6 +31,8 @@ export interface DeployEscrowOptions {
   feeBps?: number;
   /** Settlement token; required off local chains, where a mock USDC is deployed when it is missing. */
   token?: string;
+  /** Contract to deploy; default `TaskEscrow` (the current source). Tests deploy `TaskEscrowV1` to upgrade it. */
+  contract?: string;
   /** Write `deployments/<network>.json`. Default: on every network but the in-process `hardhat` one. */
   save?: boolean;
   /** Where deployment records live (tests point this at a temporary folder). */
@@ -49,14 +65,7 @@ export async function deployEscrow(
   if (!deployer) throw new Error(`no deployer account configured for network ${network.name}`);
 
   const existing = save ? readDeployment(network.name, options.dir) : undefined;
-  if (existing && existing.chainId === chainId && (await ethers.provider.getCode(existing.proxy)) !== "0x") {
-    const slot = await ethers.provider.getStorage(existing.proxy, ERC1967_IMPLEMENTATION_SLOT);
-    if (BigInt(slot) === 0n) {
-      throw new Error(
-        `the deployment record for ${network.name} names ${existing.proxy}, but the code there is not an ERC-1967 ` +
-          "proxy: move the record away to deploy afresh",
-      );
-    }
+  if (existing && existing.chainId === chainId && (await isLiveProxy(hre, existing.proxy, "escrow"))) {
     log(`escrow already deployed on ${network.name} at ${existing.proxy}; nothing sent`);
     return { deployment: existing, escrow: TaskEscrow__factory.connect(existing.proxy, deployer), created: false };
   }
@@ -82,7 +91,8 @@ export async function deployEscrow(
     log(`mock USDC deployed at ${token}`);
   }
 
-  const factory = await ethers.getContractFactory("TaskEscrow", deployer);
+  const contract = options.contract ?? ESCROW_CONTRACT;
+  const factory = await ethers.getContractFactory(contract, deployer);
   const proxy = await upgrades.deployProxy(factory, [admin, verifier, treasury, feeBps, token], {
     kind: "uups",
     initializer: "initialize",
@@ -97,7 +107,7 @@ export async function deployEscrow(
     chainId,
     proxy: proxyAddress,
     implementation: await upgrades.erc1967.getImplementationAddress(proxyAddress),
-    contract: "TaskEscrow",
+    contract,
     version: await escrow.version(),
     token,
     mockToken,
@@ -147,7 +157,7 @@ export async function upgradeEscrow(
     throw new Error(`the admin key for ${onChainAdmin} is not configured (set ADMIN_PRIVATE_KEY)`);
   }
 
-  const contract = options.contract ?? "TaskEscrow";
+  const contract = options.contract ?? ESCROW_CONTRACT;
   const next = await ethers.getContractFactory(contract, admin);
   try {
     await upgrades.validateUpgrade(current.proxy, next, { kind: "uups" });
@@ -156,9 +166,10 @@ export async function upgradeEscrow(
     // A fork, or a checkout without the plugin's manifest: register the deployed implementation from the contract
     // the deployment record names, then validate against it. Registering trusts that contract's storage layout, so
     // it must be the code actually deployed; otherwise the validation would only compare the new code with itself.
-    await assertDeployedCodeIs(hre, current.contract, await upgrades.erc1967.getImplementationAddress(current.proxy));
-    log(`registering ${current.proxy} with the upgrades plugin as ${current.contract}`);
-    await upgrades.forceImport(current.proxy, await ethers.getContractFactory(current.contract, admin), {
+    const source = deployedSourceOf(current);
+    await assertDeployedCodeIs(hre, source, await upgrades.erc1967.getImplementationAddress(current.proxy));
+    log(`registering ${current.proxy} with the upgrades plugin as ${source}`);
+    await upgrades.forceImport(current.proxy, await ethers.getContractFactory(source, admin), {
       kind: "uups",
     });
     await upgrades.validateUpgrade(current.proxy, next, { kind: "uups" });
@@ -184,7 +195,8 @@ export async function upgradeEscrow(
 
 /**
  * Throws unless the runtime code at `implementation` is exactly what `contract` compiles to in this checkout, its
- * immutables (such as UUPS's own address) aside.
+ * immutables (such as UUPS's own address) and the trailing CBOR metadata (a hash of the source, which a renamed copy
+ * of a released contract changes without changing one instruction) aside.
  */
 export async function assertDeployedCodeIs(
   hre: HardhatRuntimeEnvironment,
@@ -200,7 +212,9 @@ export async function assertDeployedCodeIs(
     for (const ranges of Object.values(compiled.immutableReferences ?? {})) {
       for (const { start, length } of ranges) bytes.fill(0, start, start + length);
     }
-    return hre.ethers.hexlify(bytes);
+    // The code ends with the metadata's CBOR encoding followed by its length in two bytes.
+    const metadataLength = bytes.length >= 2 ? ((bytes[bytes.length - 2]! << 8) | bytes[bytes.length - 1]!) + 2 : 0;
+    return hre.ethers.hexlify(bytes.subarray(0, Math.max(0, bytes.length - metadataLength)));
   };
   const deployed = await hre.ethers.provider.getCode(implementation);
   if (masked(deployed) !== masked(`0x${compiled.object}`)) {
@@ -210,17 +224,4 @@ export async function assertDeployedCodeIs(
         "network, or check out the source that was deployed and record its contract name",
     );
   }
-}
-
-/** The configured signer for `address`: `ADMIN_PRIVATE_KEY` when it matches, else one of the network's accounts. */
-export async function findSigner(hre: HardhatRuntimeEnvironment, address: string): Promise<Signer | undefined> {
-  const key = process.env.ADMIN_PRIVATE_KEY;
-  if (key) {
-    const wallet = new hre.ethers.Wallet(key, hre.ethers.provider);
-    if (wallet.address === address) return wallet;
-  }
-  for (const signer of await hre.ethers.getSigners()) {
-    if ((await signer.getAddress()) === address) return signer;
-  }
-  return undefined;
 }

@@ -198,24 +198,19 @@ taskOperation("escrow:release-unjudged", "Worker collects escalated work 14 days
   submit: () => e.releaseUnjudgedWork(h),
 }));
 
-escrowTask<CommonArgs & { token?: string; to?: string }>(
+escrowTask<CommonArgs & { token?: string }>(
   "escrow:withdraw-credit",
-  "Withdraws funds credited to the sender after a failed transfer",
+  "Withdraws funds credited to the sender after a failed transfer, to the sender only (never elsewhere)",
   async (args, { hre, escrow, signer }) => {
     const { readDeployment } = await import("../deploy/deployments");
     const token = args.token ?? readDeployment(hre.network.name)?.token;
     if (!token) throw new UsageError("no token given (--token) or recorded for this network");
     const account = await signer.getAddress();
     const credit = await escrow.creditOf(token, account);
-    const to = args.to;
-    const ok = to
-      ? await send(escrow, "escrow:withdraw-credit", () => escrow.withdrawCreditTo.staticCall(token, to), () => escrow.withdrawCreditTo(token, to))
-      : await send(escrow, "escrow:withdraw-credit", () => escrow.withdrawCredit.staticCall(token), () => escrow.withdrawCredit(token));
-    if (ok) console.log(`withdrew ${credit} of ${token} credited to ${account} to ${to ?? account}`);
+    const ok = await send(escrow, "escrow:withdraw-credit", () => escrow.withdrawCredit.staticCall(token), () => escrow.withdrawCredit(token));
+    if (ok) console.log(`withdrew ${credit} of ${token} credited to ${account}`);
   },
-)
-  .addOptionalParam("token", "Token address (default: the settlement token)")
-  .addOptionalParam("to", "Recipient (default: the sender)");
+).addOptionalParam("token", "Token address (default: the settlement token)");
 
 escrowTask<CommonArgs & { bps: number }>("escrow:set-fee", "Admin sets the fee in basis points (at most 3000)", async (args, { escrow }) => {
   if (await send(escrow, "escrow:set-fee", () => escrow.setFeeBps.staticCall(args.bps), () => escrow.setFeeBps(args.bps))) {

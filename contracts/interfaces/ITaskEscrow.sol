@@ -6,6 +6,8 @@ pragma solidity ^0.8.24;
 /// the reward goes to the worker (minus the platform fee) or back to the poster. Nothing settles by itself: every
 /// payout or refund happens only when someone sends the matching transaction.
 /// @dev Every task ends in exactly one of eight ways, named by {Ending} in the final event of the task.
+/// Since 2.0.0: credits are withdrawn only by and to the credited account (`withdrawCreditTo` is gone), and an optional
+/// reputation registry records each worker's completions, scores and lost disputes at settlement.
 interface ITaskEscrow {
     /// @notice Life cycle of a task. `Funded`, `Assigned` and `Verified` carry the numbers the deployed escrow uses.
     enum Status {
@@ -129,6 +131,10 @@ interface ITaskEscrow {
     error ZeroAddress();
     /// @notice Nothing is credited to the caller in this token.
     error NothingToWithdraw(address token, address account);
+    /// @notice A settlement that writes to the reputation registry was sent with too little gas to give the registry
+    /// its whole budget ({reputationGasLimit}); send it again with more gas. Refused rather than sent short, so that no
+    /// caller can make the write fail on purpose and still settle.
+    error InsufficientGasForReputation(uint256 available, uint256 required);
     /// @notice A rescue may take only the token balance above what the escrow owes.
     error RescueExceedsSurplus(address token, uint256 requested, uint256 surplus);
 
@@ -168,10 +174,18 @@ interface ITaskEscrow {
     /// @notice Ending: the admin ruled for the poster (ending `DisputeWonByPoster`).
     event TaskRefunded(bytes32 indexed taskHash, address indexed poster, uint256 refund, Ending ending);
 
-    /// @notice A transfer to `account` reverted; the amount waits for {withdrawCredit}.
+    /// @notice A transfer to `account` reverted (e.g. the token froze the account or is paused); the amount waits
+    /// for `account` to call {withdrawCredit}.
     event Credited(address indexed token, address indexed account, uint256 amount);
-    /// @notice Credited funds were withdrawn.
+    /// @notice Credited funds were withdrawn. Since 2.0.0 `to` is always `account`; the field stays so that logs of
+    /// 1.0.0 (whose `withdrawCreditTo` could name another recipient) decode with the same ABI.
     event CreditWithdrawn(address indexed token, address indexed account, address to, uint256 amount);
+
+    /// @notice The admin set the reputation registry written at settlement; zero stops the writes.
+    event ReputationRegistryUpdated(address indexed previousRegistry, address indexed registry);
+    /// @notice The reputation write of this settlement failed (the registry reverted, ran out of its gas budget, or
+    /// has no code); the settlement went through unchanged. `reason` is the registry's revert data, cut to 256 bytes.
+    event ReputationWriteFailed(bytes32 indexed taskHash, address indexed registry, bytes reason);
 
     event FeeUpdated(uint16 previousFeeBps, uint16 feeBps);
     event TreasuryUpdated(address indexed previousTreasury, address indexed treasury);
@@ -238,8 +252,9 @@ interface ITaskEscrow {
     /// @notice The worker records a result hash: from Assigned or a failed round, before the deadline, 3 rounds at most.
     function submitEvidence(bytes32 taskHash, bytes32 resultHash) external;
 
-    /// @notice The verdict on submitted evidence. A pass pays the fee to the treasury and the rest to the worker; a
-    /// fail opens the 3-day appeal window.
+    /// @notice The verdict on submitted evidence. A pass pays the fee to the treasury and the rest to the worker, and
+    /// records a completion with `score` in the reputation registry when one is set; a fail opens the 3-day appeal
+    /// window.
     /// @param score 0 to 100.
     function completeVerification(bytes32 taskHash, bool passed, uint8 score) external;
 
@@ -247,21 +262,21 @@ interface ITaskEscrow {
     /// verdict) puts the task under dispute.
     function raiseDispute(bytes32 taskHash) external;
 
-    /// @notice The admin rules on a disputed or escalated task; works while paused.
+    /// @notice The admin rules on a disputed or escalated task; works while paused. With a reputation registry set, a
+    /// ruling for the worker records a completion (no score) and a ruling for the poster records a dispute.
     function resolveDispute(bytes32 taskHash, bool workerWins) external;
 
     /// @notice After the deadline the poster refunds a task never delivered, a failed round (3 days after the latest
     /// failed verdict) or a dispute without ruling (14 days after it was raised), or escalates unjudged work.
     function claimTimeout(bytes32 taskHash) external;
 
-    /// @notice The worker collects escalated work 14 days after escalation without a ruling; the fee applies.
+    /// @notice The worker collects escalated work 14 days after escalation without a ruling; the fee applies. With a
+    /// reputation registry set, records a completion (no score).
     function releaseUnjudgedWork(bytes32 taskHash) external;
 
-    /// @notice Sends the caller's credited funds of `token` to the caller.
+    /// @notice Sends the caller's credited funds of `token` to the caller, and only to the caller: while the token
+    /// refuses transfers to the caller (a frozen account), the credit stays where it is until the token lets it through.
     function withdrawCredit(address token) external;
-
-    /// @notice Sends the caller's credited funds of `token` to `to` (e.g. when the caller's own address is blocked).
-    function withdrawCreditTo(address token, address to) external;
 
     // ------------------------------------------------------------------ views
 
@@ -300,6 +315,12 @@ interface ITaskEscrow {
     /// @notice Total of `token` credited to all accounts and not withdrawn.
     function totalCredited(address token) external view returns (uint256);
 
+    /// @notice The reputation registry written at settlement, or zero when none is set.
+    function reputationRegistry() external view returns (address);
+
+    /// @notice Gas the reputation registry gets for one write; a settlement that writes needs this much to spare.
+    function reputationGasLimit() external pure returns (uint256);
+
     // ------------------------------------------------------------------ admin
 
     /// @param newFeeBps At most {MAX_FEE_BPS} (3000).
@@ -324,4 +345,9 @@ interface ITaskEscrow {
 
     /// @notice Sends tokens held above what the escrow owes (live tasks plus credits), e.g. sent by mistake.
     function rescueSurplus(address token, address to, uint256 amount) external;
+
+    /// @notice Sets the reputation registry ({ITaskReputation}) that settlements write to; zero stops the writes.
+    /// The escrow must be one of the registry's writers, or every write fails (and is reported by
+    /// {ReputationWriteFailed}).
+    function setReputationRegistry(address registry) external;
 }

@@ -1,16 +1,26 @@
 import { Signature, type Signer } from "ethers";
-import type { MockUSDC } from "../../typechain-types";
 
-/** An EIP-2612 permit signed by `owner` for `spender` on a permit token (the mock USDC), split into v, r, s. */
+/** What signing a permit reads from the token. */
+interface PermitToken {
+  name(): Promise<string>;
+  nonces(owner: string): Promise<bigint>;
+  getAddress(): Promise<string>;
+}
+
+/**
+ * An EIP-2612 permit signed by `owner` for `spender`, split into v, r, s. The EIP-712 domain is the token's name and
+ * `version`: "1" for the mock USDC (OpenZeppelin's ERC20Permit), "2" for Circle's FiatTokenV2_2.
+ */
 export async function signPermit(
-  token: MockUSDC,
+  token: PermitToken,
   owner: Signer & { address: string },
   spender: string,
   value: bigint,
   deadline: bigint,
+  version = "1",
 ): Promise<{ v: number; r: string; s: string }> {
   const { chainId } = await owner.provider!.getNetwork();
-  const domain = { name: await token.name(), version: "1", chainId, verifyingContract: await token.getAddress() };
+  const domain = { name: await token.name(), version, chainId, verifyingContract: await token.getAddress() };
   const types = {
     Permit: [
       { name: "owner", type: "address" },

@@ -128,7 +128,7 @@ describe("TaskEscrow credits", function () {
     });
   });
 
-  describe("withdrawCredit and withdrawCreditTo", function () {
+  describe("withdrawCredit", function () {
     it("withdrawCredit pays the whole credit to the caller once", async function () {
       const { escrow, escrowAddress, blocklist, blocklistToken, worker } = await loadFixture(creditedWorkerFixture);
       await expect(escrow.connect(worker).withdrawCredit(blocklistToken))
@@ -142,7 +142,7 @@ describe("TaskEscrow credits", function () {
         .withArgs(blocklistToken, worker.address);
     });
 
-    it("withdrawCreditTo sends the caller's credit elsewhere while the caller stays blocked", async function () {
+    it("keeps a blocked account's credit until the token lets it through, and sends it nowhere else", async function () {
       const { escrow, escrowAddress, blocklist, blocklistToken, worker, stranger } = await loadFixture(
         creditedWorkerFixture,
       );
@@ -151,26 +151,34 @@ describe("TaskEscrow credits", function () {
         .to.be.revertedWithCustomError(blocklist, "AccountBlocked")
         .withArgs(worker.address);
       expect(await escrow.creditOf(blocklistToken, worker.address)).to.equal(PAYOUT);
-      await expect(escrow.connect(worker).withdrawCreditTo(blocklistToken, stranger.address))
-        .to.emit(escrow, "CreditWithdrawn")
-        .withArgs(blocklistToken, worker.address, stranger.address, PAYOUT);
-      expect(await balancesOf(blocklist, [worker, stranger, escrowAddress])).to.deep.equal([0n, PAYOUT, 0n]);
-      expect(await escrow.totalCredited(blocklistToken)).to.equal(0n);
-    });
+      expect(await escrow.totalCredited(blocklistToken)).to.equal(PAYOUT);
 
-    it("withdrawCreditTo refuses the zero address", async function () {
-      const { escrow, blocklistToken, worker } = await loadFixture(creditedWorkerFixture);
+      // 1.0.0's withdrawCreditTo(token, to) is gone: its selector reaches no function (and there is no fallback).
+      const v1 = new ethers.Interface(["function withdrawCreditTo(address token, address to)"]);
+      expect(escrow.interface.hasFunction("withdrawCreditTo")).to.equal(false);
       await expect(
-        escrow.connect(worker).withdrawCreditTo(blocklistToken, ethers.ZeroAddress),
-      ).to.be.revertedWithCustomError(escrow, "ZeroAddress");
+        worker.sendTransaction({
+          to: escrowAddress,
+          data: v1.encodeFunctionData("withdrawCreditTo", [blocklistToken, stranger.address]),
+        }),
+      ).to.be.revertedWithoutReason();
+      // Nobody else can take it either.
+      await expect(escrow.connect(stranger).withdrawCredit(blocklistToken))
+        .to.be.revertedWithCustomError(escrow, "NothingToWithdraw")
+        .withArgs(blocklistToken, stranger.address);
+      expect(await balancesOf(blocklist, [worker, stranger, escrowAddress])).to.deep.equal([0n, 0n, PAYOUT]);
+
+      await blocklist.setBlocked(worker.address, false);
+      await expect(escrow.connect(worker).withdrawCredit(blocklistToken))
+        .to.emit(escrow, "CreditWithdrawn")
+        .withArgs(blocklistToken, worker.address, worker.address, PAYOUT);
+      expect(await balancesOf(blocklist, [worker, stranger, escrowAddress])).to.deep.equal([PAYOUT, 0n, 0n]);
+      expect(await escrow.totalCredited(blocklistToken)).to.equal(0n);
     });
 
     it("refuses an account without credit, and a token the account has no credit in", async function () {
       const { escrow, blocklistToken, token, worker, stranger } = await loadFixture(creditedWorkerFixture);
       await expect(escrow.connect(stranger).withdrawCredit(blocklistToken))
-        .to.be.revertedWithCustomError(escrow, "NothingToWithdraw")
-        .withArgs(blocklistToken, stranger.address);
-      await expect(escrow.connect(stranger).withdrawCreditTo(blocklistToken, stranger.address))
         .to.be.revertedWithCustomError(escrow, "NothingToWithdraw")
         .withArgs(blocklistToken, stranger.address);
       await expect(escrow.connect(worker).withdrawCredit(token))

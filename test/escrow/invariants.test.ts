@@ -108,7 +108,7 @@ type Command =
   | { kind: "submit"; task: Target; actor: Role; zeroHash: boolean }
   | { kind: "verify"; task: Target; actor: Role; passed: boolean; score: number }
   | { kind: "resolve"; task: Target; actor: Role; workerWins: boolean }
-  | { kind: "withdraw"; account: Account; token: TokenName; to: Account | "self" }
+  | { kind: "withdraw"; account: Account; token: TokenName }
   | { kind: "block"; account: Account; blocked: boolean }
   | { kind: "wait"; seconds: bigint }
   | { kind: "pause" | "unpause"; actor: Role }
@@ -298,7 +298,6 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       kind: fc.constant("withdraw" as const),
       account,
       token: fc.constantFrom<TokenName>("blocklist", "blocklist", "usdc"),
-      to: fc.oneof({ arbitrary: fc.constant("self" as const), weight: 2 }, { arbitrary: account, weight: 1 }),
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("block" as const), account, blocked: fc.boolean() }) },
@@ -792,13 +791,8 @@ class Run {
       case "withdraw": {
         const sender = this.accounts[cmd.account];
         const token = this.tokens[cmd.token];
-        const to = cmd.to === "self" ? sender.address : this.accounts[cmd.to].address;
-        const expected = m.withdrawCredit(sender.address, token, to);
-        await this.transact(expected, at, () =>
-          cmd.to === "self"
-            ? escrow.connect(sender).withdrawCredit(token)
-            : escrow.connect(sender).withdrawCreditTo(token, to),
-        );
+        const expected = m.withdrawCredit(sender.address, token);
+        await this.transact(expected, at, () => escrow.connect(sender).withdrawCredit(token));
         return [];
       }
       case "block": {

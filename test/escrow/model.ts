@@ -365,8 +365,8 @@ export class EscrowModel {
     return { events: this.pay(t, Status.Paid, Ending.UnjudgedWorkReleased) };
   }
 
-  withdrawCredit(sender: string, token: string, to: string): Outcome {
-    if (to === ZERO) return fail("ZeroAddress");
+  withdrawCredit(sender: string, token: string): Outcome {
+    const to = sender;
     if (this.paused) return fail("EscrowPaused");
     const amount = this.credit(token, sender);
     if (amount === 0n) return fail("NothingToWithdraw");

@@ -114,6 +114,17 @@ describe("TaskEscrow settlement commands", function () {
     expect(result.stderr).to.contain("escrow:set-fee would revert: FeeExceedsMax(3001, 3000)");
   });
 
+  it("withdraw-credit withdraws only to the sender: no --to, and NothingToWithdraw for an empty credit", async function () {
+    const elsewhere = await hardhat("escrow:withdraw-credit", "--to", poster.address);
+    expect(elsewhere.code).to.equal(1);
+    expect(elsewhere.stderr + elsewhere.stdout).to.contain("Unrecognized param --to");
+    const empty = await hardhat("escrow:withdraw-credit", "--from", poster.address);
+    expect(empty.code).to.equal(1);
+    expect(empty.stderr).to.contain(
+      `escrow:withdraw-credit would revert: NothingToWithdraw(${deployment.token}, ${poster.address})`,
+    );
+  });
+
   it("reports a transaction that fails after a clean simulation, with a non-zero exit", async function () {
     const escrow = TaskEscrow__factory.connect(deployment.proxy, provider);
     const taskHash = id("moved on between simulation and sending");

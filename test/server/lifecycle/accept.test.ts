@@ -167,7 +167,9 @@ describe("lifecycle: accept", function () {
       await server.registerAgent(server.stranger);
       const agentKey = await server.registerAgent(server.worker);
       const { taskHash } = await postPublic(server);
-      const at = (await time.latest()) * 1000; // the API clock follows chain time once synced
+      // The API clock: chain time once synced, or wall time while the chain is behind it (a fixture snapshot taken
+      // minutes earlier in a long run).
+      const at = Math.max(Date.now(), (await time.latest()) * 1000);
       await server.db
         .insertInto("assignments")
         .values({ task_hash: taskHash, agent_address: server.stranger.address, status: "accepting", outbox_id: null, created_at: at, updated_at: at })
