@@ -41,6 +41,8 @@ const TYPED: Record<EscrowEventName, true> = {
   EvidenceSubmitted: true,
   FeeUpdated: true,
   Initialized: true,
+  ReputationRegistryUpdated: true,
+  ReputationWriteFailed: true,
   SurplusRescued: true,
   TaskCancelled: true,
   TaskCompleted: true,
@@ -65,6 +67,10 @@ function sample(param: ParamType, seed: number): { value: unknown; stored: strin
   if (param.type === "bool") return { value: seed % 2 === 0, stored: seed % 2 === 0 };
   if (param.type === "bytes32") {
     const value = id(`${param.name} ${seed}`);
+    return { value, stored: value };
+  }
+  if (param.type === "bytes") {
+    const value = id(`${param.name} ${seed}`).slice(0, 2 + 2 * (1 + (seed % 40)));
     return { value, stored: value };
   }
   if (param.type.startsWith("uint")) {
