@@ -177,7 +177,7 @@ async function main() {
   const seedSeconds = Math.round((performance.now() - seedStarted) / 100) / 10;
 
   const auth = createAuth({ db, now: Date.now, publicUrl: PUBLIC_URL });
-  const { key } = await auth.createApiKey(await auth.accountForWallet(POSTERS[0]!), "bench");
+  const { key } = await auth.apiKeys.createApiKey(await auth.accounts.accountForWallet(POSTERS[0]!), "bench");
 
   const chainId = Number((await hre.ethers.provider.getNetwork()).chainId);
   // The provider is never called by the routes measured here.

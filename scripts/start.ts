@@ -46,9 +46,9 @@ async function main() {
   // Demo credentials, made the way a signed-in wallet would make them.
   const auth = createAuth({ db: server.db, now: Date.now });
   const [poster, agent] = demo as [(typeof demo)[number], (typeof demo)[number]];
-  const posterKey = await auth.createApiKey(await auth.accountForWallet(poster.address), "demo poster");
-  const agentAccount = await auth.accountForWallet(agent.address);
-  const agentKey = await auth.createApiKey(agentAccount, "demo agent");
+  const posterKey = await auth.apiKeys.createApiKey(await auth.accounts.accountForWallet(poster.address), "demo poster");
+  const agentAccount = await auth.accounts.accountForWallet(agent.address);
+  const agentKey = await auth.apiKeys.createApiKey(agentAccount, "demo agent");
   await createAgentRegistry({ db: server.db, now: Date.now }).register(agent.address, agentAccount, {
     publicKey: publicKeyFromPrivateKey(keys[4]!),
     capabilities: [...CAPABILITY_TAGS],

@@ -1,34 +1,41 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from "fastify";
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
+import Fastify from "fastify";
+import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { isAddress as isChecksummedAddress } from "ethers";
 import type { ServerConfig } from "./config";
 import type { Db } from "./db";
 import type { ChainRegistry } from "./chains";
 import type { BlobStore } from "./storage/blob-store";
-import { isAddress } from "ethers";
-import { ADDRESS_FORMAT, ErrorEnvelope } from "./http/schemas";
+import type { Outbox } from "./outbox";
+import type { App } from "./http/types";
 import { MarketError, errorBody, sendError } from "./http/errors";
-import type { ErrorCode } from "../core/errors";
 import { createRateLimiter } from "./http/rate-limit";
-import { createAuth, type Auth } from "./auth";
-import { healthRoutes } from "./health";
+import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
+import { agentRoutes, createAgentRegistry } from "./agents";
+import { createFunding, createListings, createTaskQueries, taskRoutes } from "./tasks";
+import { createAutoVerification, verificationRoutes } from "./verification";
+import {
+  createAccepting,
+  createBidding,
+  createCustody,
+  createDelivery,
+  createOffers,
+  createSettlementCalls,
+  marketplaceRoutes,
+} from "./marketplace";
+import { healthRoutes } from "./health";
 import { storageRoutes } from "./storage";
-import { taskRoutes } from "./tasks";
-import { agentRoutes } from "./agents";
 import { a2aRoutes } from "./a2a";
 import { discoveryRoutes } from "./discovery";
-import { marketplaceRoutes, createOffers, createCustody, type Offers, type Custody, type MarketplaceDeps } from "./marketplace";
-import { verificationRoutes } from "./verification";
 import { feedbackRoutes } from "./feedback";
 import { reputationRoutes } from "./reputation";
-import { createAgentRegistry, type AgentRegistry } from "./agents";
-import type { Outbox } from "./outbox";
+import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
+import type { ErrorCode } from "../core/errors";
 
-/** The Fastify instance with TypeBox schemas as types, as every route module receives it. */
-export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type { App } from "./http/types";
 
 export interface AppDeps {
   db: Db;
@@ -43,16 +50,6 @@ export interface AppDeps {
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
   /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
   indexerWaitMs?: number;
-}
-
-/** What every route module gets: the app's dependencies and the services built once from them. */
-export interface Context extends AppDeps {
-  auth: Auth;
-  now: () => number;
-  agents: AgentRegistry;
-  offers: Offers;
-  custody: Custody;
-  market: MarketplaceDeps;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -86,7 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // Behind a reverse proxy, the client IP (rate limits) comes from X-Forwarded-For of the trusted hops only.
     trustProxy: trustedProxies(deps.config.trustProxy),
     bodyLimit: DEFAULT_BODY_LIMIT,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, formats: { [ADDRESS_FORMAT]: isAddress } } },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, formats: { [ADDRESS_FORMAT]: isChecksummedAddress } } },
     // Answers are not re-validated: the serializer only needs to know the format exists.
     serializerOpts: { ajv: { formats: { [ADDRESS_FORMAT]: true } } },
     // Requests carry no trailing-slash variants or case games.
@@ -137,36 +134,40 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     sendError(request, reply, new MarketError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`)),
   );
 
-  const signInChainId = deps.chains.list().find((c) => c.config.postable)?.config.chainId;
-  const auth = createAuth({ db: deps.db, now, publicUrl: deps.config.publicUrl, signInChainId });
-  const agents = createAgentRegistry({ db: deps.db, now });
+  // The composition root: every service is built once here from the app's dependencies, and each route plugin is
+  // registered with exactly the services it uses.
+  const { db, chains, blobs } = deps;
+  const outboxes = deps.outboxes ?? new Map<string, Outbox>();
+  const indexerWaitMs = deps.indexerWaitMs;
+  const signInChainId = chains.list().find((c) => c.config.postable)?.config.chainId;
+  const auth = createAuth({ db, now, publicUrl: deps.config.publicUrl, signInChainId });
+  const agents = createAgentRegistry({ db, now });
   const custody = createCustody(deps.config.custodyKey);
-  const offers = createOffers({ db: deps.db, agents, now, windowMs: deps.config.offerWindowMs, rewrappable: custody.available });
-  const market: MarketplaceDeps = {
-    db: deps.db,
-    chains: deps.chains,
-    agents,
-    offers,
-    custody,
-    outboxes: deps.outboxes ?? new Map(),
-    now,
-    indexerWaitMs: deps.indexerWaitMs,
-  };
-  const context: Context = { ...deps, now, auth, agents, offers, custody, market };
-  await app.register(async (scoped) => {
-    const routes = scoped as unknown as App;
-    healthRoutes(routes, context);
-    authRoutes(routes, context);
-    storageRoutes(routes, context);
-    taskRoutes(routes, context);
-    agentRoutes(routes, context);
-    a2aRoutes(routes, context);
-    discoveryRoutes(routes, context);
-    marketplaceRoutes(routes, context);
-    verificationRoutes(routes, context);
-    feedbackRoutes(routes, context);
-    reputationRoutes(routes, context);
+  const offers = createOffers({ db, agents, now, windowMs: deps.config.offerWindowMs, rewrappable: custody.available });
+  const queries = createTaskQueries({ db, now });
+  const terms = { blobs, agents, custody };
+  const funding = createFunding({ db, deps: terms });
+  const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
+  const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs });
+  const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs };
+
+  await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey });
+  await app.register(authRoutes, { auth });
+  await app.register(storageRoutes, { auth, blobs, db, now });
+  await app.register(taskRoutes, { auth, chains, queries, funding, listings });
+  await app.register(agentRoutes, { auth, agents });
+  await app.register(a2aRoutes, { queries });
+  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents });
+  await app.register(marketplaceRoutes, {
+    auth,
+    accepting: createAccepting(market),
+    bidding: createBidding(market),
+    delivery: createDelivery({ db, chains, now, verification }),
+    settlement: createSettlementCalls({ db, chains, now }),
   });
+  await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
+  await app.register(feedbackRoutes, { auth, db, chains, now });
+  await app.register(reputationRoutes, { db, chains, now });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

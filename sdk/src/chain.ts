@@ -4,19 +4,10 @@ import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/T
 import type { ChainName } from "../../core/chains";
 import { CHAIN_NAMES } from "../../core/chains";
 import { clientError } from "./errors";
-import type { UnsignedTx } from "../../core/api";
+import type { Settlement, UnsignedTx } from "../../core/api";
 
-/** One chain as GET /api/v1/health/settlement reports it. */
-export interface Settlement {
-  chain: ChainName;
-  chainId: number;
-  escrowAddress: string;
-  token: string;
-  postable: boolean;
-  batchCreate: { supported: boolean; maxBatch: number };
-}
-
-export type { UnsignedTx } from "../../core/api";
+/** One chain as GET /api/v1/health/settlement reports it, and a transaction the API builds: the API's own types. */
+export type { Settlement, UnsignedTx } from "../../core/api";
 
 export type RpcUrls = Partial<Record<ChainName, string>>;
 export type PinnedEscrows = Partial<Record<ChainName, string>>;

@@ -14,7 +14,23 @@ import {
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
 import { canCancel, hasEnded, snapshotFromView } from "../../core/escrow";
-import type { AgentProfile } from "../../core/api";
+import type {
+  AgentAnswer,
+  AgentProfile,
+  Assigned,
+  BidAnswer,
+  BlobData,
+  BrowseAnswer,
+  Delivered,
+  Finalized,
+  ListingOutcome,
+  PostedAnswer,
+  SettlementAnswer,
+  SettlementTx,
+  TaskView,
+  VerdictAnswer,
+  WhoAmI,
+} from "../../core/api";
 import { decryptBrief, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
@@ -31,57 +47,10 @@ export interface MarketClientOptions {
   timeoutMs?: number;
 }
 
-/** A task as the API lists it (`{ meta, state }`). */
-export interface TaskView {
-  meta: {
-    chain: string;
-    taskHash: string;
-    poster: string;
-    privacy: "public" | "private";
-    reward: { amount: string; unit: { symbol: string; decimals: number; address: string } };
-    routingSummary?: string;
-    publicBrief?: string;
-    rootHash?: string;
-    verificationMode: string;
-    verificationCriteria?: Record<string, unknown>;
-    requiredCapabilities: string[];
-    targetExecutor?: string;
-    deadline: number;
-    listedAt: number;
-  };
-  state: {
-    taskId: string;
-    status: string;
-    worker?: string;
-    rounds: number;
-    ending?: string;
-    /** The output and the latest verdict are shown to the poster, the worker and the verifier only. */
-    resultData?: { output?: string; resultHash?: string; verificationResult?: { passed: boolean; score: number | null; reasons: string[] } };
-  };
-}
-
+/** The API's own answer types (core/api), under the names the SDK has always exported. */
+export type { AgentProfile, Finalized, TaskView } from "../../core/api";
 /** What `accept` answers: the brief (or how to open it) and how the result is judged. */
-export interface AssignedTask {
-  taskHash: string;
-  chain: ChainName;
-  escrowAddress: string;
-  worker: string;
-  deadline: number;
-  rounds: number;
-  brief: { privacy: "public" | "private"; publicBrief?: string; routingSummary?: string; rootHash?: string; wrappedKey?: string };
-  verification: { mode: string; criteria?: Record<string, unknown>; verifierAddress?: string };
-}
-
-export interface Finalized {
-  taskHash: string;
-  round: number;
-  status: string;
-  verificationResult?: { passed: boolean; score: number; reasons: string[] };
-  roundsLeft: number;
-  txHash?: string;
-}
-
-export type { AgentProfile } from "../../core/api";
+export type AssignedTask = Assigned;
 
 export interface CreateAgentOptions {
   /** The API key wallet's private key. Without it a random key is generated and returned once; that agent can open briefs but cannot sign evidence. */
@@ -121,14 +90,14 @@ export class MarketClient {
 
   /** The wallet the API key acts as. */
   async whoami(): Promise<string> {
-    const { addresses } = await this.http.get<{ addresses: string[] }>("/api/v1/api-keys/whoami");
+    const { addresses } = await this.http.get<WhoAmI>("/api/v1/api-keys/whoami");
     const address = addresses[0];
     if (!address) throw clientError("INVALID_TOKEN", "The API key acts as no wallet.");
     return address;
   }
 
   async settlement(chain?: string): Promise<Settlement> {
-    this.settlements ??= this.http.get<{ chains: Settlement[] }>("/api/v1/health/settlement").then((r) => r.chains);
+    this.settlements ??= this.http.get<SettlementAnswer>("/api/v1/health/settlement").then((r) => r.chains);
     const chains = await this.settlements;
     const found = chain ? chains.find((c) => c.chain === chain) : chains.find((c) => c.postable);
     if (!found) throw clientError("WRONG_CHAIN", chain ? `The service does not settle on ${chain}.` : "The service has no postable chain.");
@@ -173,7 +142,7 @@ export class MarketClient {
     let privateKey = options.privateKey;
     if (privateKey) await this.requireOwnKey(privateKey);
     else privateKey = generated = Wallet.createRandom().privateKey;
-    const { profile } = await this.http.post<{ profile: AgentProfile }>("/api/v1/a2a/register", {
+    const { profile } = await this.http.post<AgentAnswer>("/api/v1/a2a/register", {
       publicKey: publicKeyFromPrivateKey(privateKey),
       supportedChains: options.supportedChains,
       capabilities: options.capabilities ?? [],
@@ -183,7 +152,7 @@ export class MarketClient {
     return generated ? { profile, privateKey: generated } : { profile };
   }
 
-  async browseA2ATasks(filter: { capabilities?: string[] } = {}): Promise<{ tasks: TaskView[]; total: number }> {
+  async browseA2ATasks(filter: { capabilities?: string[] } = {}): Promise<BrowseAnswer> {
     const caps = filter.capabilities?.length ? `?capabilities=${encodeURIComponent(filter.capabilities.join(","))}` : "";
     return this.http.get(`/api/v1/a2a/tasks${caps}`);
   }
@@ -204,7 +173,7 @@ export class MarketClient {
     return task;
   }
 
-  async postedTasks(options: { limit?: number; cursor?: string } = {}): Promise<{ tasks: TaskView[]; nextCursor: string | null }> {
+  async postedTasks(options: { limit?: number; cursor?: string } = {}): Promise<PostedAnswer> {
     const query = new URLSearchParams();
     if (options.limit) query.set("limit", String(options.limit));
     if (options.cursor) query.set("cursor", options.cursor);
@@ -216,7 +185,7 @@ export class MarketClient {
   }
 
   /** Registers interest in a task whose brief is not wrapped to this agent; the poster may wrap it. */
-  async bidOnTask(taskId: string, message?: string): Promise<{ taskHash: string; wrapped: boolean }> {
+  async bidOnTask(taskId: string, message?: string): Promise<BidAnswer> {
     return this.http.post(`/api/v1/a2a/tasks/${taskId}/bid`, message ? { message } : {});
   }
 
@@ -225,7 +194,7 @@ export class MarketClient {
     if (task.brief.privacy === "public") return task.brief.publicBrief ?? "";
     const privateKey = this.#options.executor?.privateKey;
     if (!privateKey || !task.brief.wrappedKey || !task.brief.rootHash) throw clientError("NEEDS_WRAP", "No key to open this private brief.");
-    const { data } = await this.http.get<{ data: string }>(`/api/v1/storage/${task.brief.rootHash}`);
+    const { data } = await this.http.get<BlobData>(`/api/v1/storage/${task.brief.rootHash}`);
     const ciphertext = Buffer.from(data, "base64");
     // The brief the poster funded is the one whose SHA-256 is the task hash: anything else is not opened.
     const downloaded = privateTaskHash(ciphertext);
@@ -243,7 +212,7 @@ export class MarketClient {
     const output = typeof result === "string" ? result : result.output;
     const task = await this.taskToSign(taskId);
     const wallet = await this.wallet(task.meta.chain);
-    const delivered = await this.http.post<{ round: number; unsignedTx: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/deliver`, { output });
+    const delivered = await this.http.post<Delivered>(`/api/v1/a2a/tasks/${taskId}/deliver`, { output });
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("submitEvidence", [task.meta.taskHash, resultHash(output)]) };
     const receipt = await wallet.send(delivered.unsignedTx, expected);
     return this.finalize(taskId, receipt.hash);
@@ -284,7 +253,7 @@ export class MarketClient {
   }
 
   /** Lists a funded task from the `indexParams` a run left. */
-  async indexTask(params: IndexParams): Promise<{ taskHash: string; status: "listed" | "already_listed" }> {
+  async indexTask(params: IndexParams): Promise<ListingOutcome> {
     return this.http.post("/api/v1/a2a/tasks/index", params);
   }
 
@@ -299,8 +268,11 @@ export class MarketClient {
    * The poster's verdict on the latest delivered round of a `manual` task (the service settles it), or the designated
    * verifier's on an `agent` task (signed by this client's wallet).
    */
-  async reviewResult(taskId: string, verdict: { approve: boolean; score?: number; reasons?: string[] }): Promise<{ status: string; txHash?: string }> {
-    const answer = await this.http.post<{ status: string; txHash?: string; unsignedTx?: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/verdict`, {
+  async reviewResult(
+    taskId: string,
+    verdict: { approve: boolean; score?: number; reasons?: string[] },
+  ): Promise<Pick<VerdictAnswer, "status" | "txHash">> {
+    const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskId}/verdict`, {
       passed: verdict.approve,
       ...(verdict.score !== undefined ? { score: verdict.score } : {}),
       ...(verdict.reasons ? { reasons: verdict.reasons } : {}),
@@ -353,7 +325,7 @@ export class MarketClient {
   async settle(taskId: string, action: "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged", known?: TaskView): Promise<{ outcome: string; txHash: string }> {
     const task = await this.taskToSign(taskId, known);
     const wallet = await this.wallet(task.meta.chain);
-    const answer = await this.http.post<{ outcome: string; unsignedTx: UnsignedTx }>(`/api/v1/a2a/tasks/${taskId}/${action}`);
+    const answer = await this.http.post<SettlementTx>(`/api/v1/a2a/tasks/${taskId}/${action}`);
     const fn = { cancel: "cancelTask", "claim-timeout": "claimTimeout", dispute: "raiseDispute", release: "releaseTask", "release-unjudged": "releaseUnjudgedWork" }[action];
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData(fn as "cancelTask", [task.meta.taskHash]) };
     const receipt = await wallet.send(answer.unsignedTx, expected);

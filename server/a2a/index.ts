@@ -1,9 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { Type } from "@sinclair/typebox";
-import type { FastifyInstance } from "fastify";
-import type { App, Context } from "../app";
-import { createTaskQueries } from "../tasks";
-import type { TaskView } from "../tasks/schemas";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { TaskQueries } from "../tasks";
+import { JsonRpcBody, type TaskView } from "../../core/api";
 import { checkCapabilities } from "../../core/capabilities";
 import type { TaskStatus } from "../../core/status";
 
@@ -54,7 +52,7 @@ const A2A_STATE: Record<TaskStatus, string> = {
 };
 
 function a2aTask(view: TaskView, v1: boolean) {
-  const state = A2A_STATE[view.state.status as TaskStatus];
+  const state = A2A_STATE[view.state.status];
   return {
     id: view.state.taskId,
     contextId: view.state.taskId,
@@ -73,9 +71,7 @@ export const MAX_BATCH = 20;
  * `POST /a2a/v1`: JSON-RPC 2.0, public. `tasks/list`, `tasks/get`, `message/send` (acknowledges only) and
  * `tasks/cancel` (refused: cancel on chain), plus the A2A v1.0 names `ListTasks`, `GetTask`, `SendMessage`, `CancelTask`.
  */
-export function a2aRoutes(app: App, { db, now }: Context) {
-  const queries = createTaskQueries({ db, now });
-
+export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "browse" | "view"> }> = async (app, { queries }) => {
   const taskView = async (params: Record<string, unknown>) => {
     const raw = typeof params.id === "string" ? params.id : typeof params.name === "string" ? params.name.replace(/^tasks\//, "") : undefined;
     if (raw === undefined || !/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new RpcFailure(RPC.INVALID_PARAMS, "params.id must be a task hash (0x + 64 hex)");
@@ -153,7 +149,7 @@ export function a2aRoutes(app: App, { db, now }: Context) {
   }
 
   // Own JSON parser in its own scope: a body that is not JSON is a JSON-RPC parse error, not an HTTP 400.
-  app.register(async (scope: FastifyInstance) => {
+  await app.register(async (scope) => {
     scope.removeContentTypeParser("application/json");
     scope.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
       try {
@@ -162,7 +158,7 @@ export function a2aRoutes(app: App, { db, now }: Context) {
         done(null, PARSE_FAILED);
       }
     });
-    (scope as unknown as App).post(
+    scope.post(
       "/a2a/v1",
       {
         schema: {
@@ -173,7 +169,7 @@ export function a2aRoutes(app: App, { db, now }: Context) {
             "(acknowledges only), `tasks/cancel` (refused: -32004, cancel on chain), and the A2A v1.0 names `ListTasks`, " +
             "`GetTask`, `SendMessage`, `CancelTask`. Errors: -32700 parse, -32600 invalid request, -32601 method, -32602 " +
             `params, -32001 task not found. Batches (arrays of up to ${MAX_BATCH} requests) are answered as arrays.`,
-          body: Type.Unknown(),
+          body: JsonRpcBody,
         },
       },
       async (request, reply) => {
@@ -192,4 +188,4 @@ export function a2aRoutes(app: App, { db, now }: Context) {
       },
     );
   });
-}
+};

@@ -5,7 +5,7 @@ import { LEGACY_AGENT_CHAIN, type ChainName } from "../../core/chains";
 import { MarketError } from "../../core/errors";
 import { normalizePublicKey } from "../../core/crypto";
 import { FRESH_REPUTATION } from "../../core/reputation";
-import type { AgentProfile } from "../../core/api";
+import { asAddress, asRawAmount, type AgentProfile } from "../../core/api";
 
 export type { AgentProfile } from "../../core/api";
 
@@ -38,15 +38,15 @@ export function createAgentRegistry({ db, now }: { db: Db; now: () => number }) 
   const toRegistered = (row: Row): RegisteredAgent => ({
     accountId: row.account_id,
     profile: {
-      address: row.address,
+      address: asAddress(row.address),
       publicKey: row.public_key,
       displayName: row.display_name,
       capabilities: json.read<string[]>(row.capabilities) ?? [],
       supportedChains: json.read<string[]>(row.supported_chains),
-      minReward: row.min_reward,
+      minReward: row.min_reward === null ? null : asRawAmount(row.min_reward),
       reputation: row.reputation ?? FRESH_REPUTATION.reputation,
       tasksCompleted: row.tasks_completed ?? FRESH_REPUTATION.tasksCompleted,
-      earnings: row.earnings ?? FRESH_REPUTATION.earnings,
+      earnings: asRawAmount(row.earnings ?? FRESH_REPUTATION.earnings),
       registeredAt: row.registered_at,
     },
   });

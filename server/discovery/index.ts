@@ -1,7 +1,7 @@
-import { Type } from "@sinclair/typebox";
-import type { App, Context } from "../app";
-import type { AgentProfile } from "../agents";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { AgentProfile, AgentRegistry } from "../agents";
 import { errorResponses } from "../http/schemas";
+import { AgentCardParams, Card } from "../../core/api";
 import { addressParam } from "../http/params";
 import { MarketError } from "../../core/errors";
 
@@ -68,13 +68,17 @@ export function agentCard(baseUrl: string, agent: AgentProfile) {
   };
 }
 
-export function discoveryRoutes(app: App, { config, agents: registry }: Context) {
-  const baseUrl = config.publicUrl.replace(/\/$/, "");
+/** The platform's A2A card and each registered agent's. */
+export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; agents: Pick<AgentRegistry, "get"> }> = async (
+  app,
+  { publicUrl, agents: registry },
+) => {
+  const baseUrl = publicUrl.replace(/\/$/, "");
 
   for (const path of ["/.well-known/agent.json", "/.well-known/agent-card.json"]) {
     app.get(
       path,
-      { schema: { tags: ["discovery"], summary: "Platform card", response: { 200: Type.Object({}, { additionalProperties: true }) } } },
+      { schema: { tags: ["discovery"], summary: "Platform card", response: { 200: Card } } },
       async () => platformCard(baseUrl),
     );
   }
@@ -85,8 +89,8 @@ export function discoveryRoutes(app: App, { config, agents: registry }: Context)
       schema: {
         tags: ["discovery"],
         summary: "A registered agent's card",
-        params: Type.Object({ address: Type.String({ maxLength: 100, description: "The agent's 0x address." }) }),
-        response: { 200: Type.Object({}, { additionalProperties: true }), ...errorResponses(404) },
+        params: AgentCardParams,
+        response: { 200: Card, ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -95,4 +99,4 @@ export function discoveryRoutes(app: App, { config, agents: registry }: Context)
       return agentCard(baseUrl, agent);
     },
   );
-}
+};

@@ -1,17 +1,37 @@
-import { Type } from "@sinclair/typebox";
-import type { App, Context } from "../app";
-import { Address, CREDENTIALS, Envelope, errorResponses, ok } from "../http/schemas";
-import { loadTask } from "../marketplace/task-context";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { Authenticate } from "../auth";
+import type { ChainRegistry } from "../chains";
+import type { Clock } from "../http/types";
+import type { Headers } from "../http/credentials";
+import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
+import { loadTask } from "../tasks/context";
 import { addressParam } from "../http/params";
-import { isUniqueViolation } from "../db";
+import { isUniqueViolation, type Db } from "../db";
+import {
+  AddressParams,
+  Envelope,
+  ReviewBody,
+  Reviewed,
+  Reviews,
+  TaskHashParams,
+  TaskMessage,
+  TaskMessageBody,
+  TaskMessages,
+  asAddress,
+  asTaskHash,
+} from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { EscrowStatus } from "../../core/escrow";
 
-const TaskParams = Type.Object({ taskHash: Type.String({ maxLength: 100 }) });
-const Message = Type.Object({ id: Type.Integer(), sender: Address, body: Type.String(), createdAt: Type.Integer() });
+export interface FeedbackDeps {
+  auth: Authenticate;
+  db: Db;
+  chains: ChainRegistry;
+  now: Clock;
+}
 
 /** Reviews of completed tasks (by the poster, once) and messages between a task's poster and its executor. */
-export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
+export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (app, { db, chains, auth, now }) => {
   app.post(
     "/api/v1/a2a/tasks/:taskHash/review",
     {
@@ -19,12 +39,9 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
         tags: ["feedback"],
         summary: "Review the agent of a completed task (poster only, once)",
         security: CREDENTIALS,
-        params: TaskParams,
-        body: Type.Object(
-          { rating: Type.Integer({ minimum: 1, maximum: 5 }), comment: Type.Optional(Type.String({ maxLength: 2000 })) },
-          { additionalProperties: false },
-        ),
-        response: { 200: Envelope(Type.Object({ taskHash: Type.String(), agent: Address, rating: Type.Integer() })), ...errorResponses(401, 403, 404, 409) },
+        params: TaskHashParams,
+        body: ReviewBody,
+        response: { 200: Envelope(Reviewed), ...errorResponses(401, 403, 404, 409) },
       },
     },
     async (request) => {
@@ -49,7 +66,7 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
         if (isUniqueViolation(error)) throw new MarketError("ALREADY_REVIEWED");
         throw error;
       }
-      return ok({ taskHash: task.listing.task_hash, agent: worker, rating: request.body.rating });
+      return ok({ taskHash: asTaskHash(task.listing.task_hash), agent: asAddress(worker), rating: request.body.rating });
     },
   );
 
@@ -59,18 +76,8 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
       schema: {
         tags: ["reputation"],
         summary: "Reviews of an agent, newest first",
-        params: Type.Object({ address: Type.String({ maxLength: 100 }) }),
-        response: {
-          200: Envelope(
-            Type.Object({
-              reviews: Type.Array(
-                Type.Object({ taskHash: Type.String(), poster: Address, rating: Type.Integer(), comment: Type.Union([Type.String(), Type.Null()]), createdAt: Type.Integer() }),
-              ),
-              averageRating: Type.Union([Type.Number(), Type.Null()]),
-            }),
-          ),
-          ...errorResponses(),
-        },
+        params: AddressParams,
+        response: { 200: Envelope(Reviews), ...errorResponses() },
       },
     },
     async (request) => {
@@ -81,14 +88,14 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
         .orderBy("created_at", "desc")
         .limit(200)
         .execute();
-      const reviews = rows.map((r) => ({ taskHash: r.task_hash, poster: r.poster, rating: r.rating, comment: r.comment, createdAt: r.created_at }));
+      const reviews = rows.map((r) => ({ taskHash: asTaskHash(r.task_hash), poster: asAddress(r.poster), rating: r.rating, comment: r.comment, createdAt: r.created_at }));
       const averageRating = reviews.length === 0 ? null : reviews.reduce((sum, r) => sum + r.rating, 0) / reviews.length;
       return ok({ reviews, averageRating });
     },
   );
 
   /** The poster and the assigned executor only; no executor yet means no conversation yet. */
-  async function party(request: { headers: Record<string, string | string[] | undefined> }, taskHash: string) {
+  async function party(request: { headers: Headers }, taskHash: string) {
     const principal = await auth.required(request);
     const task = await loadTask(db, chains, taskHash);
     const isPoster = principal.wallet === task.listing.poster;
@@ -104,9 +111,9 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
         tags: ["feedback"],
         summary: "Send a message about a task (poster or assigned executor)",
         security: CREDENTIALS,
-        params: TaskParams,
-        body: Type.Object({ body: Type.String({ minLength: 1, maxLength: 4000 }) }, { additionalProperties: false }),
-        response: { 200: Envelope(Message), ...errorResponses(401, 403, 404, 409) },
+        params: TaskHashParams,
+        body: TaskMessageBody,
+        response: { 200: Envelope(TaskMessage), ...errorResponses(401, 403, 404, 409) },
       },
     },
     async (request) => {
@@ -117,7 +124,7 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
         .values({ task_hash: task.listing.task_hash, sender: principal.wallet, body: request.body.body, created_at: at })
         .returning("id")
         .executeTakeFirstOrThrow();
-      return ok({ id: row.id, sender: principal.wallet, body: request.body.body, createdAt: at });
+      return ok({ id: row.id, sender: asAddress(principal.wallet), body: request.body.body, createdAt: at });
     },
   );
 
@@ -128,14 +135,14 @@ export function feedbackRoutes(app: App, { db, chains, auth, now }: Context) {
         tags: ["feedback"],
         summary: "A task's messages, oldest first (poster or assigned executor)",
         security: CREDENTIALS,
-        params: TaskParams,
-        response: { 200: Envelope(Type.Object({ messages: Type.Array(Message) })), ...errorResponses(401, 403, 404, 409) },
+        params: TaskHashParams,
+        response: { 200: Envelope(TaskMessages), ...errorResponses(401, 403, 404, 409) },
       },
     },
     async (request) => {
       const { task } = await party(request, request.params.taskHash);
       const rows = await db.selectFrom("task_messages").selectAll().where("task_hash", "=", task.listing.task_hash).orderBy("id").limit(1000).execute();
-      return ok({ messages: rows.map((m) => ({ id: m.id, sender: m.sender, body: m.body, createdAt: m.created_at })) });
+      return ok({ messages: rows.map((m) => ({ id: m.id, sender: asAddress(m.sender), body: m.body, createdAt: m.created_at })) });
     },
   );
-}
+};

@@ -1,28 +1,31 @@
-import { Type } from "@sinclair/typebox";
-import type { App, Context } from "../app";
-import { Address, Envelope, errorResponses, ok } from "../http/schemas";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { Db } from "../db";
+import type { ChainRegistry } from "../chains";
+import type { Clock } from "../http/types";
+import { errorResponses, ok } from "../http/schemas";
+import { Envelope, Liveness, Readiness, SettlementAnswer, asAddress } from "../../core/api";
 import { MarketError } from "../../core/errors";
 
 /** A chain is ready when its indexer is at most this many blocks behind its confirmation depth. */
 export const READY_LAG_BLOCKS = 10;
 
-const ChainLag = Type.Object({
-  chain: Type.String(),
-  headBlock: Type.Union([Type.Integer(), Type.Null()]),
-  indexedBlock: Type.Union([Type.Integer(), Type.Null()]),
-  lagBlocks: Type.Union([Type.Integer(), Type.Null()]),
-  ready: Type.Boolean(),
-  error: Type.Optional(Type.String()),
-});
+export interface HealthDeps {
+  db: Db;
+  chains: ChainRegistry;
+  now: Clock;
+  /** The public key `keyCustodyBlob`s are wrapped to; null when this server holds no custody key. */
+  custodyPublicKey: string | null;
+}
 
-export function healthRoutes(app: App, { db, chains, now, custody }: Context) {
+/** Liveness, readiness (database and indexer lag) and the settlement chains. */
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, { db, chains, now, custodyPublicKey }) => {
   app.get(
     "/health",
     {
       schema: {
         tags: ["health"],
         summary: "Liveness: the process answers",
-        response: { 200: Envelope(Type.Object({ status: Type.Literal("ok"), time: Type.Integer() })) },
+        response: { 200: Envelope(Liveness) },
       },
     },
     async () => ok({ status: "ok" as const, time: now() }),
@@ -35,7 +38,7 @@ export function healthRoutes(app: App, { db, chains, now, custody }: Context) {
         tags: ["health"],
         summary: "Readiness: the database answers and each chain's indexer lag in blocks",
         description: `503 \`NOT_READY\` when the database fails or an indexer is more than ${READY_LAG_BLOCKS} blocks (beyond its confirmation depth) behind.`,
-        response: { 200: Envelope(Type.Object({ ready: Type.Literal(true), chains: Type.Array(ChainLag) })), ...errorResponses(503) },
+        response: { 200: Envelope(Readiness), ...errorResponses(503) },
       },
     },
     async () => {
@@ -69,26 +72,7 @@ export function healthRoutes(app: App, { db, chains, now, custody }: Context) {
       schema: {
         tags: ["health"],
         summary: "Per chain: chain id, escrow, settlement token, whether new tasks are postable, batch creation",
-        response: {
-          200: Envelope(
-            Type.Object({
-              chains: Type.Array(
-                Type.Object({
-                  chain: Type.String(),
-                  chainId: Type.Integer(),
-                  escrowAddress: Address,
-                  token: Address,
-                  postable: Type.Boolean(),
-                  batchCreate: Type.Object({ supported: Type.Boolean(), maxBatch: Type.Integer() }),
-                }),
-              ),
-              custodyPublicKey: Type.Union([Type.String({ pattern: "^[0-9a-f]{130}$" }), Type.Null()], {
-                description: "Uncompressed secp256k1 public key (hex) a `keyCustodyBlob` wraps the brief key to; null when this server holds no custody key.",
-              }),
-            }),
-          ),
-          ...errorResponses(503),
-        },
+        response: { 200: Envelope(SettlementAnswer), ...errorResponses(503) },
       },
     },
     async () =>
@@ -97,13 +81,13 @@ export function healthRoutes(app: App, { db, chains, now, custody }: Context) {
           chains.list().map(async (chain) => ({
             chain: chain.name,
             chainId: chain.config.chainId,
-            escrowAddress: chain.config.escrow,
-            token: chain.config.token,
+            escrowAddress: asAddress(chain.config.escrow),
+            token: asAddress(chain.config.token),
             postable: chain.config.postable,
             batchCreate: await chain.batchCreate(),
           })),
         ),
-        custodyPublicKey: custody.publicKey,
+        custodyPublicKey,
       }),
   );
-}
+};

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { createHash } from "node:crypto";
 import type { RateLimitConfig } from "../config";
 import { MarketError } from "../../core/errors";
-import { presentedCredential } from "../auth";
+import { presentedCredential } from "./credentials";
 
 interface Window {
   startedAt: number;

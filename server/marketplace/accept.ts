@@ -1,88 +1,21 @@
-import type { Db } from "../db";
-import { isUniqueViolation, json } from "../db";
-import type { ChainRegistry } from "../chains";
-import type { AgentRegistry, RegisteredAgent } from "../agents";
-import type { Outbox } from "../outbox";
-import { OutboxRevert } from "../outbox";
-import type { Offers } from "./offers";
-import type { Custody } from "./custody";
-import { refusal } from "./eligibility";
-import { loadTask, requireLive, waitForIndexer, type Assignment, type TaskContext } from "./task-context";
-import { normalizeWrappedKeys } from "../tasks/terms";
+import { isUniqueViolation } from "../db";
+import { listedFields, loadTask, requireLive, waitForIndexer, type Assignment, type TaskContext } from "../tasks";
+import { OutboxRevert, requireOutbox } from "../outbox";
+import { refusalFor, registeredAgent, wrappedKeyOf, type MarketplaceDeps } from "./deps";
+import { asAddress, asTaskHash, type Assigned, type DeclineAnswer } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { Ending, EscrowStatus, statusName } from "../../core/escrow";
 
-export interface MarketplaceDeps {
-  db: Db;
-  chains: ChainRegistry;
-  agents: AgentRegistry;
-  offers: Offers;
-  custody: Custody;
-  /** The verifier key's outbox per chain name; a chain without one cannot assign or judge. */
-  outboxes: ReadonlyMap<string, Outbox>;
-  now: () => number;
-  /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
-  indexerWaitMs?: number;
-}
-
-/** What an agent needs once a task is assigned to it: the brief (or how to open it) and how it is judged. */
-export interface Assigned {
-  taskHash: string;
-  chain: string;
-  escrowAddress: string;
-  worker: string;
-  status: "assigned";
-  assignTx: string | null;
-  deadline: number;
-  rounds: number;
-  brief: { privacy: "public" | "private"; publicBrief?: string; routingSummary?: string; rootHash?: string; wrappedKey?: string };
-  verification: { mode: string; criteria?: Record<string, unknown>; verifierAddress?: string };
-}
+export type { MarketplaceDeps } from "./deps";
 
 /** How old an accept lock with no live assignment transaction must be before another agent may take the task. */
 export const ACCEPT_LOCK_TTL_MS = 2 * 60_000;
 
-export function requireOutbox(deps: Pick<MarketplaceDeps, "outboxes">, chain: string): Outbox {
-  const outbox = deps.outboxes.get(chain);
-  if (!outbox) throw new MarketError("VERIFIER_KEY_NOT_CONFIGURED", `No marketplace verifier key is configured for ${chain}.`);
-  return outbox;
-}
+export type Accepting = ReturnType<typeof createAccepting>;
 
+/** Taking a task: accepting it (assigned on chain by the marketplace verifier key) or declining its exclusive offer. */
 export function createAccepting(deps: MarketplaceDeps) {
   const { db, chains, agents, offers, custody, now } = deps;
-
-  async function registered(wallet: string): Promise<RegisteredAgent> {
-    const agent = await agents.lookup(wallet);
-    if (!agent) throw new MarketError("AGENT_NOT_REGISTERED");
-    return agent;
-  }
-
-  async function wrappedKeyOf(taskHash: string, agent: string): Promise<string | undefined> {
-    const row = await db
-      .selectFrom("task_keys")
-      .select("wrapped_key")
-      .where("task_hash", "=", taskHash)
-      .where("agent_address", "=", agent)
-      .executeTakeFirst();
-    return row?.wrapped_key;
-  }
-
-  /** The refusal this agent gets for this task, counting wraps and custody copies. */
-  async function refusalFor(ctx: TaskContext, agent: RegisteredAgent) {
-    const wrapped = ctx.listing.privacy === "public" || (await wrappedKeyOf(ctx.listing.task_hash, agent.profile.address)) !== undefined;
-    return refusal(
-      {
-        listing: ctx.listing,
-        status: ctx.onChain.status,
-        deadline: ctx.onChain.deadline,
-        posterAccountId: await offers.posterAccount(ctx.listing.poster),
-        wrappedToCandidate: wrapped,
-        rewrappable: custody.available && ctx.listing.key_custody_blob !== null,
-      },
-      agent,
-      Math.floor(now() / 1000),
-    );
-  }
 
   async function assignedView(ctx: TaskContext, worker: string): Promise<Assigned> {
     const { listing, chain, onChain } = ctx;
@@ -94,28 +27,28 @@ export function createAccepting(deps: MarketplaceDeps) {
       .where("event", "=", "WorkerAssigned")
       .orderBy("block_number", "desc")
       .executeTakeFirst();
-    const wrappedKey = await wrappedKeyOf(listing.task_hash, worker);
-    const criteria = json.read<Record<string, unknown>>(listing.verification_criteria);
+    const wrappedKey = await wrappedKeyOf(db, listing.task_hash, worker);
+    const fields = listedFields(listing);
     return {
-      taskHash: listing.task_hash,
+      taskHash: asTaskHash(listing.task_hash),
       chain: chain.name,
-      escrowAddress: chain.config.escrow,
-      worker,
+      escrowAddress: asAddress(chain.config.escrow),
+      worker: asAddress(worker),
       status: "assigned",
       assignTx: assignTx?.tx_hash ?? null,
       deadline: onChain.deadline,
       rounds: onChain.rounds,
       brief: {
-        privacy: listing.privacy,
-        ...(listing.public_brief === null ? {} : { publicBrief: listing.public_brief }),
-        ...(listing.routing_summary === null ? {} : { routingSummary: listing.routing_summary }),
-        ...(listing.root_hash === null ? {} : { rootHash: listing.root_hash }),
+        privacy: fields.privacy,
+        ...(fields.publicBrief === null ? {} : { publicBrief: fields.publicBrief }),
+        ...(fields.routingSummary === null ? {} : { routingSummary: fields.routingSummary }),
+        ...(fields.rootHash === null ? {} : { rootHash: fields.rootHash }),
         ...(wrappedKey === undefined ? {} : { wrappedKey }),
       },
       verification: {
-        mode: listing.verification_mode,
-        ...(criteria === null ? {} : { criteria }),
-        ...(listing.verifier_address === null ? {} : { verifierAddress: listing.verifier_address }),
+        mode: fields.verificationMode,
+        ...(fields.verificationCriteria === null ? {} : { criteria: fields.verificationCriteria }),
+        ...(fields.verifierAddress === null ? {} : { verifierAddress: asAddress(fields.verifierAddress) }),
       },
     };
   }
@@ -142,7 +75,7 @@ export function createAccepting(deps: MarketplaceDeps) {
    * Accepting again a task the agent already holds answers the same assignment.
    */
   async function accept(wallet: string, taskHash: string): Promise<Assigned> {
-    const agent = await registered(wallet);
+    const agent = await registeredAgent(agents, wallet);
     const address = agent.profile.address;
     let ctx = await loadTask(db, chains, taskHash);
     const { listing, onChain } = ctx;
@@ -164,13 +97,13 @@ export function createAccepting(deps: MarketplaceDeps) {
       await releaseLock(listing.task_hash, held.agent_address);
       held = undefined;
     }
-    const outbox = requireOutbox(deps, listing.chain);
+    const outbox = requireOutbox(deps.outboxes, listing.chain);
     await requireLive(db, listing.chain);
-    const refused = await refusalFor(ctx, agent);
+    const refused = await refusalFor(deps, ctx, agent);
     if (refused) throw refused;
     await offers.requireNotHeld(listing.task_hash, address);
 
-    if (listing.privacy === "private" && (await wrappedKeyOf(listing.task_hash, address)) === undefined) {
+    if (listing.privacy === "private" && (await wrappedKeyOf(db, listing.task_hash, address)) === undefined) {
       const rewrapped = custody.rewrap(listing.key_custody_blob ?? "", agent.profile.publicKey ?? "");
       if (!rewrapped) throw new MarketError("NEEDS_WRAP", "The custody copy of the brief key cannot be opened (the key was rotated).");
       await db
@@ -231,69 +164,15 @@ export function createAccepting(deps: MarketplaceDeps) {
     return assignedView(ctx, address);
   }
 
-  /** Interest in a task whose brief is not wrapped to the agent; the poster reads bids and may wrap the key. */
-  async function bid(wallet: string, taskHash: string, message: string | undefined) {
-    const agent = await registered(wallet);
-    const ctx = await loadTask(db, chains, taskHash);
-    const refused = await refusalFor(ctx, agent);
-    if (refused && refused.code !== "NEEDS_WRAP") throw refused;
-    await db
-      .insertInto("bids")
-      .values({ task_hash: ctx.listing.task_hash, agent_address: agent.profile.address, message: message ?? null, created_at: now() })
-      .onConflict((oc) => oc.columns(["task_hash", "agent_address"]).doUpdateSet({ message: message ?? null }))
-      .execute();
-    return { taskHash: ctx.listing.task_hash, agent: agent.profile.address, wrapped: refused === undefined || ctx.listing.privacy === "public" };
-  }
-
-  async function bids(wallet: string, taskHash: string) {
-    const ctx = await loadTask(db, chains, taskHash);
-    if (ctx.listing.poster !== wallet) throw new MarketError("NOT_POSTER", "Only the poster can read bids.");
-    const rows = await db.selectFrom("bids").selectAll().where("task_hash", "=", ctx.listing.task_hash).orderBy("created_at").execute();
-    const profiles = await agents.search({ addresses: rows.map((r) => r.agent_address) });
-    const byAddress = new Map(profiles.map((p) => [p.profile.address, p.profile]));
-    return rows.map((r) => {
-      const profile = byAddress.get(r.agent_address);
-      return {
-        agent: r.agent_address,
-        message: r.message,
-        createdAt: r.created_at,
-        publicKey: profile?.publicKey ?? null,
-        capabilities: profile?.capabilities ?? [],
-        reputation: profile?.reputation ?? 0,
-      };
-    });
-  }
-
-  /** The poster wraps the brief key to more agents (bidders) after listing. */
-  async function addKeys(wallet: string, taskHash: string, wrappedKeys: Record<string, string>) {
-    const ctx = await loadTask(db, chains, taskHash);
-    if (ctx.listing.poster !== wallet) throw new MarketError("NOT_POSTER");
-    if (ctx.listing.privacy !== "private") throw new MarketError("PUBLIC_TASK_KEYS");
-    const entries = Object.entries(normalizeWrappedKeys(wrappedKeys));
-    const known = await agents.search({ addresses: entries.map(([a]) => a) });
-    const registeredAddresses = new Set(known.map((k) => k.profile.address));
-    const unknown = entries.filter(([a]) => !registeredAddresses.has(a));
-    if (unknown.length > 0) {
-      throw new MarketError("EXECUTOR_NOT_FOUND", `Not registered: ${unknown.map(([a]) => a).join(", ")}`);
-    }
-    for (const [agent, key] of entries) {
-      await db
-        .insertInto("task_keys")
-        .values({ task_hash: ctx.listing.task_hash, agent_address: agent, wrapped_key: key })
-        .onConflict((oc) => oc.columns(["task_hash", "agent_address"]).doNothing())
-        .execute();
-    }
-    return { taskHash: ctx.listing.task_hash, agents: entries.map(([a]) => a) };
-  }
-
-  async function decline(wallet: string, taskHash: string) {
-    const agent = await registered(wallet);
+  /** The agent gives up its exclusive offer: the task opens to every eligible agent at once. */
+  async function decline(wallet: string, taskHash: string): Promise<DeclineAnswer> {
+    const agent = await registeredAgent(agents, wallet);
     const ctx = await loadTask(db, chains, taskHash);
     if (!(await offers.decline(ctx.listing.task_hash, agent.profile.address))) {
       throw new MarketError("WRONG_STATE", "No exclusive offer of this task is open for you.", { reason: "no_offer" });
     }
-    return { taskHash: ctx.listing.task_hash, declined: true };
+    return { taskHash: asTaskHash(ctx.listing.task_hash), declined: true };
   }
 
-  return { accept, bid, bids, addKeys, decline, assignedView };
+  return { accept, decline };
 }

@@ -1,34 +1,34 @@
 import { getAddress, Transaction } from "ethers";
-import { json } from "../db";
-import { chainCall } from "../chains";
-import { isAlreadySent, isNodeRefusal } from "../../core/revert";
-import { escrowPaused, loadTask, waitForIndexer, type Delivery, type TaskContext } from "./task-context";
-import { requireOutbox, type MarketplaceDeps } from "./accept";
-import { autoVerdict, sendVerdict } from "../verification/judge";
-import { unsignedCall, type UnsignedTx } from "./calls";
-import { refusalError } from "./refusals";
+import type { Db } from "../db";
+import { chainCall, type ChainRegistry } from "../chains";
+import { unsignedCall } from "../chains/calls";
+import { escrowPaused, loadTask, statusOf as statusAt, type Delivery, type TaskContext } from "../tasks";
 import { taskSnapshotOf } from "../indexer/task-projection";
-import { fromEventRow } from "../indexer/events";
+import type { AutoVerification } from "../verification";
+import type { Clock } from "../http/types";
+import { refusalError } from "./refusals";
+import { isAlreadySent, isNodeRefusal } from "../../core/revert";
+import type { Delivered, EvidenceSent, Finalized } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { canDeliver } from "../../core/escrow";
 import { resultHash } from "../../core/crypto";
-import { MAX_SUBMISSIONS } from "../../core/limits";
-import { taskStatus, type TaskStatus } from "../../core/status";
+import type { TaskStatus } from "../../core/status";
 
-export interface Finalized {
-  taskHash: string;
-  round: number;
-  status: TaskStatus;
-  verificationResult?: { passed: boolean; score: number; reasons: string[] };
-  roundsLeft: number;
-  txHash?: string;
+export { MAX_OUTPUT_CHARS } from "../../core/api";
+
+export interface DeliveryDeps {
+  db: Db;
+  chains: ChainRegistry;
+  now: Clock;
+  /** Judges a round the service settles itself (`auto` mode), after checking its evidence on chain. */
+  verification: Pick<AutoVerification, "requireEvidenceIndexed" | "settle" | "roundResult">;
 }
 
-/** Largest delivered output (characters). */
-export const MAX_OUTPUT_CHARS = 500_000;
+export type Delivering = ReturnType<typeof createDelivery>;
 
-export function createDelivery(deps: MarketplaceDeps) {
-  const { db, chains, now } = deps;
+/** Delivering results: storing a round's output, relaying the worker's evidence transaction, and finalizing the round. */
+export function createDelivery(deps: DeliveryDeps) {
+  const { db, chains, now, verification } = deps;
 
   /** Only the task's worker, per the escrow (the recorded executor). */
   function requireWorker(ctx: TaskContext, wallet: string) {
@@ -39,7 +39,7 @@ export function createDelivery(deps: MarketplaceDeps) {
    * Stores the result of the next round and answers the `submitEvidence` transaction (result hash = SHA-256 of the
    * output) for the worker's own wallet to sign. Delivering again before the evidence is on chain replaces the output.
    */
-  async function deliver(wallet: string, taskHash: string, output: string): Promise<{ round: number; resultHash: string; unsignedTx: UnsignedTx }> {
+  async function deliver(wallet: string, taskHash: string, output: string): Promise<Delivered> {
     const ctx = await loadTask(db, chains, taskHash);
     const { listing } = ctx;
     const hash = resultHash(output);
@@ -91,7 +91,7 @@ export function createDelivery(deps: MarketplaceDeps) {
    * delivered result, from the worker's wallet to the escrow on the task's chain. The raw transaction is kept so it
    * can be rebroadcast.
    */
-  async function relayEvidence(wallet: string, taskHash: string, signedTx: string): Promise<{ txHash: string }> {
+  async function relayEvidence(wallet: string, taskHash: string, signedTx: string): Promise<EvidenceSent> {
     const ctx = await loadTask(db, chains, taskHash);
     requireWorker(ctx, wallet);
     const delivery = pendingDelivery(ctx);
@@ -135,7 +135,7 @@ export function createDelivery(deps: MarketplaceDeps) {
   }
 
   /** Sends the kept evidence transaction again (e.g. dropped from the pool). Only the accepted executor. */
-  async function rebroadcast(wallet: string, taskHash: string): Promise<{ txHash: string }> {
+  async function rebroadcast(wallet: string, taskHash: string): Promise<EvidenceSent> {
     const ctx = await loadTask(db, chains, taskHash);
     requireWorker(ctx, wallet);
     const delivery = ctx.delivery;
@@ -156,81 +156,17 @@ export function createDelivery(deps: MarketplaceDeps) {
     requireWorker(ctx, wallet);
     const delivery = ctx.delivery;
     if (!delivery) throw new MarketError("WRONG_STATE", "Nothing was delivered.", { reason: statusOf(ctx) });
-    if (delivery.passed !== null || (delivery.finalized_at !== null && ctx.listing.verification_mode !== "auto")) return result(ctx, delivery);
+    if (delivery.passed !== null || (delivery.finalized_at !== null && ctx.listing.verification_mode !== "auto")) return verification.roundResult(ctx, delivery);
     if (txHash && !delivery.evidence_tx) {
       await db.updateTable("deliveries").set({ evidence_tx: txHash.toLowerCase() }).where("task_hash", "=", delivery.task_hash).where("round", "=", delivery.round).execute();
     }
-    if (ctx.listing.verification_mode === "auto") return settleAutomatically(ctx, delivery, txHash);
-    await requireEvidenceIndexed(ctx, delivery, txHash ?? delivery.evidence_tx ?? undefined);
+    if (ctx.listing.verification_mode === "auto") return verification.settle(ctx, delivery, txHash);
+    await verification.requireEvidenceIndexed(ctx, delivery, txHash ?? delivery.evidence_tx ?? undefined);
     await db.updateTable("deliveries").set({ finalized_at: now() }).where("task_hash", "=", delivery.task_hash).where("round", "=", delivery.round).execute();
-    return result(await loadTask(db, chains, taskHash), { ...delivery, finalized_at: now() });
+    return verification.roundResult(await loadTask(db, chains, taskHash), { ...delivery, finalized_at: now() });
   }
 
-  /** The round's evidence checked on chain, the rule engine's verdict, and the verdict settled by the verifier key. */
-  async function settleAutomatically(context: TaskContext, delivery: Delivery, txHash?: string): Promise<Finalized> {
-    const ctx = await requireEvidenceIndexed(context, delivery, txHash ?? delivery.evidence_tx ?? undefined);
-    const verdict = autoVerdict(ctx, delivery.output);
-    const sent = await sendVerdict(
-      { db, outbox: requireOutbox(deps, ctx.listing.chain), now, indexerWaitMs: deps.indexerWaitMs },
-      ctx,
-      delivery,
-      { ...verdict, judgedBy: "auto" },
-    );
-    const after = await loadTask(db, chains, ctx.listing.task_hash);
-    return { ...result(after, after.delivery ?? delivery), txHash: sent.txHash };
-  }
+  const statusOf = (ctx: TaskContext): TaskStatus => statusAt(ctx, now());
 
-  /** The round's evidence must be on chain (indexed) with the delivered result's hash. */
-  async function requireEvidenceIndexed(ctx: TaskContext, delivery: Delivery, txHash: string | undefined): Promise<TaskContext> {
-    const indexed = async () => {
-      const rows = await db
-        .selectFrom("escrow_events")
-        .selectAll()
-        .where("chain", "=", ctx.listing.chain)
-        .where("task_hash", "=", ctx.listing.task_hash)
-        .where("event", "=", "EvidenceSubmitted")
-        .execute();
-      for (const event of rows.map(fromEventRow)) {
-        if (event.event === "EvidenceSubmitted" && Number(event.args.round) === delivery.round) return event.args;
-      }
-      return undefined;
-    };
-    let evidence = await indexed();
-    if (!evidence && txHash) {
-      const receipt = await ctx.chain.provider.getTransactionReceipt(txHash).catch(() => null);
-      if (receipt && receipt.status !== 1) throw new MarketError("TX_REVERTED", "The evidence transaction reverted.");
-      if (receipt) {
-        await waitForIndexer(async () => (evidence = await indexed()) !== undefined, deps.indexerWaitMs);
-      }
-    }
-    if (!evidence) throw new MarketError("EVIDENCE_NOT_CONFIRMED");
-    if (evidence.resultHash.toLowerCase() !== delivery.result_hash) {
-      throw new MarketError("EVIDENCE_MISMATCH", "The evidence on chain is not the hash of the delivered output; deliver that output.");
-    }
-    return loadTask(db, chains, ctx.listing.task_hash);
-  }
-
-  function statusOf(ctx: TaskContext): TaskStatus {
-    return taskStatus({
-      status: ctx.onChain.status,
-      deadline: ctx.onChain.deadline,
-      nowSeconds: Math.floor(now() / 1000),
-      awaitingVerdict: ctx.delivery?.finalized_at !== null && ctx.delivery?.passed === null,
-    });
-  }
-
-  function result(ctx: TaskContext, delivery: Delivery): Finalized {
-    const judged = delivery.passed !== null;
-    return {
-      taskHash: ctx.listing.task_hash,
-      round: delivery.round,
-      status: statusOf({ ...ctx, delivery }),
-      ...(judged
-        ? { verificationResult: { passed: delivery.passed === 1, score: delivery.score ?? 0, reasons: json.read<string[]>(delivery.reasons) ?? [] } }
-        : {}),
-      roundsLeft: MAX_SUBMISSIONS - ctx.onChain.rounds,
-    };
-  }
-
-  return { deliver, relayEvidence, rebroadcast, finalize, settleAutomatically, statusOf, result };
+  return { deliver, relayEvidence, rebroadcast, finalize };
 }

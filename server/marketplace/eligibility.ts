@@ -1,5 +1,5 @@
 import type { Listing } from "../db/schema";
-import type { AgentProfile } from "../agents";
+import { minRewardRefusal, type AgentProfile } from "../agents";
 import { json } from "../db";
 import { MarketError } from "../../core/errors";
 import { agentChains } from "../../core/chains";
@@ -49,10 +49,4 @@ export function refusal(task: Opening, agent: Candidate, nowSeconds: number): Ma
   if (belowMinimum) return belowMinimum;
   if (listing.privacy === "private" && !task.wrappedToCandidate && !task.rewrappable) return new MarketError("NEEDS_WRAP");
   return undefined;
-}
-
-/** Rentals ignore the agent's minimum; every other task, pinned ones included, respects it. */
-export function minRewardRefusal(minReward: string | null, amount: bigint, serviceId: number | null): MarketError | undefined {
-  if (serviceId !== null || minReward === null || BigInt(minReward) <= amount) return undefined;
-  return new MarketError("BELOW_MIN_REWARD", `The reward ${amount} is below the agent's minimum ${minReward}.`);
 }

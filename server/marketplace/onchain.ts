@@ -1,17 +1,13 @@
-import type { MarketplaceDeps } from "./accept";
-import { escrowPaused, loadTask, type TaskContext } from "./task-context";
-import { unsignedCall, type UnsignedTx } from "./calls";
-import { refusalError, type EscrowAction } from "./refusals";
+import type { Db } from "../db";
+import type { ChainRegistry } from "../chains";
+import { unsignedCall } from "../chains/calls";
+import { escrowPaused, loadTask, type TaskContext } from "../tasks";
 import { taskSnapshotOf } from "../indexer/task-projection";
+import type { Clock } from "../http/types";
+import { refusalError, type EscrowAction } from "./refusals";
+import { asTaskHash, type SettlementTx } from "../../core/api";
 import { canCancel, canClaim, canDispute, canRelease, canReleaseUnjudged, claimOutcome, type Check, type TaskSnapshot } from "../../core/escrow";
 import { taskStatus } from "../../core/status";
-
-export interface SettlementTx {
-  taskHash: string;
-  /** What the transaction will do once mined. */
-  outcome: "refund" | "escalate" | "dispute" | "payout" | "reopen";
-  unsignedTx: UnsignedTx;
-}
 
 type Loaded = TaskContext & { task: TaskSnapshot; paused: boolean; nowSeconds: number };
 
@@ -20,7 +16,9 @@ type Loaded = TaskContext & { task: TaskSnapshot; paused: boolean; nowSeconds: n
  * precondition (core/escrow) over the indexed state, so a call the escrow would refuse is answered with its reason
  * instead of a transaction.
  */
-export function createSettlementCalls(deps: MarketplaceDeps) {
+export type SettlementCalls = ReturnType<typeof createSettlementCalls>;
+
+export function createSettlementCalls(deps: { db: Db; chains: ChainRegistry; now: Clock }) {
   const { db, chains, now } = deps;
 
   async function load(taskHash: string): Promise<Loaded> {
@@ -42,7 +40,7 @@ export function createSettlementCalls(deps: MarketplaceDeps) {
   async function cancel(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("cancel", ctx, wallet, canCancel(ctx.task, call(ctx, wallet)));
-    return { taskHash: ctx.listing.task_hash, outcome: "refund", unsignedTx: unsignedCall(ctx.chain, wallet, "cancelTask", [ctx.listing.task_hash]) };
+    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "refund", unsignedTx: unsignedCall(ctx.chain, wallet, "cancelTask", [ctx.listing.task_hash]) };
   }
 
   /** Poster, after the deadline: refunds, or escalates delivered work nobody judged. */
@@ -54,28 +52,28 @@ export function createSettlementCalls(deps: MarketplaceDeps) {
       allowed("claim-timeout", ctx, wallet, claimOutcome(ctx.task));
     }
     const { outcome } = allowed("claim-timeout", ctx, wallet, check);
-    return { taskHash: ctx.listing.task_hash, outcome, unsignedTx: unsignedCall(ctx.chain, wallet, "claimTimeout", [ctx.listing.task_hash]) };
+    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome, unsignedTx: unsignedCall(ctx.chain, wallet, "claimTimeout", [ctx.listing.task_hash]) };
   }
 
   /** Poster before the deadline, or worker before the deadline or within 3 days of a failed verdict. */
   async function dispute(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("dispute", ctx, wallet, canDispute(ctx.task, call(ctx, wallet)));
-    return { taskHash: ctx.listing.task_hash, outcome: "dispute", unsignedTx: unsignedCall(ctx.chain, wallet, "raiseDispute", [ctx.listing.task_hash]) };
+    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "dispute", unsignedTx: unsignedCall(ctx.chain, wallet, "raiseDispute", [ctx.listing.task_hash]) };
   }
 
   /** Worker, 14 days after escalation without a ruling: payout with the fee. */
   async function releaseUnjudged(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("release-unjudged", ctx, wallet, canReleaseUnjudged(ctx.task, call(ctx, wallet)));
-    return { taskHash: ctx.listing.task_hash, outcome: "payout", unsignedTx: unsignedCall(ctx.chain, wallet, "releaseUnjudgedWork", [ctx.listing.task_hash]) };
+    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "payout", unsignedTx: unsignedCall(ctx.chain, wallet, "releaseUnjudgedWork", [ctx.listing.task_hash]) };
   }
 
   /** Worker, before delivering anything: hands the task back; it is open again. */
   async function release(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("release", ctx, wallet, canRelease(ctx.task, call(ctx, wallet)));
-    return { taskHash: ctx.listing.task_hash, outcome: "reopen", unsignedTx: unsignedCall(ctx.chain, wallet, "releaseTask", [ctx.listing.task_hash]) };
+    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "reopen", unsignedTx: unsignedCall(ctx.chain, wallet, "releaseTask", [ctx.listing.task_hash]) };
   }
 
   return { cancel, claimTimeout, dispute, releaseUnjudged, release };

@@ -398,3 +398,10 @@ interface Waiter {
   reject: (e: Error) => void;
 }
 
+
+/** The marketplace verifier key's outbox on a chain, or `VERIFIER_KEY_NOT_CONFIGURED`: without one a chain cannot assign or judge. */
+export function requireOutbox(outboxes: ReadonlyMap<string, Outbox>, chain: string): Outbox {
+  const outbox = outboxes.get(chain);
+  if (!outbox) throw new MarketError("VERIFIER_KEY_NOT_CONFIGURED", `No marketplace verifier key is configured for ${chain}.`);
+  return outbox;
+}

@@ -1,7 +1,9 @@
-import { Type } from "@sinclair/typebox";
-import type { App, Context } from "../app";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { Db } from "../db";
-import { Address, Envelope, errorResponses, ok } from "../http/schemas";
+import type { ChainRegistry } from "../chains";
+import type { Clock } from "../http/types";
+import { errorResponses, ok } from "../http/schemas";
+import { AddressParams, Badges, Envelope, Leaderboard, LeaderboardQuery, Reputation, asAddress } from "../../core/api";
 import { addressParam } from "../http/params";
 import { decayedScore, earnsBadge, FRESH_REPUTATION } from "../../core/reputation";
 import { PAYOUT_ENDINGS } from "../../core/escrow";
@@ -10,21 +12,6 @@ export { createReputationProjection } from "./projection";
 
 /** The chain whose escrow feeds on-chain reputation. */
 const ON_CHAIN_REPUTATION_CHAIN = "0g";
-
-const Reputation = Type.Object({
-  address: Address,
-  reputation: Type.Integer({ description: "Registry reputation, 0 to 100." }),
-  tasksCompleted: Type.Integer({ description: "On-chain (0g) tasks completed; 0 when 0g is not configured." }),
-  avgScore: Type.Number({ description: "On-chain (0g) average verification score of paid tasks." }),
-  disputes: Type.Integer({ description: "On-chain (0g) disputes." }),
-  onChainScore: Type.Integer({ description: "0-100 composite of the on-chain numbers: avgScore scaled by the share of tasks not disputed." }),
-  rawScore: Type.Integer(),
-  decayedScore: Type.Number(),
-  decayFactor: Type.Number(),
-  daysSinceLastTask: Type.Union([Type.Integer(), Type.Null()]),
-  offChainTasksCompleted: Type.Integer(),
-  offChainDisputes: Type.Integer(),
-});
 
 /** On-chain reputation from the 0g escrow's indexed events, or zeros when 0g is not configured. */
 async function onChainNumbers(db: Db, address: string, configured: boolean) {
@@ -51,7 +38,8 @@ async function onChainNumbers(db: Db, address: string, configured: boolean) {
   return { tasksCompleted: paid.length, avgScore, disputes: disputeCount, onChainScore };
 }
 
-export function reputationRoutes(app: App, { db, chains, now }: Context) {
+/** Reputation: the leaderboard, an agent's numbers and its badges. */
+export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; chains: Pick<ChainRegistry, "get">; now: Clock }> = async (app, { db, chains, now }) => {
   const nowSeconds = () => Math.floor(now() / 1000);
 
   app.get(
@@ -60,24 +48,8 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
       schema: {
         tags: ["reputation"],
         summary: "Agents sorted by decayed score",
-        querystring: Type.Object({ limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$", description: "1 to 100; default 50." })) }, { additionalProperties: false }),
-        response: {
-          200: Envelope(
-            Type.Object({
-              agents: Type.Array(
-                Type.Object({
-                  address: Address,
-                  displayName: Type.Union([Type.String(), Type.Null()]),
-                  decayedScore: Type.Number(),
-                  rawScore: Type.Integer(),
-                  reputation: Type.Integer(),
-                  tasksCompleted: Type.Integer(),
-                }),
-              ),
-            }),
-          ),
-          ...errorResponses(),
-        },
+        querystring: LeaderboardQuery,
+        response: { 200: Envelope(Leaderboard), ...errorResponses() },
       },
     },
     async (request) => {
@@ -91,7 +63,7 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
       const at = nowSeconds();
       const agents = rows
         .map((r) => ({
-          address: r.address,
+          address: asAddress(r.address),
           displayName: r.display_name,
           decayedScore: decayedScore(r.raw_score, r.last_settled_at, at).decayedScore,
           rawScore: r.raw_score,
@@ -110,7 +82,7 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
       schema: {
         tags: ["reputation"],
         summary: "An agent's reputation: registry, decayed score and on-chain numbers",
-        params: Type.Object({ address: Type.String({ maxLength: 100 }) }),
+        params: AddressParams,
         response: { 200: Envelope(Reputation), ...errorResponses() },
       },
     },
@@ -120,7 +92,7 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
       const decay = decayedScore(row?.raw_score ?? 0, row?.last_settled_at ?? null, nowSeconds());
       const onChain = await onChainNumbers(db, address, chains.get(ON_CHAIN_REPUTATION_CHAIN) !== undefined);
       return ok({
-        address,
+        address: asAddress(address),
         reputation: row?.reputation ?? FRESH_REPUTATION.reputation,
         ...onChain,
         rawScore: decay.rawScore,
@@ -140,16 +112,8 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
         tags: ["reputation"],
         summary: "An agent's per-tag record (`stats`) and the badges it earned",
         description: "A badge for a capability tag is earned after 5 settled completions with failures under 20% of outcomes. Disputes lost (or left without a ruling) count as failures.",
-        params: Type.Object({ address: Type.String({ maxLength: 100 }) }),
-        response: {
-          200: Envelope(
-            Type.Object({
-              stats: Type.Array(Type.Object({ tag: Type.String(), completions: Type.Integer(), failures: Type.Integer() })),
-              badges: Type.Array(Type.Object({ tag: Type.String(), kind: Type.Literal("earned") })),
-            }),
-          ),
-          ...errorResponses(),
-        },
+        params: AddressParams,
+        response: { 200: Envelope(Badges), ...errorResponses() },
       },
     },
     async (request) => {
@@ -159,4 +123,4 @@ export function reputationRoutes(app: App, { db, chains, now }: Context) {
       return ok({ stats, badges: stats.filter(earnsBadge).map((s) => ({ tag: s.tag, kind: "earned" as const })) });
     },
   );
-}
+};

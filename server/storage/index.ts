@@ -1,6 +1,10 @@
-import { Type } from "@sinclair/typebox";
-import type { App, Context } from "../app";
-import { Envelope, errorResponses, ok, CREDENTIALS } from "../http/schemas";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { Db } from "../db";
+import type { Authenticate } from "../auth";
+import type { Clock } from "../http/types";
+import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
+import type { BlobStore } from "./blob-store";
+import { BlobData, BlobParams, Envelope, UploadBody, Uploaded } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { MAX_UPLOAD_BYTES } from "../../core/limits";
 
@@ -10,7 +14,8 @@ export { createBlobStore, type BlobStore } from "./blob-store";
 const UPLOAD_BODY_LIMIT = Math.ceil(MAX_UPLOAD_BYTES / 3) * 4 + 64 * 1024;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-export function storageRoutes(app: App, { auth, blobs, db, now }: Context) {
+/** Blobs (private briefs' ciphertexts), named by the SHA-256 of their bytes. */
+export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blobs: BlobStore; db: Db; now: Clock }> = async (app, { auth, blobs, db, now }) => {
   app.post(
     "/api/v1/storage/upload",
     {
@@ -19,14 +24,8 @@ export function storageRoutes(app: App, { auth, blobs, db, now }: Context) {
         tags: ["posting"],
         summary: "Store a blob (e.g. a private brief's ciphertext); its rootHash is the SHA-256 of the bytes",
         security: CREDENTIALS,
-        body: Type.Object(
-          { data: Type.String({ description: "Base64 of the bytes; non-empty, at most 10 MB decoded." }) },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: Envelope(Type.Object({ rootHash: Type.String(), size: Type.Integer() })),
-          ...errorResponses(401, 413, 503),
-        },
+        body: UploadBody,
+        response: { 200: Envelope(Uploaded), ...errorResponses(401, 413, 503) },
       },
     },
     async (request) => {
@@ -57,8 +56,8 @@ export function storageRoutes(app: App, { auth, blobs, db, now }: Context) {
       schema: {
         tags: ["posting"],
         summary: "Download a stored blob (e.g. a private brief's ciphertext) as base64",
-        params: Type.Object({ rootHash: Type.String({ maxLength: 100 }) }),
-        response: { 200: Envelope(Type.Object({ rootHash: Type.String(), data: Type.String() })), ...errorResponses(404) },
+        params: BlobParams,
+        response: { 200: Envelope(BlobData), ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -69,4 +68,4 @@ export function storageRoutes(app: App, { auth, blobs, db, now }: Context) {
       return ok({ rootHash, data: Buffer.from(bytes).toString("base64") });
     },
   );
-}
+};

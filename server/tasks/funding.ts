@@ -3,9 +3,8 @@ import { IERC20__factory } from "../../typechain-types";
 import { chainCall, type Chain } from "../chains";
 import type { Db } from "../db";
 import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
-import { minRewardRefusal } from "../marketplace/eligibility";
-import type { UnsignedTx } from "../marketplace/calls";
-import type { BuildTaskBody } from "./schemas";
+import { minRewardRefusal } from "../agents";
+import { asAddress, asTaskHash, type BuildTaskBody, type BuiltBatch, type BuiltTask, type FundingPlan, type UnsignedTx } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { parseRawAmount } from "../../core/money";
 import { parseDuration } from "../../core/task-fields";
@@ -16,21 +15,6 @@ export const MAX_ESCROW_AMOUNT = (1n << 96n) - 1n;
 export const SERVER_MAX_BATCH = 20;
 
 const erc20 = IERC20__factory.createInterface();
-
-export interface FundingPlan {
-  chain: string;
-  chainId: number;
-  escrowAddress: string;
-  token: string;
-  from: string;
-  total: string;
-  /** The funding call (createTask or createTasks), to sign and send from `from`. */
-  unsignedTx: UnsignedTx;
-  /** Approval of the escrow for the total; null when the allowance already covers it. */
-  approveTx: UnsignedTx | null;
-  /** In sending order. */
-  transactions: UnsignedTx[];
-}
 
 interface FundedTerms extends TaskTerms {
   amount: bigint;
@@ -97,7 +81,7 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     const data = single
       ? chain.escrow.interface.encodeFunctionData("createTask", [single.taskHash, single.token, single.amount, single.duration, single.verifier])
       : chain.escrow.interface.encodeFunctionData("createTasks", [params]);
-    const tx = (to: string, txData: string): UnsignedTx => ({ chainId: chain.config.chainId, from: poster, to, data: txData, value: "0" });
+    const tx = (to: string, txData: string): UnsignedTx => ({ chainId: chain.config.chainId, from: asAddress(poster), to: asAddress(to), data: txData, value: "0" });
     const token = IERC20__factory.connect(chain.config.token, chain.provider);
     const allowance = await chainCall(() => token.allowance(poster, escrowAddress));
     const approveTx = allowance >= total ? null : tx(chain.config.token, erc20.encodeFunctionData("approve", [escrowAddress, total]));
@@ -105,9 +89,9 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     return {
       chain: chain.name,
       chainId: chain.config.chainId,
-      escrowAddress,
-      token: chain.config.token,
-      from: poster,
+      escrowAddress: asAddress(escrowAddress),
+      token: asAddress(chain.config.token),
+      from: asAddress(poster),
       total: total.toString(),
       unsignedTx,
       approveTx,
@@ -116,13 +100,13 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
   }
 
   return {
-    async buildOne(body: BuildTaskBody, poster: string, chain: Chain) {
+    async buildOne(body: BuildTaskBody, poster: string, chain: Chain): Promise<BuiltTask> {
       const terms = await checkOne(body, poster, chain);
-      return { taskHash: terms.taskHash, ...(await plan(chain, poster, [terms])) };
+      return { taskHash: asTaskHash(terms.taskHash), ...(await plan(chain, poster, [terms])) };
     },
 
     /** Up to the escrow's batch limit in one createTasks call; any bad task refuses the whole batch. */
-    async buildBatch(bodies: BuildTaskBody[], poster: string, chain: Chain) {
+    async buildBatch(bodies: BuildTaskBody[], poster: string, chain: Chain): Promise<BuiltBatch> {
       const { supported, maxBatch } = await chain.batchCreate();
       if (!supported) throw new MarketError("BATCH_UNSUPPORTED");
       const limit = Math.min(maxBatch, SERVER_MAX_BATCH);
@@ -142,7 +126,7 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
         }
       }
       if (details.length > 0) throw new MarketError("INVALID_ROWS", `${details.length} of ${bodies.length} tasks refused.`, { details });
-      return { taskHashes: terms.map((t) => t.taskHash), ...(await plan(chain, poster, terms)) };
+      return { taskHashes: terms.map((t) => asTaskHash(t.taskHash)), ...(await plan(chain, poster, terms)) };
     },
   };
 }

@@ -1,40 +1,51 @@
-import { Type } from "@sinclair/typebox";
-import type { App, Context } from "../app";
-import { Address, Bytes32, Envelope, errorResponses, ok, CREDENTIALS, OPTIONAL_CREDENTIALS } from "../http/schemas";
-import { capabilityQuery } from "../agents";
-import { createFunding } from "./funding";
-import { createListings } from "./listing";
-import { createTaskQueries } from "./queries";
-import { BuildTaskBody, IndexBatchBody, IndexTaskBody, TaskView, UnsignedTx } from "./schemas";
-import { MarketError } from "../../core/errors";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { Authenticate } from "../auth";
+import type { ChainRegistry } from "../chains";
+import { errorResponses, ok, CREDENTIALS, OPTIONAL_CREDENTIALS } from "../http/schemas";
 import { taskHashParam } from "../http/params";
+import { capabilityQuery } from "../agents";
+import type { Funding } from "./funding";
+import type { Listings } from "./listing";
+import type { TaskQueries } from "./queries";
+import {
+  BrowseAnswer,
+  BrowseQuery,
+  BuildBatchBody,
+  BuildTaskBody,
+  BuiltBatch,
+  BuiltTask,
+  Envelope,
+  IndexAnswer,
+  IndexBody,
+  PostedAnswer,
+  PostedQuery,
+  TaskHashParams,
+  TaskView,
+  asTaskHash,
+} from "../../core/api";
+import { MarketError } from "../../core/errors";
 
-export { createTaskQueries, toTaskView, type TaskQueries } from "./queries";
+/**
+ * Tasks: posting (checking a task's properties, building its funding transaction, listing it once funded) and the
+ * read model every other part reads tasks through (`queries`, `context`).
+ */
+export { createTaskQueries, toTaskView, type TaskQueries, type TaskRow } from "./queries";
+export { createFunding, type Funding } from "./funding";
+export { createListings, type Listings } from "./listing";
+export { escrowPaused, loadTask, requireLive, statusOf, waitForIndexer, type Assignment, type Delivery, type TaskContext } from "./context";
+export { listedFields, listingChain, listingMeta, listingRow, type ListedFields } from "./listing-codec";
+export { normalizeWrappedKeys, requireValidCriteria, type TermsDeps } from "./terms";
 
+export interface TaskRouteDeps {
+  auth: Authenticate;
+  chains: ChainRegistry;
+  queries: TaskQueries;
+  funding: Funding;
+  listings: Listings;
+}
 
-const FundingPlan = Type.Object({
-  chain: Type.String(),
-  chainId: Type.Integer(),
-  escrowAddress: Address,
-  token: Address,
-  from: Address,
-  total: Type.String(),
-  unsignedTx: UnsignedTx,
-  approveTx: Type.Union([UnsignedTx, Type.Null()]),
-  transactions: Type.Array(UnsignedTx),
-});
-
-const ListingOutcome = Type.Object({
-  taskHash: Bytes32,
-  status: Type.Union([Type.Literal("listed"), Type.Literal("already_listed")]),
-});
-
-export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, offers, custody }: Context) {
-  const deps = { blobs, agents, custody };
-  const funding = createFunding({ db, deps });
-  const listings = createListings({ db, deps, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
-  const queries = createTaskQueries({ db, now });
-
+/** Posting, listing, browsing and reading tasks. */
+export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, { auth, chains, queries, funding, listings }) => {
   /** The chain a new task is posted on: `arc` unless the body names another (refused: not postable). */
   const postingChain = (name: string | undefined) => {
     const chain = name === undefined ? chains.posting() : chains.require(name);
@@ -53,7 +64,7 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
           "amount, or null when the allowance covers it), both to sign and send from the API key's wallet. Nothing is stored.",
         security: CREDENTIALS,
         body: BuildTaskBody,
-        response: { 200: Envelope(Type.Intersect([Type.Object({ taskHash: Bytes32 }), FundingPlan])), ...errorResponses(401, 409, 503) },
+        response: { 200: Envelope(BuiltTask), ...errorResponses(401, 409, 503) },
       },
     },
     async (request) => {
@@ -70,11 +81,8 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
         summary: "Build one createTasks transaction for up to 20 tasks (escrows with batch creation)",
         description: "Any refused task refuses the batch with `INVALID_ROWS` and one detail per refused task (`index`, `code`).",
         security: CREDENTIALS,
-        body: Type.Object({ tasks: Type.Array(BuildTaskBody, { minItems: 1, maxItems: 1000 }) }, { additionalProperties: false }),
-        response: {
-          200: Envelope(Type.Intersect([Type.Object({ taskHashes: Type.Array(Bytes32) }), FundingPlan])),
-          ...errorResponses(401, 409, 503),
-        },
+        body: BuildBatchBody,
+        response: { 200: Envelope(BuiltBatch), ...errorResponses(401, 409, 503) },
       },
     },
     async (request) => {
@@ -103,11 +111,8 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
           "`INDEX_FAILED` with one entry per item in `details` (`status` listed/already_listed/failed, item `code` such as " +
           "`NOT_IN_RECEIPT` or `DUPLICATE_TASK_HASH`).",
         security: CREDENTIALS,
-        body: Type.Union([IndexTaskBody, IndexBatchBody]),
-        response: {
-          200: Envelope(Type.Union([ListingOutcome, Type.Object({ results: Type.Array(ListingOutcome) })])),
-          ...errorResponses(401, 403, 404, 409, 503),
-        },
+        body: IndexBody,
+        response: { 200: Envelope(IndexAnswer), ...errorResponses(401, 403, 404, 409, 503) },
       },
     },
     async (request) => {
@@ -121,7 +126,7 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
             details: results,
           });
         }
-        return ok({ results: results.map(({ taskHash, status }) => ({ taskHash, status: status as "listed" | "already_listed" })) });
+        return ok({ results: results.map(({ taskHash, status }) => ({ taskHash: asTaskHash(taskHash), status: status as "listed" | "already_listed" })) });
       }
       return ok(await listings.listOne(postingChain(body.chain), principal.wallet, body));
     },
@@ -138,9 +143,9 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
           "A task is listed only when every capability it requires is in `capabilities` (tasks requiring none always are). " +
           "At most 100 per call, newest first. Pinned tasks show only to their agent. `total` counts every matching open " +
           "task; when the page is full it may lag by up to 2 seconds.",
-        querystring: Type.Object({ capabilities: Type.Optional(Type.String({ maxLength: 2000 })) }, { additionalProperties: false }),
+        querystring: BrowseQuery,
         security: OPTIONAL_CREDENTIALS,
-        response: { 200: Envelope(Type.Object({ tasks: Type.Array(TaskView), total: Type.Integer() })), ...errorResponses(401) },
+        response: { 200: Envelope(BrowseAnswer), ...errorResponses(401) },
       },
     },
     async (request, reply) => {
@@ -161,17 +166,8 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
         tags: ["posting"],
         summary: "The caller's posted tasks, newest first",
         security: CREDENTIALS,
-        querystring: Type.Object(
-          {
-            limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,4}$", description: "1 to 1000; default 100." })),
-            cursor: Type.Optional(Type.String({ pattern: "^[0-9]{1,16}_0x[0-9a-f]{64}$", description: "`nextCursor` of the previous page." })),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: Envelope(Type.Object({ tasks: Type.Array(TaskView), nextCursor: Type.Union([Type.String(), Type.Null()]) })),
-          ...errorResponses(401),
-        },
+        querystring: PostedQuery,
+        response: { 200: Envelope(PostedAnswer), ...errorResponses(401) },
       },
     },
     async (request) => {
@@ -191,7 +187,7 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
         summary: "One listed task: its public metadata and state",
         description: "`state.resultData.output` (the latest delivered result) shows only to the task's poster, worker and designated verifier.",
         security: OPTIONAL_CREDENTIALS,
-        params: Type.Object({ taskHash: Type.String({ maxLength: 100 }) }),
+        params: TaskHashParams,
         response: { 200: Envelope(TaskView), ...errorResponses(401, 404) },
       },
     },
@@ -203,5 +199,4 @@ export function taskRoutes(app: App, { db, auth, chains, blobs, now, agents, off
       return ok(task);
     },
   );
-
-}
+};

@@ -3,7 +3,9 @@ import { chainCall, type Chain } from "../chains";
 import { isUniqueViolation, json, type Db } from "../db";
 import type { Listing } from "../db/schema";
 import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
-import type { TaskFieldsInput } from "./schemas";
+import { listedFields, listingRow, type ListedFields } from "./listing-codec";
+import type { Clock } from "../http/types";
+import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { decodeEscrowEvent, isOpen, snapshotFromView } from "../../core/escrow";
 
@@ -17,10 +19,7 @@ interface Funded {
   verifier: string;
 }
 
-export interface ListingResult {
-  taskHash: string;
-  status: "listed" | "already_listed";
-}
+export type ListingResult = ListingOutcome;
 
 export type Listings = ReturnType<typeof createListings>;
 
@@ -36,7 +35,7 @@ export function createListings({
 }: {
   db: Db;
   deps: TermsDeps;
-  now: () => number;
+  now: Clock;
   /** Runs after a first listing commits (e.g. opening the exclusive offer); its failure does not undo the listing. */
   onListed?: (listing: Listing, deadline: number) => Promise<unknown>;
 }) {
@@ -87,28 +86,17 @@ export function createListings({
       await db.transaction().execute(async (trx) => {
         await trx
           .insertInto("listings")
-          .values({
-            task_hash: taskHash,
-            chain: chain.name,
-            poster: wallet,
-            privacy: terms.privacy,
-            public_brief: terms.publicBrief,
-            routing_summary: terms.routingSummary,
-            root_hash: terms.rootHash,
-            verification_mode: terms.verificationMode,
-            verification_criteria: terms.verificationCriteria === null ? null : json.write(terms.verificationCriteria),
-            required_capabilities: json.write(terms.requiredCapabilities),
-            location_zone: terms.locationZone,
-            target_executor: terms.targetExecutor,
-            target_executor_type: terms.targetExecutorType,
-            service_id: terms.serviceId,
-            verifier_address: terms.verifierAddress,
-            key_custody_blob: terms.keyCustodyBlob,
-            amount: funded.amount.toString(),
-            token: funded.token,
-            funding_tx: txHash.toLowerCase(),
-            listed_at: now(),
-          })
+          .values(
+            listingRow(terms, {
+              taskHash,
+              chain: chain.name,
+              poster: wallet,
+              amount: funded.amount,
+              token: funded.token,
+              fundingTx: txHash,
+              listedAt: now(),
+            }),
+          )
           .execute();
         if (terms.requiredCapabilities.length > 0) {
           await trx
@@ -134,7 +122,7 @@ export function createListings({
       const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
       await onListed(listing, Number(onChain.deadline)).catch(() => undefined);
     }
-    return { taskHash, status: "listed" };
+    return { taskHash: asTaskHash(taskHash), status: "listed" };
   }
 
   /**
@@ -144,45 +132,19 @@ export function createListings({
   async function sameListing(existing: Listing, terms: TaskTerms): Promise<ListingResult> {
     if (existing.privacy !== terms.privacy) throw new MarketError("PRIVACY_IMMUTABLE");
     const keys = await db.selectFrom("task_keys").select(["agent_address", "wrapped_key"]).where("task_hash", "=", existing.task_hash).execute();
-    const listed = {
-      publicBrief: existing.public_brief,
-      routingSummary: existing.routing_summary,
-      rootHash: existing.root_hash,
-      verificationMode: existing.verification_mode,
-      verificationCriteria: json.read(existing.verification_criteria),
-      verifierAddress: existing.verifier_address,
-      requiredCapabilities: json.read<string[]>(existing.required_capabilities),
-      locationZone: existing.location_zone,
-      targetExecutor: existing.target_executor,
-      targetExecutorType: existing.target_executor_type,
-      serviceId: existing.service_id,
-      keyCustodyBlob: existing.key_custody_blob,
+    const { privacy: _listedPrivacy, ...listedProperties } = listedFields(existing);
+    const listed: Omit<ListedFields, "privacy"> & { wrappedKeys: Record<string, string> } = {
+      ...listedProperties,
+      // Keys added since (`POST .../keys`, re-wraps at accept) are not the first listing's.
       wrappedKeys: Object.fromEntries(keys.filter((k) => k.agent_address in terms.wrappedKeys).map((k) => [k.agent_address, k.wrapped_key])),
     };
-    const given = {
-      publicBrief: terms.publicBrief,
-      routingSummary: terms.routingSummary,
-      rootHash: terms.rootHash,
-      verificationMode: terms.verificationMode,
-      verificationCriteria: terms.verificationCriteria,
-      verifierAddress: terms.verifierAddress,
-      requiredCapabilities: terms.requiredCapabilities,
-      locationZone: terms.locationZone,
-      targetExecutor: terms.targetExecutor,
-      targetExecutorType: terms.targetExecutorType,
-      serviceId: terms.serviceId,
-      keyCustodyBlob: terms.keyCustodyBlob,
-      wrappedKeys: terms.wrappedKeys,
-    };
-    const changed = Object.keys(listed).filter(
-      (key) => canonical(listed[key as keyof typeof listed]) !== canonical(given[key as keyof typeof given]),
-    );
+    const changed = (Object.keys(listed) as Array<keyof typeof listed>).filter((key) => canonical(listed[key]) !== canonical(terms[key]));
     if (changed.length > 0) {
       throw new MarketError("LISTING_IMMUTABLE", `Listed before with other ${changed.join(", ")}.`, {
         details: changed.map((field) => ({ field: `body.${field}`, message: "differs from the first listing" })),
       });
     }
-    return { taskHash: existing.task_hash, status: "already_listed" };
+    return { taskHash: asTaskHash(existing.task_hash), status: "already_listed" };
   }
 
   return {

@@ -1,11 +1,12 @@
 import { sql, type Selectable } from "kysely";
 import { json, type Db } from "../db";
 import type { EscrowTasksTable, ListingsTable } from "../db/schema";
-import type { TaskView } from "./schemas";
+import { listingMeta } from "./listing-codec";
+import { asAddress, asTaskHash, type RoundVerdict, type TaskView } from "../../core/api";
 import { taskStatus, type TaskStatus } from "../../core/status";
 import { endingName, Ending, openTaskFilter } from "../../core/escrow";
-import { SETTLEMENT_UNIT } from "../../core/chains";
-import { BROWSE_PAGE_SIZE, PUBLIC_BRIEF_PREVIEW_CHARS } from "../../core/limits";
+import { BROWSE_PAGE_SIZE } from "../../core/limits";
+import type { Clock } from "../http/types";
 
 type ListingRow = Selectable<ListingsTable>;
 type ChainRow = Pick<Selectable<EscrowTasksTable>, "status" | "deadline" | "worker" | "rounds" | "ending" | "result_hash">;
@@ -15,7 +16,7 @@ export type TaskRow = ListingRow & ChainRow;
 export interface TaskExtras {
   output?: string;
   /** The latest round's verdict, once judged (shown with the output). */
-  verdict?: { passed: boolean; score: number | null; reasons: string[] };
+  verdict?: RoundVerdict;
   awaitingVerdict?: boolean;
 }
 
@@ -37,8 +38,6 @@ export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {})
     nowSeconds: Math.floor(nowMs / 1000),
     awaitingVerdict: extras.awaitingVerdict,
   });
-  const brief = row.public_brief;
-  const criteria = json.read<Record<string, unknown>>(row.verification_criteria);
   const resultData =
     extras.output !== undefined || row.result_hash
       ? {
@@ -48,33 +47,11 @@ export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {})
         }
       : undefined;
   return {
-    meta: {
-      chain: row.chain,
-      taskHash: row.task_hash,
-      poster: row.poster,
-      privacy: row.privacy,
-      reward: { amount: row.amount, unit: { ...SETTLEMENT_UNIT, address: row.token } },
-      ...(row.routing_summary === null ? {} : { routingSummary: row.routing_summary }),
-      ...(brief === null
-        ? {}
-        : { publicBrief: brief.slice(0, PUBLIC_BRIEF_PREVIEW_CHARS), publicBriefTruncated: brief.length > PUBLIC_BRIEF_PREVIEW_CHARS }),
-      ...(row.root_hash === null ? {} : { rootHash: row.root_hash }),
-      verificationMode: row.verification_mode,
-      ...(criteria === null ? {} : { verificationCriteria: criteria }),
-      ...(row.verifier_address === null ? {} : { verifierAddress: row.verifier_address }),
-      requiredCapabilities: json.read<string[]>(row.required_capabilities) ?? [],
-      locationZone: row.location_zone,
-      ...(row.target_executor === null ? {} : { targetExecutor: row.target_executor }),
-      ...(row.target_executor_type === null ? {} : { targetExecutorType: row.target_executor_type }),
-      ...(row.service_id === null ? {} : { serviceId: row.service_id }),
-      deadline: row.deadline,
-      listedAt: row.listed_at,
-      fundingTx: row.funding_tx,
-    },
+    meta: listingMeta(row, row.deadline),
     state: {
-      taskId: row.task_hash,
+      taskId: asTaskHash(row.task_hash),
       status,
-      ...(row.worker === null ? {} : { worker: row.worker }),
+      ...(row.worker === null ? {} : { worker: asAddress(row.worker) }),
       rounds: row.rounds,
       ...(row.ending === Ending.None ? {} : { ending: endingName(row.ending) }),
       ...(resultData === undefined ? {} : { resultData }),
@@ -89,7 +66,7 @@ export interface BrowsePage {
   total: number;
 }
 
-export function createTaskQueries({ db, now }: { db: Db; now: () => number }) {
+export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
   const totals = new Map<string, { total: number; at: number }>();
 
   /**

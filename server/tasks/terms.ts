@@ -1,41 +1,28 @@
 import { getAddress, ZeroHash } from "ethers";
 import type { Chain } from "../chains";
 import type { BlobStore } from "../storage/blob-store";
-import type { AgentRegistry } from "../agents/registry";
-import type { Custody } from "../marketplace/custody";
-import type { TaskFieldsInput } from "./schemas";
+import { capabilityTags, type AgentRegistry } from "../agents";
+import type { ListedFields } from "./listing-codec";
 import { addressParam } from "../http/params";
-import { capabilityTags } from "../agents";
+import type { TaskFieldsInput } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { contentHash, publicTaskHash } from "../../core/crypto";
 import { validateCriteria, type VerificationCriteria, type VerificationMode } from "../../core/verification";
 import { DEFAULT_ZONE } from "../../core/limits";
 
 /** A task's listed properties, checked and normalized (addresses checksummed, hashes lowercase). */
-export interface TaskTerms {
+export interface TaskTerms extends ListedFields {
   chain: string;
   taskHash: string;
-  privacy: "public" | "private";
-  publicBrief: string | null;
-  routingSummary: string | null;
-  rootHash: string | null;
-  verificationMode: VerificationMode;
-  verificationCriteria: VerificationCriteria | null;
-  verifierAddress: string | null;
-  requiredCapabilities: string[];
-  locationZone: string;
-  targetExecutor: string | null;
-  targetExecutorType: string | null;
-  serviceId: number | null;
   /** Agent address to hex wrapped key (no 0x). */
   wrappedKeys: Record<string, string>;
-  keyCustodyBlob: string | null;
 }
 
 export interface TermsDeps {
-  blobs: BlobStore;
-  agents: AgentRegistry;
-  custody: Pick<Custody, "opens">;
+  blobs: Pick<BlobStore, "get">;
+  agents: Pick<AgentRegistry, "find" | "get">;
+  /** Whether this service can open a custody copy of the brief key (it holds the key the copy was wrapped to). */
+  custody: { opens(keyCustodyBlob: string): boolean };
 }
 
 /**

@@ -1,21 +1,23 @@
-import { Type } from "@sinclair/typebox";
-import type { App, Context } from "../app";
-import { CREDENTIALS, Envelope, errorResponses, ok } from "../http/schemas";
-import { loadTask, requireLive, type Delivery, type TaskContext } from "../marketplace/task-context";
-import { requireOutbox } from "../marketplace/accept";
-import { createDelivery } from "../marketplace/delivery";
-import { unsignedCall } from "../marketplace/calls";
-import { autoVerdict, sendVerdict } from "./judge";
-import { UnsignedTx } from "../tasks/schemas";
-import { MarketError } from "../../core/errors";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { Db } from "../db";
+import type { Authenticate } from "../auth";
+import type { ChainRegistry } from "../chains";
+import { unsignedCall } from "../chains/calls";
+import { requireOutbox, type Outbox } from "../outbox";
+import { loadTask, requireLive, statusOf, type Delivery, type TaskContext } from "../tasks/context";
+import { requireValidCriteria } from "../tasks/terms";
+import type { Clock } from "../http/types";
+import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import { createWindows, rateLimited } from "../http/rate-limit";
+import { autoVerdict, sendVerdict } from "./judge";
+import type { AutoVerification } from "./auto";
+import { Envelope, TaskHashParams, VerdictAnswer, VerdictBody, VerifyAnswer, VerifyBody, asTaskHash } from "../../core/api";
+import { MarketError } from "../../core/errors";
 import { actsOn, toEscrowStatus } from "../../core/escrow";
 import type { VerificationCriteria } from "../../core/verification";
-import { requireValidCriteria } from "../tasks/terms";
 
 export { autoVerdict, sendVerdict } from "./judge";
-
-const VerificationResult = Type.Object({ passed: Type.Boolean(), score: Type.Integer(), reasons: Type.Array(Type.String()) });
+export { createAutoVerification, type AutoVerification, type AutoVerificationDeps } from "./auto";
 
 /** Advisory (non-settling) verifications per wallet per minute. */
 export const ADVISORY_VERIFY_PER_MINUTE = 30;
@@ -25,10 +27,21 @@ function awaitsVerdict(onChain: TaskContext["onChain"], latest: Delivery | undef
   return actsOn("completeVerification", toEscrowStatus(onChain.status)) && latest !== undefined && latest.round === onChain.rounds;
 }
 
-export function verificationRoutes(app: App, ctx: Context) {
-  const { db, chains, auth, now, market } = ctx;
+export interface VerificationRouteDeps {
+  auth: Authenticate;
+  db: Db;
+  chains: ChainRegistry;
+  now: Clock;
+  /** The verifier key's outbox per chain name (a `manual` verdict is sent by it). */
+  outboxes: ReadonlyMap<string, Outbox>;
+  indexerWaitMs?: number;
+  verification: Pick<AutoVerification, "settle">;
+}
+
+/** Verdicts of the poster (`manual`) or the verifier (`agent`), and verification runs on demand. */
+export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps> = async (app, deps) => {
+  const { db, chains, auth, now, verification } = deps;
   const advisory = createWindows(60_000);
-  const delivery = createDelivery(market);
 
   app.post(
     "/api/v1/a2a/tasks/:taskHash/verdict",
@@ -41,26 +54,9 @@ export function verificationRoutes(app: App, ctx: Context) {
           "confirmed (a pass pays the worker, a fail opens the 3-day appeal window). `agent`: the escrow takes the verdict " +
           "only from the verifier agent's own wallet, so the answer is the unsigned completeVerification for it to sign.",
         security: CREDENTIALS,
-        params: Type.Object({ taskHash: Type.String({ maxLength: 100 }) }),
-        body: Type.Object(
-          {
-            passed: Type.Boolean(),
-            score: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: "Default 100 for a pass, 0 for a fail." })),
-            reasons: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 20 })),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: Envelope(
-            Type.Object({
-              taskHash: Type.String(),
-              status: Type.String(),
-              txHash: Type.Optional(Type.String()),
-              unsignedTx: Type.Optional(UnsignedTx),
-            }),
-          ),
-          ...errorResponses(401, 403, 404, 409, 503),
-        },
+        params: TaskHashParams,
+        body: VerdictBody,
+        response: { 200: Envelope(VerdictAnswer), ...errorResponses(401, 403, 404, 409, 503) },
       },
     },
     async (request) => {
@@ -74,24 +70,24 @@ export function verificationRoutes(app: App, ctx: Context) {
       if (mode === "agent" && principal.wallet !== task.listing.verifier_address) throw new MarketError("NOT_VERIFIER");
       const latest = task.delivery;
       if (!awaitsVerdict(task.onChain, latest)) {
-        throw new MarketError("WRONG_STATE", "There is no submitted round awaiting a verdict.", { reason: delivery.statusOf(task) });
+        throw new MarketError("WRONG_STATE", "There is no submitted round awaiting a verdict.", { reason: statusOf(task, now()) });
       }
       if (mode === "agent") {
         await requireLive(db, task.listing.chain);
         return ok({
-          taskHash: task.listing.task_hash,
-          status: "awaiting_verification",
+          taskHash: asTaskHash(task.listing.task_hash),
+          status: "awaiting_verification" as const,
           unsignedTx: unsignedCall(task.chain, principal.wallet, "completeVerification", [task.listing.task_hash, passed, score]),
         });
       }
       const { txHash } = await sendVerdict(
-        { db, outbox: requireOutbox(market, task.listing.chain), now, indexerWaitMs: market.indexerWaitMs },
+        { db, outbox: requireOutbox(deps.outboxes, task.listing.chain), now, indexerWaitMs: deps.indexerWaitMs },
         task,
         latest,
         { passed, score, reasons, judgedBy: "poster" },
       );
       const after = await loadTask(db, chains, task.listing.task_hash);
-      return ok({ taskHash: task.listing.task_hash, status: delivery.statusOf(after), txHash });
+      return ok({ taskHash: asTaskHash(task.listing.task_hash), status: statusOf(after, now()), txHash });
     },
   );
 
@@ -107,20 +103,8 @@ export function verificationRoutes(app: App, ctx: Context) {
           "or verifier may pass `verificationCriteria` to check against, the executor may not. A numeric `taskId` is " +
           "refused: send `taskHash` (SDK newer than 0.4.0).",
         security: CREDENTIALS,
-        body: Type.Object(
-          {
-            taskHash: Type.Optional(Type.String({ maxLength: 100 })),
-            taskId: Type.Optional(Type.Union([Type.Integer(), Type.String({ maxLength: 100 })])),
-            verificationCriteria: Type.Optional(Type.Object({}, { additionalProperties: true })),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: Envelope(
-            Type.Object({ taskHash: Type.String(), settled: Type.Boolean(), status: Type.String(), round: Type.Integer(), verificationResult: VerificationResult }),
-          ),
-          ...errorResponses(401, 403, 404, 409, 503),
-        },
+        body: VerifyBody,
+        response: { 200: Envelope(VerifyAnswer), ...errorResponses(401, 403, 404, 409, 503) },
       },
     },
     async (request, reply) => {
@@ -144,12 +128,12 @@ export function verificationRoutes(app: App, ctx: Context) {
         throw new MarketError("NOTHING_TO_VERIFY");
       }
       const latest = task.delivery;
-      if (!latest) throw new MarketError("WRONG_STATE", "Nothing was delivered yet.", { reason: delivery.statusOf(task) });
+      if (!latest) throw new MarketError("WRONG_STATE", "Nothing was delivered yet.", { reason: statusOf(task, now()) });
       const settles =
         listing.verification_mode === "auto" && verificationCriteria === undefined && awaitsVerdict(onChain, latest) && latest.passed === null;
       if (settles) {
-        const judged = await delivery.settleAutomatically(task, latest);
-        return ok({ taskHash: listing.task_hash, settled: true, status: judged.status, round: latest.round, verificationResult: judged.verificationResult! });
+        const judged = await verification.settle(task, latest);
+        return ok({ taskHash: asTaskHash(listing.task_hash), settled: true, status: judged.status, round: latest.round, verificationResult: judged.verificationResult! });
       }
       // An opinion costs the event loop up to a regex time bound per call and settles nothing: each wallet gets a few.
       const wait = advisory.hit(principal.wallet, ADVISORY_VERIFY_PER_MINUTE, now());
@@ -158,7 +142,7 @@ export function verificationRoutes(app: App, ctx: Context) {
         throw rateLimited(wait, "advisory verifications");
       }
       const verdict = autoVerdict(task, latest.output, (verificationCriteria as VerificationCriteria | undefined) ?? null);
-      return ok({ taskHash: listing.task_hash, settled: false, status: delivery.statusOf(task), round: latest.round, verificationResult: verdict });
+      return ok({ taskHash: asTaskHash(listing.task_hash), settled: false, status: statusOf(task, now()), round: latest.round, verificationResult: verdict });
     },
   );
-}
+};

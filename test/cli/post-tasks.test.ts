@@ -114,7 +114,7 @@ describe("cli: market post-tasks", function () {
     expect(before.poster - after.poster).to.equal(MIXED_TOTAL);
     expect(after.escrow - before.escrow).to.equal(MIXED_TOTAL);
 
-    const listed = new Map((await posted()).map((t) => [t.meta.taskHash, t]));
+    const listed = new Map<string, TaskView>((await posted()).map((t) => [t.meta.taskHash, t]));
     const meta = (line: number) => listed.get(rows[line]!.task_hash!)!.meta;
     expect(rows.every((r) => listed.has(r.task_hash!))).to.equal(true);
     expect(meta(0)).to.deep.include({ privacy: "public", verificationMode: "auto", requiredCapabilities: ["summarization", "web_research"] });
@@ -153,7 +153,7 @@ describe("cli: market post-tasks", function () {
     expect(await s.usdc.allowance(s.poster.address, s.escrowAddress)).to.equal(0n, "approved for the total exactly");
     expect(before.poster - after.poster).to.equal(JSONL_TOTAL);
     expect(after.escrow - before.escrow).to.equal(JSONL_TOTAL);
-    const listed = new Map((await posted()).map((t) => [t.meta.taskHash, t]));
+    const listed = new Map<string, TaskView>((await posted()).map((t) => [t.meta.taskHash, t]));
     expect(listed.get(rows[1]!.task_hash!)!.meta).to.deep.include({ publicBrief: JSONL_BRIEF, requiredCapabilities: ["summarization", "translation"] });
     expect(listed.get(rows[2]!.task_hash!)!.meta).to.deep.include({
       privacy: "private",

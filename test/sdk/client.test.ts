@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { startStack, type Stack } from "../support/stack";
-import { MarketClient, type MarketClientOptions } from "../../sdk/src/client";
+import { MarketClient, type AssignedTask, type MarketClientOptions } from "../../sdk/src/client";
+import { asAddress, asTaskHash } from "../../core/api";
 import { ApiError } from "../../sdk/src/errors";
 import { WorkerRuntime } from "../../sdk/src/runtime";
 import { inspect } from "node:util";
@@ -465,14 +466,16 @@ describe("MarketClient.openBrief", function () {
     return { ...encrypted, wrappedKey: wrapBriefKey(encrypted.key, publicKeyFromPrivateKey(worker.privateKey)) };
   };
   const funded = sealed("The brief the poster funded.");
-  const assigned = (wrappedKey: string) => ({
-    taskHash: privateTaskHash(funded.ciphertext),
-    chain: "arc" as const,
-    escrowAddress: `0x${"e".repeat(40)}`,
-    worker: `0x${"1".repeat(40)}`,
+  const assigned = (wrappedKey: string): AssignedTask => ({
+    taskHash: asTaskHash(privateTaskHash(funded.ciphertext)),
+    chain: "arc",
+    escrowAddress: asAddress(`0x${"e".repeat(40)}`),
+    worker: asAddress(`0x${"1".repeat(40)}`),
+    status: "assigned",
+    assignTx: null,
     deadline: 0,
     rounds: 0,
-    brief: { privacy: "private" as const, rootHash: "blob-1", wrappedKey },
+    brief: { privacy: "private", rootHash: "blob-1", wrappedKey },
     verification: { mode: "auto" },
   });
   /** A client whose service serves `ciphertext` as the brief's blob. */

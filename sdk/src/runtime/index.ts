@@ -1,4 +1,6 @@
 import { MarketClient, type AgentProfile, type AssignedTask, type Finalized, type TaskView } from "../client";
+import type { AgentAnswer } from "../../../core/api";
+import type { TaskStatus } from "../../../core/status";
 import { ApiError, clientError } from "../errors";
 import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
@@ -31,7 +33,7 @@ export type RuntimeEvent =
    * A delivery finalized: every round, a failed one too (`passed` false; delivered again while rounds remain). A
    * `manual` or `agent` task is reported when finalized (`awaiting_verification`) and again once judged.
    */
-  | { type: "task_finalized"; taskId: string; finalize: { status: string; verificationResult?: { passed: boolean; reasons: string[] } } }
+  | { type: "task_finalized"; taskId: string; finalize: { status: TaskStatus; verificationResult?: { passed: boolean; reasons: string[] } } }
   /** Skipped, or after `task_assigned` held but undelivered (never a delivered task that failed verification). */
   | { type: "task_failed"; taskId: string; error: { code: string; message: string } }
   | { type: "error"; error: Error };
@@ -161,7 +163,7 @@ export class WorkerRuntime {
       this.profile = profile;
     } else {
       const address = await this.client.requireOwnKey(this.#options.existingPrivateKey!);
-      this.profile = (await this.client.http.get<{ profile: AgentProfile }>(`/api/v1/a2a/executors/${address}`)).profile;
+      this.profile = (await this.client.http.get<AgentAnswer>(`/api/v1/a2a/executors/${address}`)).profile;
     }
     this.running = true;
     this.emit({ type: "registered", profile: this.profile });

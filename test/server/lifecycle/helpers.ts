@@ -11,7 +11,7 @@ import { privateKeyOf, type TestServer } from "../harness";
 import { lifecycle, type Finalized } from "../lifecycle-harness";
 import { expectOk } from "../expect";
 import { Ending, EscrowStatus } from "../../../core/escrow";
-import type { Assigned } from "../../../server/marketplace/accept";
+import type { Assigned } from "../../../core/api";
 
 export const DAY = 86_400;
 /** An odd reward, so the 10% fee rounds down: fee 500,000, payout 4,500,003. */

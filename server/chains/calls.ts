@@ -1,8 +1,6 @@
 import type { Interface } from "ethers";
-import type { Chain } from "../chains";
-import type { UnsignedTx } from "../../core/api";
-
-export type { UnsignedTx } from "../../core/api";
+import type { Chain } from "./index";
+import { asAddress, type UnsignedTx } from "../../core/api";
 
 /** Escrow functions users sign themselves. */
 export type UserCall =
@@ -17,5 +15,5 @@ export type UserCall =
 /** An escrow call from `from`, unsigned. */
 export function unsignedCall(chain: Chain, from: string, fn: UserCall, args: readonly unknown[]): UnsignedTx {
   const data = (chain.escrow.interface as Interface).encodeFunctionData(fn, args);
-  return { chainId: chain.config.chainId, from, to: chain.config.escrow, data, value: "0" };
+  return { chainId: chain.config.chainId, from: asAddress(from), to: asAddress(chain.config.escrow), data, value: "0" };
 }

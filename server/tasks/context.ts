@@ -3,12 +3,13 @@ import type { Chain, ChainRegistry } from "../chains";
 import type { Db } from "../db";
 import type { AssignmentsTable, DeliveriesTable, EscrowTask, Listing } from "../db/schema";
 import { MarketError } from "../../core/errors";
+import { taskStatus, type TaskStatus } from "../../core/status";
 import { taskHashParam } from "../http/params";
 
 export type Delivery = Selectable<DeliveriesTable>;
 export type Assignment = Selectable<AssignmentsTable>;
 
-/** Everything the marketplace knows about one task: its listing, its indexed escrow state and its deliveries. */
+/** Everything the service knows about one task: its listing, its indexed escrow state and its deliveries. */
 export interface TaskContext {
   listing: Listing;
   chain: Chain;
@@ -62,4 +63,14 @@ export async function waitForIndexer(check: () => Promise<boolean>, timeoutMs = 
     if (Date.now() >= end) return false;
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
+}
+
+/** The task's status as the API shows it: `awaiting_verification` once its latest round is finalized and not judged. */
+export function statusOf(ctx: Pick<TaskContext, "onChain" | "delivery">, nowMs: number): TaskStatus {
+  return taskStatus({
+    status: ctx.onChain.status,
+    deadline: ctx.onChain.deadline,
+    nowSeconds: Math.floor(nowMs / 1000),
+    awaitingVerdict: ctx.delivery?.finalized_at !== null && ctx.delivery?.passed === null,
+  });
 }

@@ -1,0 +1,65 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { Address } from "./common";
+
+/** POST /api/v1/auth/nonce. */
+export const NonceBody = Type.Object({ address: Address }, { additionalProperties: false });
+export const NonceAnswer = Type.Object({ nonce: Type.String(), message: Type.String(), expiresAt: Type.Integer() });
+export type NonceAnswer = Static<typeof NonceAnswer>;
+
+/** An EIP-4361 message and its signature (sign-in, wallet link). */
+export const SignedMessage = Type.Object(
+  {
+    message: Type.String({ minLength: 1, maxLength: 4000, description: "The EIP-4361 message, exactly as signed." }),
+    signature: Type.String({ pattern: "^0x[0-9a-fA-F]{130}$" }),
+  },
+  { additionalProperties: false },
+);
+export type SignedMessage = Static<typeof SignedMessage>;
+
+/** Answer of POST /api/v1/auth/verify. */
+export const Session = Type.Object({ token: Type.String(), expiresAt: Type.Integer(), address: Address, accountId: Type.Integer() });
+export type Session = Static<typeof Session>;
+
+/** Answer of POST /api/v1/auth/link. */
+export const LinkedWallets = Type.Object({ wallets: Type.Array(Address) });
+export type LinkedWallets = Static<typeof LinkedWallets>;
+
+/** POST /api/v1/api-keys. */
+export const CreateApiKeyBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+export const CreatedApiKey = Type.Object({
+  id: Type.Integer(),
+  key: Type.String({ description: "The key itself: shown only in this answer." }),
+  prefix: Type.String(),
+  name: Type.String(),
+  wallet: Address,
+  createdAt: Type.Integer(),
+});
+export type CreatedApiKey = Static<typeof CreatedApiKey>;
+
+/** An API key as listed: never the key itself. */
+export const ApiKeyInfo = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  prefix: Type.String({ description: "First characters of the key, to tell keys apart." }),
+  wallet: Address,
+  createdAt: Type.Integer(),
+  revokedAt: Type.Union([Type.Integer(), Type.Null()]),
+  lastUsedAt: Type.Union([Type.Integer(), Type.Null()]),
+});
+export type ApiKeyInfo = Static<typeof ApiKeyInfo>;
+
+export const ApiKeyList = Type.Object({ keys: Type.Array(ApiKeyInfo) });
+export type ApiKeyList = Static<typeof ApiKeyList>;
+
+export const ApiKeyParams = Type.Object({ id: Type.String({ pattern: "^[0-9]{1,12}$" }) });
+export const RevokedApiKey = Type.Object({ revoked: Type.Boolean() });
+export const RevokedApiKeys = Type.Object({ revoked: Type.Integer() });
+
+/** Answer of GET /api/v1/api-keys/whoami. */
+export const WhoAmI = Type.Object({
+  addresses: Type.Array(Address),
+  accountId: Type.Integer(),
+  via: Type.Union([Type.Literal("apiKey"), Type.Literal("session")]),
+  keyId: Type.Optional(Type.Integer()),
+});
+export type WhoAmI = Static<typeof WhoAmI>;
