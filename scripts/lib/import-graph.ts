@@ -41,7 +41,7 @@ function tsFiles(dir: string): string[] {
 }
 
 /** Strongly connected components with more than one node (or a node importing itself): the import cycles. */
-export function cycles<T>(nodes: readonly T[], edges: (node: T) => Iterable<T>): T[][] {
+export function cycles<T extends NonNullable<unknown>>(nodes: readonly T[], edges: (node: T) => Iterable<T>): T[][] {
   // Tarjan's algorithm, iterative so deep graphs cannot overflow the stack.
   const index = new Map<T, number>();
   const low = new Map<T, number>();
@@ -88,7 +88,7 @@ export function cycles<T>(nodes: readonly T[], edges: (node: T) => Iterable<T>):
 }
 
 /** The shortest cycle through a component's first node, as the nodes in import order (the first one not repeated). */
-export function shortestCycle<T>(component: readonly T[], edges: (node: T) => Iterable<T>): T[] {
+export function shortestCycle<T extends NonNullable<unknown>>(component: readonly T[], edges: (node: T) => Iterable<T>): T[] {
   const start = component[0]!;
   const members = new Set(component);
   const cameFrom = new Map<T, T>();

@@ -9,7 +9,6 @@ import {
   type PinnedEscrows,
   type RpcUrls,
   type Settlement,
-  type UnsignedTx,
 } from "./chain";
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";

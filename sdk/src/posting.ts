@@ -1,12 +1,13 @@
 import { ZeroAddress } from "ethers";
 import type { Http } from "./http";
 import { ApiError, clientError, type RowError } from "./errors";
-import { erc20Interface, escrowInterface, type ChainWallet, type Settlement, type UnsignedTx } from "./chain";
+import { erc20Interface, escrowInterface, type ChainWallet, type Settlement } from "./chain";
 import { checkBulkRows, type BulkColumn, type BulkRow, type RowValues } from "../../core/bulk";
 import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { BULK_AUTO_CRITERIA, validateCriteria, type VerificationCriteria } from "../../core/verification";
 import { parseAgentAddress } from "../../core/task-fields";
 import { BATCH_CHUNK_SIZE, MAX_BULK_ROWS } from "../../core/limits";
+import type { AgentAnswer, AgentProfile, BuiltBatch, BuiltTask, ExecutorsAnswer, IndexAnswer, ListingOutcome, Uploaded } from "../../core/api";
 
 /** One task to post (a row of `postTasks`, or `postTask`'s argument). */
 export interface PostTaskInput {
@@ -177,10 +178,7 @@ export function checkRows(inputs: readonly PostTaskInput[], options: { allowAgen
   return checked;
 }
 
-interface Executor {
-  address: string;
-  publicKey: string | null;
-}
+type Executor = Pick<AgentProfile, "address" | "publicKey">;
 
 export interface PostingContext {
   http: Http;
@@ -196,7 +194,7 @@ async function executorsFor(ctx: PostingContext, rows: readonly CheckedRow[]): P
     const key = [...row.capabilities].sort().join(",");
     if (sets.has(key)) continue;
     const query = new URLSearchParams({ chain: ctx.settlement.chain, ...(key ? { capabilities: key } : {}) });
-    const { executors } = await ctx.http.get<{ executors: Executor[] }>(`/api/v1/a2a/executors?${query}`);
+    const { executors } = await ctx.http.get<ExecutorsAnswer>(`/api/v1/a2a/executors?${query}`);
     sets.set(key, executors.filter((e) => e.publicKey));
   }
   return sets;
@@ -221,7 +219,7 @@ async function prepare(ctx: PostingContext, checked: CheckedRow, executors: Map<
   const encrypted = encryptBrief(row.instructions);
   // The task hash is the client's own SHA-256 of the ciphertext, never the storage's word for it.
   const taskHash = privateTaskHash(encrypted.ciphertext);
-  const { rootHash } = await ctx.http.post<{ rootHash: string }>("/api/v1/storage/upload", { data: Buffer.from(encrypted.ciphertext).toString("base64") });
+  const { rootHash } = await ctx.http.post<Uploaded>("/api/v1/storage/upload", { data: Buffer.from(encrypted.ciphertext).toString("base64") });
   const rootHex = rootHash.replace(/^0x/i, "").toLowerCase();
   if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
     throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
@@ -229,7 +227,7 @@ async function prepare(ctx: PostingContext, checked: CheckedRow, executors: Map<
   const wrappedKeys: Record<string, string> = {};
   for (const agent of recipients) wrappedKeys[agent.address] = wrapBriefKey(encrypted.key, agent.publicKey!);
   if (verifier) {
-    const verifierKey = (await ctx.http.get<{ profile: Executor }>(`/api/v1/a2a/executors/${verifier}`)).profile.publicKey;
+    const verifierKey = (await ctx.http.get<AgentAnswer>(`/api/v1/a2a/executors/${verifier}`)).profile.publicKey;
     if (!verifierKey) throw clientError("INVALID_ROWS", `The verifier ${verifier} has no public key.`);
     wrappedKeys[verifier] = wrapBriefKey(encrypted.key, verifierKey);
   }
@@ -309,7 +307,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   let next = rows.length > 0 ? prepareChunk(0) : undefined;
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
     let chunk: Awaited<ReturnType<typeof prepareChunk>> = [];
-    let plan: { unsignedTx: UnsignedTx } | undefined;
+    let plan: Pick<BuiltTask, "unsignedTx"> | undefined;
     let expected: { to: string; data: string };
     let nonce: number;
     let fundingStarted = 0;
@@ -324,8 +322,8 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
         try {
           plan =
             chunk.length === 1
-              ? await ctx.http.post<{ unsignedTx: UnsignedTx }>("/api/v1/tasks", buildBody(chunk[0]!.checked, chunk[0]!.params))
-              : await ctx.http.post<{ unsignedTx: UnsignedTx }>("/api/v1/tasks/batch", { tasks: chunk.map((r) => buildBody(r.checked, r.params)) });
+              ? await ctx.http.post<BuiltTask>("/api/v1/tasks", buildBody(chunk[0]!.checked, chunk[0]!.params))
+              : await ctx.http.post<BuiltBatch>("/api/v1/tasks/batch", { tasks: chunk.map((r) => buildBody(r.checked, r.params)) });
         } catch (error) {
           if (!(error instanceof ApiError) || error.status >= 500 || error.status === 0) throw error;
           const refused = new Map<number, { code: string; message: string }>();
@@ -422,7 +420,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
 }
 
 type ListOutcome = { ok: true; status: "listed" | "already_listed" } | { ok: false; error: { code: string; message: string } };
-type Listed = { taskHash: string; status: "listed" | "already_listed" };
+type Listed = ListingOutcome;
 
 /** Lists funded tasks (one receipt): each item succeeds or fails on its own. */
 export async function listFunded(ctx: Pick<PostingContext, "http">, txHash: string, params: IndexParams[]): Promise<ListOutcome[]> {
@@ -437,7 +435,7 @@ export async function listFunded(ctx: Pick<PostingContext, "http">, txHash: stri
   }
   const tasks = params.map(({ txHash: _tx, ...fields }) => fields);
   try {
-    const { results } = await ctx.http.post<{ results: Listed[] }>("/api/v1/a2a/tasks/index", { txHash, tasks });
+    const { results } = await ctx.http.post<Extract<IndexAnswer, { results: unknown }>>("/api/v1/a2a/tasks/index", { txHash, tasks });
     return results.map(({ status }) => ({ ok: true, status }));
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;

@@ -1,6 +1,6 @@
 import { getAddress, ZeroAddress, type TransactionReceipt } from "ethers";
 import { chainCall, type Chain } from "../chains";
-import { isUniqueViolation, json, type Db } from "../db";
+import { isUniqueViolation, type Db } from "../db";
 import type { Listing } from "../db/schema";
 import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";

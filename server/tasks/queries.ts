@@ -2,7 +2,7 @@ import { sql, type Selectable } from "kysely";
 import { json, type Db } from "../db";
 import type { EscrowTasksTable, ListingsTable } from "../db/schema";
 import { listingMeta } from "./listing-codec";
-import { asAddress, asTaskHash, type RoundVerdict, type TaskView } from "../../core/api";
+import { asAddress, asTaskHash, type BrowseAnswer, type RoundVerdict, type TaskView } from "../../core/api";
 import { taskStatus, type TaskStatus } from "../../core/status";
 import { endingName, Ending, openTaskFilter } from "../../core/escrow";
 import { BROWSE_PAGE_SIZE } from "../../core/limits";
@@ -61,10 +61,8 @@ export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {})
 
 export type TaskQueries = ReturnType<typeof createTaskQueries>;
 
-export interface BrowsePage {
-  tasks: TaskView[];
-  total: number;
-}
+/** A browse page: the answer of GET /api/v1/a2a/tasks. */
+export type BrowsePage = BrowseAnswer;
 
 export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
   const totals = new Map<string, { total: number; at: number }>();

@@ -11,6 +11,7 @@ import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signer
 import type { LightMyRequestResponse } from "fastify";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import { buildApp, type App, type AppDeps } from "../../server/app";
+import type { BuiltTask, ListingOutcome, NonceAnswer, Session, CreatedApiKey, Uploaded, UnsignedTx } from "../../core/api";
 import { createDatabase, migrateToLatest, type Db } from "../../server/db";
 import { createChains } from "../../server/chains";
 import { createBlobStore, type BlobStore } from "../../server/storage/blob-store";
@@ -160,10 +161,10 @@ export async function startTestServer(options: TestServerOptions = {}) {
 
   /** Signs in with the wallet (EIP-4361 through the API) and creates an API key: the path a user takes. */
   async function apiKeyFor(signer: HardhatEthersSigner, name = "test"): Promise<string> {
-    const nonce = await call<{ message: string }>("POST", "/api/v1/auth/nonce", { body: { address: signer.address } });
+    const nonce = await call<NonceAnswer>("POST", "/api/v1/auth/nonce", { body: { address: signer.address } });
     const signature = await signer.signMessage(nonce.body.data.message);
-    const session = await call<{ token: string }>("POST", "/api/v1/auth/verify", { body: { message: nonce.body.data.message, signature } });
-    const key = await call<{ key: string }>("POST", "/api/v1/api-keys", {
+    const session = await call<Session>("POST", "/api/v1/auth/verify", { body: { message: nonce.body.data.message, signature } });
+    const key = await call<CreatedApiKey>("POST", "/api/v1/api-keys", {
       body: { name },
       headers: { authorization: `Bearer ${session.body.data.token}` },
     });
@@ -182,12 +183,8 @@ export async function startTestServer(options: TestServerOptions = {}) {
     return key;
   }
 
-  interface UnsignedTx {
-    to: string;
-    data: string;
-  }
   /** Sends the transactions the API built, from the signer, and returns the last receipt's hash. */
-  async function sendAll(signer: HardhatEthersSigner, transactions: UnsignedTx[]): Promise<string> {
+  async function sendAll(signer: HardhatEthersSigner, transactions: ReadonlyArray<Pick<UnsignedTx, "to" | "data">>): Promise<string> {
     let hash = "";
     for (const tx of transactions) {
       const sent = await signer.sendTransaction({ to: tx.to, data: tx.data });
@@ -212,7 +209,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
   /** Task fields for a private brief wrapped to the given agents, its ciphertext uploaded. */
   async function privateTask(brief: string, agents: HardhatEthersSigner[], key: string, extra: Record<string, unknown> = {}) {
     const encrypted = encryptBrief(brief);
-    const upload = await call<{ rootHash: string }>("POST", "/api/v1/storage/upload", {
+    const upload = await call<Uploaded>("POST", "/api/v1/storage/upload", {
       key,
       body: { data: Buffer.from(encrypted.ciphertext).toString("base64") },
     });
@@ -235,13 +232,13 @@ export async function startTestServer(options: TestServerOptions = {}) {
 
   /** Builds, funds and lists a task through the API; returns the task hash and the funding transaction. */
   async function post(poster: HardhatEthersSigner, key: string, fields: Record<string, unknown>, amount = 5_000_000n, duration = 86_400) {
-    const built = await call<{ transactions: UnsignedTx[]; taskHash: string }>("POST", "/api/v1/tasks", {
+    const built = await call<BuiltTask>("POST", "/api/v1/tasks", {
       key,
       body: { ...fields, amount: amount.toString(), duration },
     });
     if (built.status !== 200) throw new Error(`building failed: ${JSON.stringify(built.body)}`);
     const txHash = await sendAll(poster, built.body.data.transactions);
-    const listed = await call("POST", "/api/v1/a2a/tasks/index", { key, body: { ...fields, txHash } });
+    const listed = await call<ListingOutcome>("POST", "/api/v1/a2a/tasks/index", { key, body: { ...fields, txHash } });
     if (listed.status !== 200) throw new Error(`listing failed: ${JSON.stringify(listed.body)}`);
     await sync();
     return { taskHash: built.body.data.taskHash, txHash };

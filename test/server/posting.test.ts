@@ -6,16 +6,12 @@ import { expectError, expectOk } from "./expect";
 import { BlocklistToken__factory, TaskEscrow__factory } from "../../typechain-types";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import type { ErrorCode } from "../../core/errors";
+import type { BuiltTask } from "../../core/api";
 
 const ZERO_HASH = `0x${"0".repeat(64)}`;
 const escrowInterface = TaskEscrow__factory.createInterface();
 
-interface Plan {
-  taskHash: string;
-  unsignedTx: { to: string; from: string; chainId: number; data: string; value: string };
-  approveTx: { to: string; data: string } | null;
-  transactions: Array<{ to: string; data: string }>;
-}
+type Plan = BuiltTask;
 
 describe("posting: build, upload and list", function () {
   let s: TestServer;

@@ -11,7 +11,7 @@ import { privateKeyOf, type TestServer } from "../harness";
 import { lifecycle, type Finalized } from "../lifecycle-harness";
 import { expectOk } from "../expect";
 import { Ending, EscrowStatus } from "../../../core/escrow";
-import type { Assigned } from "../../../core/api";
+import type { Assigned, Delivered, PostedAnswer, SettlementTx } from "../../../core/api";
 
 export const DAY = 86_400;
 /** An odd reward, so the 10% fee rounds down: fee 500,000, payout 4,500,003. */
@@ -24,10 +24,7 @@ export const FAILING = "Too short.";
 /** Criteria that PASSING meets and FAILING does not. */
 export const CRITERIA = { min_length: 40, contains_keywords: ["Hamlet"] };
 
-export interface UnsignedTx {
-  to: string;
-  data: string;
-}
+export type { UnsignedTx } from "../../../core/api";
 
 export interface Balances {
   poster: bigint;
@@ -84,7 +81,7 @@ export function steps(s: TestServer) {
 
   /** Stores `output` as the next round and answers the submitEvidence transaction, unsent. */
   async function deliver(key: string, taskHash: string, output: string) {
-    return expectOk(await s.call<{ round: number; resultHash: string; unsignedTx: UnsignedTx }>("POST", `/api/v1/a2a/tasks/${taskHash}/deliver`, { key, body: { output } }));
+    return expectOk(await s.call<Delivered>("POST", `/api/v1/a2a/tasks/${taskHash}/deliver`, { key, body: { output } }));
   }
 
   /** Delivers and sends the evidence from the agent's wallet, without finalizing. */
@@ -99,11 +96,11 @@ export function steps(s: TestServer) {
 
   /** A settlement action's answer (`cancel`, `claim-timeout`, `dispute`, `release-unjudged`, `release`), unsent. */
   function action(key: string, taskHash: string, name: string) {
-    return s.call<{ outcome: string; unsignedTx: UnsignedTx }>("POST", `/api/v1/a2a/tasks/${taskHash}/${name}`, { key });
+    return s.call<SettlementTx>("POST", `/api/v1/a2a/tasks/${taskHash}/${name}`, { key });
   }
 
   /** Signs the API-built transaction with the signer's own key (nonce, gas and fees filled in), unsent. */
-  async function signRaw(signer: HardhatEthersSigner, tx: UnsignedTx & { chainId?: number }, overrides: Record<string, unknown> = {}): Promise<string> {
+  async function signRaw(signer: HardhatEthersSigner, tx: { to: string; data: string }, overrides: Record<string, unknown> = {}): Promise<string> {
     const wallet = new hre.ethers.Wallet(privateKeyOf(signer), hre.ethers.provider);
     const populated = await wallet.populateTransaction({ to: tx.to, data: tx.data, gasLimit: 300_000n, ...overrides });
     return wallet.signTransaction(populated);
@@ -118,11 +115,7 @@ export function steps(s: TestServer) {
   /** The caller's posted task as GET /api/v1/a2a/tasks/posted shows it. */
   async function posted(key: string, taskHash: string) {
     const page = expectOk(
-      await s.call<{ tasks: Array<{ meta: { taskHash: string }; state: { status: string; resultData?: { output?: string; resultHash?: string } } }> }>(
-        "GET",
-        "/api/v1/a2a/tasks/posted",
-        { key },
-      ),
+      await s.call<PostedAnswer>("GET", "/api/v1/a2a/tasks/posted", { key }),
     );
     const task = page.tasks.find((t) => t.meta.taskHash === taskHash.toLowerCase());
     expect(task, `posted task ${taskHash}`).to.not.equal(undefined);
