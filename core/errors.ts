@@ -33,7 +33,7 @@ export const ERROR_CODES = define({
   // ---- authentication and keys
   AUTH_REQUIRED: { status: 401, description: "This route needs an `X-API-Key` or a session token." },
   INVALID_TOKEN: { status: 401, description: "The API key or session token is wrong, expired or revoked." },
-  SESSION_REQUIRED: { status: 403, description: "Only a signed-in wallet session or an API key may do this." },
+  SESSION_REQUIRED: { status: 403, description: "Only a signed-in wallet session may do this (an API key may not)." },
   NONCE_INVALID: { status: 401, description: "The sign-in nonce is unknown, used or expired; ask for a new one." },
   SIGNATURE_MISMATCH: { status: 401, description: "The signature was not made by the wallet named in the message." },
   SIGN_IN_MESSAGE_INVALID: { status: 400, description: "The sign-in message is malformed, for another domain or chain, or expired." },
@@ -68,10 +68,10 @@ export const ERROR_CODES = define({
   TX_NOT_FOUND: { status: 404, description: "The transaction receipt is not visible yet; retry.", retryable: true },
   TX_REVERTED: { status: 400, description: "The transaction reverted." },
   TX_REJECTED: { status: 400, description: "The node refused the signed transaction (e.g. its wallet cannot pay the gas); nothing was sent." },
-  NOT_TASK_AGENT: { status: 403, description: "The funding wallet is not the API key's wallet; cancel the escrow from the funding wallet." },
+  NOT_TASK_AGENT: { status: 403, description: "The paying (funding) wallet is not the API key's wallet; cancel the escrow from the funding wallet." },
   NOT_IN_RECEIPT: { status: 400, description: "The receipt carries no `TaskCreated` for this task hash from the escrow." },
   DUPLICATE_TASK_HASH: { status: 400, description: "The same task hash appears twice in one request." },
-  INDEX_FAILED: { status: 400, description: "This item of a batch was not listed; see its own `code`." },
+  INDEX_FAILED: { status: 400, description: "A task of a listing request (POST /api/v1/a2a/tasks/index) was not listed; each item's own `code` says why." },
   BLOB_NOT_FOUND: { status: 404, description: "`rootHash` names no uploaded blob; upload the ciphertext first." },
   TARGET_IS_POSTER: { status: 400, description: "A task cannot be pinned to its own poster." },
   BATCH_UNSUPPORTED: { status: 400, description: "The chain's escrow has no batch creation; fund each task on its own." },
@@ -152,6 +152,40 @@ export function isErrorCode(code: string): code is ErrorCode {
   return Object.prototype.hasOwnProperty.call(ERROR_CODES, code);
 }
 
+/**
+ * Clear names for codes whose name misleads, each with the code the API answers. The answered code never changes:
+ * clients branch on it, and the spec names some of them (`NOT_TASK_AGENT`). Code raises an error by its clear name
+ * (`new MarketError("NOT_WORKER")` answers `NOT_EXECUTOR`); docs/errors.md lists both, with why.
+ */
+export const ERROR_CODE_ALIASES = {
+  FUNDING_WALLET_MISMATCH: "NOT_TASK_AGENT",
+  NOT_WORKER: "NOT_EXECUTOR",
+  AGENT_NOT_FOUND: "EXECUTOR_NOT_FOUND",
+  CRITERIA_FROM_WORKER: "CRITERIA_FROM_EXECUTOR",
+  LISTING_FAILED: "INDEX_FAILED",
+} as const satisfies Record<string, ErrorCode>;
+
+/** Why each answered code has a clear name (docs/errors.md). */
+export const ALIAS_REASONS: Record<ErrorCodeAlias, string> = {
+  FUNDING_WALLET_MISMATCH: "The spec's code is about the wallet that paid for (funded) the task, not about an agent.",
+  NOT_WORKER: "The agent doing a task is its worker everywhere else (API fields, SDK, docs); \"executor\" is the older word.",
+  AGENT_NOT_FOUND: "Raised for any agent address nobody registered (profiles, cards, key wraps), not only would-be executors.",
+  CRITERIA_FROM_WORKER: "The worker is the party the criteria judge.",
+  LISTING_FAILED: "Listing a funded task (`POST /api/v1/a2a/tasks/index`) failed; the indexer is not involved.",
+};
+
+export type ErrorCodeAlias = keyof typeof ERROR_CODE_ALIASES;
+
+/** The code the API answers for a code or its clear name. */
+export function answeredCode(code: ErrorCode | ErrorCodeAlias): ErrorCode {
+  return Object.prototype.hasOwnProperty.call(ERROR_CODE_ALIASES, code) ? ERROR_CODE_ALIASES[code as ErrorCodeAlias] : (code as ErrorCode);
+}
+
+/** The clear name of an answered code, when it has one. */
+export function clearName(code: ErrorCode): ErrorCodeAlias | undefined {
+  return (Object.keys(ERROR_CODE_ALIASES) as ErrorCodeAlias[]).find((alias) => ERROR_CODE_ALIASES[alias] === code);
+}
+
 /** One refused item of a request (a field, a row, a batch item). */
 export interface ErrorDetail {
   code?: string;
@@ -168,14 +202,15 @@ export class MarketError extends Error {
   readonly reason?: string;
   readonly details?: ErrorDetail[];
 
+  /** `code` may be a clear name (ERROR_CODE_ALIASES); the error carries the code the API answers. */
   constructor(
-    code: ErrorCode,
-    message: string = ERROR_CODES[code].description,
+    code: ErrorCode | ErrorCodeAlias,
+    message: string = ERROR_CODES[answeredCode(code)].description,
     options: { reason?: string; details?: ErrorDetail[]; cause?: unknown } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.status = ERROR_CODES[code].status;
+    this.code = answeredCode(code);
+    this.status = ERROR_CODES[this.code].status;
     if (options.reason !== undefined) this.reason = options.reason;
     if (options.details !== undefined) this.details = options.details;
   }

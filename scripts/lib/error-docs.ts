@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCodeInfo } from "../../core/errors";
+import { ALIAS_REASONS, clearName, ERROR_CODE_ALIASES, ERROR_CODES, type ErrorCode, type ErrorCodeAlias, type ErrorCodeInfo } from "../../core/errors";
 import { BulkRowIssue } from "../../core/bulk";
 import { CAPABILITY_TAGS } from "../../core/capabilities";
 
@@ -21,7 +21,9 @@ export function errorDocs(): string {
   const rows = Object.entries(ERROR_CODES as Record<string, ErrorCodeInfo>).map(([code, info]) => {
     const status = info.client ? (info.status ? `${info.status} (client)` : "client") : String(info.status);
     const note = info.retryable ? " Retry later." : "";
-    return `| \`${code}\` | ${status} | ${info.description.replace(/\|/g, "\\|")}${note} |`;
+    const alias = clearName(code as ErrorCode);
+    const named = alias ? ` Clear name in code: \`${alias}\`.` : "";
+    return `| \`${code}\` | ${status} | ${info.description.replace(/\|/g, "\\|")}${note}${named} |`;
   });
   return [
     "# Error codes",
@@ -36,6 +38,18 @@ export function errorDocs(): string {
     "| Code | Status | Meaning |",
     "| - | - | - |",
     ...rows,
+    "",
+    "## Clear names",
+    "",
+    "Some codes name their case misleadingly. Each has a clear name that the server and clients write in code",
+    "(`new MarketError(\"NOT_WORKER\")`, `answeredCode()` in core/errors.ts); the API keeps answering the code it always",
+    "answered, which clients branch on and the spec names, so the clear name never appears in an answer.",
+    "",
+    "| Clear name | Answered code | Why |",
+    "| - | - | - |",
+    ...(Object.keys(ERROR_CODE_ALIASES) as ErrorCodeAlias[]).map(
+      (alias) => `| \`${alias}\` | \`${ERROR_CODE_ALIASES[alias]}\` | ${ALIAS_REASONS[alias].replace(/\|/g, "\\|")} |`,
+    ),
     "",
     "## Bulk row issues",
     "",

@@ -19,6 +19,6 @@ export type { IndexParams, PostResult, PostStatus, PostTaskInput, PostTasksOptio
 export { pinnedEscrowsFromEnv, rpcUrlsFromEnv, guard, type Settlement, type UnsignedTx, type RpcUrls, type PinnedEscrows } from "./chain";
 export { AgentCap, CAPABILITY_TAGS, type CapabilityTag } from "../../core/capabilities";
 export { CHAIN_NAMES, type ChainName } from "../../core/chains";
-export { ERROR_CODES, type ErrorCode } from "../../core/errors";
+export { ERROR_CODES, ERROR_CODE_ALIASES, answeredCode, type ErrorCode, type ErrorCodeAlias } from "../../core/errors";
 export { formatUsdc, parseUsdcDecimal, parseRawAmount } from "../../core/money";
 export { evaluate, type VerificationCriteria, type Verdict } from "../../core/verification";

@@ -80,7 +80,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; agents
     },
     async (request) => {
       const profile = await registry.get(addressParam(request.params.address));
-      if (!profile) throw new MarketError("EXECUTOR_NOT_FOUND");
+      if (!profile) throw new MarketError("AGENT_NOT_FOUND");
       return ok({ profile });
     },
   );

@@ -95,7 +95,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; age
     },
     async (request) => {
       const agent = await registry.get(addressParam(request.params.address));
-      if (!agent) throw new MarketError("EXECUTOR_NOT_FOUND");
+      if (!agent) throw new MarketError("AGENT_NOT_FOUND");
       return agentCard(baseUrl, agent);
     },
   );

@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { ERROR_CODES, MarketError, type ErrorCode, type ErrorDetail } from "../../core/errors";
+import { ERROR_CODES, MarketError, type ErrorCode, type ErrorCodeAlias, type ErrorDetail } from "../../core/errors";
 
 export { MarketError } from "../../core/errors";
 
 /** Shorthand for throwing a coded error from a route or service. */
-export function fail(code: ErrorCode, message?: string, options?: { reason?: string; details?: ErrorDetail[]; cause?: unknown }): never {
+export function fail(code: ErrorCode | ErrorCodeAlias, message?: string, options?: { reason?: string; details?: ErrorDetail[]; cause?: unknown }): never {
   throw new MarketError(code, message, options);
 }
 

@@ -56,7 +56,7 @@ export function createBidding(deps: Pick<MarketplaceDeps, "db" | "chains" | "off
     const registeredAddresses = new Set<string>(known.map((k) => k.profile.address));
     const unknown = entries.filter(([a]) => !registeredAddresses.has(a));
     if (unknown.length > 0) {
-      throw new MarketError("EXECUTOR_NOT_FOUND", `Not registered: ${unknown.map(([a]) => a).join(", ")}`);
+      throw new MarketError("AGENT_NOT_FOUND", `Not registered: ${unknown.map(([a]) => a).join(", ")}`);
     }
     for (const [agent, key] of entries) {
       await db

@@ -32,7 +32,7 @@ export function createDelivery(deps: DeliveryDeps) {
 
   /** Only the task's worker, per the escrow (the recorded executor). */
   function requireWorker(ctx: TaskContext, wallet: string) {
-    if (ctx.onChain.worker !== wallet) throw new MarketError("NOT_EXECUTOR");
+    if (ctx.onChain.worker !== wallet) throw new MarketError("NOT_WORKER");
   }
 
   /**

@@ -33,7 +33,7 @@ export function refusalError(
     case "NotPoster":
       return new MarketError("NOT_POSTER");
     case "NotWorker":
-      return new MarketError("NOT_EXECUTOR");
+      return new MarketError("NOT_WORKER");
     case "NotTaskParty":
       return new MarketError("NOT_TASK_PARTY", "Only the poster or the worker can dispute.");
     case "NotTaskVerifier":

@@ -122,7 +122,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
         const chain = postingChain(body.tasks[0]?.chain);
         const results = await listings.listBatch(chain, principal.wallet, body.txHash, body.tasks);
         if (results.some((r) => r.status === "failed")) {
-          throw new MarketError("INDEX_FAILED", `${results.filter((r) => r.status === "failed").length} of ${results.length} tasks were not listed.`, {
+          throw new MarketError("LISTING_FAILED", `${results.filter((r) => r.status === "failed").length} of ${results.length} tasks were not listed.`, {
             details: results,
           });
         }

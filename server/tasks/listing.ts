@@ -6,7 +6,7 @@ import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
 import type { Clock } from "../http/types";
 import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "../../core/api";
-import { MarketError, type ErrorDetail } from "../../core/errors";
+import { answeredCode, MarketError, type ErrorDetail } from "../../core/errors";
 import { decodeEscrowEvent, isOpen, snapshotFromView } from "../../core/escrow";
 
 /** What the funding receipt says about one task. */
@@ -44,7 +44,7 @@ export function createListings({
     if (!receipt) throw new MarketError("TX_NOT_FOUND");
     if (receipt.status !== 1) throw new MarketError("TX_REVERTED");
     if (getAddress(receipt.from) !== wallet) {
-      throw new MarketError("NOT_TASK_AGENT", `The funding transaction was sent by ${getAddress(receipt.from)}, not by the API key's wallet ${wallet}; cancel the escrow from the funding wallet.`);
+      throw new MarketError("FUNDING_WALLET_MISMATCH", `The funding transaction was sent by ${getAddress(receipt.from)}, not by the API key's wallet ${wallet}; cancel the escrow from the funding wallet.`);
     }
     const funded = new Map<string, Funded>();
     for (const log of receipt.logs) {
@@ -60,7 +60,7 @@ export function createListings({
   async function listFunded(chain: Chain, wallet: string, txHash: string, input: TaskFieldsInput, funded: Funded | undefined): Promise<ListingResult> {
     const taskHash = input.taskHash.toLowerCase();
     if (!funded) throw new MarketError("NOT_IN_RECEIPT", `The receipt carries no TaskCreated for ${taskHash} from the escrow.`);
-    if (funded.poster !== wallet) throw new MarketError("NOT_TASK_AGENT", `The task was funded by ${funded.poster}, not by ${wallet}.`);
+    if (funded.poster !== wallet) throw new MarketError("FUNDING_WALLET_MISMATCH", `The task was funded by ${funded.poster}, not by ${wallet}.`);
     if (funded.token !== chain.config.token) throw new MarketError("TOKEN_NOT_SETTLEMENT", "The task was funded with a token other than the settlement token.");
     const terms = await checkTerms(input, wallet, chain, deps);
     const verifier = funded.verifier === ZeroAddress ? null : funded.verifier;
@@ -167,7 +167,7 @@ export function createListings({
           results.push({ ...result, message: result.status === "listed" ? "listed" : "listed before with the same properties" });
         } catch (error) {
           if (!(error instanceof MarketError)) {
-            results.push({ taskHash, status: "failed", code: "INDEX_FAILED", message: (error as Error).message });
+            results.push({ taskHash, status: "failed", code: answeredCode("LISTING_FAILED"), message: (error as Error).message });
             continue;
           }
           if (error.code === "CHAIN_UNAVAILABLE") throw error;

@@ -121,7 +121,7 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
         principal.wallet === listing.poster ? "poster" : principal.wallet === listing.verifier_address ? "verifier" : principal.wallet === onChain.worker ? "executor" : undefined;
       if (!role) throw new MarketError("NOT_TASK_PARTY");
       if (verificationCriteria !== undefined) {
-        if (role === "executor") throw new MarketError("CRITERIA_FROM_EXECUTOR");
+        if (role === "executor") throw new MarketError("CRITERIA_FROM_WORKER");
         requireValidCriteria(verificationCriteria, "auto");
       }
       if (listing.verification_criteria === null && listing.routing_summary === null && listing.public_brief === null && verificationCriteria === undefined) {
