@@ -92,7 +92,7 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; chains: Pick<
       const decay = decayedScore(row?.raw_score ?? 0, row?.last_settled_at ?? null, nowSeconds());
       const onChain = await onChainNumbers(db, address, chains.get(ON_CHAIN_REPUTATION_CHAIN) !== undefined);
       return ok({
-        address: asAddress(address),
+        address,
         reputation: row?.reputation ?? FRESH_REPUTATION.reputation,
         ...onChain,
         rawScore: decay.rawScore,
