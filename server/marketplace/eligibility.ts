@@ -1,6 +1,6 @@
 import type { Listing } from "../db/schema";
 import { minRewardRefusal, type AgentProfile } from "../agents";
-import { json } from "../db";
+import { listedFields } from "../tasks/listing-codec";
 import { MarketError } from "../../core/errors";
 import { agentChains } from "../../core/chains";
 import { EscrowStatus, isOpen } from "../../core/escrow";
@@ -42,7 +42,7 @@ export function refusal(task: Opening, agent: Candidate, nowSeconds: number): Ma
   if (!agentChains(agent.profile.supportedChains).includes(listing.chain as never)) {
     return new MarketError("CHAIN_UNSUPPORTED", `The task is on ${listing.chain}; the agent works on ${agentChains(agent.profile.supportedChains).join(", ")}.`);
   }
-  const required = json.read<string[]>(listing.required_capabilities) ?? [];
+  const required = listedFields(listing).requiredCapabilities;
   const missing = required.filter((tag) => !agent.profile.capabilities.includes(tag));
   if (missing.length > 0) return new MarketError("CAPABILITIES_MISSING", `Missing capabilities: ${missing.join(", ")}.`);
   const belowMinimum = minRewardRefusal(agent.profile.minReward, BigInt(listing.amount), listing.service_id);

@@ -1,11 +1,10 @@
 import type { Db } from "../db";
-import { json } from "../db";
+import { listedFields, listingChain } from "../tasks/listing-codec";
 import type { Listing } from "../db/schema";
 import type { AgentRegistry } from "../agents";
 import { refusal } from "./eligibility";
 import { decayedScore, earnsBadge, offerRank } from "../../core/reputation";
 import { MarketError } from "../../core/errors";
-import type { ChainName } from "../../core/chains";
 
 /** How many registered agents are ranked for one offer. */
 const CANDIDATES = 500;
@@ -33,8 +32,8 @@ export function createOffers({ db, agents, now, windowMs, rewrappable }: {
   /** Picks the best-ranked eligible agent for a task that just opened; undefined when nobody qualifies. */
   async function open(listing: Listing, deadline: number): Promise<{ agent: string; expiresAt: number } | undefined> {
     if (windowMs <= 0 || listing.target_executor !== null) return undefined;
-    const required = json.read<string[]>(listing.required_capabilities) ?? [];
-    const candidates = await agents.search({ chain: listing.chain as ChainName, capabilities: required, limit: CANDIDATES });
+    const required = listedFields(listing).requiredCapabilities;
+    const candidates = await agents.search({ chain: listingChain(listing), capabilities: required, limit: CANDIDATES });
     if (candidates.length === 0) return undefined;
     const wrapped = new Set(
       (await db.selectFrom("task_keys").select("agent_address").where("task_hash", "=", listing.task_hash).execute()).map((k) => k.agent_address),

@@ -3,6 +3,7 @@ import { json } from "../db";
 import type { Outbox } from "../outbox";
 import { OutboxRevert } from "../outbox";
 import { waitForIndexer, type Delivery, type TaskContext } from "../tasks/context";
+import { listedFields } from "../tasks/listing-codec";
 import { MarketError } from "../../core/errors";
 import { decodeEscrowEvent, EscrowStatus } from "../../core/escrow";
 import { evaluate, type Verdict, type VerificationCriteria } from "../../core/verification";
@@ -13,9 +14,9 @@ export interface JudgedBy {
 
 /** The rule engine's verdict on a delivered output, against the task's criteria and (for echo checks) its brief. */
 export function autoVerdict(ctx: Pick<TaskContext, "listing">, output: string, criteria?: VerificationCriteria | null): Verdict {
-  const { listing } = ctx;
-  const rules = criteria ?? json.read<VerificationCriteria>(listing.verification_criteria) ?? {};
-  return evaluate(output, rules, { brief: listing.public_brief ?? listing.routing_summary ?? undefined });
+  const listed = listedFields(ctx.listing);
+  const rules = criteria ?? listed.verificationCriteria ?? {};
+  return evaluate(output, rules, { brief: listed.publicBrief ?? listed.routingSummary ?? undefined });
 }
 
 /**
