@@ -14,8 +14,6 @@ import { canDeliver } from "../../core/escrow";
 import { resultHash } from "../../core/crypto";
 import type { TaskStatus } from "../../core/status";
 
-export { MAX_OUTPUT_CHARS } from "../../core/api";
-
 export interface DeliveryDeps {
   db: Db;
   chains: ChainRegistry;
