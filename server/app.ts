@@ -12,6 +12,7 @@ import type { Outbox } from "./outbox";
 import type { App } from "./http/types";
 import { MarketError, errorBody, sendError } from "./http/errors";
 import { createRateLimiter } from "./http/rate-limit";
+import { memoizedSchemaCompilers } from "./http/schema-compilers";
 import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
@@ -86,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, formats: { [ADDRESS_FORMAT]: isChecksummedAddress } } },
     // Answers are not re-validated: the serializer only needs to know the format exists.
     serializerOpts: { ajv: { formats: { [ADDRESS_FORMAT]: true } } },
+    schemaController: { compilersFactory: memoizedSchemaCompilers },
     // Requests carry no trailing-slash variants or case games.
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
