@@ -12,7 +12,7 @@ const SOLC_VERSION = "0.8.28";
 // instead of letting Hardhat download a native compiler.
 subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args: { solcVersion: string }, _hre, runSuper) => {
   if (args.solcVersion !== SOLC_VERSION) return runSuper();
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- solc-js is tens of megabytes: loaded only to compile, not by every Hardhat command; it has no types to import
   const solc = require("solc") as { version(): string };
   return {
     compilerPath: require.resolve("solc/soljson.js"),

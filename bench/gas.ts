@@ -236,7 +236,7 @@ async function main() {
       mockUsdc: gasUsed,
       realUsdc: real[operation],
       bar: BARS[operation] ?? "",
-      ok: BARS[operation] === undefined ? "" : gasUsed <= BARS[operation]! ? "yes" : "NO",
+      ok: BARS[operation] === undefined ? "" : gasUsed <= BARS[operation] ? "yes" : "NO",
     })),
   );
   console.log(`reputation writes (budget ${reputation.gasBudget} gas per write):`);

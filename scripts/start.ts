@@ -57,7 +57,7 @@ async function main() {
   });
 
   const stop = () => {
-    server.stop().finally(() => {
+    void server.stop().finally(() => {
       chain.stop();
       process.exit(0);
     });

@@ -168,7 +168,7 @@ export function openJournal(journalPath: string): JournalWriter {
       path: journalPath,
       rows,
       append(partial) {
-        const entry = { ...partial, at: new Date().toISOString() } as JournalEntry;
+        const entry = { ...partial, at: new Date().toISOString() };
         const handle = file();
         writeSync(handle, `${JSON.stringify(entry)}\n`);
         fsyncSync(handle);

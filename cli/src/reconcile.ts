@@ -31,7 +31,7 @@ export interface ReconcileOptions {
   onWaiting?: (attempt: Attempt) => void;
 }
 
-const TASK_CREATED = escrowInterface.getEvent("TaskCreated")!.topicHash;
+const TASK_CREATED = escrowInterface.getEvent("TaskCreated").topicHash;
 const LOG_RANGE_BLOCKS = 10_000;
 
 /** Refuses a journal whose attempts were made by another wallet, on another escrow or chain. */

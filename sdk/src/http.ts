@@ -53,7 +53,7 @@ export function createHttp(options: HttpOptions) {
       response.status,
       error?.code ?? `HTTP_${response.status}`,
       error?.message ?? `${method} ${path} answered ${response.status}`,
-      (error ?? {}) as Record<string, unknown>,
+      error ?? {},
     );
   }
 

@@ -310,7 +310,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
     let plan: Pick<BuiltTask, "unsignedTx"> | undefined;
     let expected: { to: string; data: string };
     let nonce: number;
-    let fundingStarted = 0;
+    let fundingStarted: number;
     try {
       chunk = await next!;
       fundingStarted = performance.now();

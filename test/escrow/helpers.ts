@@ -39,7 +39,7 @@ interface BalanceToken {
 
 /** Token balances of several accounts, in order. */
 export async function balancesOf(token: BalanceToken, accounts: (AddressLike | BaseContract)[]): Promise<bigint[]> {
-  return Promise.all(accounts.map((account) => token.balanceOf(account as AddressLike)));
+  return Promise.all(accounts.map((account) => token.balanceOf(account)));
 }
 
 export { signPermit } from "../../scripts/lib/permit";

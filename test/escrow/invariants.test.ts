@@ -192,9 +192,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       token: taskToken,
       amount,
       duration,
-      judge: fc.constantFrom("none", "none", "none", "agent", "agent", "self") as fc.Arbitrary<
-        "none" | "agent" | "self"
-      >,
+      judge: fc.constantFrom<"none" | "agent" | "self">("none", "none", "none", "agent", "agent", "self"),
       reuse: fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 }),
     }),
   },
@@ -952,7 +950,7 @@ describe("TaskEscrow invariants (property test)", function () {
         } catch (error) {
           const first = Math.max(0, run.trace.length - 12);
           const recent = run.trace.slice(first).map((line, i) => `  ${first + i}: ${line}`);
-          throw new Error(`step ${index} failed: ${(error as Error).message}\nlast commands:\n${recent.join("\n")}`);
+          throw new Error(`step ${index} failed: ${(error as Error).message}\nlast commands:\n${recent.join("\n")}`, { cause: error });
         }
         stats.steps += 1;
       }

@@ -68,7 +68,7 @@ describe("TaskEscrow reentrancy", function () {
 
   it("a payout closes the task before paying, and a call back from the payout is refused", async function () {
     const ctx = await loadFixture(reentrantTokenFixture);
-    const { escrow, escrowAddress, verifier, worker, treasury, reentrant, reentrantToken } = ctx;
+    const { escrow, escrowAddress, verifier, worker, treasury, reentrant } = ctx;
     const taskHash = await submittedInReentrantToken(ctx);
     await armWith(ctx, "completeVerification", [taskHash, true, 100]);
     await expect(escrow.connect(verifier).completeVerification(taskHash, true, 100)).not.to.emit(escrow, "Credited");

@@ -1,6 +1,7 @@
 /** Shared by the indexer tests: databases, table dumps, a random escrow activity generator and an HTTP view of the chain. */
 import { expect } from "chai";
 import hre from "hardhat";
+import { TASK_NODE_CREATE_SERVER } from "hardhat/builtin-tasks/task-names";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import type { ContractTransactionResponse } from "ethers";
 import { createDatabase, migrateToLatest, type Db } from "../../server/db";
@@ -177,7 +178,8 @@ export async function randomActivity(fixture: EscrowFixture, options: { seed: nu
         else if (rnd() < 0.3) await attempt(() => escrow.connect(poster).assignWorker(hash, worker.address));
         else await attempt(() => escrow.connect(verifier).marketplaceAssign(hash, worker.address));
       } else if (status === EscrowStatus.Assigned || status === EscrowStatus.Failed) {
-        if (rnd() < 0.15) await attempt(() => escrow.connect(rnd() < 0.5 ? poster : worker).raiseDispute(hash));
+        const dispute = rnd() < 0.15;
+        if (dispute) await attempt(() => escrow.connect(rnd() < 0.5 ? poster : worker).raiseDispute(hash));
         else if (rnd() < 0.15) await attempt(() => escrow.connect(poster).claimTimeout(hash));
         else await attempt(() => escrow.connect(worker).submitEvidence(hash, hre.ethers.id(`${hash}-${i}`)));
       } else if (status === EscrowStatus.Submitted) {
@@ -210,8 +212,6 @@ export async function mineBlocks(count: number): Promise<void> {
 
 /** The in-process network over HTTP on a free loopback port, for a worker's own JSON-RPC provider. */
 export async function serveNetwork(): Promise<{ url: string; close(): Promise<void> }> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { TASK_NODE_CREATE_SERVER } = require("hardhat/builtin-tasks/task-names") as { TASK_NODE_CREATE_SERVER: string };
   const server = (await hre.run(TASK_NODE_CREATE_SERVER, {
     hostname: "127.0.0.1",
     port: 0,

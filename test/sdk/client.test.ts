@@ -19,7 +19,7 @@ function tampering(path: RegExp, rewrite: (data: Record<string, unknown>) => voi
     const body = (await response.json()) as { success: boolean; data: Record<string, unknown> };
     if (body.success) rewrite(body.data);
     return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
-  }) as typeof fetch;
+  });
 }
 
 /** A JSON-RPC proxy to `upstream` that answers every receipt lookup with null: transactions go through unseen. */
@@ -27,7 +27,7 @@ async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(
   const server = createHttpServer((request, response) => {
     let body = "";
     request.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    request.on("end", async () => {
+    const relay = async () => {
       const payload = JSON.parse(body) as { id: number; method: string } | Array<{ id: number; method: string }>;
       const hides = (p: { method: string }) => p.method === "eth_getTransactionReceipt";
       if (!Array.isArray(payload) && hides(payload)) {
@@ -38,6 +38,9 @@ async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(
       const answer = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
       response.setHeader("content-type", "application/json");
       response.end(await answer.text());
+    };
+    request.on("end", () => {
+      relay().catch((error: unknown) => response.destroy(error as Error));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -55,7 +58,7 @@ function faking(fake: (method: string, path: string, body: Record<string, unknow
     const data = fake(init?.method ?? "GET", new URL(String(input)).pathname, body);
     if (data === undefined) return fetch(input, init);
     return new Response(JSON.stringify({ success: true, data }), { status: 200, headers: { "content-type": "application/json" } });
-  }) as typeof fetch;
+  });
 }
 
 async function refusal(promise: Promise<unknown>): Promise<ApiError> {
@@ -336,7 +339,7 @@ describe("MarketClient", function () {
           return new Response(JSON.stringify({ success: false, error: { code, message: `${code} (test)`, ...(details ? { details } : {}) } }), { status });
         }
         return fetch(input, init);
-      }) as typeof fetch;
+      });
     }
 
     it("a service failure after a funding stops the run and returns it (never throws away which rows were paid)", async function () {

@@ -57,7 +57,7 @@ describe("server: A2A JSON-RPC", function () {
       headers: { "content-type": "application/json", ...headers },
       payload: typeof payload === "string" ? payload : JSON.stringify(payload),
     });
-    return { status: response.statusCode, body: response.body === "" ? undefined : (response.json() as RpcAnswer | RpcAnswer[]) };
+    return { status: response.statusCode, body: response.body === "" ? undefined : response.json<RpcAnswer | RpcAnswer[]>() };
   }
   async function call(method: string, params?: unknown, id: string | number = 1): Promise<RpcAnswer> {
     const answer = await rpc({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) });
@@ -231,10 +231,10 @@ describe("server: A2A JSON-RPC", function () {
     it(`-32600 for a batch of more than ${MAX_BATCH} requests, answering none of them (one request buys bounded work)`, async function () {
       const request = (id: number) => ({ jsonrpc: "2.0", id, method: "tasks/list" });
       const full = await rpc(Array.from({ length: MAX_BATCH }, (_, i) => request(i)));
-      expect(full.body as RpcAnswer[]).to.have.length(MAX_BATCH);
+      expect(full.body).to.have.length(MAX_BATCH);
       const over = await rpc(Array.from({ length: MAX_BATCH + 1 }, (_, i) => request(i)));
       expect(over.status).to.equal(200);
-      expect(over.body as RpcAnswer).to.deep.include({ jsonrpc: "2.0", id: null });
+      expect(over.body).to.deep.include({ jsonrpc: "2.0", id: null });
       expect((over.body as RpcAnswer).error?.code).to.equal(-32600);
     });
 

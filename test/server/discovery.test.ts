@@ -69,7 +69,7 @@ describe("server: discovery", function () {
       const card = (await raw<PlatformCard>("/.well-known/agent.json")).json;
       expect(card.name).to.be.a("string").and.not.equal("");
       expect(card.url).to.equal(`${PUBLIC_URL}/a2a/v1`);
-      expect(card.skills).to.be.an("array").that.is.not.empty;
+      expect(card.skills).to.be.an("array").with.length.above(0);
       expect(card.market.api.baseUrl).to.equal(`${PUBLIC_URL}/api/v1`);
 
       expect(card.market.mcp.url).to.match(/^https?:\/\/.+\/mcp$/);
@@ -138,7 +138,7 @@ describe("server: discovery", function () {
     });
 
     it("is in the OpenAPI document as /.well-known/agents/{address}.json", async function () {
-      const { paths } = (await s.app.inject({ method: "GET", url: "/openapi.json" })).json() as { paths: Record<string, { get: { parameters: Array<{ name: string; in: string }> } }> };
+      const { paths } = (await s.app.inject({ method: "GET", url: "/openapi.json" })).json<{ paths: Record<string, { get: { parameters: Array<{ name: string; in: string }> } }> }>();
       const card = paths["/.well-known/agents/{address}.json"];
       expect(card?.get.parameters.map((p) => [p.name, p.in])).to.deep.equal([["address", "path"]]);
     });

@@ -85,7 +85,7 @@ describe("server: fuzzing every route", function () {
     taskHash = (await s.post(s.poster, key, s.publicTask("Fuzzing target: describe a sunset in one sentence."))).taskHash;
     routes = registeredRoutes(s.app);
     tables = (await s.db.introspection.getTables()).map((t) => t.name);
-    doc = (await s.app.inject({ method: "GET", url: "/openapi.json" })).json() as OpenApiDoc;
+    doc = (await s.app.inject({ method: "GET", url: "/openapi.json" })).json<OpenApiDoc>();
   });
   after(async function () {
     await s?.close();
@@ -275,7 +275,7 @@ describe("server: fuzzing every route", function () {
     if (req.route.path === "/a2a/v1" && (response.statusCode === 200 || response.statusCode === 204)) {
       if (response.statusCode === 204) expect(response.body, where).to.equal("");
       else {
-        const body = response.json() as unknown;
+        const body = response.json<unknown>();
         for (const answer of Array.isArray(body) ? body : [body]) {
           expect(answer, where).to.have.property("jsonrpc", "2.0");
           expect(answer, where).to.have.property("id");
@@ -289,7 +289,7 @@ describe("server: fuzzing every route", function () {
         }
       }
     } else if (response.statusCode >= 400) {
-      const body = response.json() as { success: boolean; error: { code: string; message: string } };
+      const body = response.json<{ success: boolean; error: { code: string; message: string } }>();
       expect(body.success, where).to.equal(false);
       const info = ERROR_CODES[body.error.code as keyof typeof ERROR_CODES];
       expect(info, where).to.not.equal(undefined);

@@ -284,11 +284,11 @@ describe("server: HTTP edge", function () {
     it("is OpenAPI 3.0.x, lists every registered route and nothing else, and references ErrorEnvelope", async function () {
       const response = await s.app.inject({ method: "GET", url: "/openapi.json" });
       expect(response.statusCode).to.equal(200);
-      const doc = response.json() as {
+      const doc = response.json<{
         openapi: string;
         paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>;
         components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
-      };
+      }>();
       expect(doc.openapi).to.match(/^3\.0\.\d+$/);
 
       const served = registeredRoutes(s.app)

@@ -31,7 +31,7 @@ export function ensureCliBuilt() {
     execFileSync("npm", ["run", "build", "-w", "@market/sdk"], { cwd: ROOT, stdio: "pipe" });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`building the SDK and CLI failed:\n${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}`);
+    throw new Error(`building the SDK and CLI failed:\n${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}`, { cause: error });
   }
 }
 
@@ -67,11 +67,11 @@ export async function cliEnv(s: Stack, signer: HardhatEthersSigner, extra: Recor
 
 export function startCli(args: readonly string[], options: { env: NodeJS.ProcessEnv; cwd: string }): CliProcess {
   const child = spawn(process.execPath, [CLI_MAIN, ...args], { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] });
-  child.stdin!.end();
+  child.stdin.end();
   let stdout = "";
   let stderr = "";
-  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const done = new Promise<CliRun>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (status, signal) => resolve({ status, signal, stdout, stderr }));
@@ -110,11 +110,16 @@ export function readResults(file: string): Array<Record<string, string>> {
     for (let i = 0; i < line.length; i++) {
       const c = line[i]!;
       if (quoted) {
-        if (c === '"' && line[i + 1] === '"') (cell += '"'), i++;
-        else if (c === '"') quoted = false;
+        if (c === '"' && line[i + 1] === '"') {
+          cell += '"';
+          i++;
+        } else if (c === '"') quoted = false;
         else cell += c;
       } else if (c === '"') quoted = true;
-      else if (c === ",") cells.push(cell), (cell = "");
+      else if (c === ",") {
+        cells.push(cell);
+        cell = "";
+      }
       else cell += c;
     }
     cells.push(cell);

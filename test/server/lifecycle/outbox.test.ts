@@ -322,7 +322,7 @@ describe("lifecycle: the verifier key's outbox", function () {
         const value = Reflect.get(target, property, receiver) as unknown;
         return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
-    }) as Provider;
+    });
   }
 
   it("a nonce taken by another transaction of the key ends the entry as reverted; asking again sends a new one", async function () {
@@ -478,11 +478,11 @@ describe("lifecycle: the verifier key's outbox", function () {
     const [row] = await rows();
     const hashes = JSON.parse(row!.hashes) as string[];
     expect(hashes).to.have.length(2);
-    expect(hashes[0]).to.equal(Transaction.from([...refused][0]!).hash);
+    expect(hashes[0]).to.equal(Transaction.from([...refused][0]).hash);
     expect(sent.txHash).to.equal(hashes[1]);
     expect(row).to.deep.include({ status: "mined", nonce: base, attempts: 2, tx_hash: hashes[1] });
     const mined = (await hre.ethers.provider.getTransaction(sent.txHash))!;
-    expect(mined.maxFeePerGas! > Transaction.from([...refused][0]!).maxFeePerGas!).to.equal(true);
+    expect(mined.maxFeePerGas! > Transaction.from([...refused][0]).maxFeePerGas!).to.equal(true);
     expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
   });
 });

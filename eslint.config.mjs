@@ -1,0 +1,37 @@
+// ESLint (flat config) over all TypeScript of the repository; `npm run lint` runs it with Prettier's check.
+// Type-aware rules are the few that catch real bugs the type check lets through (promises left floating or passed
+// where a callback's result is ignored, awaits of non-promises, assertions that assert nothing); they read the one
+// program of tsconfig.json.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "sdk/dist/", "dist/", "coverage/"] },
+  {
+    files: ["**/*.ts"],
+    extends: [js.configs.recommended, ...tseslint.configs.recommended],
+    languageOptions: {
+      parserOptions: { project: "./tsconfig.json", tsconfigRootDir: import.meta.dirname },
+    },
+    linterOptions: { reportUnusedDisableDirectives: "error" },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+      "@typescript-eslint/await-thenable": "error",
+      "@typescript-eslint/no-unnecessary-type-assertion": "error",
+      // `_name` marks a binding kept for its position or to leave a field out of a rest object.
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_", ignoreRestSiblings: true }],
+    },
+  },
+  {
+    // Kysely's own convention: a migration takes Kysely<any>, never the app's table types, so it stays valid as the
+    // schema moves on.
+    files: ["server/db/migrations/*.ts"],
+    rules: { "@typescript-eslint/no-explicit-any": "off" },
+  },
+  {
+    files: ["**/*.mjs", "**/*.js", "**/*.cjs"],
+    extends: [js.configs.recommended],
+    languageOptions: { globals: { process: "readonly", require: "readonly", module: "writable", console: "readonly", __dirname: "readonly" } },
+  },
+);
