@@ -7,12 +7,6 @@ export function chainEnvPrefix(name: ChainName): string {
   return `CHAIN_${{ arc: "ARC", "0g": "0G", base: "BASE" }[name]}_`;
 }
 
-/** The only chain new tasks are posted on; settlement is USDC there. */
-export const POSTING_CHAIN: ChainName = "arc";
-
-/** Production chain id of `arc`. */
-export const ARC_CHAIN_ID = 5042;
-
 /** An agent registered without `supportedChains` is treated as supporting only this chain. */
 export const LEGACY_AGENT_CHAIN: ChainName = "base";
 

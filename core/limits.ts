@@ -12,7 +12,6 @@ export const DAY_SECONDS = 24 * HOUR_SECONDS;
 export const MIN_TASK_DURATION_SECONDS = HOUR_SECONDS; // 3,600
 export const MAX_TASK_DURATION_SECONDS = 90 * DAY_SECONDS; // 7,776,000
 export const DEFAULT_BULK_DURATION_SECONDS = DAY_SECONDS; // 86,400
-export const RENTAL_DURATION_SECONDS = HOUR_SECONDS;
 /** Evidence rounds per task (the escrow's MAX_ROUNDS). */
 export const MAX_SUBMISSIONS = 3;
 /** The worker may appeal a failed verdict for this long; the poster's claim opens after it. */
@@ -37,22 +36,6 @@ export const PUBLIC_BRIEF_PREVIEW_CHARS = 4_000;
 export const DEFAULT_ZONE = "global";
 export const MAX_ZONE_CHARS = 128;
 export const MAX_ROUTING_SUMMARY_CHARS = 500;
-
-// MCP two-step spend.
-export const QUOTE_TTL_SECONDS = 10 * MINUTE_SECONDS;
-export const DEFAULT_RENT_WAIT_SECONDS = 45;
-export const MAX_RENT_WAIT_SECONDS = 60;
-
-// Services, tools, skills.
-export const MIN_SERVICE_NAME_CHARS = 5;
-export const MAX_SERVICE_NAME_CHARS = 60;
-export const MAX_SERVICE_DESCRIPTION_CHARS = 2_000;
-export const MAX_TOOL_NAME_CHARS = 64;
-export const MAX_SANDBOX_TIMEOUT_SECONDS = 600;
-export const MAX_OPENAPI_IMPORT_BYTES = 10 * 1024 * 1024;
-export const MAX_SKILL_INSTRUCTIONS_BYTES = 16 * 1024;
-export const MAX_SKILL_TOOLS = 20;
-export const MAX_SKILL_CAPABILITIES = 10;
 
 // Reputation and badges.
 export const REPUTATION_START = 50;

@@ -20,9 +20,6 @@ export const TASK_STATUSES = [
 ] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-/** Statuses after which nothing more happens to the task. */
-export const FINAL_STATUSES: readonly TaskStatus[] = ["verified", "completed", "refunded", "cancelled"];
-
 /**
  * The API status of a task from its escrow status. `expired`: still Funded on chain but past its deadline (only a
  * cancel or claim can end it). `awaiting_verification`: evidence delivered and finalized in `manual` or `agent` mode,

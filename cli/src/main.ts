@@ -12,7 +12,7 @@ import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { ApiError } from "../../sdk/src/errors";
 import { parseUsdcDecimal } from "../../core/money";
 import { readConfig, redact, secretsOf, type CliConfig, type GlobalFlags } from "./config";
-import { postTasksCommand, type PostTasksFlags } from "./post-tasks";
+import { postTasksCommand, type PostTasksFlags, type PostTasksHooks } from "./post-tasks";
 import { finishPostsCommand, type FinishPostsFlags } from "./finish-posts";
 import { reviewCommand, type ReviewFlags } from "./review";
 import { cancelCommand } from "./cancel";
@@ -66,7 +66,12 @@ function commandLine(argv: readonly string[]): string {
   return ["market", ...argv.map(quote)].join(" ");
 }
 
-export function buildProgram(terminal: Terminal, argv: readonly string[], setExit: (status: number) => void): Command {
+/** What a program embedding the command passes in; the `market` binary passes nothing. */
+export interface CliDeps {
+  postTasks?: PostTasksHooks;
+}
+
+export function buildProgram(terminal: Terminal, argv: readonly string[], setExit: (status: number) => void, deps: CliDeps = {}): Command {
   const program = new Command("market")
     .description("Post tasks to the marketplace in bulk, finish a stopped run, judge results, get escrow back.")
     .version(version())
@@ -91,7 +96,7 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .action(async (options: Omit<PostTasksFlags, "maxTotalRaw"> & { maxTotal?: bigint }) => {
       const { maxTotal, ...rest } = options;
       const flags: PostTasksFlags = { ...rest, ...(maxTotal !== undefined ? { maxTotalRaw: maxTotal } : {}) };
-      setExit(await postTasksCommand(flags, config(), terminal, commandLine(argv)));
+      setExit(await postTasksCommand(flags, config(), terminal, commandLine(argv), deps.postTasks));
     });
 
   program
@@ -145,11 +150,11 @@ export function reportError(terminal: Terminal, error: unknown): number {
   return ExitStatus.failed;
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], deps: CliDeps = {}): Promise<number> {
   const secrets = secretsOf({ apiKey: process.env.MARKET_API_KEY?.trim(), privateKey: process.env.MARKET_PRIVATE_KEY?.trim() });
   const terminal = createTerminal((text) => redact(text, secrets));
   let status: number = ExitStatus.ok;
-  const program = buildProgram(terminal, argv, (s) => (status = s));
+  const program = buildProgram(terminal, argv, (s) => (status = s), deps);
   try {
     await program.parseAsync([...argv], { from: "user" });
     return status;
@@ -161,9 +166,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-if (require.main === module) {
-  void main(process.argv.slice(2)).then((status) => {
+/** Runs the command as this process and exits with its status. */
+export function runAndExit(argv: readonly string[], deps: CliDeps = {}): void {
+  void main(argv, deps).then((status) => {
     // Exit once the output is flushed; open RPC and HTTP sockets must not keep a finished command alive.
     process.stdout.write("", () => process.stderr.write("", () => process.exit(status)));
   });
 }
+
+if (require.main === module) runAndExit(process.argv.slice(2));

@@ -28,13 +28,21 @@ export interface PostTasksFlags {
 }
 
 /**
- * Test-only hooks: milliseconds to sleep right after the journal records a funding about to be sent, or a funding
- * mined and not listed yet, so an end-to-end test can SIGKILL the process inside that window. Unset in real use.
+ * Steps of a run that a program embedding the command may wait on (the `market` binary passes none). Each is awaited
+ * once the journal holds the step and before the run goes on: `funding` before the funding transaction is sent,
+ * `funded` before its rows are listed.
  */
-const TEST_DELAY_BEFORE_FUNDING_MS = "MARKET_CLI_TEST_DELAY_BEFORE_FUNDING_MS";
-const TEST_DELAY_BEFORE_LISTING_MS = "MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS";
+export interface PostTasksHooks {
+  afterJournaled?(step: "funding" | "funded"): Promise<void>;
+}
 
-export async function postTasksCommand(flags: PostTasksFlags, config: CliConfig, terminal: Terminal, rerun: string): Promise<number> {
+export async function postTasksCommand(
+  flags: PostTasksFlags,
+  config: CliConfig,
+  terminal: Terminal,
+  rerun: string,
+  hooks: PostTasksHooks = {},
+): Promise<number> {
   if (flags.dryRun) return dryRun(flags, config, terminal);
   const run = await openRun(flags.file, flags.results, config, terminal);
   try {
@@ -65,7 +73,7 @@ export async function postTasksCommand(flags: PostTasksFlags, config: CliConfig,
     run.results.write();
     const finished = await finishRows(run, sorted.toFinish, progress, done);
     // A listing failure stops the run: nothing new is paid while the service refuses listings.
-    if (finished && sorted.fresh.length > 0) await postFresh(run, sorted.fresh, flags, progress, done);
+    if (finished && sorted.fresh.length > 0) await postFresh(run, sorted.fresh, flags, progress, done, hooks);
     progress.end();
     run.results.write();
     summarize(run);
@@ -116,7 +124,7 @@ function notAllPosted(run: Run, terminal: Terminal, rerun: string, closed: numbe
 }
 
 /** One SDK run for the rows nothing was paid for yet, journaled at each step. */
-async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFlags, progress: Progress, done: { count: number }) {
+async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFlags, progress: Progress, done: { count: number }, hooks: PostTasksHooks) {
   const { chain, journal, results } = run;
   const rowAt = (index: number) => fresh[index]!;
   const fundedHere = new Set<string>();
@@ -159,13 +167,13 @@ async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFl
             })),
           });
           for (const r of event.rows) fundedHere.add(rowAt(r.index).key);
-          await testDelay(TEST_DELAY_BEFORE_FUNDING_MS);
+          await hooks.afterJournaled?.("funding");
         },
         onFunded: async (event) => {
           journal.append({ t: "funded", txHash: event.txHash, rows: event.rows.map((r) => ({ key: rowAt(r.index).key, taskHash: r.taskHash })) });
           for (const r of event.rows) results.set(rowAt(r.index), { status: RowStatus.unlisted, taskHash: r.taskHash, txHash: event.txHash });
           results.write();
-          await testDelay(TEST_DELAY_BEFORE_LISTING_MS);
+          await hooks.afterJournaled?.("funded");
         },
         onProgress: ({ result }) => {
           if (result.status !== "skipped") record(rowAt(result.index), result);
@@ -198,9 +206,4 @@ async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFl
       results.set(row, { status: RowStatus.notStarted, error: { code: "TX_PENDING", message: "the funding transaction is still pending; rerun once it is mined" } });
     }
   }
-}
-
-async function testDelay(variable: string) {
-  const ms = Number(process.env[variable] ?? 0);
-  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
 }

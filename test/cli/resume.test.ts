@@ -1,8 +1,8 @@
 /**
  * A post-tasks run killed with SIGKILL at the worst moments, then rerun with the same command: every row is posted
- * exactly once and paid exactly once. The kill lands in its window through the CLI's test-only delay hooks
- * (MARKET_CLI_TEST_DELAY_BEFORE_FUNDING_MS, MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS) or, for a funding sent but not
- * mined, by turning the chain's automine off.
+ * exactly once and paid exactly once. The kill lands in its window through a pause after
+ * a journaled step (the command run by test/support/paused-cli.ts, with the embedding hook the `market` binary never
+ * passes) or, for a funding sent but not mined, by turning the chain's automine off.
  */
 import { expect } from "chai";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -86,7 +86,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
 
   /** Kills a run after the second funding (line 3, 2 USDC, private) is mined and before its listing; its task hash and funding. */
   async function killBeforeSecondListing(env: NodeJS.ProcessEnv) {
-    const first = startCli(ARGS, { env: { ...env, MARKET_CLI_TEST_DELAY_BEFORE_LISTING_MS: "1500" }, cwd: dir });
+    const first = startCli(ARGS, { env, cwd: dir, pauseAfter: { step: "funded", ms: 1500 } });
     await until(() => entries("funded").length === 2, "the second funding");
     first.child.kill("SIGKILL");
     expect((await first.done).signal).to.equal("SIGKILL");
@@ -171,7 +171,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
 
   it("killed after journaling a funding and before sending it: the rerun posts that row afresh, once", async function () {
     const env = await cliEnv(s, s.poster);
-    const first = startCli(ARGS, { env: { ...env, MARKET_CLI_TEST_DELAY_BEFORE_FUNDING_MS: "1500" }, cwd: dir });
+    const first = startCli(ARGS, { env, cwd: dir, pauseAfter: { step: "funding", ms: 1500 } });
     await until(() => entries("funding").length === 2, "the second funding entry");
     first.child.kill("SIGKILL");
     await first.done;

@@ -12,6 +12,7 @@ import type { Stack } from "./stack";
 
 const ROOT = path.resolve(__dirname, "../..");
 export const CLI_MAIN = path.join(ROOT, "sdk/dist/cli/src/main.js");
+const PAUSED_CLI = path.join(__dirname, "paused-cli.ts");
 
 function newestMtime(directory: string): number {
   let newest = 0;
@@ -65,8 +66,19 @@ export async function cliEnv(s: Stack, signer: HardhatEthersSigner, extra: Recor
   };
 }
 
-export function startCli(args: readonly string[], options: { env: NodeJS.ProcessEnv; cwd: string }): CliProcess {
-  const child = spawn(process.execPath, [CLI_MAIN, ...args], { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] });
+export interface CliOptions {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** Pauses `post-tasks` for `ms` once the journal holds this step (`funding`: before sending; `funded`: before listing). */
+  pauseAfter?: { step: "funding" | "funded"; ms: number };
+}
+
+export function startCli(args: readonly string[], options: CliOptions): CliProcess {
+  const pause = options.pauseAfter;
+  // The paused command is TypeScript run from the task directory: ts-node is told where the project is.
+  const command = pause ? ["-r", require.resolve("ts-node/register/transpile-only"), PAUSED_CLI, pause.step, String(pause.ms)] : [CLI_MAIN];
+  const env = pause ? { ...options.env, TS_NODE_PROJECT: path.join(ROOT, "tsconfig.json") } : options.env;
+  const child = spawn(process.execPath, [...command, ...args], { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   child.stdin.end();
   let stdout = "";
   let stderr = "";
@@ -79,7 +91,7 @@ export function startCli(args: readonly string[], options: { env: NodeJS.Process
   return { child, output: () => ({ stdout, stderr }), done };
 }
 
-export function runCli(args: readonly string[], options: { env: NodeJS.ProcessEnv; cwd: string }): Promise<CliRun> {
+export function runCli(args: readonly string[], options: CliOptions): Promise<CliRun> {
   return startCli(args, options).done;
 }
 

@@ -1,0 +1,16 @@
+/**
+ * The built `market` command (sdk/dist) run in this process with a pause after a journaled step of `post-tasks`, so a
+ * test can kill the run inside that window (test/cli/resume.test.ts). The pause is the command's embedding hook,
+ * which the `market` binary never passes:
+ *   node -r ts-node/register/transpile-only paused-cli.ts <funding|funded> <ms> <market arguments...>
+ */
+import { runAndExit } from "../../sdk/dist/cli/src/main";
+
+const [step, ms, ...args] = process.argv.slice(2);
+runAndExit(args, {
+  postTasks: {
+    async afterJournaled(journaled) {
+      if (journaled === step) await new Promise((resolve) => setTimeout(resolve, Number(ms)));
+    },
+  },
+});
