@@ -1,0 +1,92 @@
+/**
+ * Preparing rows to fund, which pays nothing: the agents that may open each private brief (one lookup per capability
+ * set), and per row its task hash and, for a private brief, the ciphertext uploaded and the key wrapped to each of them.
+ */
+import { clientError } from "../errors";
+import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKey } from "../../../core/crypto";
+import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "../../../core/api";
+import type { CheckedRow } from "./check";
+import type { PostingContext } from "./context";
+import type { IndexParams } from "./types";
+
+/** An agent as `GET /api/v1/a2a/executors` lists it: what wrapping a brief key needs. */
+type Agent = Pick<AgentProfile, "address" | "publicKey">;
+
+/** Registered agents on the posting chain that can open a private brief, per capability set. */
+export type Recipients = Map<string, Agent[]>;
+
+/** A row made ready to fund: everything but the funding transaction's hash. */
+export type PreparedRow = { checked: CheckedRow; params: Omit<IndexParams, "txHash"> };
+
+const capabilitySet = (row: CheckedRow["row"]) => [...row.capabilities].sort().join(",");
+
+/**
+ * The agents each private row's brief is wrapped to: those on the posting chain with a public key and every required
+ * tag, and only the pinned one for a row with a target. A private row nobody can open refuses the whole call
+ * (`INVALID_ROWS`, `NO_EXECUTORS`) before anything is sent.
+ */
+export async function findRecipients(ctx: PostingContext, rows: readonly CheckedRow[]): Promise<Recipients> {
+  const sets: Recipients = new Map();
+  for (const { row } of rows) {
+    if (row.privacy !== "private") continue;
+    const key = capabilitySet(row);
+    if (sets.has(key)) continue;
+    const query = new URLSearchParams({ chain: ctx.settlement.chain, ...(key ? { capabilities: key } : {}) });
+    const { executors } = await ctx.http.get<ExecutorsAnswer>(`/api/v1/a2a/executors?${query}`);
+    sets.set(
+      key,
+      executors.filter((agent) => agent.publicKey),
+    );
+  }
+  const unreachable = rows.filter((c) => c.row.privacy === "private" && recipientsOf(c, sets).length === 0);
+  if (unreachable.length > 0) {
+    throw clientError("INVALID_ROWS", "No registered agent on the posting chain can open some private briefs; nothing was sent.", {
+      errors: unreachable.map((c) => ({
+        index: c.index,
+        column: "capabilities",
+        code: "NO_EXECUTORS",
+        message: "no agent with a public key and these capabilities is registered on the chain",
+      })),
+    });
+  }
+  return sets;
+}
+
+function recipientsOf(checked: CheckedRow, recipients: Recipients): Agent[] {
+  const agents = recipients.get(capabilitySet(checked.row)) ?? [];
+  return checked.row.target ? agents.filter((agent) => agent.address === checked.row.target) : agents;
+}
+
+/** Prepares a row: the task hash, and for a private brief its ciphertext uploaded and its key wrapped. */
+export async function prepareRow(ctx: PostingContext, checked: CheckedRow, recipients: Recipients): Promise<PreparedRow> {
+  const { row } = checked;
+  const common = {
+    verificationMode: checked.verificationMode,
+    ...(checked.verificationCriteria ? { verificationCriteria: checked.verificationCriteria } : {}),
+    ...(checked.verifierAddress ? { verifierAddress: checked.verifierAddress } : {}),
+    requiredCapabilities: row.capabilities,
+    ...(row.routingSummary ? { routingSummary: row.routingSummary } : {}),
+    locationZone: row.zone,
+    ...(row.target ? { targetExecutor: row.target } : {}),
+  };
+  if (row.privacy === "public") {
+    return { checked, params: { taskHash: publicTaskHash(row.instructions), privacy: "public", publicBrief: row.instructions, ...common } };
+  }
+  const verifier = checked.verifierAddress;
+  const encrypted = encryptBrief(row.instructions);
+  // The task hash is the client's own SHA-256 of the ciphertext, never the storage's word for it.
+  const taskHash = privateTaskHash(encrypted.ciphertext);
+  const { rootHash } = await ctx.http.post<Uploaded>("/api/v1/storage/upload", { data: Buffer.from(encrypted.ciphertext).toString("base64") });
+  const rootHex = rootHash.replace(/^0x/i, "").toLowerCase();
+  if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
+    throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
+  }
+  const wrappedKeys: Record<string, string> = {};
+  for (const agent of recipientsOf(checked, recipients)) wrappedKeys[agent.address] = wrapBriefKey(encrypted.key, agent.publicKey!);
+  if (verifier) {
+    const verifierKey = (await ctx.http.get<AgentAnswer>(`/api/v1/a2a/executors/${verifier}`)).profile.publicKey;
+    if (!verifierKey) throw clientError("INVALID_ROWS", `The verifier ${verifier} has no public key.`);
+    wrappedKeys[verifier] = wrapBriefKey(encrypted.key, verifierKey);
+  }
+  return { checked, params: { taskHash, privacy: "private", rootHash, wrappedKeys, ...common } };
+}

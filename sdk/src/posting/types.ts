@@ -1,0 +1,99 @@
+import type { VerificationCriteria } from "../../../core/verification";
+
+/** One task to post (a row of `postTasks`, or `postTask`'s argument). */
+export interface PostTaskInput {
+  /** The brief. */
+  instructions: string;
+  /** Reward in raw units (USDC has 6 decimals): give this or `reward`. */
+  amountRaw?: bigint | string;
+  /** Reward as USDC decimal text, e.g. "2.5": give this or `amountRaw`. */
+  reward?: string;
+  /** Default `private`. */
+  privacy?: "public" | "private";
+  /** Default 86,400 (one day); 3,600 to 7,776,000. */
+  durationSeconds?: number;
+  /** Default `auto`. `agent` (with `verifierAddress`) only through `postTask`. */
+  verificationMode?: "auto" | "manual" | "agent";
+  /** Default for `auto`: `{ min_length: 10, pass_threshold: 60 }` (plus the real-content rules). */
+  verificationCriteria?: VerificationCriteria;
+  verifierAddress?: string;
+  capabilities?: string[];
+  routingSummary?: string;
+  zone?: string;
+  /** The only agent that may take the task (its worker). */
+  targetExecutor?: string;
+}
+
+/** Everything `indexTask` needs to list a funded task: keep it for a task left unlisted. */
+export interface IndexParams {
+  txHash: string;
+  taskHash: string;
+  privacy: "public" | "private";
+  publicBrief?: string;
+  rootHash?: string;
+  wrappedKeys?: Record<string, string>;
+  verificationMode: "auto" | "manual" | "agent";
+  verificationCriteria?: VerificationCriteria;
+  verifierAddress?: string;
+  requiredCapabilities: string[];
+  routingSummary?: string;
+  locationZone: string;
+  targetExecutor?: string;
+}
+
+export type PostStatus = "posted" | "unlisted" | "failed" | "skipped";
+
+export interface PostResult {
+  /** The row's index in the call. */
+  index: number;
+  status: PostStatus;
+  taskHash?: string;
+  txHash?: string;
+  amountRaw: string;
+  privacy: "public" | "private";
+  /** Set on `unlisted` rows: pass to `indexTask` to finish them; never post the row again. */
+  indexParams?: IndexParams;
+  error?: { code: string; message: string };
+}
+
+export interface PostTasksResult {
+  posted: number;
+  unlisted: number;
+  failed: number;
+  skipped: number;
+  /** True when a funding or listing failure ended the run early. */
+  stopped: boolean;
+  totalRaw: string;
+  results: PostResult[];
+  /**
+   * Milliseconds spent per phase: checking rows (and finding the agents briefs are wrapped to), preparing briefs
+   * (encrypting, uploading, wrapping keys), funding (building, approving, sending, mining) and listing. Preparing the
+   * next chunk overlaps funding and listing the current one, so the phases may add up to more than the run.
+   */
+  timings: { checkMs: number; prepareMs: number; fundMs: number; listMs: number };
+}
+
+/** A chunk about to be funded: its rows are prepared (task hash, brief uploaded) and nothing is paid yet. */
+export interface FundingEvent {
+  rows: Array<{ index: number; taskHash: string; indexParams: Omit<IndexParams, "txHash"> }>;
+  /** Nonce the funding transaction will use. */
+  nonce: number;
+}
+
+export interface FundedEvent {
+  txHash: string;
+  rows: Array<{ index: number; taskHash: string; indexParams: IndexParams }>;
+}
+
+export interface PostTasksOptions {
+  /** Refuse before spending anything when the total escrow is above this (raw units). */
+  maxTotalRaw?: bigint | string;
+  /** Tasks per funding transaction when the escrow has batch creation (default 20, at most its limit). */
+  chunkSize?: number;
+  /** Before each funding transaction is sent (journal the prepared rows here to resume safely). */
+  onFunding?: (event: FundingEvent) => void | Promise<void>;
+  /** After each funding transaction is mined, before its rows are listed. */
+  onFunded?: (event: FundedEvent) => void | Promise<void>;
+  /** After each row reaches its final status in this run. */
+  onProgress?: (event: { done: number; total: number; result: PostResult }) => void | Promise<void>;
+}
