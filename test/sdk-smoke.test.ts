@@ -21,9 +21,9 @@ describe("sdk smoke", function () {
     const { tasks } = await agent.browseA2ATasks({ capabilities: ["summarization"] });
     expect(tasks).to.have.length(2);
     const priv = tasks.find((t) => t.meta.privacy === "private")!;
-    const assigned = await agent.acceptTask(priv.state.taskId);
+    const assigned = await agent.acceptTask(priv.meta.taskHash);
     expect(await agent.openBrief(assigned)).to.equal("Summarise this private memo about the budget.");
-    const finalized = await agent.deliverResult(priv.state.taskId, "The memo asks for a ten percent cut in travel and a freeze on hiring.");
+    const finalized = await agent.deliverResult({ taskHash: priv.meta.taskHash, output: "The memo asks for a ten percent cut in travel and a freeze on hiring." });
     expect(finalized.status).to.equal("verified");
   });
 });

@@ -22,7 +22,8 @@ export async function reviewCommand(taskHash: string, flags: ReviewFlags, config
   const client = new MarketClient(clientOptions(config, { signs: false }));
   if (!flags.approve && !flags.reject) return showResult(client, taskHash, terminal);
   const approve = flags.approve === true;
-  const verdict = await client.reviewResult(taskHash, {
+  const verdict = await client.reviewResult({
+    taskHash,
     approve,
     ...(flags.score !== undefined ? { score: flags.score } : {}),
     ...(flags.reason?.length ? { reasons: flags.reason } : {}),

@@ -37,7 +37,7 @@ export interface MarketClientOptions {
   apiKey: string;
   /** Default: MARKET_API_URL, else http://127.0.0.1:3000. */
   baseUrl?: string;
-  /** The wallet of the API key, to fund tasks and sign evidence. Its key never leaves the client. */
+  /** The wallet of the API key, to fund tasks and sign its transactions (as poster, worker or verifier). Its key never leaves the client. */
   executor?: { privateKey: string; rpcUrls: RpcUrls; /** Default 5 minutes. */ confirmTimeoutMs?: number };
   /** Escrow addresses the client trusts per chain; default MARKET_ESCROW_<CHAIN>. */
   escrows?: PinnedEscrows;
@@ -50,6 +50,9 @@ export interface MarketClientOptions {
 export type { AgentProfile, Finalized, TaskView } from "../../core/api";
 /** What `accept` answers: the brief (or how to open it) and how the result is judged. */
 export type AssignedTask = Assigned;
+
+/** The settlement calls a poster or worker signs: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */
+export type SettleAction = "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged";
 
 export interface CreateAgentOptions {
   /** The API key wallet's private key. Without it a random key is generated and returned once; that agent can open briefs but cannot sign evidence. */
@@ -103,7 +106,7 @@ export class MarketClient {
     return found;
   }
 
-  /** The executor wallet on a chain, behind the transaction guard; checks the key is the API key's wallet once. */
+  /** The client's wallet (`executor`) on a chain, behind the transaction guard; checks once that it is the API key's. */
   async wallet(chain?: string): Promise<ChainWallet> {
     const executor = this.#options.executor;
     if (!executor) throw clientError("WRONG_RPC", "This client has no executor { privateKey, rpcUrls }.");
@@ -156,18 +159,18 @@ export class MarketClient {
     return this.http.get(`/api/v1/a2a/tasks${caps}`);
   }
 
-  async getTask(taskId: string): Promise<TaskView> {
-    return this.http.get(`/api/v1/tasks/${taskId}`);
+  async getTask(taskHash: string): Promise<TaskView> {
+    return this.http.get(`/api/v1/tasks/${taskHash}`);
   }
 
   /**
    * The task a transaction is built for: asked by task hash, the API must describe that very task (`TX_MISMATCH`
    * otherwise), since the expected call is computed from the hash it answers.
    */
-  private async taskToSign(taskId: string, known?: TaskView): Promise<TaskView> {
-    const task = known ?? (await this.getTask(taskId));
-    if (isHexString(taskId, 32) && task.meta.taskHash.toLowerCase() !== taskId.toLowerCase()) {
-      throw clientError("TX_MISMATCH", `Asked for task ${taskId}, the service described task ${task.meta.taskHash}; nothing was signed.`);
+  private async taskToSign(taskHash: string, known?: TaskView): Promise<TaskView> {
+    const task = known ?? (await this.getTask(taskHash));
+    if (isHexString(taskHash, 32) && task.meta.taskHash.toLowerCase() !== taskHash.toLowerCase()) {
+      throw clientError("TX_MISMATCH", `Asked for task ${taskHash}, the service described task ${task.meta.taskHash}; nothing was signed.`);
     }
     return task;
   }
@@ -179,16 +182,17 @@ export class MarketClient {
     return this.http.get(`/api/v1/a2a/tasks/posted${query.size ? `?${query}` : ""}`);
   }
 
-  async acceptTask(taskId: string): Promise<AssignedTask> {
-    return this.http.post(`/api/v1/a2a/tasks/${taskId}/accept`);
+  /** Takes the task as its worker: assigned on chain once the answer comes, with the brief or how to open it. */
+  async acceptTask(taskHash: string): Promise<AssignedTask> {
+    return this.http.post(`/api/v1/a2a/tasks/${taskHash}/accept`);
   }
 
   /** Registers interest in a task whose brief is not wrapped to this agent; the poster may wrap it. */
-  async bidOnTask(taskId: string, message?: string): Promise<BidAnswer> {
-    return this.http.post(`/api/v1/a2a/tasks/${taskId}/bid`, message ? { message } : {});
+  async bidOnTask({ taskHash, message }: { taskHash: string; message?: string }): Promise<BidAnswer> {
+    return this.http.post(`/api/v1/a2a/tasks/${taskHash}/bid`, message ? { message } : {});
   }
 
-  /** The brief of an assigned task: the public text, or the private one decrypted with the executor key. */
+  /** The brief of an assigned task: the public text, or the private one decrypted with the client's key. */
   async openBrief(task: AssignedTask): Promise<string> {
     if (task.brief.privacy === "public") return task.brief.publicBrief ?? "";
     const privateKey = this.#options.executor?.privateKey;
@@ -204,24 +208,23 @@ export class MarketClient {
   }
 
   /**
-   * Delivers a result: the API stores it and builds submitEvidence (hash of the output), the executor wallet signs
-   * it after the guard checks it, and the delivery is finalized (verification runs).
+   * Delivers the worker's result: the API stores it and builds submitEvidence (hash of the output), the client's
+   * wallet signs it after the guard checks it, and the delivery is finalized (verification runs).
    */
-  async deliverResult(taskId: string, result: string | { output: string }): Promise<Finalized> {
-    const output = typeof result === "string" ? result : result.output;
-    const task = await this.taskToSign(taskId);
+  async deliverResult({ taskHash, output }: { taskHash: string; output: string }): Promise<Finalized> {
+    const task = await this.taskToSign(taskHash);
     const wallet = await this.wallet(task.meta.chain);
-    const delivered = await this.http.post<Delivered>(`/api/v1/a2a/tasks/${taskId}/deliver`, { output });
+    const delivered = await this.http.post<Delivered>(`/api/v1/a2a/tasks/${taskHash}/deliver`, { output });
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("submitEvidence", [task.meta.taskHash, resultHash(output)]) };
     const receipt = await wallet.send(delivered.unsignedTx, expected);
-    return this.finalize(taskId, receipt.hash);
+    return this.finalize({ taskHash, txHash: receipt.hash });
   }
 
-  /** Runs verification once the evidence is mined; retries while it is not indexed yet. */
-  async finalize(taskId: string, txHash?: string): Promise<Finalized> {
+  /** Runs verification once the evidence (`txHash`, when given) is mined; retries while it is not indexed yet. */
+  async finalize({ taskHash, txHash }: { taskHash: string; txHash?: string }): Promise<Finalized> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.http.post<Finalized>(`/api/v1/a2a/tasks/${taskId}/finalize`, txHash ? { txHash } : {});
+        return await this.http.post<Finalized>(`/api/v1/a2a/tasks/${taskHash}/finalize`, txHash ? { txHash } : {});
       } catch (error) {
         if (!(error instanceof ApiError) || !error.retryable || attempt >= 20) throw error;
         await sleep(500 * Math.min(attempt + 1, 6));
@@ -267,17 +270,15 @@ export class MarketClient {
    * The poster's verdict on the latest delivered round of a `manual` task (the service settles it), or the designated
    * verifier's on an `agent` task (signed by this client's wallet).
    */
-  async reviewResult(
-    taskId: string,
-    verdict: { approve: boolean; score?: number; reasons?: string[] },
-  ): Promise<Pick<VerdictAnswer, "status" | "txHash">> {
-    const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskId}/verdict`, {
+  async reviewResult(verdict: { taskHash: string; approve: boolean; score?: number; reasons?: string[] }): Promise<Pick<VerdictAnswer, "status" | "txHash">> {
+    const { taskHash } = verdict;
+    const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, {
       passed: verdict.approve,
       ...(verdict.score !== undefined ? { score: verdict.score } : {}),
       ...(verdict.reasons ? { reasons: verdict.reasons } : {}),
     });
     if (!answer.unsignedTx) return answer;
-    const task = await this.taskToSign(taskId);
+    const task = await this.taskToSign(taskHash);
     const wallet = await this.wallet(task.meta.chain);
     const score = verdict.score ?? (verdict.approve ? 100 : 0);
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("completeVerification", [task.meta.taskHash, verdict.approve, score]) };
@@ -289,17 +290,16 @@ export class MarketClient {
    * Gets the escrow back: cancels an open task, or claims after the deadline (a refund, or the escalation of
    * delivered work nobody judged). Signed by this client's wallet.
    */
-  async cancelAndRefund(taskId: string): Promise<{ outcome: string; txHash: string }> {
+  async cancelAndRefund(taskHash: string): Promise<{ outcome: string; txHash: string }> {
     let task: TaskView;
     try {
-      task = await this.getTask(taskId);
+      task = await this.getTask(taskHash);
     } catch (error) {
       // Funded but never listed (a run stopped before listing): the service does not know it; the escrow does.
-      if (error instanceof ApiError && error.code === "TASK_NOT_FOUND") return this.refundUnlisted(taskId);
+      if (error instanceof ApiError && error.code === "TASK_NOT_FOUND") return this.refundUnlisted(taskHash);
       throw error;
     }
-    const action = task.state.status === "open" ? "cancel" : "claim-timeout";
-    return this.settle(taskId, action, task);
+    return this.sendSettlement(taskHash, task.state.status === "open" ? "cancel" : "claim-timeout", task);
   }
 
   /** Cancels (while Funded) or claims (after the deadline) a task the service never listed, straight on the escrow. */
@@ -320,11 +320,15 @@ export class MarketClient {
     return { outcome: open ? "refund" : "claim", txHash: receipt.hash };
   }
 
-  /** A poster's or worker's own settlement call: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */
-  async settle(taskId: string, action: "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged", known?: TaskView): Promise<{ outcome: string; txHash: string }> {
-    const task = await this.taskToSign(taskId, known);
+  /** A poster's or worker's own settlement call, signed by this client's wallet. */
+  async settle({ taskHash, action }: { taskHash: string; action: SettleAction }): Promise<{ outcome: string; txHash: string }> {
+    return this.sendSettlement(taskHash, action);
+  }
+
+  private async sendSettlement(taskHash: string, action: SettleAction, known?: TaskView): Promise<{ outcome: string; txHash: string }> {
+    const task = await this.taskToSign(taskHash, known);
     const wallet = await this.wallet(task.meta.chain);
-    const answer = await this.http.post<SettlementTx>(`/api/v1/a2a/tasks/${taskId}/${action}`);
+    const answer = await this.http.post<SettlementTx>(`/api/v1/a2a/tasks/${taskHash}/${action}`);
     const fn = { cancel: "cancelTask", "claim-timeout": "claimTimeout", dispute: "raiseDispute", release: "releaseTask", "release-unjudged": "releaseUnjudgedWork" }[action];
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData(fn as "cancelTask", [task.meta.taskHash]) };
     const receipt = await wallet.send(answer.unsignedTx, expected);

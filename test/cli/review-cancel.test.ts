@@ -35,7 +35,7 @@ describe("cli: market review and market cancel", function () {
 
   async function deliver(taskHash: string, output: string) {
     await worker.acceptTask(taskHash);
-    const finalized = await worker.deliverResult(taskHash, output);
+    const finalized = await worker.deliverResult({ taskHash, output });
     expect(finalized.status).to.be.oneOf(["submitted", "awaiting_verification"]);
     await s.sync();
   }

@@ -151,7 +151,7 @@ describe("MarketClient", function () {
         }),
       });
       const nonce = await hre.ethers.provider.getTransactionCount(s.worker.address);
-      expect((await refusal(tampered.deliverResult(posted.taskHash!, "Bonjour, et bienvenue !"))).code).to.equal("TX_MISMATCH");
+      expect((await refusal(tampered.deliverResult({ taskHash: posted.taskHash!, output: "Bonjour, et bienvenue !" }))).code).to.equal("TX_MISMATCH");
       expect(await hre.ethers.provider.getTransactionCount(s.worker.address)).to.equal(nonce);
     });
 
@@ -180,17 +180,18 @@ describe("MarketClient", function () {
         await s.sync();
       });
 
-      it("cancelAndRefund (and settle, behind market cancel) never cancels the other task", async function () {
+      it("cancelAndRefund (behind market cancel) and settle never cancel the other task", async function () {
         await nothingSent(async () => expect((await refusal(lying(base).cancelAndRefund(asked))).code).to.equal("TX_MISMATCH"));
+        await nothingSent(async () => expect((await refusal(lying(base).settle({ taskHash: asked, action: "cancel" }))).code).to.equal("TX_MISMATCH"));
         expect((await new MarketClient(base).getTask(other)).state.status).to.equal("open");
       });
 
       it("deliverResult", async function () {
-        await nothingSent(async () => expect((await refusal(lying(base).deliverResult(asked, "the output"))).code).to.equal("TX_MISMATCH"));
+        await nothingSent(async () => expect((await refusal(lying(base).deliverResult({ taskHash: asked, output: "the output" }))).code).to.equal("TX_MISMATCH"));
       });
 
       it("reviewResult", async function () {
-        await nothingSent(async () => expect((await refusal(lying(base).reviewResult(asked, { approve: true }))).code).to.equal("TX_MISMATCH"));
+        await nothingSent(async () => expect((await refusal(lying(base).reviewResult({ taskHash: asked, approve: true }))).code).to.equal("TX_MISMATCH"));
       });
 
       it("signs for a task hash asked in another letter case", async function () {

@@ -170,14 +170,14 @@ describe("WorkerRuntime end to end", function () {
     expect(finalized()).to.deep.equal([["awaiting_verification", undefined]]);
     expect(runtime.activeExecutions).to.equal(0, "a task waiting for its verdict holds no slot");
 
-    expect((await poster.reviewResult(taskHash, { approve: false, reasons: ["Name the owner of each finding."] })).status).to.equal("failed");
+    expect((await poster.reviewResult({ taskHash, approve: false, reasons: ["Name the owner of each finding."] })).status).to.equal("failed");
     await until(() => finalized().length === 3, 30_000, "the rejection and the second delivery");
     expect(rounds).to.deep.equal([
       { round: 1, reasons: undefined },
       { round: 2, reasons: ["Name the owner of each finding."] },
     ]);
     const before = await s.usdc.balanceOf(s.worker.address);
-    await poster.reviewResult(taskHash, { approve: true });
+    await poster.reviewResult({ taskHash, approve: true });
     await until(() => finalized().length === 4, 30_000, "the approval");
     await runtime.stop();
     expect(finalized()).to.deep.equal([

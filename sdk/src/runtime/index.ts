@@ -129,8 +129,8 @@ export class WorkerRuntime {
   /** The runtime's own view of each task it holds or bids on. */
   statuses(): Record<string, ExecutionStatus> {
     const out: Record<string, ExecutionStatus> = {};
-    for (const taskId of this.bids) out[taskId] = "bidding";
-    for (const [taskId, e] of this.executions) out[taskId] = e.status;
+    for (const taskHash of this.bids) out[taskHash] = "bidding";
+    for (const [taskHash, e] of this.executions) out[taskHash] = e.status;
     return out;
   }
 
@@ -204,7 +204,7 @@ export class WorkerRuntime {
     await this.followVerdicts();
     const { tasks } = await this.client.browseA2ATasks({ capabilities: this.#options.capabilities ?? [] });
     const candidates = tasks
-      .filter((t) => !this.executions.has(t.state.taskId) && !this.awaiting.has(t.state.taskId) && !this.pending.has(t.state.taskId) && !this.dropped.has(t.state.taskId))
+      .filter((t) => ![this.executions, this.awaiting, this.pending, this.dropped].some((held) => held.has(t.meta.taskHash)))
       .filter((t) => this.declaredChains.includes(t.meta.chain as ChainName))
       .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
     for (const task of candidates) {
@@ -221,39 +221,39 @@ export class WorkerRuntime {
   }
 
   private async accept(task: TaskView): Promise<void> {
-    const taskId = task.state.taskId;
+    const taskHash = task.meta.taskHash;
     let assigned: AssignedTask;
     try {
-      assigned = await this.client.acceptTask(taskId);
+      assigned = await this.client.acceptTask(taskHash);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       await this.refused(task, error);
       return;
     }
-    this.bids.delete(taskId);
-    this.pending.delete(taskId);
+    this.bids.delete(taskHash);
+    this.pending.delete(taskHash);
     this.execute(task, assigned);
   }
 
   /** Schedules, bids or drops after a refused accept; a retry holds no slot. */
   private async refused(task: TaskView, error: ApiError): Promise<void> {
-    const taskId = task.state.taskId;
+    const taskHash = task.meta.taskHash;
     const now = this.clock.now();
-    const previous = this.pending.get(taskId);
+    const previous = this.pending.get(taskHash);
     const plan = planAfterRefusal(error.code, now, previous?.wrap, error.body.details);
-    if (error.code === "NEEDS_WRAP" && !this.bids.has(taskId)) {
-      this.bids.add(taskId);
-      await this.client.bidOnTask(taskId).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
+    if (error.code === "NEEDS_WRAP" && !this.bids.has(taskHash)) {
+      this.bids.add(taskHash);
+      await this.client.bidOnTask({ taskHash }).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
     }
     if (plan.kind === "drop") {
-      this.pending.delete(taskId);
-      this.bids.delete(taskId);
-      this.dropped.add(taskId);
-      this.emit({ type: "task_failed", taskId, error: { code: error.code, message: error.message } });
+      this.pending.delete(taskHash);
+      this.bids.delete(taskHash);
+      this.dropped.add(taskHash);
+      this.emit({ type: "task_failed", taskId: taskHash, error: { code: error.code, message: error.message } });
       return;
     }
     if (plan.kind === "next-browse" || !this.running) {
-      this.pending.delete(taskId);
+      this.pending.delete(taskHash);
       return;
     }
     let wrap: WrapState | undefined;
@@ -261,16 +261,16 @@ export class WorkerRuntime {
       wrap = previous?.wrap ?? { firstRefusedAt: now, slowRetries: 0 };
       if (now - wrap.firstRefusedAt >= 10 * 60_000) wrap = { ...wrap, slowRetries: wrap.slowRetries + 1 };
     }
-    if (!previous) this.emit({ type: "task_failed", taskId, error: { code: error.code, message: `${error.message} (retrying in ${Math.round(plan.afterMs / 1000)} s)` } });
+    if (!previous) this.emit({ type: "task_failed", taskId: taskHash, error: { code: error.code, message: `${error.message} (retrying in ${Math.round(plan.afterMs / 1000)} s)` } });
     const entry: Pending = { ...(wrap ? { wrap } : {}) };
     const fire = () => {
-      if (!this.running || this.pending.get(taskId) !== entry) return;
+      if (!this.running || this.pending.get(taskHash) !== entry) return;
       // Retries hold no slot: with none free, wait another interval.
       if (!this.hasSlot()) entry.handle = this.clock.setTimeout(fire, plan.afterMs);
       else this.tryAccept(task).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
     };
     entry.handle = this.clock.setTimeout(fire, plan.afterMs);
-    this.pending.set(taskId, entry);
+    this.pending.set(taskHash, entry);
   }
 
   /**
@@ -279,11 +279,11 @@ export class WorkerRuntime {
    * before any new task). A verdict is looked at only while the runtime runs; `stop()` does not wait for one.
    */
   private async followVerdicts(): Promise<void> {
-    for (const [taskId, held] of this.awaiting) {
+    for (const [taskHash, held] of this.awaiting) {
       if (!this.running) return;
       let state: TaskView["state"];
       try {
-        ({ state } = await this.client.getTask(taskId));
+        ({ state } = await this.client.getTask(taskHash));
       } catch (error) {
         this.emit({ type: "error", error: error as Error });
         continue;
@@ -293,10 +293,10 @@ export class WorkerRuntime {
       const reasons = verdict?.reasons ?? [];
       const again = state.status === "failed" && state.rounds < MAX_SUBMISSIONS && this.clock.now() < held.assigned.deadline * 1000;
       if (again && !this.hasSlot()) continue;
-      this.awaiting.delete(taskId);
+      this.awaiting.delete(taskHash);
       if (state.status !== "failed" && state.status !== "verified" && state.status !== "completed") continue; // disputed, refunded...
       const passed = state.status !== "failed";
-      this.emit({ type: "task_finalized", taskId, finalize: { status: state.status, verificationResult: { passed, reasons } } });
+      this.emit({ type: "task_finalized", taskId: taskHash, finalize: { status: state.status, verificationResult: { passed, reasons } } });
       if (again) this.execute(held.task, held.assigned, { ...held, round: state.rounds, previousAttempt: { output: held.output, reasons } });
     }
   }
@@ -306,10 +306,10 @@ export class WorkerRuntime {
    * continues a task whose round failed on a verdict that came later.
    */
   private execute(task: TaskView, assigned: AssignedTask, resume?: Awaiting & { previousAttempt: NonNullable<TaskContext["previousAttempt"]> }): void {
-    const taskId = task.state.taskId;
+    const taskHash = task.meta.taskHash;
     const record = { status: "assigned" as ExecutionStatus, done: Promise.resolve() };
-    this.executions.set(taskId, record);
-    if (!resume) this.emit({ type: "task_assigned", taskId });
+    this.executions.set(taskHash, record);
+    if (!resume) this.emit({ type: "task_assigned", taskId: taskHash });
     record.done = (async () => {
       try {
         const instructions = resume?.instructions ?? (await this.client.openBrief(assigned));
@@ -317,7 +317,7 @@ export class WorkerRuntime {
         for (let round = (resume?.round ?? assigned.rounds) + 1; ; round++) {
           record.status = "working";
           const { output } = await this.#options.executeTask({
-            taskId,
+            taskId: taskHash,
             instructions,
             privacy: assigned.brief.privacy,
             chain: assigned.chain,
@@ -330,12 +330,12 @@ export class WorkerRuntime {
           });
           if (typeof output !== "string" || output.length === 0) throw clientError("VALIDATION_FAILED", "executeTask must return { output } with a non-empty string.");
           record.status = "submitted";
-          const finalized: Finalized = await this.client.deliverResult(taskId, output);
+          const finalized: Finalized = await this.client.deliverResult({ taskHash, output });
           const result = finalized.verificationResult;
           // Every finalized delivery is reported, a failed round too (passed false): the task was delivered.
           this.emit({
             type: "task_finalized",
-            taskId,
+            taskId: taskHash,
             finalize: { status: finalized.status, ...(result ? { verificationResult: { passed: result.passed, reasons: result.reasons } } : {}) },
           });
           // Also while stopping: the task is held, and stop() finishes the tasks in hand.
@@ -345,16 +345,16 @@ export class WorkerRuntime {
           }
           // Judged later by the poster or the verifier agent: followed at every browse, without a slot.
           if (finalized.status === "awaiting_verification" || finalized.status === "submitted") {
-            this.awaiting.set(taskId, { task, assigned, instructions, output, round });
+            this.awaiting.set(taskHash, { task, assigned, instructions, output, round });
           }
           return;
         }
       } catch (error) {
         const e = error instanceof ApiError ? { code: error.code, message: error.message } : { code: "EXECUTION_FAILED", message: (error as Error).message };
         // Held but undelivered: the task stays assigned to this agent on chain.
-        this.emit({ type: "task_failed", taskId, error: e });
+        this.emit({ type: "task_failed", taskId: taskHash, error: e });
       } finally {
-        this.executions.delete(taskId);
+        this.executions.delete(taskHash);
       }
     })();
   }
