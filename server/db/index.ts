@@ -13,14 +13,16 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   /** SQLite file (or `:memory:`). */
   sqlitePath?: string;
+  /** A whole SQLite database file's bytes, opened as a private in-memory copy (tests restore a migrated image). */
+  sqliteImage?: Buffer;
 }
 
 /** Opens the database (SQLite in WAL mode by default, PostgreSQL when `databaseUrl` is set). */
 export function createDatabase(options: DatabaseOptions): Db {
   if (options.databaseUrl) return new Kysely<Database>({ dialect: postgresDialect(options.databaseUrl) });
   const file = options.sqlitePath ?? ":memory:";
-  if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
-  const sqlite = new SQLite(file);
+  if (!options.sqliteImage && file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+  const sqlite = options.sqliteImage ? new SQLite(options.sqliteImage) : new SQLite(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");

@@ -7,7 +7,7 @@ import { expect } from "chai";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { startStack, type Stack } from "../support/stack";
+import { stackFixture, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt, readResults, runCli, taskDir } from "../support/cli";
 import type { TaskView } from "../../sdk/src/client";
 
@@ -45,14 +45,20 @@ const FIVE_ROWS = [
   "List three lakes of Africa.,5000000,public",
 ].join("\n");
 
+/** The worker registered (no tags), the poster's API key. */
+const seededStack = stackFixture(async (s) => {
+  await s.registerAgent(s.worker, []);
+  return { posterKey: await s.apiKeyFor(s.poster) };
+});
+
 describe("cli: NOT_ALL_POSTED and finish-posts", function () {
   let s: Stack;
+  let posterKey: string;
   let proxy: Awaited<ReturnType<typeof listingProxy>>;
 
   before(ensureCliBuilt);
   beforeEach(async function () {
-    s = await startStack();
-    await s.registerAgent(s.worker, []);
+    ({ stack: s, seeded: { posterKey } } = await seededStack());
     proxy = await listingProxy(s.apiUrl);
   });
   afterEach(async function () {
@@ -62,7 +68,7 @@ describe("cli: NOT_ALL_POSTED and finish-posts", function () {
 
   it("a listing refused after funding stops the run: rows paid and not listed, finished by finish-posts without paying again", async function () {
     const dir = taskDir({ "tasks.csv": FIVE_ROWS });
-    const env = await cliEnv(s, s.poster, { MARKET_API_URL: proxy.url });
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey, extra: { MARKET_API_URL: proxy.url } });
     const balances = async () => ({ poster: await s.usdc.balanceOf(s.poster.address), escrow: await s.usdc.balanceOf(s.escrowAddress) });
     const initial = await balances();
     const command = ["post-tasks", "--file", "tasks.csv", "--chunk", "2", "--yes"];
@@ -117,7 +123,7 @@ describe("cli: NOT_ALL_POSTED and finish-posts", function () {
 
   it("a rerun with every row posted pays nothing and says so", async function () {
     const dir = taskDir({ "tasks.csv": FIVE_ROWS });
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const first = await runCli(["post-tasks", "--file", "tasks.csv", "--yes"], { env, cwd: dir });
     expect(first.status, first.stderr).to.equal(0);
     const paid = await s.usdc.balanceOf(s.poster.address);

@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { startStack, type Stack } from "../support/stack";
+import { stackFixture, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt, readJournalEntries, readResults, runCli, startCli, taskDir, until } from "../support/cli";
 import type { TaskView } from "../../sdk/src/client";
 
@@ -25,8 +25,15 @@ const SIX_ROWS = [
 const TOTAL = 21_000_000n;
 const ARGS = ["post-tasks", "--file", "tasks.csv", "--chunk", "1", "--yes"];
 
+/** The worker registered (no tags), the poster's API key. */
+const seededStack = stackFixture(async (s) => {
+  await s.registerAgent(s.worker, []);
+  return { posterKey: await s.apiKeyFor(s.poster) };
+});
+
 describe("cli: a killed post-tasks run, rerun", function () {
   let s: Stack;
+  let posterKey: string;
   let dir: string;
   let journal: string;
   let initial: { poster: bigint; escrow: bigint };
@@ -36,8 +43,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
 
   before(ensureCliBuilt);
   beforeEach(async function () {
-    s = await startStack();
-    await s.registerAgent(s.worker, []);
+    ({ stack: s, seeded: { posterKey } } = await seededStack());
     dir = taskDir({ "tasks.csv": SIX_ROWS });
     journal = path.join(dir, "tasks.csv.results.csv.journal.jsonl");
     initial = await balances();
@@ -62,14 +68,14 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(initial.poster - after.poster).to.equal(TOTAL);
     expect(after.escrow - initial.escrow).to.equal(TOTAL);
     await s.sync();
-    const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: (await s.clientOptions(s.poster)).apiKey })).body.data;
+    const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: posterKey })).body.data;
     expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(rows.map((r) => r.task_hash).sort());
     expect(tasks.map((t) => BigInt(t.meta.reward.amount)).reduce((a, b) => a + b, 0n)).to.equal(TOTAL);
     return rows;
   }
 
   it("killed after a funding is mined and before its listing: the rerun lists that row without paying again", async function () {
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const killed = await killBeforeSecondListing(env);
     expect(entries("posted")).to.have.length(1);
     expect((await balances()).escrow - initial.escrow).to.equal(3_000_000n, "rows 1 and 2 are paid");
@@ -109,14 +115,14 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(rows[1]).to.deep.include({ task_hash: killed.taskHash, tx_hash: killed.txHash });
     expect(rows[1]!.error).to.match(error);
     await s.sync();
-    const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: (await s.clientOptions(s.poster)).apiKey })).body.data;
+    const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: posterKey })).body.data;
     expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(rows.filter((r) => r.status === "posted").map((r) => r.task_hash).sort());
     expect(entries("posted").map((e) => e.taskHash)).not.to.include(killed.taskHash);
     return rows;
   }
 
   it("killed before a listing, that task cancelled: the rerun posts the rest, reports it NOT_OPEN and pays for nothing twice", async function () {
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const killed = await killBeforeSecondListing(env);
     const cancel = await runCli(["cancel", killed.taskHash], { env, cwd: dir });
     expect(cancel.status, cancel.stderr).to.equal(0);
@@ -151,7 +157,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
   });
 
   it("killed before a listing, that task past its deadline: the rerun posts the rest and reports it NOT_OPEN (expired); cancel gets it back", async function () {
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const killed = await killBeforeSecondListing(env);
     await time.increase(86_401);
 
@@ -170,7 +176,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
   });
 
   it("killed after journaling a funding and before sending it: the rerun posts that row afresh, once", async function () {
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const first = startCli(ARGS, { env, cwd: dir, pauseAfter: { step: "funding", ms: 1500 } });
     await until(() => entries("funding").length === 2, "the second funding entry");
     first.child.kill("SIGKILL");
@@ -187,7 +193,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
   });
 
   it("killed after a listing and before journaling it: the rerun finds the task funded, lists it again (a no-op) and pays nothing", async function () {
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const args = ["post-tasks", "--file", "tasks.csv", "--chunk", "3", "--yes"];
     const first = await runCli(args, { env, cwd: dir });
     expect(first.status, first.stderr).to.equal(0);
@@ -205,7 +211,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
   });
 
   it("killed after a listing and before journaling it, that task cancelled since: the rerun finds it listed and counts it posted", async function () {
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const first = await runCli(ARGS, { env, cwd: dir });
     expect(first.status, first.stderr).to.equal(0);
     const forgotten = (entries("funding").flatMap((e) => e.rows as Array<{ line: number; key: string; taskHash: string }>)).find((r) => r.line === 3)!;
@@ -221,7 +227,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
   });
 
   it("killed while the funding transaction is pending: the rerun waits for it, finds it from the TaskCreated log and lists it", async function () {
-    const env = await cliEnv(s, s.poster);
+    const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const args = ["post-tasks", "--file", "tasks.csv", "--chunk", "2", "--yes"];
     await hre.network.provider.send("evm_setAutomine", [false]);
     const first = startCli(args, { env, cwd: dir });

@@ -1,8 +1,11 @@
 import { expect } from "chai";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { startStack, type Stack } from "../support/stack";
+import { stackFixture, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt, runCli, taskDir } from "../support/cli";
 import { MarketClient } from "../../sdk/src/client";
+
+/** The poster's API key; the worker registered as an agent on arc (no tags), with its API key. */
+const seededStack = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster), workerKey: await s.registerAgent(s.worker, []) }));
 
 describe("cli: market review and market cancel", function () {
   let s: Stack;
@@ -13,12 +16,11 @@ describe("cli: market review and market cancel", function () {
 
   before(ensureCliBuilt);
   beforeEach(async function () {
-    s = await startStack();
-    poster = new MarketClient(await s.clientOptions(s.poster));
-    const workerOptions = await s.clientOptions(s.worker);
-    worker = new MarketClient(workerOptions);
-    await worker.createAgent({ privateKey: workerOptions.executor.privateKey, supportedChains: ["arc"] });
-    env = await cliEnv(s, s.poster);
+    const { stack, seeded } = await seededStack();
+    s = stack;
+    poster = new MarketClient(await s.clientOptions(s.poster, seeded.posterKey));
+    worker = new MarketClient(await s.clientOptions(s.worker, seeded.workerKey));
+    env = await cliEnv(s, s.poster, { apiKey: seeded.posterKey });
     cwd = taskDir({});
   });
   afterEach(async function () {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import hre from "hardhat";
-import { startStack, type Stack } from "../support/stack";
+import { stackFixture, type Stack } from "../support/stack";
 import { MarketClient, type AssignedTask, type MarketClientOptions } from "../../sdk/src/client";
 import { asAddress, asTaskHash } from "../../core/api";
 import { ApiError } from "../../sdk/src/errors";
@@ -67,6 +67,9 @@ async function refusal(promise: Promise<unknown>): Promise<ApiError> {
   return error as ApiError;
 }
 
+/** The poster's API key. */
+const seededStack = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster) }));
+
 describe("MarketClient", function () {
   this.timeout(60_000);
   let s: Stack;
@@ -74,8 +77,9 @@ describe("MarketClient", function () {
   const task: PostTaskInput = { instructions: "Translate a short greeting into French, please.", amountRaw: 1_000_000n, privacy: "public" };
 
   beforeEach(async function () {
-    s = await startStack();
-    base = await s.clientOptions(s.poster);
+    const { stack, seeded } = await seededStack();
+    s = stack;
+    base = await s.clientOptions(s.poster, seeded.posterKey);
   });
   afterEach(async function () {
     await s.close();

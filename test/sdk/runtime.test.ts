@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { startStack, type Stack } from "../support/stack";
+import { stackFixture, type Stack } from "../support/stack";
 import { privateKeyOf } from "../server/harness";
 import { MarketClient } from "../../sdk/src/client";
 import { WorkerRuntime, type RuntimeEvent, type TaskContext } from "../../sdk/src/runtime";
@@ -14,18 +14,22 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs = 30_000
   }
 }
 
+/** API keys of the poster and the worker (the runtime registers the worker itself). */
+const seededStack = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster), workerKey: await s.apiKeyFor(s.worker) }));
+
 describe("WorkerRuntime end to end", function () {
   this.timeout(120_000);
   let s: Stack;
+  let keys: { posterKey: string; workerKey: string };
   beforeEach(async function () {
-    s = await startStack();
+    ({ stack: s, seeded: keys } = await seededStack());
   });
   afterEach(async function () {
     await s.close();
   });
 
   async function runtimeFor(executeTask: (context: TaskContext) => Promise<{ output: string }>, capabilities = ["summarization"]) {
-    const options = await s.clientOptions(s.worker);
+    const options = await s.clientOptions(s.worker, keys.workerKey);
     const events: RuntimeEvent[] = [];
     const runtime = new WorkerRuntime({
       apiKey: options.apiKey,
@@ -57,7 +61,7 @@ describe("WorkerRuntime end to end", function () {
     expect(runtime.declaredChains).to.deep.equal(["arc"]);
     expect(events[0]).to.deep.include({ type: "registered" });
 
-    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     const before = { worker: await s.usdc.balanceOf(s.worker.address), treasury: await s.usdc.balanceOf(s.treasury.address), poster: await s.usdc.balanceOf(s.poster.address) };
     const result = await poster.postTasks([
       { instructions: "Summarise the public history of the Suez canal.", amountRaw: 3_000_000n, privacy: "public", capabilities: ["summarization"] },
@@ -88,7 +92,7 @@ describe("WorkerRuntime end to end", function () {
       return { output: context.round === 1 ? "I can't help with that." : "The report covers three findings about supply chains in detail." };
     });
     await runtime.start();
-    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     const posted = await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
     await until(() => events.some((e) => e.type === "task_finalized" && e.finalize.verificationResult?.passed), 30_000, "finalized and passed");
     await runtime.stop();
@@ -118,7 +122,7 @@ describe("WorkerRuntime end to end", function () {
       return { output: "The report covers three findings about supply chains in detail." };
     });
     await runtime.start();
-    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
     await until(() => stopped !== undefined, 30_000, "the first round");
     await stopped;
@@ -132,7 +136,7 @@ describe("WorkerRuntime end to end", function () {
   it("reports each failed round of a task as finalized (passed false), never as task_failed", async function () {
     const { runtime, events } = await runtimeFor(async () => ({ output: "TODO" }));
     await runtime.start();
-    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     const posted = await poster.postTask({ instructions: "Summarise the minutes.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
     await until(() => events.filter((e) => e.type === "task_finalized").length === 3, 30_000, "three finalized rounds");
     await runtime.stop();
@@ -156,7 +160,7 @@ describe("WorkerRuntime end to end", function () {
       return { output: context.round === 1 ? "A first draft of the summary, short on detail." : "The revised summary names all three findings and their owners." };
     });
     await runtime.start();
-    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     const posted = await poster.postTask({
       instructions: "Summarise the audit for the board; the poster judges it.",
       amountRaw: 1_000_000n,
@@ -191,7 +195,7 @@ describe("WorkerRuntime end to end", function () {
   });
 
   it("refuses a key of another wallet (OWNER_MISMATCH) and registers nothing", async function () {
-    const options = await s.clientOptions(s.worker);
+    const options = await s.clientOptions(s.worker, keys.workerKey);
     const runtime = new WorkerRuntime({
       apiKey: options.apiKey,
       baseUrl: options.baseUrl,
@@ -212,7 +216,7 @@ describe("WorkerRuntime end to end", function () {
     await runtime.start();
     await runtime.stop();
     const registeredAt = (await s.db.selectFrom("agents").select("updated_at").executeTakeFirstOrThrow()).updated_at;
-    const options = await s.clientOptions(s.worker);
+    const options = await s.clientOptions(s.worker, keys.workerKey);
     const again = new WorkerRuntime({
       apiKey: options.apiKey,
       baseUrl: options.baseUrl,
@@ -231,7 +235,7 @@ describe("WorkerRuntime end to end", function () {
     // The agent registers after the task is posted, so the brief is wrapped to another agent only.
     const other = new MarketClient(await s.clientOptions(s.stranger));
     await other.createAgent({ privateKey: privateKeyOf(s.stranger), supportedChains: ["arc"], capabilities: ["summarization"] });
-    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     const posted = await poster.postTask({ instructions: "Private brief for bidders.", amountRaw: 1_000_000n, capabilities: ["summarization"] });
     const { runtime, events } = await runtimeFor(async () => ({ output: "A summary long enough to pass the rules easily." }));
     await runtime.start();
@@ -240,7 +244,7 @@ describe("WorkerRuntime end to end", function () {
     await until(() => events.some((e) => e.type === "task_failed" && e.error.code === "NEEDS_WRAP"), 10_000, "the NEEDS_WRAP report");
     expect(runtime.activeExecutions).to.equal(0);
     expect(runtime.statuses()).to.deep.equal({ [posted.taskHash!]: "bidding" });
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const posterKey = (await s.clientOptions(s.poster, keys.posterKey)).apiKey;
     const { bids } = (await s.call<{ bids: Array<{ agent: string; publicKey: string }> }>("GET", `/api/v1/a2a/tasks/${posted.taskHash}/bids`, { key: posterKey })).body.data;
     expect(bids.map((b) => b.agent)).to.deep.equal([s.worker.address]);
     await runtime.stop();

@@ -1,10 +1,16 @@
 /**
  * A whole API over the in-process Hardhat chain, for route tests with `app.inject()`: SQLite in memory, the real
  * escrow deployed by the deploy code, an in-process indexer synced on demand, and a clock that follows chain time.
+ *
+ * Tests reuse expensive state: every server starts from a snapshot of the chain (Hardhat's `loadFixture`) and a copy
+ * of a database image (migrated once per process); `serverFixture` also snapshots what a suite's `seed` did once
+ * (keys, agents, tasks), so each test starts from it without doing it again.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { sql } from "kysely";
+import { Client } from "pg";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
@@ -58,42 +64,155 @@ export interface TestServerOptions {
 }
 
 /**
- * A fresh database: SQLite in memory, or, when TEST_DATABASE_URL names a PostgreSQL server, a new database on it
- * (dropped again by `drop`), so the same tests prove the schema and queries portable.
+ * A database's whole state, to start other databases from: SQLite's file bytes, or, when TEST_DATABASE_URL names a
+ * PostgreSQL server, a database on it that new ones are created from (`CREATE DATABASE ... TEMPLATE`).
  */
-export async function testDatabase(): Promise<{ db: Db; drop(): Promise<void> }> {
-  const url = process.env.TEST_DATABASE_URL;
-  if (!url) {
-    const db = createDatabase({ sqlitePath: ":memory:" });
-    await migrateToLatest(db);
-    return { db, drop: () => db.destroy() };
-  }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Client } = require("pg") as typeof import("pg");
-  const name = `market_test_${Date.now()}_${Math.floor(Math.random() * 1e9)}`;
-  const admin = new Client({ connectionString: url });
+export type DatabaseImage = { sqlite: Buffer } | { postgresTemplate: string };
+
+interface TestDatabase {
+  db: Db;
+  /** Closes the database and removes it. */
+  drop(): Promise<void>;
+  /** Closes the database and keeps what it holds as an image. */
+  keep(): Promise<DatabaseImage>;
+}
+
+const postgresUrl = () => process.env.TEST_DATABASE_URL;
+
+async function postgresAdmin(statement: string): Promise<void> {
+  const admin = new Client({ connectionString: postgresUrl() });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const target = new URL(url);
+  try {
+    await admin.query(statement);
+  } finally {
+    await admin.end();
+  }
+}
+
+function postgresDatabase(name: string): Db {
+  const target = new URL(postgresUrl()!);
   target.pathname = `/${name}`;
-  const db = createDatabase({ databaseUrl: target.toString() });
-  await migrateToLatest(db);
+  return createDatabase({ databaseUrl: target.toString() });
+}
+
+/** A SQLite database's image (`VACUUM INTO` a file, read back); the database stays open. */
+async function sqliteImage(db: Db): Promise<DatabaseImage> {
+  const dir = mkdtempSync(path.join(tmpdir(), "market-db-"));
+  try {
+    const file = path.join(dir, "image.sqlite");
+    await sql`vacuum into ${sql.lit(file)}`.execute(db);
+    return { sqlite: readFileSync(file) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A database that starts as a copy of `image`. */
+async function openDatabase(image: DatabaseImage): Promise<TestDatabase> {
+  if ("sqlite" in image) {
+    const db = createDatabase({ sqliteImage: image.sqlite });
+    return {
+      db,
+      drop: () => db.destroy(),
+      async keep() {
+        const kept = await sqliteImage(db);
+        await db.destroy();
+        return kept;
+      },
+    };
+  }
+  const name = `market_test_${Date.now()}_${Math.floor(Math.random() * 1e9)}`;
+  await postgresAdmin(`CREATE DATABASE ${name} TEMPLATE ${image.postgresTemplate}`);
+  const db = postgresDatabase(name);
   return {
     db,
     async drop() {
       await db.destroy();
-      const cleanup = new Client({ connectionString: url });
-      await cleanup.connect();
-      await cleanup.query(`DROP DATABASE ${name}`);
-      await cleanup.end();
+      await postgresAdmin(`DROP DATABASE ${name}`);
+    },
+    // Kept databases are templates for the rest of the run; the cluster of `npm run test:postgres` is thrown away.
+    async keep() {
+      await db.destroy();
+      return { postgresTemplate: name };
     },
   };
 }
 
+let migrated: Promise<DatabaseImage> | undefined;
+
+/** The image of an empty database with every migration applied, built once per process. */
+function migratedImage(): Promise<DatabaseImage> {
+  migrated ??= (async () => {
+    const name = `market_migrated_${process.pid}`;
+    if (postgresUrl()) await postgresAdmin(`CREATE DATABASE ${name}`);
+    const db = postgresUrl() ? postgresDatabase(name) : createDatabase({ sqlitePath: ":memory:" });
+    try {
+      await migrateToLatest(db);
+      return postgresUrl() ? { postgresTemplate: name } : await sqliteImage(db);
+    } finally {
+      await db.destroy();
+    }
+  })();
+  return migrated;
+}
+
+/**
+ * A fresh migrated database: SQLite in memory, or, when TEST_DATABASE_URL names a PostgreSQL server, a new database on
+ * it (dropped again by `drop`), so the same tests prove the schema and queries portable.
+ */
+export async function testDatabase(): Promise<{ db: Db; drop(): Promise<void> }> {
+  return openDatabase(await migratedImage());
+}
+
+type EscrowDeployment = Awaited<ReturnType<typeof deployEscrowFixture>>;
+
+/** A test server on the deployed escrow (the chain as `loadFixture` left it), its database a copy of a migrated one. */
 export async function startTestServer(options: TestServerOptions = {}) {
-  const base = await loadFixture(deployEscrowFixture);
-  const { db, drop } = await testDatabase();
+  return startServer(await loadFixture(deployEscrowFixture), { database: await migratedImage() }, options);
+}
+
+const keptBlobDirs: string[] = [];
+process.on("exit", () => {
+  for (const dir of keptBlobDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * For suites whose tests all begin alike (keys, agents, tasks): `seed` runs once on a fresh server, and each test
+ * starts a server from the chain snapshot and the database and blob images taken after it, with what the seed
+ * answered. Made once per suite, at module level (loadFixture knows a fixture by its function):
+ *   const seededServer = serverFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster) }));
+ *   beforeEach(async () => ({ server: s, seeded: { posterKey } } = await seededServer()));
+ * The seed ends synced, with nothing in flight.
+ */
+export function serverFixture<Seed>(seed: (s: TestServer) => Promise<Seed>, options: TestServerOptions = {}): () => Promise<{ server: TestServer; seeded: Seed }> {
+  async function seededServerFixture() {
+    const deployment = await loadFixture(deployEscrowFixture);
+    const s = await startServer(deployment, { database: await migratedImage() }, options);
+    let images: Required<ServerImages> | undefined;
+    try {
+      const seeded = await seed(s);
+      await s.sync();
+      images = await s.keep();
+      keptBlobDirs.push(images.blobs);
+      return { deployment, images, seeded };
+    } finally {
+      if (!images) await s.close();
+    }
+  }
+  return async () => {
+    const { deployment, images, seeded } = await loadFixture(seededServerFixture);
+    return { server: await startServer(deployment, images, options), seeded };
+  };
+}
+
+/** What a server starts from: a database image and, optionally, a directory of stored blobs to copy. */
+interface ServerImages {
+  database: DatabaseImage;
+  blobs?: string;
+}
+
+async function startServer(base: EscrowDeployment, images: ServerImages, options: TestServerOptions) {
+  const { db, drop, keep: keepDatabase } = await openDatabase(images.database);
   const chainConfig: ChainConfig = {
     name: "arc",
     chainId: Number((await hre.ethers.provider.getNetwork()).chainId),
@@ -108,6 +227,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
   const extra = (options.extraChains ?? []).map((c): ChainConfig => ({ ...chainConfig, postable: false, ...c }));
   const chains = createChains([chainConfig, ...extra], { provider: () => hre.ethers.provider });
   const blobDir = mkdtempSync(path.join(tmpdir(), "market-blobs-"));
+  if (images.blobs) cpSync(images.blobs, blobDir, { recursive: true });
   // Wall time until the first sync, then chain time (tests that time-travel sync first).
   let chainTimeMs = 0;
   let skewMs = 0;
@@ -249,15 +369,25 @@ export async function startTestServer(options: TestServerOptions = {}) {
     skewMs += ms;
   }
 
-  async function close() {
+  async function stop() {
     await indexer.stop();
     await outbox.stop();
     await app.close();
+  }
+
+  async function close() {
+    await stop();
     await drop();
     rmSync(blobDir, { recursive: true, force: true });
   }
 
-  return { ...base, app, db, indexer, outbox, chainConfig, sync, call, advanceClock, apiKeyFor, registerAgent, sendAll, publicTask, privateTask, post, close };
+  /** Stops the server and keeps its database and stored blobs as images to start other servers from. */
+  async function keep(): Promise<Required<ServerImages>> {
+    await stop();
+    return { database: await keepDatabase(), blobs: blobDir };
+  }
+
+  return { ...base, app, db, indexer, outbox, chainConfig, sync, call, advanceClock, apiKeyFor, registerAgent, sendAll, publicTask, privateTask, post, close, keep };
 }
 
 export type TestServer = Awaited<ReturnType<typeof startTestServer>>;

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { privateKeyOf, startTestServer, type TestServer } from "./harness";
+import { privateKeyOf, serverFixture, startTestServer, type TestServer } from "./harness";
 import { expectError, expectOk } from "./expect";
 import { BlocklistToken__factory, TaskEscrow__factory } from "../../typechain-types";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
@@ -13,14 +13,21 @@ const escrowInterface = TaskEscrow__factory.createInterface();
 
 type Plan = BuiltTask;
 
+/** The worker registered with two tags, the poster's API key; a second chain (base) the service does not post on. */
+const postingServer = serverFixture(
+  async (s) => {
+    await s.registerAgent(s.worker, ["web_research", "summarization"]);
+    return { posterKey: await s.apiKeyFor(s.poster) };
+  },
+  { extraChains: [{ name: "base", postable: false }] },
+);
+
 describe("posting: build, upload and list", function () {
   let s: TestServer;
   let posterKey: string;
 
   beforeEach(async function () {
-    s = await startTestServer({ extraChains: [{ name: "base", postable: false }] });
-    await s.registerAgent(s.worker, ["web_research", "summarization"]);
-    posterKey = await s.apiKeyFor(s.poster);
+    ({ server: s, seeded: { posterKey } } = await postingServer());
   });
   afterEach(async function () {
     await s.close();

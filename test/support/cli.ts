@@ -50,19 +50,22 @@ export interface CliProcess {
   done: Promise<CliRun>;
 }
 
-/** The environment that makes the CLI act as `signer` on the stack; `extra` adds or overrides variables. */
-export async function cliEnv(s: Stack, signer: HardhatEthersSigner, extra: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
-  const options = await s.clientOptions(signer);
+/**
+ * The environment that makes the CLI act as `signer` on the stack, with `apiKey` (else a new key); `extra` adds or
+ * overrides variables.
+ */
+export async function cliEnv(s: Stack, signer: HardhatEthersSigner, options: { apiKey?: string; extra?: Record<string, string> } = {}): Promise<NodeJS.ProcessEnv> {
+  const client = await s.clientOptions(signer, options.apiKey);
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) if (!name.startsWith("MARKET_")) env[name] = value;
   return {
     ...env,
-    MARKET_API_KEY: options.apiKey,
-    MARKET_PRIVATE_KEY: options.executor.privateKey,
-    MARKET_API_URL: options.baseUrl,
-    MARKET_RPC_ARC: options.executor.rpcUrls.arc,
-    MARKET_ESCROW_ARC: options.escrows.arc,
-    ...extra,
+    MARKET_API_KEY: client.apiKey,
+    MARKET_PRIVATE_KEY: client.executor.privateKey,
+    MARKET_API_URL: client.baseUrl,
+    MARKET_RPC_ARC: client.executor.rpcUrls.arc,
+    MARKET_ESCROW_ARC: client.escrows.arc,
+    ...options.extra,
   };
 }
 

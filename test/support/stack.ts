@@ -2,18 +2,33 @@
  * The product listening on loopback for end-to-end tests of the SDK, the worker runtime and the CLI: the API on a free
  * port over the in-process chain (indexer and verifier outbox running), and the chain's JSON-RPC on another port.
  */
-import { startTestServer, privateKeyOf, type TestServerOptions } from "../server/harness";
+import { serverFixture, startTestServer, privateKeyOf, type TestServer, type TestServerOptions } from "../server/harness";
 import { serveNetwork } from "../indexer/helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 
 export async function startStack(options: TestServerOptions = {}) {
-  const server = await startTestServer(options);
+  return serve(await startTestServer(options));
+}
+
+/**
+ * A stack started from a seeded snapshot (see `serverFixture`): `seed` runs once, each call starts the stack from the
+ * chain and the database as the seed left them, with what the seed answered. Made once per suite, at module level.
+ */
+export function stackFixture<Seed>(seed: (s: TestServer) => Promise<Seed>, options: TestServerOptions = {}): () => Promise<{ stack: Stack; seeded: Seed }> {
+  const seededServer = serverFixture(seed, options);
+  return async () => {
+    const { server, seeded } = await seededServer();
+    return { stack: await serve(server), seeded };
+  };
+}
+
+async function serve(server: TestServer) {
   await server.app.listen({ host: "127.0.0.1", port: 0 });
   const address = server.app.server.address();
   const apiUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   const rpc = await serveNetwork();
 
-  /** What an SDK client needs to act as this signer: its API key, its key, the RPC and the pinned escrow. */
+  /** What an SDK client needs to act as this signer: its API key (a new one unless given), its key, the RPC and the pinned escrow. */
   async function clientOptions(signer: HardhatEthersSigner, apiKey?: string) {
     const privateKey = privateKeyOf(signer);
     return {
@@ -36,4 +51,4 @@ export async function startStack(options: TestServerOptions = {}) {
   };
 }
 
-export type Stack = Awaited<ReturnType<typeof startStack>>;
+export type Stack = Awaited<ReturnType<typeof serve>>;

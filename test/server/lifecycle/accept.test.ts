@@ -5,25 +5,33 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { privateKeyOf, startTestServer, type TestServer, type TestServerOptions } from "../harness";
+import { privateKeyOf, serverFixture, startTestServer, type TestServer, type TestServerOptions } from "../harness";
 import { ACCEPT_LOCK_TTL_MS } from "../../../server/marketplace/accept";
 import { expectError, expectOk } from "../expect";
 import { decryptBrief, publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../../core/crypto";
 import { AMOUNT, brief, CRITERIA, DAY, EscrowStatus, PASSING, steps, type Steps } from "./helpers";
+
+/** The poster's API key, for the tests on the default server. */
+const posterServer = serverFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster) }));
 
 describe("lifecycle: accept", function () {
   let s: TestServer | undefined;
   let t: Steps;
   let posterKey: string;
 
-  async function boot(options: TestServerOptions = {}) {
-    s = await startTestServer(options);
+  /** The default server from its snapshot; with options, a server of its own. */
+  async function boot(options?: TestServerOptions) {
+    if (options) {
+      s = await startTestServer(options);
+      posterKey = await s.apiKeyFor(s.poster);
+    } else {
+      ({ server: s, seeded: { posterKey } } = await posterServer());
+    }
     // The API clock follows chain time from the start: offers expire on it. A fresh block first, since the chain's
     // next timestamp may jump ahead (earlier tests moved its clock) and would otherwise end a window at once.
     await hre.network.provider.send("evm_mine", []);
     await s.sync();
     t = steps(s);
-    posterKey = await s.apiKeyFor(s.poster);
     return s;
   }
   afterEach(async function () {

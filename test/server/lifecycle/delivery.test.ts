@@ -5,10 +5,10 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Transaction } from "ethers";
-import { privateKeyOf, startTestServer, type TestServer } from "../harness";
+import { privateKeyOf, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { resultHash } from "../../../core/crypto";
-import { DAY, Ending, EscrowStatus, FAILING, parties, PASSING, steps, type Steps } from "./helpers";
+import { DAY, Ending, EscrowStatus, FAILING, partiesAndStrangerServer, PASSING, steps, type Steps } from "./helpers";
 
 describe("lifecycle: delivery", function () {
   let s: TestServer;
@@ -18,10 +18,8 @@ describe("lifecycle: delivery", function () {
   let strangerKey: string;
 
   beforeEach(async function () {
-    s = await startTestServer();
+    ({ server: s, seeded: { agentKey, posterKey, strangerKey } } = await partiesAndStrangerServer());
     t = steps(s);
-    ({ agentKey, posterKey } = await parties(s));
-    strangerKey = await s.registerAgent(s.stranger, ["summarization"]);
   });
   afterEach(async function () {
     await s.close();

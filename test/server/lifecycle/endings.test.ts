@@ -3,10 +3,10 @@
  * indexer's escrow_tasks row and every token balance before and after.
  */
 import { expect } from "chai";
-import { startTestServer, type TestServer } from "../harness";
+import { type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { resultHash } from "../../../core/crypto";
-import { AMOUNT, DAY, Ending, EscrowStatus, FAILING, FEE, parties, PASSING, PAYOUT, steps, type Balances, type Steps } from "./helpers";
+import { AMOUNT, DAY, Ending, EscrowStatus, FAILING, FEE, partiesServer, PASSING, PAYOUT, steps, type Balances, type Steps } from "./helpers";
 
 describe("lifecycle: the eight endings", function () {
   let s: TestServer;
@@ -16,9 +16,8 @@ describe("lifecycle: the eight endings", function () {
   let start: Balances;
 
   beforeEach(async function () {
-    s = await startTestServer();
+    ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
     t = steps(s);
-    ({ agentKey, posterKey } = await parties(s));
     start = await t.balances();
   });
   afterEach(async function () {

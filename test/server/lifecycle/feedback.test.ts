@@ -3,10 +3,10 @@
  * private briefs not wrapped to the bidder.
  */
 import { expect } from "chai";
-import { privateKeyOf, startTestServer, type TestServer } from "../harness";
+import { privateKeyOf, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../../core/crypto";
-import { AMOUNT, brief, parties, PASSING, steps, type Steps } from "./helpers";
+import { AMOUNT, brief, partiesServer, PASSING, steps, type Steps } from "./helpers";
 
 interface Message {
   id: number;
@@ -22,9 +22,8 @@ describe("lifecycle: reviews, messages and bids", function () {
   let posterKey: string;
 
   beforeEach(async function () {
-    s = await startTestServer();
+    ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
     t = steps(s);
-    ({ agentKey, posterKey } = await parties(s));
   });
   afterEach(async function () {
     await s.close();

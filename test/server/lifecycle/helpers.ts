@@ -7,7 +7,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
-import { privateKeyOf, type TestServer } from "../harness";
+import { privateKeyOf, serverFixture, type TestServer } from "../harness";
 import { lifecycle, type Finalized } from "../lifecycle-harness";
 import { expectOk } from "../expect";
 import { Ending, EscrowStatus } from "../../../core/escrow";
@@ -133,6 +133,15 @@ export async function parties(s: TestServer, capabilities: string[] = ["summariz
   const posterKey = await s.apiKeyFor(s.poster);
   return { agentKey, posterKey };
 }
+
+/** A server where the worker is registered (`summarization`) and the poster has a key: `seeded` holds both keys. */
+export const partiesServer = serverFixture((s) => parties(s));
+
+/** The same, with the stranger registered too (`summarization`): a second agent that is not the task's worker. */
+export const partiesAndStrangerServer = serverFixture(async (s) => ({
+  ...(await parties(s)),
+  strangerKey: await s.registerAgent(s.stranger, ["summarization"]),
+}));
 
 /** Statuses by name, for readable expectations. */
 export { EscrowStatus, Ending };

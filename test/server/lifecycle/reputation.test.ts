@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { startTestServer, testDatabase, type TestServer } from "../harness";
+import { testDatabase, type TestServer } from "../harness";
 import { expectOk } from "../expect";
 import { Migrator } from "kysely";
 import { createDatabase, migrateToLatest } from "../../../server/db";
@@ -16,7 +16,7 @@ import { defaultProjections } from "../../../server/projections";
 import { createReputationProjection } from "../../../server/reputation/projection";
 import { Ending, EscrowStatus } from "../../../core/escrow";
 import { applyReputation, decayedScore, earnsBadge, FRESH_REPUTATION, offerRank, type ReputationState } from "../../../core/reputation";
-import { AMOUNT, brief, CRITERIA, DAY, FAILING, parties, PASSING, PAYOUT, steps, type Steps } from "./helpers";
+import { AMOUNT, brief, CRITERIA, DAY, FAILING, partiesServer, PASSING, PAYOUT, steps, type Steps } from "./helpers";
 
 const WEEK = 7 * DAY;
 
@@ -101,9 +101,8 @@ describe("lifecycle: reputation", function () {
     let posterKey: string;
 
     beforeEach(async function () {
-      s = await startTestServer();
+      ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
       t = steps(s);
-      ({ agentKey, posterKey } = await parties(s));
     });
     afterEach(async function () {
       await s.close();

@@ -3,9 +3,9 @@
  * release-unjudged): each refusal the escrow would give is answered with its code instead of a transaction.
  */
 import { expect } from "chai";
-import { startTestServer, type TestServer } from "../harness";
+import { type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
-import { DAY, Ending, EscrowStatus, FAILING, parties, PASSING, steps, type Steps } from "./helpers";
+import { DAY, Ending, EscrowStatus, FAILING, partiesAndStrangerServer, PASSING, steps, type Steps } from "./helpers";
 
 describe("lifecycle: settlement pre-checks", function () {
   let s: TestServer;
@@ -15,10 +15,8 @@ describe("lifecycle: settlement pre-checks", function () {
   let strangerKey: string;
 
   beforeEach(async function () {
-    s = await startTestServer();
+    ({ server: s, seeded: { agentKey, posterKey, strangerKey } } = await partiesAndStrangerServer());
     t = steps(s);
-    ({ agentKey, posterKey } = await parties(s));
-    strangerKey = await s.registerAgent(s.stranger, ["summarization"]);
   });
   afterEach(async function () {
     await s.close();

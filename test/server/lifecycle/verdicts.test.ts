@@ -3,10 +3,10 @@
  * verifier agent's in `agent` mode (its own transaction), and POST /api/v1/verification/verify.
  */
 import { expect } from "chai";
-import { startTestServer, type TestServer } from "../harness";
+import { type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { ADVISORY_VERIFY_PER_MINUTE } from "../../../server/verification";
-import { AMOUNT, brief, CRITERIA, Ending, EscrowStatus, FAILING, FEE, parties, PASSING, PAYOUT, steps, type Balances, type Steps, type UnsignedTx } from "./helpers";
+import { AMOUNT, brief, CRITERIA, Ending, EscrowStatus, FAILING, FEE, partiesServer, PASSING, PAYOUT, steps, type Balances, type Steps, type UnsignedTx } from "./helpers";
 
 interface VerdictAnswer {
   taskHash: string;
@@ -30,9 +30,8 @@ describe("lifecycle: verdicts", function () {
   let start: Balances;
 
   beforeEach(async function () {
-    s = await startTestServer();
+    ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
     t = steps(s);
-    ({ agentKey, posterKey } = await parties(s));
     start = await t.balances();
   });
   afterEach(async function () {
