@@ -6,11 +6,14 @@
  */
 import { runAndExit } from "../../sdk/dist/cli/src/main";
 
-const [step, ms, ...args] = process.argv.slice(2);
-runAndExit(args, {
-  postTasks: {
-    async afterJournaled(journaled) {
-      if (journaled === step) await new Promise((resolve) => setTimeout(resolve, Number(ms)));
+// Only as a program: Hardhat loads every file under test/ when it runs the suite.
+if (require.main === module) {
+  const [step, ms, ...args] = process.argv.slice(2);
+  runAndExit(args, {
+    postTasks: {
+      async afterJournaled(journaled) {
+        if (journaled === step) await new Promise((resolve) => setTimeout(resolve, Number(ms)));
+      },
     },
-  },
-});
+  });
+}
