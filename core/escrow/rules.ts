@@ -6,7 +6,7 @@
  */
 import { Ending, EscrowStatus } from "./enums";
 import type { TaskSnapshot } from "./task";
-import { APPEAL_WINDOW_SECONDS, BPS_DENOMINATOR, MAX_SUBMISSIONS, RULING_WINDOW_SECONDS } from "../limits";
+import { BPS_DENOMINATOR, MAX_SUBMISSIONS, RULING_WINDOW_SECONDS } from "../limits";
 
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 const ZERO_HASH = /^0x0*$/;

@@ -255,7 +255,7 @@ describe("TaskEscrow 2.0.0 reputation writes", function () {
       // From far below what the write needs to above the estimate, in steps finer than the registry's budget.
       for (let gasLimit = estimate - 90_000n; gasLimit <= estimate + 2_000n; gasLimit += 1_500n) {
         await snapshot.restore();
-        let receiptStatus: number | null = null;
+        let receiptStatus: number | null;
         try {
           const tx = await escrow.connect(verifier).completeVerification(taskHash, true, 90, { gasLimit });
           receiptStatus = (await tx.wait())!.status;

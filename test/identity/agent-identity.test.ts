@@ -79,7 +79,7 @@ describe("AgentIdentity", function () {
         expect(event, signature).to.not.equal(null);
         expect(event!.inputs.map((i) => i.indexed)).to.deep.equal(indexed);
       }
-      expect(identity.interface.getEvent("Registered")!.inputs.map((i) => i.name)).to.deep.equal([
+      expect(identity.interface.getEvent("Registered").inputs.map((i) => i.name)).to.deep.equal([
         "agentId",
         "agentURI",
         "owner",
@@ -139,16 +139,11 @@ describe("AgentIdentity", function () {
 
     it("refuses the reserved agentWallet key with ReservedMetadataKey(key) and an empty key with EmptyMetadataKey()", async function () {
       const { identity, owner, agent } = await loadFixture(registriesFixture);
-      await expect(
-        identity
-          .connect(owner)
-          ["register(string,(string,bytes)[])"]("u", [{ metadataKey: "agentWallet", metadataValue: agent.address }]),
-      )
+      const register = identity.connect(owner).getFunction("register(string,(string,bytes)[])");
+      await expect(register("u", [{ metadataKey: "agentWallet", metadataValue: agent.address }]))
         .to.be.revertedWithCustomError(identity, "ReservedMetadataKey")
         .withArgs("agentWallet");
-      await expect(
-        identity.connect(owner)["register(string,(string,bytes)[])"]("u", [{ metadataKey: "", metadataValue: "0x01" }]),
-      ).to.be.revertedWithCustomError(identity, "EmptyMetadataKey");
+      await expect(register("u", [{ metadataKey: "", metadataValue: "0x01" }])).to.be.revertedWithCustomError(identity, "EmptyMetadataKey");
       expect(await identity.lastAgentId()).to.equal(0n);
     });
   });
