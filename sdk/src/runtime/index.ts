@@ -290,6 +290,9 @@ export class WorkerRuntime {
       }
       if (state.status === "awaiting_verification" || state.status === "submitted") continue;
       const verdict = state.resultData?.verificationResult;
+      // The service records a poster's verdict, reasons and all, once the chain has settled it: a `manual` task may
+      // show `failed` a moment before. Asked again at the next browse, so the next round gets the reasons.
+      if (state.status === "failed" && !verdict && held.assigned.verification.mode === "manual") continue;
       const reasons = verdict?.reasons ?? [];
       const again = state.status === "failed" && state.rounds < MAX_SUBMISSIONS && this.clock.now() < held.assigned.deadline * 1000;
       if (again && !this.hasSlot()) continue;
