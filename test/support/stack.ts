@@ -14,7 +14,10 @@ export async function startStack(options: TestServerOptions = {}) {
  * A stack started from a seeded snapshot (see `serverFixture`): `seed` runs once, each call starts the stack from the
  * chain and the database as the seed left them, with what the seed answered. Made once per suite, at module level.
  */
-export function stackFixture<Seed>(seed: (s: TestServer) => Promise<Seed>, options: TestServerOptions = {}): () => Promise<{ stack: Stack; seeded: Seed }> {
+export function stackFixture<Seed>(
+  seed: (s: TestServer) => Promise<Seed>,
+  options: TestServerOptions = {},
+): () => Promise<{ stack: Stack; seeded: Seed }> {
   const seededServer = serverFixture(seed, options);
   return async () => {
     const { server, seeded } = await seededServer();

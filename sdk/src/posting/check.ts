@@ -45,7 +45,12 @@ export function checkRows(inputs: readonly PostTaskInput[], options: { allowAgen
     });
   }
   const { rows, errors } = checkBulkRows(inputs.map((input, index) => ({ line: index + 1, values: columnsOf(input) })));
-  const rowErrors: RowError[] = errors.map((e) => ({ index: e.line - 1, ...(e.column ? { column: e.column } : {}), code: e.code, message: e.message }));
+  const rowErrors: RowError[] = errors.map((e) => ({
+    index: e.line - 1,
+    ...(e.column ? { column: e.column } : {}),
+    code: e.code,
+    message: e.message,
+  }));
   const byLine = new Map(rows.map((row) => [row.line, row]));
   const checked: CheckedRow[] = [];
   inputs.forEach((input, index) => {
@@ -66,7 +71,14 @@ export function checkRows(inputs: readonly PostTaskInput[], options: { allowAgen
     const criteria = input.verificationCriteria ?? (mode === "auto" ? { ...BULK_AUTO_CRITERIA } : undefined);
     for (const issue of validateCriteria(criteria, mode)) fail(issue.field, issue.code, issue.message);
     const row = byLine.get(index + 1);
-    if (row) checked.push({ index, row, verificationMode: mode, ...(criteria ? { verificationCriteria: criteria } : {}), ...(verifierAddress ? { verifierAddress } : {}) });
+    if (row)
+      checked.push({
+        index,
+        row,
+        verificationMode: mode,
+        ...(criteria ? { verificationCriteria: criteria } : {}),
+        ...(verifierAddress ? { verifierAddress } : {}),
+      });
   });
   if (rowErrors.length > 0) {
     rowErrors.sort((a, b) => a.index - b.index);

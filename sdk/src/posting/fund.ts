@@ -75,7 +75,9 @@ function buildBody({ checked, params }: PreparedRow) {
 /** Approves the escrow for `amount` unless its allowance already covers it. */
 export async function approveEscrow(ctx: PostingContext, amount: bigint): Promise<void> {
   const { chain } = ctx;
-  const allowance = BigInt(await chain.provider.call({ to: chain.token, data: erc20Interface.encodeFunctionData("allowance", [chain.wallet.address, chain.escrow]) }));
+  const allowance = BigInt(
+    await chain.provider.call({ to: chain.token, data: erc20Interface.encodeFunctionData("allowance", [chain.wallet.address, chain.escrow]) }),
+  );
   if (allowance < amount) await chain.send(null, { to: chain.token, data: erc20Interface.encodeFunctionData("approve", [chain.escrow, amount]) });
 }
 

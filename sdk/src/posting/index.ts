@@ -51,7 +51,12 @@ function createTally(total: number, onProgress: PostTasksOptions["onProgress"]) 
         stopped,
         totalRaw: totalRaw.toString(),
         results: all,
-        timings: { checkMs: round(timings.checkMs), prepareMs: round(timings.prepareMs), fundMs: round(timings.fundMs), listMs: round(timings.listMs) },
+        timings: {
+          checkMs: round(timings.checkMs),
+          prepareMs: round(timings.prepareMs),
+          fundMs: round(timings.fundMs),
+          listMs: round(timings.listMs),
+        },
       };
     },
   };
@@ -94,7 +99,9 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
       next = start + chunkSize < rows.length ? prepareChunk(start + chunkSize) : undefined;
       next?.catch(() => undefined); // awaited in the next iteration, or dropped when the run stops
 
-      const built = await buildFunding(ctx, chunk, (r, error) => tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error }));
+      const built = await buildFunding(ctx, chunk, (r, error) =>
+        tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error }),
+      );
       chunk = built.rows;
       if (!built.unsignedTx) continue;
       if (!approved) {
@@ -118,7 +125,11 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
       break;
     }
     tally.add("fundMs", performance.now() - fundingStarted);
-    const funded: FundedEvent["rows"] = chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: { ...r.params, txHash } }));
+    const funded: FundedEvent["rows"] = chunk.map((r) => ({
+      index: r.checked.index,
+      taskHash: r.params.taskHash,
+      indexParams: { ...r.params, txHash },
+    }));
     await options.onFunded?.({ txHash, rows: funded });
     stopped = !(await listChunk(ctx, chunk, txHash, funded, tally));
   }
@@ -173,7 +184,13 @@ async function sendFunding(ctx: PostingContext, chunk: readonly PreparedRow[], f
 }
 
 /** Lists a funded chunk and settles each row posted or unlisted; true when every row was listed. */
-async function listChunk(ctx: PostingContext, chunk: readonly PreparedRow[], txHash: string, funded: FundedEvent["rows"], tally: Tally): Promise<boolean> {
+async function listChunk(
+  ctx: PostingContext,
+  chunk: readonly PreparedRow[],
+  txHash: string,
+  funded: FundedEvent["rows"],
+  tally: Tally,
+): Promise<boolean> {
   const params = funded.map((f) => f.indexParams);
   const outcomes = await tally.timed("listMs", () => listFunded(ctx, txHash, params));
   let all = true;
