@@ -19,6 +19,9 @@ export default tseslint.config(
       "@typescript-eslint/no-misused-promises": "error",
       "@typescript-eslint/await-thenable": "error",
       "@typescript-eslint/no-unnecessary-type-assertion": "error",
+      // Prettier owns the layout and ends every statement with a semicolon, so no newline can join two expressions;
+      // this rule would refuse Prettier's own breaks (`contract\n  ["overloaded(uint256)"](...)`).
+      "no-unexpected-multiline": "off",
       // `_name` marks a binding kept for its position or to leave a field out of a rest object.
       "@typescript-eslint/no-unused-vars": [
         "error",
