@@ -205,7 +205,7 @@ export class WorkerRuntime {
     const { tasks } = await this.client.browseA2ATasks({ capabilities: this.#options.capabilities ?? [] });
     const candidates = tasks
       .filter((t) => ![this.executions, this.awaiting, this.pending, this.dropped].some((held) => held.has(t.meta.taskHash)))
-      .filter((t) => this.declaredChains.includes(t.meta.chain as ChainName))
+      .filter((t) => this.declaredChains.includes(t.meta.chain))
       .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
     for (const task of candidates) {
       if (!this.hasSlot() || !this.running) break;
