@@ -79,7 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameworkErrors: (error, request, reply) => {
       const badPath = error.code === "FST_ERR_MAX_PARAM_LENGTH" || error.code === "FST_ERR_BAD_URL";
       const message = error.code === "FST_ERR_MAX_PARAM_LENGTH" ? "is too long" : "is not a valid URL component";
-      return sendError(request, reply, badPath ? new MarketError("VALIDATION_FAILED", `A path parameter ${message}.`, { details: [{ field: "params", message }] }) : error);
+      void sendError(request, reply, badPath ? new MarketError("VALIDATION_FAILED", `A path parameter ${message}.`, { details: [{ field: "params", message }] }) : error);
     },
     // Behind a reverse proxy, the client IP (rate limits) comes from X-Forwarded-For of the trusted hops only.
     trustProxy: trustedProxies(deps.config.trustProxy),
@@ -99,7 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, raw, done) => {
     const text = raw as string;
-    parseJson(request, text, (error: Error | null, body?: unknown) => {
+    void parseJson(request, text, (error: Error | null, body?: unknown) => {
       const field = error || !text.includes("\\u0000") ? undefined : fieldWithNul(body);
       if (field === undefined) return done(error, body);
       done(new MarketError("VALIDATION_FAILED", `${field} contains U+0000`, { details: [{ field, message: "contains U+0000" }] }), undefined);

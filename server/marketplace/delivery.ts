@@ -150,7 +150,7 @@ export function createDelivery(deps: DeliveryDeps) {
    * in `manual` and `agent` mode marks the delivery as awaiting the poster's or the verifier's verdict.
    */
   async function finalize(wallet: string, taskHash: string, txHash?: string): Promise<Finalized> {
-    let ctx = await loadTask(db, chains, taskHash);
+    const ctx = await loadTask(db, chains, taskHash);
     requireWorker(ctx, wallet);
     const delivery = ctx.delivery;
     if (!delivery) throw new MarketError("WRONG_STATE", "Nothing was delivered.", { reason: statusOf(ctx) });

@@ -7,7 +7,7 @@ import { addressParam } from "../http/params";
 import type { TaskFieldsInput } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { contentHash, publicTaskHash } from "../../core/crypto";
-import { validateCriteria, type VerificationCriteria, type VerificationMode } from "../../core/verification";
+import { validateCriteria, type VerificationMode } from "../../core/verification";
 import { DEFAULT_ZONE } from "../../core/limits";
 
 /** A task's listed properties, checked and normalized (addresses checksummed, hashes lowercase). */
@@ -121,7 +121,7 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
     routingSummary: input.routingSummary ?? null,
     rootHash: input.rootHash ?? null,
     verificationMode: mode,
-    verificationCriteria: (input.verificationCriteria as VerificationCriteria | null | undefined) ?? null,
+    verificationCriteria: (input.verificationCriteria) ?? null,
     verifierAddress,
     requiredCapabilities,
     locationZone: input.locationZone ?? DEFAULT_ZONE,

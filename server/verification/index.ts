@@ -14,7 +14,6 @@ import type { AutoVerification } from "./auto";
 import { Envelope, TaskHashParams, VerdictAnswer, VerdictBody, VerifyAnswer, VerifyBody, asTaskHash } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { actsOn, toEscrowStatus } from "../../core/escrow";
-import type { VerificationCriteria } from "../../core/verification";
 
 export { autoVerdict, sendVerdict } from "./judge";
 export { createAutoVerification, type AutoVerification, type AutoVerificationDeps } from "./auto";
@@ -141,7 +140,7 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
         reply.header("retry-after", String(wait));
         throw rateLimited(wait, "advisory verifications");
       }
-      const verdict = autoVerdict(task, latest.output, (verificationCriteria as VerificationCriteria | undefined) ?? null);
+      const verdict = autoVerdict(task, latest.output, (verificationCriteria) ?? null);
       return ok({ taskHash: asTaskHash(listing.task_hash), settled: false, status: statusOf(task, now()), round: latest.round, verificationResult: verdict });
     },
   );
