@@ -181,9 +181,12 @@ async function main() {
 
   const chainId = Number((await hre.ethers.provider.getNetwork()).chainId);
   // The provider is never called by the routes measured here.
-  const chains = createChains([{ name: "arc", chainId, rpcUrl: "unused", escrow: ESCROW, token: TOKEN, startBlock: 0, confirmations: 0, postable: true }], {
-    provider: () => hre.ethers.provider,
-  });
+  const chains = createChains(
+    [{ name: "arc", chainId, rpcUrl: "unused", escrow: ESCROW, token: TOKEN, startBlock: 0, confirmations: 0, postable: true }],
+    {
+      provider: () => hre.ethers.provider,
+    },
+  );
   const app = await buildApp({
     db,
     chains,
@@ -196,19 +199,28 @@ async function main() {
 
   try {
     // Every answer is checked in full once before the load (the load only counts tasks per answer).
-    const sample = (await (await fetch(`${base}/api/v1/a2a/tasks`)).json()) as { data: { tasks: Array<{ state: { status: string } }>; total: number } };
+    const sample = (await (await fetch(`${base}/api/v1/a2a/tasks`)).json()) as {
+      data: { tasks: Array<{ state: { status: string } }>; total: number };
+    };
     let openUnpinned = 0;
     for (let i = 0; i < TASKS; i++) if (!isPinned(i) && tagsOf(i).length === 0) openUnpinned++;
-    if (sample.data.tasks.length !== 100 || sample.data.tasks.some((t) => t.state.status !== "open")) throw new Error("browse did not answer 100 open tasks");
+    if (sample.data.tasks.length !== 100 || sample.data.tasks.some((t) => t.state.status !== "open"))
+      throw new Error("browse did not answer 100 open tasks");
     if (sample.data.total !== openUnpinned) throw new Error(`browse total ${sample.data.total}, expected ${openUnpinned}`);
-    const whoami = (await (await fetch(`${base}/api/v1/api-keys/whoami`, { headers: { "x-api-key": key } })).json()) as { data: { addresses: string[] } };
+    const whoami = (await (await fetch(`${base}/api/v1/api-keys/whoami`, { headers: { "x-api-key": key } })).json()) as {
+      data: { addresses: string[] };
+    };
     if (whoami.data.addresses[0] !== POSTERS[0]) throw new Error("whoami answered another wallet");
     const bodyBytes = (await (await fetch(`${base}/api/v1/a2a/tasks`)).arrayBuffer()).byteLength;
 
     await load(`${base}/api/v1/a2a/tasks`, {}, 2); // warm-up (JIT, SQLite page cache)
     const browse = await load(`${base}/api/v1/a2a/tasks`, {}, SECONDS);
     const read = await load(`${base}/api/v1/api-keys/whoami`, { "x-api-key": key }, SECONDS);
-    const browseFiltered = await load(`${base}/api/v1/a2a/tasks?capabilities=web_research,summarization,translation`, { "x-api-key": key }, Math.max(3, SECONDS / 2));
+    const browseFiltered = await load(
+      `${base}/api/v1/a2a/tasks?capabilities=web_research,summarization,translation`,
+      { "x-api-key": key },
+      Math.max(3, SECONDS / 2),
+    );
 
     const report = {
       browseReqPerSec: browse.reqPerSec,
@@ -219,7 +231,16 @@ async function main() {
       read,
       browseWithCapabilitiesAndKey: browseFiltered,
       // Other work on the machine skews the figures: the 1-minute load average when the runs ended says how much.
-      setup: { tasks: TASKS, seedSeconds, browseBodyBytes: bodyBytes, connections: CONNECTIONS, seconds: SECONDS, cpus: cpus().length, loadAverage: Math.round(loadavg()[0]! * 10) / 10, node: process.version },
+      setup: {
+        tasks: TASKS,
+        seedSeconds,
+        browseBodyBytes: bodyBytes,
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+        cpus: cpus().length,
+        loadAverage: Math.round(loadavg()[0]! * 10) / 10,
+        node: process.version,
+      },
       bars: BARS,
       meetsBars: browse.reqPerSec >= BARS.browseReqPerSec && browse.p99Ms <= BARS.browseP99Ms,
     };
@@ -231,7 +252,9 @@ async function main() {
       `\nAPI benchmark: ${TASKS.toLocaleString("en")} open tasks seeded in ${seedSeconds} s, ${CONNECTIONS} connections, ${SECONDS} s per run, ` +
         `load average ${report.setup.loadAverage} on ${report.setup.cpus} CPUs`,
     );
-    console.log(`${"route".padEnd(34)}${"req/s".padStart(9)}${"p50 ms".padStart(8)}${"p99 ms".padStart(8)}${"max ms".padStart(8)}${"MB/s".padStart(8)}${"bad".padStart(7)}`);
+    console.log(
+      `${"route".padEnd(34)}${"req/s".padStart(9)}${"p50 ms".padStart(8)}${"p99 ms".padStart(8)}${"max ms".padStart(8)}${"MB/s".padStart(8)}${"bad".padStart(7)}`,
+    );
     console.log(row("GET /api/v1/a2a/tasks", browse));
     console.log(row("GET /api/v1/api-keys/whoami (key)", read));
     console.log(row("GET /a2a/tasks?capabilities (key)", browseFiltered));
@@ -239,7 +262,8 @@ async function main() {
       `browse bar (>= ${BARS.browseReqPerSec} req/s, p99 <= ${BARS.browseP99Ms} ms): ${report.meetsBars ? "met" : "MISSED"}; written to bench/api.json`,
     );
     for (const [name, r] of Object.entries({ browse, read, browseFiltered })) {
-      if (r.non2xx + r.mismatches + r.errors + r.timeouts > 0) throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.mismatches} wrong bodies, ${r.errors} errors`);
+      if (r.non2xx + r.mismatches + r.errors + r.timeouts > 0)
+        throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.mismatches} wrong bodies, ${r.errors} errors`);
     }
   } finally {
     await app.close();

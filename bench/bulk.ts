@@ -24,7 +24,6 @@ const ROWS = 1_000;
 const AGENTS = 20;
 const BAR_SECONDS = 40;
 
-
 async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {
   const end = Date.now() + 120_000;
   while (Date.now() < end) {
@@ -42,7 +41,11 @@ async function waitForHealth(url: string, child: ChildProcess, output: () => str
 /** Signs in with the wallet through the API (EIP-4361) and creates an API key. */
 async function apiKeyFor(apiUrl: string, wallet: Pick<Wallet, "address" | "signMessage">): Promise<string> {
   const post = async <T>(route: string, body: unknown, headers: Record<string, string> = {}): Promise<T> => {
-    const response = await fetch(`${apiUrl}${route}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+    const response = await fetch(`${apiUrl}${route}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
     const json = (await response.json()) as { success: boolean; data: T; error?: unknown };
     if (!json.success) throw new Error(`${route}: ${JSON.stringify(json.error)}`);
     return json.data;
@@ -93,7 +96,11 @@ async function main() {
       const response = await fetch(`${apiUrl}/api/v1/a2a/register`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-api-key": key },
-        body: JSON.stringify({ publicKey: publicKeyFromPrivateKey(agent.privateKey), supportedChains: ["arc"], capabilities: ["summarization", "translation"] }),
+        body: JSON.stringify({
+          publicKey: publicKeyFromPrivateKey(agent.privateKey),
+          supportedChains: ["arc"],
+          capabilities: ["summarization", "translation"],
+        }),
       });
       if (!response.ok) throw new Error(`registering an agent failed: ${await response.text()}`);
     }
@@ -128,7 +135,8 @@ async function main() {
       { onFunded: () => void transactions++ },
     );
     const totalSeconds = (performance.now() - started) / 1000;
-    if (result.posted !== ROWS) throw new Error(`posted ${result.posted} of ${ROWS}: ${JSON.stringify(result.results.find((r) => r.status !== "posted"))}`);
+    if (result.posted !== ROWS)
+      throw new Error(`posted ${result.posted} of ${ROWS}: ${JSON.stringify(result.results.find((r) => r.status !== "posted"))}`);
 
     const seconds = (ms: number) => Math.round(ms) / 1000;
     const figures = {

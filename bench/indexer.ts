@@ -47,12 +47,7 @@ const API_IDLE_SECONDS = 2;
 
 /** How the API would read a task: one indexed lookup on its own connection. The lead may route this through HTTP. */
 async function taskVisible(db: Db, chain: string, taskHash: string): Promise<boolean> {
-  const row = await db
-    .selectFrom("escrow_tasks")
-    .select("task_hash")
-    .where("chain", "=", chain)
-    .where("task_hash", "=", taskHash)
-    .executeTakeFirst();
+  const row = await db.selectFrom("escrow_tasks").select("task_hash").where("chain", "=", chain).where("task_hash", "=", taskHash).executeTakeFirst();
   return row !== undefined;
 }
 
@@ -220,8 +215,13 @@ async function main() {
     }
     const catchupSeconds = (performance.now() - catchupStart) / 1000;
     provider.destroy();
-    const { count } = await db.selectFrom("escrow_events").select((eb) => eb.fn.countAll<number>().as("count")).executeTakeFirstOrThrow();
-    const onChain = (await send("eth_getLogs", [{ address: deployment.proxy, fromBlock: "earliest", toBlock: `0x${head.toString(16)}` }])) as unknown[];
+    const { count } = await db
+      .selectFrom("escrow_events")
+      .select((eb) => eb.fn.countAll<number>().as("count"))
+      .executeTakeFirstOrThrow();
+    const onChain = (await send("eth_getLogs", [
+      { address: deployment.proxy, fromBlock: "earliest", toBlock: `0x${head.toString(16)}` },
+    ])) as unknown[];
     if (Number(count) !== events || events !== onChain.length) {
       throw new Error(`indexed ${events} events, stored ${count}, the node has ${onChain.length}`);
     }
@@ -260,7 +260,10 @@ async function main() {
     } finally {
       await api.stop();
     }
-    const stored = await apiDb.selectFrom("escrow_events").select((eb) => eb.fn.countAll<number>().as("count")).executeTakeFirstOrThrow();
+    const stored = await apiDb
+      .selectFrom("escrow_events")
+      .select((eb) => eb.fn.countAll<number>().as("count"))
+      .executeTakeFirstOrThrow();
     await apiDb.destroy();
     if (Number(stored.count) !== onChain.length) throw new Error(`the worker stored ${stored.count} events, the node has ${onChain.length}`);
     if (underLoad.failures > 0 || idle.failures > 0) throw new Error(`${underLoad.failures + idle.failures} API requests failed`);
@@ -333,7 +336,6 @@ async function main() {
     rmSync(work, { recursive: true, force: true });
   }
 }
-
 
 main().then(
   () => process.exit(),

@@ -111,10 +111,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         address token_
     ) external initializer {
         if (
-            admin_ == address(0) ||
-            marketplaceVerifier == address(0) ||
-            treasury_ == address(0) ||
-            token_ == address(0)
+            admin_ == address(0) || marketplaceVerifier == address(0) || treasury_ == address(0) || token_ == address(0)
         ) revert ZeroAddress();
         if (feeBps_ > MAX_FEE_BPS) revert FeeExceedsMax(feeBps_, MAX_FEE_BPS);
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
@@ -592,8 +589,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         task.ending = t.ending;
         if (task.status == Status.Failed) {
             task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + APPEAL_WINDOW, t.deadline));
-        }
-        else if (task.status == Status.Disputed) {
+        } else if (task.status == Status.Disputed) {
             task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + RULING_WINDOW, t.deadline));
         } else if (task.status == Status.Escalated) task.windowEndsAt = _toBlockTime($, t.phaseAt + RULING_WINDOW);
     }

@@ -25,9 +25,9 @@ export const CAPABILITY_TAGS = [
 export type CapabilityTag = (typeof CAPABILITY_TAGS)[number];
 
 /** SDK constants: `AgentCap.WEB_RESEARCH === "web_research"`. */
-export const AgentCap = Object.freeze(
-  Object.fromEntries(CAPABILITY_TAGS.map((tag) => [tag.toUpperCase(), tag])),
-) as { readonly [T in CapabilityTag as Uppercase<T>]: T };
+export const AgentCap = Object.freeze(Object.fromEntries(CAPABILITY_TAGS.map((tag) => [tag.toUpperCase(), tag]))) as {
+  readonly [T in CapabilityTag as Uppercase<T>]: T;
+};
 
 const knownTags: ReadonlySet<string> = new Set(CAPABILITY_TAGS);
 

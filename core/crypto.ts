@@ -27,12 +27,7 @@ export const BRIEF_IV_BYTES = 12;
 export const BRIEF_TAG_BYTES = 16;
 export const WRAPPED_KEY_BYTES = 65 + 16 + 16 + BRIEF_KEY_BYTES;
 
-export type CryptoErrorCode =
-  | "INVALID_PUBLIC_KEY"
-  | "INVALID_PRIVATE_KEY"
-  | "INVALID_KEY_LENGTH"
-  | "BRIEF_DECRYPT_FAILED"
-  | "KEY_UNWRAP_FAILED";
+export type CryptoErrorCode = "INVALID_PUBLIC_KEY" | "INVALID_PRIVATE_KEY" | "INVALID_KEY_LENGTH" | "BRIEF_DECRYPT_FAILED" | "KEY_UNWRAP_FAILED";
 
 /** Thrown for a malformed key or a ciphertext that does not open (wrong key or altered bytes). */
 export class CryptoError extends Error {

@@ -50,12 +50,18 @@ export const ERROR_CODES = define({
   TOKEN_NOT_SETTLEMENT: { status: 400, description: "The token is not the settlement token of the posting chain." },
   INVALID_AMOUNT: { status: 400, description: "The amount must be a whole number of raw units above 0 and at most 2^256-1." },
   INVALID_DURATION: { status: 400, description: "The duration must be 3600 to 7776000 seconds." },
-  INVALID_CRITERIA: { status: 400, description: "Verification criteria are missing a real rule, malformed, or unsafe; `details` lists each problem." },
+  INVALID_CRITERIA: {
+    status: 400,
+    description: "Verification criteria are missing a real rule, malformed, or unsafe; `details` lists each problem.",
+  },
   UNSUPPORTED_VERIFICATION_MODE: { status: 400, description: "Verification mode must be `auto`, `manual` or `agent` (`oracle` is not supported)." },
   VERIFIER_REQUIRED: { status: 400, description: "`agent` mode needs `verifierAddress`." },
   VERIFIER_NOT_ALLOWED: { status: 400, description: "The verifier cannot be the poster or the pinned executor." },
   VERIFIER_KEY_MISSING: { status: 400, description: "The brief key of an `agent`-verified private task must be wrapped to the verifier." },
-  VERIFIER_MODE_MISMATCH: { status: 409, description: "The escrow names a verifier, so the mode must be `agent` with that verifier (and the reverse)." },
+  VERIFIER_MODE_MISMATCH: {
+    status: 409,
+    description: "The escrow names a verifier, so the mode must be `agent` with that verifier (and the reverse).",
+  },
   PUBLIC_TASK_KEYS: { status: 400, description: "A public task cannot carry `wrappedKeys` or `keyCustodyBlob`." },
   PUBLIC_BRIEF_REQUIRED: { status: 400, description: "A public task needs `publicBrief`; a private task cannot have one." },
   PRIVACY_IMMUTABLE: { status: 409, description: "Privacy and the other listed properties cannot change after the first listing." },
@@ -71,7 +77,10 @@ export const ERROR_CODES = define({
   NOT_TASK_AGENT: { status: 403, description: "The paying (funding) wallet is not the API key's wallet; cancel the escrow from the funding wallet." },
   NOT_IN_RECEIPT: { status: 400, description: "The receipt carries no `TaskCreated` for this task hash from the escrow." },
   DUPLICATE_TASK_HASH: { status: 400, description: "The same task hash appears twice in one request." },
-  INDEX_FAILED: { status: 400, description: "A task of a listing request (POST /api/v1/a2a/tasks/index) was not listed; each item's own `code` says why." },
+  INDEX_FAILED: {
+    status: 400,
+    description: "A task of a listing request (POST /api/v1/a2a/tasks/index) was not listed; each item's own `code` says why.",
+  },
   BLOB_NOT_FOUND: { status: 404, description: "`rootHash` names no uploaded blob; upload the ciphertext first." },
   TARGET_IS_POSTER: { status: 400, description: "A task cannot be pinned to its own poster." },
   BATCH_UNSUPPORTED: { status: 400, description: "The chain's escrow has no batch creation; fund each task on its own." },
@@ -88,7 +97,11 @@ export const ERROR_CODES = define({
   // ---- marketplace: taking, delivering and judging tasks
   AGENT_NOT_REGISTERED: { status: 403, description: "Register the wallet as an agent first (POST /api/v1/a2a/register)." },
   NEEDS_WRAP: { status: 403, description: "The brief key is not encrypted to this agent and cannot be re-wrapped; bid and retry." },
-  OFFER_HELD: { status: 409, description: "An exclusive window is held for a higher-ranked agent; retry after `retryAfterMs` (in details).", retryable: true },
+  OFFER_HELD: {
+    status: 409,
+    description: "An exclusive window is held for a higher-ranked agent; retry after `retryAfterMs` (in details).",
+    retryable: true,
+  },
   ACCEPT_IN_PROGRESS: { status: 409, description: "Another agent is accepting this task right now.", retryable: true },
   CHAIN_UNSUPPORTED: { status: 409, description: "The agent's registered chains exclude the task's chain." },
   NOT_TARGET_EXECUTOR: { status: 403, description: "The task is pinned to another agent." },
@@ -108,7 +121,10 @@ export const ERROR_CODES = define({
   DISPUTE_PENDING: { status: 409, description: "The task is under dispute: the admin rules, or claim 14 days after the dispute." },
   ESCROW_PAUSED: { status: 409, description: "The escrow is paused; claims wait for the unpause." },
   EVIDENCE_NOT_CONFIRMED: { status: 409, description: "The evidence transaction is not mined or not indexed yet; retry shortly.", retryable: true },
-  EVIDENCE_MISMATCH: { status: 400, description: "The transaction is not exactly submitEvidence of the delivered result from the executor's wallet." },
+  EVIDENCE_MISMATCH: {
+    status: 400,
+    description: "The transaction is not exactly submitEvidence of the delivered result from the executor's wallet.",
+  },
   VERDICT_MISMATCH: { status: 409, description: "The verdict's receipt does not match the on-chain settlement." },
   MODE_MISMATCH: { status: 409, description: "The task's verification mode does not take this kind of verdict." },
   NOTHING_TO_VERIFY: { status: 409, description: "The task has no criteria, routing summary or public brief to verify against." },
@@ -136,14 +152,37 @@ export const ERROR_CODES = define({
   NOT_ALL_POSTED: { status: 0, client: true, description: "The run ended with rows left; rerun the same command." },
   SPEND_LIMIT: { status: 0, client: true, description: "The run's total escrow is above `maxTotalRaw`; nothing was spent." },
   NETWORK_ERROR: { status: 0, client: true, retryable: true, description: "The API did not answer (network or timeout)." },
-  TX_UNCONFIRMED: { status: 0, client: true, retryable: true, description: "A transaction was sent but its receipt was not seen; its rows may be paid: list them with indexTask once mined, never post them again." },
+  TX_UNCONFIRMED: {
+    status: 0,
+    client: true,
+    retryable: true,
+    description:
+      "A transaction was sent but its receipt was not seen; its rows may be paid: list them with indexTask once mined, never post them again.",
+  },
   TX_FAILED: { status: 0, client: true, description: "A funding transaction could not be sent; its rows were not paid and the run stopped." },
-  STORAGE_MISMATCH: { status: 0, client: true, description: "The storage answered an upload with a rootHash that is not the SHA-256 of the private brief's ciphertext; the row is refused, nothing paid." },
+  STORAGE_MISMATCH: {
+    status: 0,
+    client: true,
+    description:
+      "The storage answered an upload with a rootHash that is not the SHA-256 of the private brief's ciphertext; the row is refused, nothing paid.",
+  },
   BRIEF_MISMATCH: { status: 0, client: true, description: "The downloaded private brief's SHA-256 is not the task hash; it is not opened." },
-  EXECUTION_FAILED: { status: 0, client: true, description: "WorkerRuntime: executeTask threw or delivering failed; the task stays assigned, undelivered." },
-  CONFIRMATION_REQUIRED: { status: 0, client: true, description: "The CLI run was not confirmed (no terminal to ask on: pass --yes); nothing was sent." },
+  EXECUTION_FAILED: {
+    status: 0,
+    client: true,
+    description: "WorkerRuntime: executeTask threw or delivering failed; the task stays assigned, undelivered.",
+  },
+  CONFIRMATION_REQUIRED: {
+    status: 0,
+    client: true,
+    description: "The CLI run was not confirmed (no terminal to ask on: pass --yes); nothing was sent.",
+  },
   RUN_IN_PROGRESS: { status: 0, client: true, description: "Another CLI run holds the task file's journal; wait for it to end." },
-  JOURNAL_MISMATCH: { status: 0, client: true, description: "The CLI journal was written for another wallet, escrow or chain, or is damaged; nothing was sent." },
+  JOURNAL_MISMATCH: {
+    status: 0,
+    client: true,
+    description: "The CLI journal was written for another wallet, escrow or chain, or is damaged; nothing was sent.",
+  },
 } as const);
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -168,7 +207,7 @@ export const ERROR_CODE_ALIASES = {
 /** Why each answered code has a clear name (docs/errors.md). */
 export const ALIAS_REASONS: Record<ErrorCodeAlias, string> = {
   FUNDING_WALLET_MISMATCH: "The spec's code is about the wallet that paid for (funded) the task, not about an agent.",
-  NOT_WORKER: "The agent doing a task is its worker everywhere else (API fields, SDK, docs); \"executor\" is the older word.",
+  NOT_WORKER: 'The agent doing a task is its worker everywhere else (API fields, SDK, docs); "executor" is the older word.',
   AGENT_NOT_FOUND: "Raised for any agent address nobody registered (profiles, cards, key wraps), not only would-be executors.",
   CRITERIA_FROM_WORKER: "The worker is the party the criteria judge.",
   LISTING_FAILED: "Listing a funded task (`POST /api/v1/a2a/tasks/index`) failed; the indexer is not involved.",

@@ -38,10 +38,7 @@ export function parseDecimalAmount(text: string, decimals: number, symbol = "tok
   const whole = match[1] ?? "";
   const fraction = match[2] ?? "";
   if (fraction.length > decimals) {
-    return refused(
-      AmountIssue.TOO_MANY_DECIMALS,
-      `${symbol} has ${decimals} decimals; ${quote(text)} has ${fraction.length}`,
-    );
+    return refused(AmountIssue.TOO_MANY_DECIMALS, `${symbol} has ${decimals} decimals; ${quote(text)} has ${fraction.length}`);
   }
   return checkRange(digitsToBigint(whole + fraction.padEnd(decimals, "0")));
 }

@@ -35,10 +35,7 @@ export interface ReputationState {
 
 /** What happened to a worker, as reputation counts it. */
 export type ReputationEvent =
-  | { kind: "settled"; payout: bigint; at: number }
-  | { kind: "failedRound" }
-  | { kind: "disputeRaised" }
-  | { kind: "disputeLost" };
+  { kind: "settled"; payout: bigint; at: number } | { kind: "failedRound" } | { kind: "disputeRaised" } | { kind: "disputeLost" };
 
 export const FRESH_REPUTATION: Readonly<ReputationState> = Object.freeze({
   reputation: REPUTATION_START,

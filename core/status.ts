@@ -25,12 +25,7 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
  * cancel or claim can end it). `awaiting_verification`: evidence delivered and finalized in `manual` or `agent` mode,
  * waiting for the poster's or the verifier's verdict.
  */
-export function taskStatus(escrow: {
-  status: number;
-  deadline: number;
-  nowSeconds: number;
-  awaitingVerdict?: boolean;
-}): TaskStatus {
+export function taskStatus(escrow: { status: number; deadline: number; nowSeconds: number; awaitingVerdict?: boolean }): TaskStatus {
   switch (escrow.status) {
     case EscrowStatus.Funded:
       return isOpen(escrow, escrow.nowSeconds) ? "open" : "expired";

@@ -5,12 +5,7 @@
 import { getAddress, isAddress, ZeroAddress } from "ethers";
 import { accepted, refused, type Checked } from "./issues";
 import { charCount } from "./text";
-import {
-  MAX_ROUTING_SUMMARY_CHARS,
-  MAX_TASK_DURATION_SECONDS,
-  MAX_ZONE_CHARS,
-  MIN_TASK_DURATION_SECONDS,
-} from "./limits";
+import { MAX_ROUTING_SUMMARY_CHARS, MAX_TASK_DURATION_SECONDS, MAX_ZONE_CHARS, MIN_TASK_DURATION_SECONDS } from "./limits";
 
 export const PRIVACY_VALUES = ["public", "private"] as const;
 export type Privacy = (typeof PRIVACY_VALUES)[number];

@@ -53,10 +53,7 @@ export interface DeployEscrowResult {
  * address has no code (a local chain that restarted) is replaced; one whose address holds code that is not an
  * ERC-1967 proxy is refused rather than trusted or replaced.
  */
-export async function deployEscrow(
-  hre: HardhatRuntimeEnvironment,
-  options: DeployEscrowOptions = {},
-): Promise<DeployEscrowResult> {
+export async function deployEscrow(hre: HardhatRuntimeEnvironment, options: DeployEscrowOptions = {}): Promise<DeployEscrowResult> {
   const { ethers, upgrades, network } = hre;
   const log = options.log ?? (() => {});
   const save = options.save ?? network.name !== "hardhat";
@@ -198,11 +195,7 @@ export async function upgradeEscrow(
  * immutables (such as UUPS's own address) and the trailing CBOR metadata (a hash of the source, which a renamed copy
  * of a released contract changes without changing one instruction) aside.
  */
-export async function assertDeployedCodeIs(
-  hre: HardhatRuntimeEnvironment,
-  contract: string,
-  implementation: string,
-): Promise<void> {
+export async function assertDeployedCodeIs(hre: HardhatRuntimeEnvironment, contract: string, implementation: string): Promise<void> {
   const artifact = await hre.artifacts.readArtifact(contract);
   const buildInfo = await hre.artifacts.getBuildInfo(`${artifact.sourceName}:${artifact.contractName}`);
   const compiled = buildInfo?.output.contracts[artifact.sourceName]?.[artifact.contractName]?.evm.deployedBytecode;

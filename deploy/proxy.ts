@@ -37,12 +37,7 @@ export async function isLiveProxy(hre: HardhatRuntimeEnvironment, address: strin
 }
 
 /** Deploys `contract` behind a UUPS proxy with `initialize(...args)` and describes it for the deployment record. */
-export async function deployUupsProxy(
-  hre: HardhatRuntimeEnvironment,
-  contract: string,
-  args: unknown[],
-  deployer: Signer,
-): Promise<ProxyRecord> {
+export async function deployUupsProxy(hre: HardhatRuntimeEnvironment, contract: string, args: unknown[], deployer: Signer): Promise<ProxyRecord> {
   const { ethers, upgrades } = hre;
   const factory = await ethers.getContractFactory(contract, deployer);
   const proxy = await upgrades.deployProxy(factory, args, { kind: "uups", initializer: "initialize" });

@@ -61,10 +61,7 @@ export interface DeployRegistriesResult {
  * Idempotent: each step checks the chain first, so a second run sends nothing. The escrow admin's key signs the
  * upgrade and `setReputationRegistry`; the registries' admin key signs grants on registries deployed earlier.
  */
-export async function deployRegistries(
-  hre: HardhatRuntimeEnvironment,
-  options: DeployRegistriesOptions = {},
-): Promise<DeployRegistriesResult> {
+export async function deployRegistries(hre: HardhatRuntimeEnvironment, options: DeployRegistriesOptions = {}): Promise<DeployRegistriesResult> {
   const { ethers, network } = hre;
   const log = options.log ?? (() => {});
   const save = options.save ?? network.name !== "hardhat";
@@ -204,9 +201,7 @@ async function adminSigner(hre: HardhatRuntimeEnvironment, registry: RoleContrac
   for (const signer of signers) {
     if (await registry.hasRole(adminRole, await signer.getAddress())) return signer;
   }
-  throw new Error(
-    `no configured key holds the admin role of ${await registry.getAddress()} (set ADMIN_PRIVATE_KEY to its key)`,
-  );
+  throw new Error(`no configured key holds the admin role of ${await registry.getAddress()} (set ADMIN_PRIVATE_KEY to its key)`);
 }
 
 function mergeAccounts(recorded: string[] | undefined, added: string[]): string[] {

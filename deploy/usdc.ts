@@ -83,11 +83,7 @@ export function connectUsdc(address: string, runner: Signer): FiatToken {
 }
 
 /** Deploys USDC as Circle does and gives the minter an allowance of `minterAllowance`. */
-export async function deployUsdc(
-  hre: HardhatRuntimeEnvironment,
-  roles: UsdcRoles,
-  minterAllowance: bigint = 10n ** 30n,
-): Promise<Usdc> {
+export async function deployUsdc(hre: HardhatRuntimeEnvironment, roles: UsdcRoles, minterAllowance: bigint = 10n ** 30n): Promise<Usdc> {
   const { ethers } = hre;
   const { deployer, proxyAdmin, owner, masterMinterOwner, controller, minter } = roles;
   const ownerAddress = await owner.getAddress();
@@ -107,9 +103,7 @@ export async function deployUsdc(
   await (await impl.getFunction("initializeV2_2")([], "")).wait();
   const implementationAddress = await implementation.getAddress();
 
-  const proxy = await new ContractFactory(FiatTokenProxy.abi, FiatTokenProxy.bytecode, deployer).deploy(
-    implementationAddress,
-  );
+  const proxy = await new ContractFactory(FiatTokenProxy.abi, FiatTokenProxy.bytecode, deployer).deploy(implementationAddress);
   await proxy.waitForDeployment();
   const address = await proxy.getAddress();
   const masterMinterDeployment = await new ContractFactory(MasterMinter.abi, MasterMinter.bytecode, deployer).deploy(address);

@@ -7,5 +7,7 @@ import { serverImportProblems } from "./lib/import-graph";
 
 const problems = serverImportProblems(path.resolve(__dirname, "..", "server"));
 for (const problem of problems) console.error(problem);
-console.log(problems.length === 0 ? "server/: no import cycles between files or folders; only server/index.ts imports app.ts" : `${problems.length} problem(s)`);
+console.log(
+  problems.length === 0 ? "server/: no import cycles between files or folders; only server/index.ts imports app.ts" : `${problems.length} problem(s)`,
+);
 process.exit(problems.length === 0 ? 0 : 1);

@@ -154,7 +154,11 @@ type TaskArgs = CommonArgs & { task: string };
 function taskOperation(
   name: string,
   description: string,
-  call: (escrow: TaskEscrow, taskHash: string, args: TaskArgs & Record<string, unknown>) => {
+  call: (
+    escrow: TaskEscrow,
+    taskHash: string,
+    args: TaskArgs & Record<string, unknown>,
+  ) => {
     simulate: () => Promise<unknown>;
     submit: () => Promise<ContractTransactionResponse>;
   },
@@ -207,31 +211,74 @@ escrowTask<CommonArgs & { token?: string }>(
     if (!token) throw new UsageError("no token given (--token) or recorded for this network");
     const account = await signer.getAddress();
     const credit = await escrow.creditOf(token, account);
-    const ok = await send(escrow, "escrow:withdraw-credit", () => escrow.withdrawCredit.staticCall(token), () => escrow.withdrawCredit(token));
+    const ok = await send(
+      escrow,
+      "escrow:withdraw-credit",
+      () => escrow.withdrawCredit.staticCall(token),
+      () => escrow.withdrawCredit(token),
+    );
     if (ok) console.log(`withdrew ${credit} of ${token} credited to ${account}`);
   },
 ).addOptionalParam("token", "Token address (default: the settlement token)");
 
 escrowTask<CommonArgs & { bps: number }>("escrow:set-fee", "Admin sets the fee in basis points (at most 3000)", async (args, { escrow }) => {
-  if (await send(escrow, "escrow:set-fee", () => escrow.setFeeBps.staticCall(args.bps), () => escrow.setFeeBps(args.bps))) {
+  if (
+    await send(
+      escrow,
+      "escrow:set-fee",
+      () => escrow.setFeeBps.staticCall(args.bps),
+      () => escrow.setFeeBps(args.bps),
+    )
+  ) {
     await printConfig(escrow);
   }
 }).addParam("bps", "Fee in basis points", undefined, types.int);
 
 escrowTask("escrow:pause", "Admin pauses the escrow (rulings still go through)", async (_args, { escrow }) => {
-  if (await send(escrow, "escrow:pause", () => escrow.pause.staticCall(), () => escrow.pause())) await printConfig(escrow);
+  if (
+    await send(
+      escrow,
+      "escrow:pause",
+      () => escrow.pause.staticCall(),
+      () => escrow.pause(),
+    )
+  )
+    await printConfig(escrow);
 });
 
 escrowTask("escrow:unpause", "Admin unpauses; live deadlines move by the paused time", async (_args, { escrow }) => {
-  if (await send(escrow, "escrow:unpause", () => escrow.unpause.staticCall(), () => escrow.unpause())) await printConfig(escrow);
+  if (
+    await send(
+      escrow,
+      "escrow:unpause",
+      () => escrow.unpause.staticCall(),
+      () => escrow.unpause(),
+    )
+  )
+    await printConfig(escrow);
 });
 
 escrowTask<CommonArgs & { admin: string }>("escrow:propose-admin", "Admin proposes a new admin (step 1 of 2)", async (args, { escrow }) => {
-  if (await send(escrow, "escrow:propose-admin", () => escrow.proposeAdmin.staticCall(args.admin), () => escrow.proposeAdmin(args.admin))) {
+  if (
+    await send(
+      escrow,
+      "escrow:propose-admin",
+      () => escrow.proposeAdmin.staticCall(args.admin),
+      () => escrow.proposeAdmin(args.admin),
+    )
+  ) {
     await printConfig(escrow);
   }
 }).addParam("admin", "Proposed admin address (zero withdraws the proposal)");
 
 escrowTask("escrow:accept-admin", "Proposed admin accepts (step 2 of 2)", async (_args, { escrow }) => {
-  if (await send(escrow, "escrow:accept-admin", () => escrow.acceptAdmin.staticCall(), () => escrow.acceptAdmin())) await printConfig(escrow);
+  if (
+    await send(
+      escrow,
+      "escrow:accept-admin",
+      () => escrow.acceptAdmin.staticCall(),
+      () => escrow.acceptAdmin(),
+    )
+  )
+    await printConfig(escrow);
 });

@@ -18,15 +18,7 @@ import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
 import { createFunding, createListings, createTaskQueries, taskRoutes } from "./tasks";
 import { createAutoVerification, verificationRoutes } from "./verification";
-import {
-  createAccepting,
-  createBidding,
-  createCustody,
-  createDelivery,
-  createOffers,
-  createSettlementCalls,
-  marketplaceRoutes,
-} from "./marketplace";
+import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
 import { storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
@@ -79,7 +71,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameworkErrors: (error, request, reply) => {
       const badPath = error.code === "FST_ERR_MAX_PARAM_LENGTH" || error.code === "FST_ERR_BAD_URL";
       const message = error.code === "FST_ERR_MAX_PARAM_LENGTH" ? "is too long" : "is not a valid URL component";
-      void sendError(request, reply, badPath ? new MarketError("VALIDATION_FAILED", `A path parameter ${message}.`, { details: [{ field: "params", message }] }) : error);
+      void sendError(
+        request,
+        reply,
+        badPath ? new MarketError("VALIDATION_FAILED", `A path parameter ${message}.`, { details: [{ field: "params", message }] }) : error,
+      );
     },
     // Behind a reverse proxy, the client IP (rate limits) comes from X-Forwarded-For of the trusted hops only.
     trustProxy: trustedProxies(deps.config.trustProxy),

@@ -19,7 +19,7 @@ describe("architecture", function () {
       dir = mkdtempSync(path.join(tmpdir(), "market-imports-"));
       write("app.ts", 'import { one } from "./tasks";\nexport const app = one;\n');
       write("index.ts", 'export { app } from "./app";\n');
-      write("tasks/index.ts", 'export const one = 1;\n');
+      write("tasks/index.ts", "export const one = 1;\n");
     });
     afterEach(function () {
       rmSync(dir, { recursive: true, force: true });

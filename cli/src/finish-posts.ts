@@ -32,7 +32,9 @@ export async function finishPostsCommand(flags: FinishPostsFlags, config: CliCon
     const unposted = run.rows.length - run.results.count(RowStatus.posted) - sorted.closed.length;
     if (unposted > 0) terminal.say(`${unposted} row(s) were never paid for; post them with: ${postCommand}`);
     if (sorted.closed.length > 0) {
-      terminal.note(`error NOT_ALL_POSTED: ${sorted.closed.length} paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed (NOT_OPEN in the results file).`);
+      terminal.note(
+        `error NOT_ALL_POSTED: ${sorted.closed.length} paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed (NOT_OPEN in the results file).`,
+      );
       return 3;
     }
     return 0;

@@ -50,12 +50,16 @@ export async function postTasksCommand(
     const settlement = await run.client.settlement(run.chain.chain);
     const totals = totalsOf(sorted.fresh, settlement, flags.chunk);
     const allowance = BigInt(
-      await run.chain.provider.call({ to: run.chain.token, data: erc20Interface.encodeFunctionData("allowance", [run.chain.wallet.address, run.chain.escrow]) }),
+      await run.chain.provider.call({
+        to: run.chain.token,
+        data: erc20Interface.encodeFunctionData("allowance", [run.chain.wallet.address, run.chain.escrow]),
+      }),
     );
     terminal.say(`file: ${flags.file} (${run.rows.length} rows)`);
     if (sorted.posted.length > 0) terminal.say(`already posted by an earlier run: ${sorted.posted.length}`);
     if (sorted.toFinish.length > 0) terminal.say(`paid by an earlier run, to be listed (nothing to pay): ${sorted.toFinish.length}`);
-    if (sorted.closed.length > 0) terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
+    if (sorted.closed.length > 0)
+      terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
     if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
     showTotals(terminal, totals, totals.tasks > 0 ? allowance < totals.totalRaw : false);
     checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
@@ -66,7 +70,12 @@ export async function postTasksCommand(
       summarize(run);
       return notAllPosted(run, terminal, rerun, sorted.closed.length);
     }
-    if (totals.tasks > 0) await confirm(flags, terminal, `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) from ${run.chain.wallet.address}?`);
+    if (totals.tasks > 0)
+      await confirm(
+        flags,
+        terminal,
+        `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) from ${run.chain.wallet.address}?`,
+      );
 
     const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows");
     const done = { count: 0 };
@@ -93,7 +102,8 @@ async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Termin
   const totals = totalsOf(remaining, settlement, flags.chunk);
   terminal.say(`file: ${flags.file} (${rows.length} rows, all valid)`);
   if (posted.length > 0) terminal.say(`already posted by an earlier run: ${posted.length}`);
-  if (inFlight.length > 0) terminal.say(`left in flight by an earlier run: ${inFlight.length} (a run checks the chain: those already paid are only listed)`);
+  if (inFlight.length > 0)
+    terminal.say(`left in flight by an earlier run: ${inFlight.length} (a run checks the chain: those already paid are only listed)`);
   showTotals(terminal, totals, undefined);
   checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
   terminal.say("dry run: nothing was sent");
@@ -102,7 +112,10 @@ async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Termin
 
 function checkSpendLimit(totalRaw: bigint, maxTotalRaw: bigint | undefined) {
   if (maxTotalRaw !== undefined && totalRaw > maxTotalRaw) {
-    throw clientError("SPEND_LIMIT", `The total escrow ${formatUsdc(totalRaw)} USDC is above --max-total ${formatUsdc(maxTotalRaw)} USDC; nothing was sent.`);
+    throw clientError(
+      "SPEND_LIMIT",
+      `The total escrow ${formatUsdc(totalRaw)} USDC is above --max-total ${formatUsdc(maxTotalRaw)} USDC; nothing was sent.`,
+    );
   }
 }
 
@@ -118,13 +131,22 @@ function notAllPosted(run: Run, terminal: Terminal, rerun: string, closed: numbe
     `error NOT_ALL_POSTED: ${left} of ${run.rows.length} rows are not posted. Rerun the same command to finish them; rows already paid are listed without paying again:\n  ${rerun}`,
   );
   if (closed > 0) {
-    terminal.note(`${closed} of them were paid and are no longer open on chain (cancelled, refunded or expired): they can never be listed (NOT_OPEN in the results file).`);
+    terminal.note(
+      `${closed} of them were paid and are no longer open on chain (cancelled, refunded or expired): they can never be listed (NOT_OPEN in the results file).`,
+    );
   }
   return 3;
 }
 
 /** One SDK run for the rows nothing was paid for yet, journaled at each step. */
-async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFlags, progress: Progress, done: { count: number }, hooks: PostTasksHooks) {
+async function postFresh(
+  run: Run,
+  fresh: readonly FileRow[],
+  flags: PostTasksFlags,
+  progress: Progress,
+  done: { count: number },
+  hooks: PostTasksHooks,
+) {
   const { chain, journal, results } = run;
   const rowAt = (index: number) => fresh[index]!;
   const fundedHere = new Set<string>();
@@ -203,7 +225,10 @@ async function postFresh(run: Run, fresh: readonly FileRow[], flags: PostTasksFl
       journal.append({ t: "funded", txHash: found.txHash, rows: [{ key: row.key, taskHash: found.attempt.taskHash }] });
       results.set(row, { status: RowStatus.unlisted, taskHash: found.attempt.taskHash, txHash: found.txHash, ...(error ? { error } : {}) });
     } else if (found.kind === "pending") {
-      results.set(row, { status: RowStatus.notStarted, error: { code: "TX_PENDING", message: "the funding transaction is still pending; rerun once it is mined" } });
+      results.set(row, {
+        status: RowStatus.notStarted,
+        error: { code: "TX_PENDING", message: "the funding transaction is still pending; rerun once it is mined" },
+      });
     }
   }
 }

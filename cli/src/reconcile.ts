@@ -38,7 +38,11 @@ const LOG_RANGE_BLOCKS = 10_000;
 export function checkJournalOwner(rows: Iterable<RowJournal>, chain: ChainWallet) {
   for (const row of rows) {
     for (const a of row.attempts) {
-      if (a.wallet.toLowerCase() !== chain.wallet.address.toLowerCase() || a.escrow.toLowerCase() !== chain.escrow.toLowerCase() || a.chain !== chain.chain) {
+      if (
+        a.wallet.toLowerCase() !== chain.wallet.address.toLowerCase() ||
+        a.escrow.toLowerCase() !== chain.escrow.toLowerCase() ||
+        a.chain !== chain.chain
+      ) {
         throw clientError(
           "JOURNAL_MISMATCH",
           `The journal records fundings by ${a.wallet} on escrow ${a.escrow} (${a.chain}); this run acts as ${chain.wallet.address} on ${chain.escrow} (${chain.chain}). Use the same wallet and escrow, or another --results path.`,
@@ -55,7 +59,10 @@ export async function reconcile(chain: ChainWallet, journal: RowJournal, options
     const funded = await fundedAttempt(chain, journal.attempts);
     if (funded) return funded;
     const [latest, pending] = await onChain(() =>
-      Promise.all([chain.provider.getTransactionCount(chain.wallet.address, "latest"), chain.provider.getTransactionCount(chain.wallet.address, "pending")]),
+      Promise.all([
+        chain.provider.getTransactionCount(chain.wallet.address, "latest"),
+        chain.provider.getTransactionCount(chain.wallet.address, "pending"),
+      ]),
     );
     const waiting = journal.attempts.find((a) => a.nonce >= latest && a.nonce < pending);
     if (!waiting) {
@@ -77,7 +84,8 @@ async function fundedAttempt(chain: ChainWallet, attempts: readonly Attempt[]): 
     const task = snapshotFromView(attempt.taskHash, await onChain(() => escrow.getTask(attempt.taskHash)));
     if (!task || !sameAddress(task.poster, chain.wallet.address)) continue;
     const txHash = attempt.txHash ?? (await fundingTransaction(chain, attempt));
-    if (!txHash) throw clientError("CHAIN_UNAVAILABLE", `Task ${attempt.taskHash} is funded but its TaskCreated log was not found from block ${attempt.block}.`);
+    if (!txHash)
+      throw clientError("CHAIN_UNAVAILABLE", `Task ${attempt.taskHash} is funded but its TaskCreated log was not found from block ${attempt.block}.`);
     const closed = await notListable(chain, attempt.taskHash, task);
     return closed ? { kind: "closed", attempt, txHash, error: closed } : { kind: "funded", attempt, txHash };
   }

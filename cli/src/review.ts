@@ -41,11 +41,16 @@ async function showResult(client: MarketClient, taskHash: string, terminal: Term
   terminal.say(`status: ${state.status}, rounds used: ${state.rounds} of 3`);
   const result = state.resultData;
   if (result?.output === undefined) {
-    terminal.say(result?.resultHash ? `result hash: ${result.resultHash} (the output is shown to the poster, worker and verifier only)` : "no result delivered yet");
+    terminal.say(
+      result?.resultHash
+        ? `result hash: ${result.resultHash} (the output is shown to the poster, worker and verifier only)`
+        : "no result delivered yet",
+    );
     return 0;
   }
   const verdict = result.verificationResult;
-  if (verdict) terminal.say(`verdict: ${verdict.passed ? "passed" : "failed"}${verdict.reasons.length > 0 ? ` (${verdict.reasons.join("; ")})` : ""}`);
+  if (verdict)
+    terminal.say(`verdict: ${verdict.passed ? "passed" : "failed"}${verdict.reasons.length > 0 ? ` (${verdict.reasons.join("; ")})` : ""}`);
   terminal.say("output:");
   terminal.say(result.output);
   if (state.status === "awaiting_verification") terminal.say(`judge it with: market review ${taskHash} --approve | --reject --reason <text>`);

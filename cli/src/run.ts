@@ -106,7 +106,8 @@ export async function sortRows(run: Run, options: { waitMs: number }): Promise<S
     }
     const found = await reconcile(run.chain, journaled, {
       waitMs: options.waitMs,
-      onWaiting: (a) => run.terminal.note(`line ${row.line}: waiting for its funding transaction (nonce ${a.nonce}) from an earlier run to be mined...`),
+      onWaiting: (a) =>
+        run.terminal.note(`line ${row.line}: waiting for its funding transaction (nonce ${a.nonce}) from an earlier run to be mined...`),
     });
     if ((found.kind === "funded" || found.kind === "closed") && !found.attempt.txHash) {
       run.journal.append({ t: "funded", txHash: found.txHash, rows: [{ key: row.key, taskHash: found.attempt.taskHash }] });
@@ -136,7 +137,10 @@ export async function sortRows(run: Run, options: { waitMs: number }): Promise<S
     } else if (found.kind === "pending") {
       run.results.set(row, {
         status: RowStatus.notStarted,
-        error: { code: "TX_PENDING", message: `the funding transaction with nonce ${found.attempt.nonce} from an earlier run is still pending; rerun once it is mined` },
+        error: {
+          code: "TX_PENDING",
+          message: `the funding transaction with nonce ${found.attempt.nonce} from an earlier run is still pending; rerun once it is mined`,
+        },
       });
       sorted.pending.push(row);
     } else {

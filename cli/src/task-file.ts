@@ -42,7 +42,8 @@ export function loadTaskFile(filePath: string): FileRow[] {
   if (!parsed.readable) {
     const { issue } = parsed;
     const errors = [rowError(issue)];
-    if (issue.code === "BAD_COLUMNS") throw clientError("BAD_COLUMNS", "The file's header has a column the CLI does not take; nothing was sent.", { errors });
+    if (issue.code === "BAD_COLUMNS")
+      throw clientError("BAD_COLUMNS", "The file's header has a column the CLI does not take; nothing was sent.", { errors });
     throw clientError("INVALID_ROWS", `The file cannot be read as task rows (${issue.code}); nothing was sent.`, { errors });
   }
   if (parsed.errors.length > 0) {

@@ -31,8 +31,9 @@ contract AgentIdentity is
 
     string private constant AGENT_WALLET_KEY = "agentWallet";
     bytes32 private constant AGENT_WALLET_KEY_HASH = keccak256("agentWallet");
-    bytes32 private constant AGENT_WALLET_SET_TYPEHASH =
-        keccak256("AgentWalletSet(uint256 agentId,address newWallet,address owner,uint256 deadline)");
+    bytes32 private constant AGENT_WALLET_SET_TYPEHASH = keccak256(
+        "AgentWalletSet(uint256 agentId,address newWallet,address owner,uint256 deadline)"
+    );
     uint256 private constant MAX_SIGNATURE_LIFETIME = 5 minutes;
 
     /// @custom:storage-location erc7201:market.storage.AgentIdentity
@@ -73,10 +74,7 @@ contract AgentIdentity is
     // ------------------------------------------------------------------ registration
 
     /// @inheritdoc IAgentIdentity
-    function register(
-        string calldata agentURI,
-        MetadataEntry[] calldata metadata
-    ) external returns (uint256 agentId) {
+    function register(string calldata agentURI, MetadataEntry[] calldata metadata) external returns (uint256 agentId) {
         return _register(msg.sender, agentURI, metadata, false);
     }
 

@@ -156,7 +156,13 @@ interface ITaskEscrow {
     /// @notice The worker delivered evidence for round `round` (1 to 3).
     event EvidenceSubmitted(bytes32 indexed taskHash, address indexed worker, bytes32 resultHash, uint8 round);
     /// @notice A verdict was recorded. A pass is followed by {TaskCompleted} in the same transaction.
-    event VerificationCompleted(bytes32 indexed taskHash, address indexed verifier, bool passed, uint8 score, uint8 round);
+    event VerificationCompleted(
+        bytes32 indexed taskHash,
+        address indexed verifier,
+        bool passed,
+        uint8 score,
+        uint8 round
+    );
     /// @notice The poster or the worker raised a dispute.
     event DisputeRaised(bytes32 indexed taskHash, address indexed raisedBy);
     /// @notice The admin ruled; {TaskCompleted} or {TaskRefunded} follows in the same transaction.
@@ -202,7 +208,13 @@ interface ITaskEscrow {
     // ------------------------------------------------------------------ set-up
 
     /// @notice Initializes the proxy once: roles, the fee (at most 3000 bps) and the first allowed token.
-    function initialize(address admin_, address marketplaceVerifier, address treasury_, uint16 feeBps_, address token_) external;
+    function initialize(
+        address admin_,
+        address marketplaceVerifier,
+        address treasury_,
+        uint16 feeBps_,
+        address token_
+    ) external;
 
     // ------------------------------------------------------------------ funding
 

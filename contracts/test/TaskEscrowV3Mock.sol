@@ -12,8 +12,7 @@ contract TaskEscrowV3Mock is TaskEscrow {
     }
 
     // keccak256(abi.encode(uint256(keccak256("market.storage.TaskEscrowV3Mock")) - 1)) & ~bytes32(uint256(0xff))
-    bytes32 private constant V3_STORAGE_LOCATION =
-        0xd367a8c9753a3b6a21cd352a2d94a93f192c6b5489c99ecf8d6e12e5461b6c00;
+    bytes32 private constant V3_STORAGE_LOCATION = 0xd367a8c9753a3b6a21cd352a2d94a93f192c6b5489c99ecf8d6e12e5461b6c00;
 
     function _getV3Storage() private pure returns (TaskEscrowV3MockStorage storage $) {
         assembly {

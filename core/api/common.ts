@@ -59,9 +59,7 @@ export const TxHash = Bytes32;
 export const TaskHash = Type.Unsafe<TaskHash>(Bytes32);
 /** A task hash the API answers where the schema has always said just `string`. */
 export const TaskHashText = Type.Unsafe<TaskHash>(Type.String());
-export const RawAmount = Type.Unsafe<RawAmount>(
-  Type.String({ pattern: "^[0-9]{1,78}$", description: "Whole number of the token's smallest unit." }),
-);
+export const RawAmount = Type.Unsafe<RawAmount>(Type.String({ pattern: "^[0-9]{1,78}$", description: "Whole number of the token's smallest unit." }));
 export const PublicKey = Type.String({
   pattern: "^(0x)?04[0-9a-fA-F]{128}$",
   description: "Uncompressed secp256k1 public key, 130 hex characters (04 + x + y), without 0x.",
@@ -70,8 +68,7 @@ export const PublicKey = Type.String({
 export const ChainNameString = Type.Unsafe<ChainName>(Type.String());
 
 /** `{ success: true, data }`: every successful answer. */
-export const Envelope = <T extends TSchema>(data: T) =>
-  Type.Object({ success: Type.Literal(true), data }, { additionalProperties: false });
+export const Envelope = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data }, { additionalProperties: false });
 
 export const ErrorEnvelope = Type.Object(
   {

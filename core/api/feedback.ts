@@ -12,7 +12,13 @@ export type Reviewed = Static<typeof Reviewed>;
 /** GET /api/v1/reputation/{address}/reviews. */
 export const Reviews = Type.Object({
   reviews: Type.Array(
-    Type.Object({ taskHash: TaskHashText, poster: Address, rating: Type.Integer(), comment: Type.Union([Type.String(), Type.Null()]), createdAt: Type.Integer() }),
+    Type.Object({
+      taskHash: TaskHashText,
+      poster: Address,
+      rating: Type.Integer(),
+      comment: Type.Union([Type.String(), Type.Null()]),
+      createdAt: Type.Integer(),
+    }),
   ),
   averageRating: Type.Union([Type.Number(), Type.Null()]),
 });

@@ -29,7 +29,8 @@ export const TaskFields = {
   verificationMode: Type.String({ maxLength: 16, description: "`auto`, `manual` or `agent`." }),
   verificationCriteria: Type.Optional(
     Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
-      description: "Required for `auto`: at least one of min_length, max_length, contains_keywords, regex_pattern; optional pass_threshold, regex_flags.",
+      description:
+        "Required for `auto`: at least one of min_length, max_length, contains_keywords, regex_pattern; optional pass_threshold, regex_flags.",
     }),
   ),
   verifierAddress: Type.Optional(Address),

@@ -12,8 +12,7 @@ export interface CsvRecord {
 }
 
 export type CsvParse =
-  | { ok: true; records: CsvRecord[] }
-  | { ok: false; line: number; code: "CSV_UNTERMINATED_QUOTE" | "CSV_BAD_QUOTE"; message: string };
+  { ok: true; records: CsvRecord[] } | { ok: false; line: number; code: "CSV_UNTERMINATED_QUOTE" | "CSV_BAD_QUOTE"; message: string };
 
 export function parseCsv(input: string): CsvParse {
   const text = input.startsWith("\uFEFF") ? input.slice(1) : input;

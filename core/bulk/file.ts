@@ -42,9 +42,7 @@ export type FileIssue = {
   message: string;
 };
 
-export type BulkFileResult =
-  | { readable: false; issue: FileIssue }
-  | { readable: true; rows: BulkRow[]; errors: RowIssue[] };
+export type BulkFileResult = { readable: false; issue: FileIssue } | { readable: true; rows: BulkRow[]; errors: RowIssue[] };
 
 interface RawRow {
   line: number;

@@ -11,12 +11,4 @@ export {
   type FileIssue,
 } from "./file";
 export { parseJsonLines, type JsonLine } from "./jsonl";
-export {
-  BulkRowIssue,
-  normalizeBulkRow,
-  type BulkRow,
-  type BulkRowOptions,
-  type BulkVerification,
-  type RowIssue,
-  type RowValues,
-} from "./rows";
+export { BulkRowIssue, normalizeBulkRow, type BulkRow, type BulkRowOptions, type BulkVerification, type RowIssue, type RowValues } from "./rows";

@@ -1,8 +1,7 @@
 /** JSON Lines: one JSON object per line; blank lines are skipped; CRLF or LF; a leading BOM is dropped. */
 
 export type JsonLine =
-  | { line: number; ok: true; value: Record<string, unknown> }
-  | { line: number; ok: false; code: "INVALID_JSON" | "NOT_AN_OBJECT"; message: string };
+  { line: number; ok: true; value: Record<string, unknown> } | { line: number; ok: false; code: "INVALID_JSON" | "NOT_AN_OBJECT"; message: string };
 
 export function parseJsonLines(input: string): JsonLine[] {
   const text = input.startsWith("\uFEFF") ? input.slice(1) : input;

@@ -104,8 +104,7 @@ export function normalizeBulkRow(
   }
 
   const durationText = cell("duration", "integer")?.trim();
-  const durationSeconds =
-    durationText === undefined ? DEFAULT_BULK_DURATION_SECONDS : take("duration", parseDuration(durationText));
+  const durationSeconds = durationText === undefined ? DEFAULT_BULK_DURATION_SECONDS : take("duration", parseDuration(durationText));
 
   const privacyText = cell("privacy");
   const privacy = privacyText === undefined ? "private" : take("privacy", parsePrivacy(privacyText));

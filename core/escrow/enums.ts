@@ -30,23 +30,14 @@ export const Ending = {
 } as const;
 export type Ending = (typeof Ending)[keyof typeof Ending];
 
-export const PAYOUT_ENDINGS: readonly Ending[] = [
-  Ending.VerificationPassed,
-  Ending.DisputeWonByWorker,
-  Ending.UnjudgedWorkReleased,
-];
+export const PAYOUT_ENDINGS: readonly Ending[] = [Ending.VerificationPassed, Ending.DisputeWonByWorker, Ending.UnjudgedWorkReleased];
 
 export function isPayout(ending: Ending): boolean {
   return PAYOUT_ENDINGS.includes(ending);
 }
 
 /** Statuses of an ended task: nothing more happens to it, and the escrow holds nothing for it. */
-export const ENDED_STATUSES: readonly EscrowStatus[] = [
-  EscrowStatus.Verified,
-  EscrowStatus.Paid,
-  EscrowStatus.Refunded,
-  EscrowStatus.Cancelled,
-];
+export const ENDED_STATUSES: readonly EscrowStatus[] = [EscrowStatus.Verified, EscrowStatus.Paid, EscrowStatus.Refunded, EscrowStatus.Cancelled];
 
 export function hasEnded(status: EscrowStatus): boolean {
   return ENDED_STATUSES.includes(status);

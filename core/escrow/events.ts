@@ -138,7 +138,8 @@ export function decodeEscrowEvent(topics: readonly string[], data: string): Escr
     for (const input of shape.inputs) {
       let value: unknown;
       if (!input.indexed) value = values[field++];
-      else if (input.isIndexable()) value = topics[topic++]; // an indexed string, bytes or array is kept as its hash
+      else if (input.isIndexable())
+        value = topics[topic++]; // an indexed string, bytes or array is kept as its hash
       else value = abi.decode([input], topics[topic++] ?? "0x")[0];
       args[input.name] = typeof value === "boolean" ? value : typeof value === "bigint" ? value.toString() : String(value);
     }

@@ -164,10 +164,7 @@ export function judgeOf(task: Pick<TaskSnapshot, "verifier">, marketplaceVerifie
 }
 
 /** `completeVerification`: the task's judge (`judgeOf`), while Submitted, with a score of at most 100. */
-export function canVerify(
-  task: TaskSnapshot | undefined,
-  call: Caller & { taskHash: string; marketplaceVerifier: string; score?: number },
-): Check {
+export function canVerify(task: TaskSnapshot | undefined, call: Caller & { taskHash: string; marketplaceVerifier: string; score?: number }): Check {
   const t = live(task, call.taskHash, call.paused);
   if ("ok" in t) return t;
   if (!sameAddress(call.caller, judgeOf(t, call.marketplaceVerifier))) {

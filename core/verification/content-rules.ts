@@ -97,7 +97,9 @@ export function isRefusal(output: string): boolean {
 
 /** Words that wrap a copied brief without answering it ("Task: ... Done.", "Sure! Here is ..."). */
 const ECHO_FILLER: ReadonlySet<string> = new Set(
-  "a an the here is are it this that your my you i as of to for task brief request question prompt answer output result response reply sure ok okay done below following requested asked".split(" "),
+  "a an the here is are it this that your my you i as of to for task brief request question prompt answer output result response reply sure ok okay done below following requested asked".split(
+    " ",
+  ),
 );
 /** A copied excerpt of the brief counts as an echo when it is at least this share of the brief. */
 const ECHO_EXCERPT_SHARE = 0.9;

@@ -75,9 +75,7 @@ export function validateCriteria(criteria: unknown, mode: string): Issue[] {
     ];
   }
   if (criteria === undefined || criteria === null) {
-    return mode === "auto"
-      ? [issue("verificationCriteria", CriteriaIssue.REQUIRED, "auto verification needs criteria with at least one rule")]
-      : [];
+    return mode === "auto" ? [issue("verificationCriteria", CriteriaIssue.REQUIRED, "auto verification needs criteria with at least one rule")] : [];
   }
   if (typeof criteria !== "object" || Array.isArray(criteria)) {
     return [issue("verificationCriteria", CriteriaIssue.NOT_OBJECT, "verification criteria must be an object")];
@@ -137,11 +135,7 @@ function checkKeywords(value: unknown, issues: Issue[]): void {
   value.forEach((keyword: unknown, index) => {
     if (typeof keyword !== "string" || keyword.trim() === "" || keyword.length > MAX_KEYWORD_CHARS) {
       issues.push(
-        issue(
-          `${field}[${index}]`,
-          CriteriaIssue.KEYWORD_INVALID,
-          `each keyword must be non-blank text of at most ${MAX_KEYWORD_CHARS} characters`,
-        ),
+        issue(`${field}[${index}]`, CriteriaIssue.KEYWORD_INVALID, `each keyword must be non-blank text of at most ${MAX_KEYWORD_CHARS} characters`),
       );
     }
   });
@@ -151,9 +145,7 @@ function checkRegex(pattern: unknown, flags: unknown, issues: Issue[]): void {
   let flagText = "";
   if (flags !== undefined) {
     if (typeof flags !== "string" || !isAllowedFlags(flags)) {
-      issues.push(
-        issue("regex_flags", CriteriaIssue.REGEX_FLAGS_INVALID, `regex_flags may contain each of "${ALLOWED_REGEX_FLAGS}" once`),
-      );
+      issues.push(issue("regex_flags", CriteriaIssue.REGEX_FLAGS_INVALID, `regex_flags may contain each of "${ALLOWED_REGEX_FLAGS}" once`));
       return;
     }
     if (pattern === undefined) {

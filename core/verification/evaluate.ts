@@ -45,14 +45,10 @@ function ruleOutcomes(output: string, criteria: VerificationCriteria, timeoutMs:
   const length = charCount(output.trim());
   const { min_length: min, max_length: max, contains_keywords: keywords, regex_pattern: pattern } = criteria;
   if (min !== undefined) {
-    outcomes.push(
-      length >= min ? { passed: true } : { passed: false, reason: `output is ${length} characters; at least ${min} required` },
-    );
+    outcomes.push(length >= min ? { passed: true } : { passed: false, reason: `output is ${length} characters; at least ${min} required` });
   }
   if (max !== undefined) {
-    outcomes.push(
-      length <= max ? { passed: true } : { passed: false, reason: `output is ${length} characters; at most ${max} allowed` },
-    );
+    outcomes.push(length <= max ? { passed: true } : { passed: false, reason: `output is ${length} characters; at most ${max} allowed` });
   }
   if (keywords !== undefined) outcomes.push(keywordOutcome(output, keywords));
   if (pattern !== undefined) outcomes.push(regexOutcome(output, pattern, criteria.regex_flags ?? "", timeoutMs));

@@ -16,11 +16,5 @@ export {
 } from "./criteria";
 export { evaluate, type EvaluateOptions, type Verdict } from "./evaluate";
 export { checkRealContent, isEcho, isPlaceholder, isRefusal, type ContentFailure, type ContentRule } from "./content-rules";
-export {
-  findRegexHazard,
-  MAX_REGEX_PATTERN_CHARS,
-  MAX_REGEX_REPEAT_COUNT,
-  type RegexHazard,
-  type RegexHazardKind,
-} from "./regex-safety";
+export { findRegexHazard, MAX_REGEX_PATTERN_CHARS, MAX_REGEX_REPEAT_COUNT, type RegexHazard, type RegexHazardKind } from "./regex-safety";
 export { DEFAULT_REGEX_TIMEOUT_MS, testRegexWithin, type RegexRun } from "./regex-run";

@@ -3,20 +3,7 @@
  * patterns that `new RegExp(pattern, flags)` already accepted, so it resolves what each token means rather than
  * reporting syntax errors; anything it cannot follow makes it throw, and the caller treats that as unsafe.
  */
-import {
-  ANY_CHAR,
-  complement,
-  DIGIT,
-  EMPTY_SET,
-  foldCase,
-  LINE_TERMINATOR,
-  range,
-  single,
-  SPACE,
-  union,
-  WORD,
-  type CharSet,
-} from "./charset";
+import { ANY_CHAR, complement, DIGIT, EMPTY_SET, foldCase, LINE_TERMINATOR, range, single, SPACE, union, WORD, type CharSet } from "./charset";
 
 export type RegexNode =
   /** One character out of `set` (a literal, a class, `.` or a class escape). */

@@ -134,10 +134,7 @@ function adjacentOverlap(sequence: readonly RegexNode[]): RegexHazard | undefine
     for (let j = i + 1; j < sequence.length; j++) {
       const next = sequence[j]!;
       if (intersects(tail, leadingUnbounded(next))) {
-        return hazard(
-          "adjacent_overlap",
-          "two unbounded repeats that can match the same character may not follow each other, as in \\d+\\d+",
-        );
+        return hazard("adjacent_overlap", "two unbounded repeats that can match the same character may not follow each other, as in \\d+\\d+");
       }
       if (!nullable(next)) break;
     }
@@ -193,9 +190,7 @@ function followAfter(sequence: readonly RegexNode[], i: number, follow: CharSet)
 }
 
 function branchesMayOverlap(alternatives: readonly RegexNode[][], follow: CharSet): boolean {
-  const starts = alternatives.map((sequence) =>
-    sequenceNullable(sequence) ? union(sequenceFirst(sequence), follow) : sequenceFirst(sequence),
-  );
+  const starts = alternatives.map((sequence) => (sequenceNullable(sequence) ? union(sequenceFirst(sequence), follow) : sequenceFirst(sequence)));
   return starts.some((start, i) => starts.some((other, j) => j > i && intersects(start, other)));
 }
 

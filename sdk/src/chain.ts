@@ -69,7 +69,8 @@ export async function connectChain(
   const rpcUrl = rpcUrls[chain];
   if (!rpcUrl) throw clientError("WRONG_RPC", `No RPC URL for ${chain}: set rpcUrls.${chain} (MARKET_RPC_${ENV_NAME[chain]}).`);
   const pinnedEscrow = pinned[chain];
-  if (!pinnedEscrow) throw clientError("ESCROW_NOT_PINNED", `No pinned escrow for ${chain}: set escrows.${chain} (MARKET_ESCROW_${ENV_NAME[chain]}).`);
+  if (!pinnedEscrow)
+    throw clientError("ESCROW_NOT_PINNED", `No pinned escrow for ${chain}: set escrows.${chain} (MARKET_ESCROW_${ENV_NAME[chain]}).`);
   if (getAddress(pinnedEscrow) !== getAddress(settlement.escrowAddress)) {
     throw clientError("ESCROW_MISMATCH", `The service names escrow ${settlement.escrowAddress} on ${chain}; the client pinned ${pinnedEscrow}.`);
   }
@@ -104,7 +105,13 @@ export async function connectChain(
       const run = queue.then(async () => {
         // Signed before it is broadcast, so its hash is known whatever happens next: a transaction that may be mined
         // is never reported as not sent.
-        const populated = await wallet.populateTransaction({ to: expected.to, data: expected.data, value: 0n, chainId: settlement.chainId, ...nonce });
+        const populated = await wallet.populateTransaction({
+          to: expected.to,
+          data: expected.data,
+          value: 0n,
+          chainId: settlement.chainId,
+          ...nonce,
+        });
         const signed = await wallet.signTransaction(populated);
         const txHash = Transaction.from(signed).hash!;
         let receipt: TransactionReceipt | null;

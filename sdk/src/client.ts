@@ -1,15 +1,7 @@
 import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
 import { ApiError, clientError } from "./errors";
-import {
-  connectChain,
-  escrowInterface,
-  pinnedEscrowsFromEnv,
-  type ChainWallet,
-  type PinnedEscrows,
-  type RpcUrls,
-  type Settlement,
-} from "./chain";
+import { connectChain, escrowInterface, pinnedEscrowsFromEnv, type ChainWallet, type PinnedEscrows, type RpcUrls, type Settlement } from "./chain";
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
 import { canCancel, hasEnded, snapshotFromView } from "../../core/escrow";
@@ -202,7 +194,10 @@ export class MarketClient {
     // The brief the poster funded is the one whose SHA-256 is the task hash: anything else is not opened.
     const downloaded = privateTaskHash(ciphertext);
     if (downloaded !== task.taskHash.toLowerCase()) {
-      throw clientError("BRIEF_MISMATCH", `The brief downloaded for task ${task.taskHash} is not the one it was funded for (its SHA-256 is ${downloaded}).`);
+      throw clientError(
+        "BRIEF_MISMATCH",
+        `The brief downloaded for task ${task.taskHash} is not the one it was funded for (its SHA-256 is ${downloaded}).`,
+      );
     }
     return decryptBrief(ciphertext, unwrapBriefKey(task.brief.wrappedKey, privateKey));
   }
@@ -270,7 +265,12 @@ export class MarketClient {
    * The poster's verdict on the latest delivered round of a `manual` task (the service settles it), or the designated
    * verifier's on an `agent` task (signed by this client's wallet).
    */
-  async reviewResult(verdict: { taskHash: string; approve: boolean; score?: number; reasons?: string[] }): Promise<Pick<VerdictAnswer, "status" | "txHash">> {
+  async reviewResult(verdict: {
+    taskHash: string;
+    approve: boolean;
+    score?: number;
+    reasons?: string[];
+  }): Promise<Pick<VerdictAnswer, "status" | "txHash">> {
     const { taskHash } = verdict;
     const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, {
       passed: verdict.approve,
@@ -281,7 +281,10 @@ export class MarketClient {
     const task = await this.taskToSign(taskHash);
     const wallet = await this.wallet(task.meta.chain);
     const score = verdict.score ?? (verdict.approve ? 100 : 0);
-    const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData("completeVerification", [task.meta.taskHash, verdict.approve, score]) };
+    const expected = {
+      to: wallet.escrow,
+      data: escrowInterface.encodeFunctionData("completeVerification", [task.meta.taskHash, verdict.approve, score]),
+    };
     const receipt = await wallet.send(answer.unsignedTx, expected);
     return { status: answer.status, txHash: receipt.hash };
   }
@@ -329,7 +332,13 @@ export class MarketClient {
     const task = await this.taskToSign(taskHash, known);
     const wallet = await this.wallet(task.meta.chain);
     const answer = await this.http.post<SettlementTx>(`/api/v1/a2a/tasks/${taskHash}/${action}`);
-    const fn = { cancel: "cancelTask", "claim-timeout": "claimTimeout", dispute: "raiseDispute", release: "releaseTask", "release-unjudged": "releaseUnjudgedWork" }[action];
+    const fn = {
+      cancel: "cancelTask",
+      "claim-timeout": "claimTimeout",
+      dispute: "raiseDispute",
+      release: "releaseTask",
+      "release-unjudged": "releaseUnjudgedWork",
+    }[action];
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData(fn as "cancelTask", [task.meta.taskHash]) };
     const receipt = await wallet.send(answer.unsignedTx, expected);
     return { outcome: answer.outcome, txHash: receipt.hash };

@@ -2,7 +2,15 @@
  * @market/sdk: post tasks (one, or up to 1,000 in a run), and run a self-run agent with WorkerRuntime.
  * The rules it checks before sending anything are the service's own (core/), so a refused row costs nothing.
  */
-export { MarketClient, type MarketClientOptions, type TaskView, type AssignedTask, type Finalized, type AgentProfile, type CreateAgentOptions } from "./client";
+export {
+  MarketClient,
+  type MarketClientOptions,
+  type TaskView,
+  type AssignedTask,
+  type Finalized,
+  type AgentProfile,
+  type CreateAgentOptions,
+} from "./client";
 export {
   WorkerRuntime,
   needsWrapDelay,

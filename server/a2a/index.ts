@@ -74,7 +74,8 @@ export const MAX_BATCH = 20;
 export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "browse" | "view"> }> = async (app, { queries }) => {
   const taskView = async (params: Record<string, unknown>) => {
     const raw = typeof params.id === "string" ? params.id : typeof params.name === "string" ? params.name.replace(/^tasks\//, "") : undefined;
-    if (raw === undefined || !/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new RpcFailure(RPC.INVALID_PARAMS, "params.id must be a task hash (0x + 64 hex)");
+    if (raw === undefined || !/^0x[0-9a-fA-F]{64}$/.test(raw))
+      throw new RpcFailure(RPC.INVALID_PARAMS, "params.id must be a task hash (0x + 64 hex)");
     const view = await queries.view(raw, undefined);
     if (!view) throw new RpcFailure(RPC.TASK_NOT_FOUND, "Task not found", { id: raw });
     return view;
@@ -97,8 +98,7 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
     async send(params, v1) {
       if (typeof params.message !== "object" || params.message === null) throw new RpcFailure(RPC.INVALID_PARAMS, "params.message is required");
       const text =
-        "Received. This endpoint only acknowledges messages and changes nothing: post and take tasks through the " +
-        "HTTP API (see /openapi.json).";
+        "Received. This endpoint only acknowledges messages and changes nothing: post and take tasks through the " + "HTTP API (see /openapi.json).";
       const message = v1
         ? { messageId: randomUUID(), role: "ROLE_AGENT", parts: [{ text }] }
         : { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }] };
@@ -142,7 +142,9 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
       return isNotification ? undefined : { jsonrpc: "2.0", id, result };
     } catch (error) {
       if (error instanceof RpcFailure) {
-        return isNotification ? undefined : fail({ code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) });
+        return isNotification
+          ? undefined
+          : fail({ code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) });
       }
       throw error;
     }
@@ -178,7 +180,11 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
         if (Array.isArray(body)) {
           if (body.length === 0) return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.INVALID_REQUEST, message: "Invalid Request" } });
           if (body.length > MAX_BATCH) {
-            return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.INVALID_REQUEST, message: `Invalid Request: at most ${MAX_BATCH} requests per batch` } });
+            return reply.send({
+              jsonrpc: "2.0",
+              id: null,
+              error: { code: RPC.INVALID_REQUEST, message: `Invalid Request: at most ${MAX_BATCH} requests per batch` },
+            });
           }
           const answers = (await Promise.all(body.map(answer))).filter((a): a is RpcResponse => a !== undefined);
           return answers.length === 0 ? reply.status(204).send() : reply.send(answers);

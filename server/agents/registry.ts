@@ -108,18 +108,16 @@ export function createAgentRegistry({ db, now }: { db: Db; now: () => number }) 
     let query = agents();
     for (const tag of new Set(filter.capabilities ?? [])) {
       query = query.where((eb) =>
-        eb.exists(
-          eb
-            .selectFrom("agent_capabilities as c")
-            .select("c.tag")
-            .whereRef("c.agent_address", "=", "a.address")
-            .where("c.tag", "=", tag),
-        ),
+        eb.exists(eb.selectFrom("agent_capabilities as c").select("c.tag").whereRef("c.agent_address", "=", "a.address").where("c.tag", "=", tag)),
       );
     }
     if (filter.addresses) {
       if (filter.addresses.length === 0) return [];
-      query = query.where("a.address", "in", filter.addresses.map((a) => getAddress(a)));
+      query = query.where(
+        "a.address",
+        "in",
+        filter.addresses.map((a) => getAddress(a)),
+      );
     }
     const chain = filter.chain;
     if (chain) {

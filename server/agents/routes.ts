@@ -31,7 +31,9 @@ export const agentRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; agents
       const body = request.body;
       const minReward = body.minReward === undefined ? undefined : BigInt(body.minReward);
       if (minReward !== undefined && minReward > MAX_UINT256) {
-        throw new MarketError("VALIDATION_FAILED", "body.minReward is above 2^256-1", { details: [{ field: "body.minReward", message: "too large" }] });
+        throw new MarketError("VALIDATION_FAILED", "body.minReward is above 2^256-1", {
+          details: [{ field: "body.minReward", message: "too large" }],
+        });
       }
       const profile = await registry.register(principal.wallet, principal.accountId, {
         publicKey: body.publicKey,

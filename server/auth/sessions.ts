@@ -40,7 +40,10 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
     if (at - lastSweep < AUTH_SWEEP_INTERVAL_MS) return;
     lastSweep = at;
     await db.deleteFrom("auth_nonces").where("expires_at", "<=", at).execute();
-    await db.deleteFrom("sessions").where("expires_at", "<=", at - EXPIRED_SESSION_KEPT_MS).execute();
+    await db
+      .deleteFrom("sessions")
+      .where("expires_at", "<=", at - EXPIRED_SESSION_KEPT_MS)
+      .execute();
   }
 
   /** The principal of a presented session token; `INVALID_TOKEN` when it is wrong, revoked or expired. */

@@ -4,13 +4,7 @@ import { asAddress, type UnsignedTx } from "../../core/api";
 
 /** Escrow functions users sign themselves. */
 export type UserCall =
-  | "cancelTask"
-  | "claimTimeout"
-  | "raiseDispute"
-  | "releaseUnjudgedWork"
-  | "submitEvidence"
-  | "completeVerification"
-  | "releaseTask";
+  "cancelTask" | "claimTimeout" | "raiseDispute" | "releaseUnjudgedWork" | "submitEvidence" | "completeVerification" | "releaseTask";
 
 /** An escrow call from `from`, unsigned. */
 export function unsignedCall(chain: Chain, from: string, fn: UserCall, args: readonly unknown[]): UnsignedTx {

@@ -43,10 +43,7 @@ export function rpcProvider(config: Pick<ChainConfig, "rpcUrl" | "chainId">): Js
   return new ChainRpcProvider(config);
 }
 
-export function createChains(
-  configs: ChainConfig[],
-  options: { provider?: (config: ChainConfig) => Provider } = {},
-): ChainRegistry {
+export function createChains(configs: ChainConfig[], options: { provider?: (config: ChainConfig) => Provider } = {}): ChainRegistry {
   const chains = configs.map((config): Chain => {
     const provider = options.provider?.(config) ?? rpcProvider(config);
     const escrow = TaskEscrow__factory.connect(config.escrow, provider);

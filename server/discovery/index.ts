@@ -76,11 +76,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; age
   const baseUrl = publicUrl.replace(/\/$/, "");
 
   for (const path of ["/.well-known/agent.json", "/.well-known/agent-card.json"]) {
-    app.get(
-      path,
-      { schema: { tags: ["discovery"], summary: "Platform card", response: { 200: Card } } },
-      async () => platformCard(baseUrl),
-    );
+    app.get(path, { schema: { tags: ["discovery"], summary: "Platform card", response: { 200: Card } } }, async () => platformCard(baseUrl));
   }
 
   app.get(

@@ -88,7 +88,13 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
         .orderBy("created_at", "desc")
         .limit(200)
         .execute();
-      const reviews = rows.map((r) => ({ taskHash: asTaskHash(r.task_hash), poster: asAddress(r.poster), rating: r.rating, comment: r.comment, createdAt: r.created_at }));
+      const reviews = rows.map((r) => ({
+        taskHash: asTaskHash(r.task_hash),
+        poster: asAddress(r.poster),
+        rating: r.rating,
+        comment: r.comment,
+        createdAt: r.created_at,
+      }));
       const averageRating = reviews.length === 0 ? null : reviews.reduce((sum, r) => sum + r.rating, 0) / reviews.length;
       return ok({ reviews, averageRating });
     },
@@ -99,7 +105,8 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
     const principal = await auth.required(request);
     const task = await loadTask(db, chains, taskHash);
     const isPoster = principal.wallet === task.listing.poster;
-    if (!isPoster && principal.wallet !== task.onChain.worker) throw new MarketError("NOT_TASK_PARTY", "Only the poster and the assigned executor exchange task messages.");
+    if (!isPoster && principal.wallet !== task.onChain.worker)
+      throw new MarketError("NOT_TASK_PARTY", "Only the poster and the assigned executor exchange task messages.");
     if (!task.onChain.worker) throw new MarketError("NO_AGENT_ASSIGNED");
     return { principal, task };
   }
@@ -141,7 +148,13 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
     },
     async (request) => {
       const { task } = await party(request, request.params.taskHash);
-      const rows = await db.selectFrom("task_messages").selectAll().where("task_hash", "=", task.listing.task_hash).orderBy("id").limit(1000).execute();
+      const rows = await db
+        .selectFrom("task_messages")
+        .selectAll()
+        .where("task_hash", "=", task.listing.task_hash)
+        .orderBy("id")
+        .limit(1000)
+        .execute();
       return ok({ messages: rows.map((m) => ({ id: m.id, sender: asAddress(m.sender), body: m.body, createdAt: m.created_at })) });
     },
   );

@@ -4,7 +4,11 @@ import { ERROR_CODES, MarketError, type ErrorCode, type ErrorCodeAlias, type Err
 export { MarketError } from "../../core/errors";
 
 /** Shorthand for throwing a coded error from a route or service. */
-export function fail(code: ErrorCode | ErrorCodeAlias, message?: string, options?: { reason?: string; details?: ErrorDetail[]; cause?: unknown }): never {
+export function fail(
+  code: ErrorCode | ErrorCodeAlias,
+  message?: string,
+  options?: { reason?: string; details?: ErrorDetail[]; cause?: unknown },
+): never {
   throw new MarketError(code, message, options);
 }
 

@@ -9,7 +9,11 @@ import { parseAgentAddress } from "../../core/task-fields";
 export function addressParam(text: string, field?: string): Address {
   const address = parseAgentAddress(text);
   if (address.ok) return asAddress(address.value);
-  throw new MarketError("INVALID_ADDRESS", field ? `${field}: ${address.message}` : address.message, field ? { details: [{ field, message: address.message }] } : {});
+  throw new MarketError(
+    "INVALID_ADDRESS",
+    field ? `${field}: ${address.message}` : address.message,
+    field ? { details: [{ field, message: address.message }] } : {},
+  );
 }
 
 /** A task hash from a path or a body, lowercase. A numeric task id is refused with its own code. */

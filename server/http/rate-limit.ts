@@ -36,7 +36,9 @@ export function createWindows(windowMs: number) {
 
 /** `RATE_LIMITED` with the seconds to wait, for a route's own, tighter limit. */
 export function rateLimited(retryAfter: number, what = "requests"): MarketError {
-  return new MarketError("RATE_LIMITED", `Too many ${what}; retry after ${retryAfter} s.`, { details: [{ message: "retry later", retryAfterSeconds: retryAfter }] });
+  return new MarketError("RATE_LIMITED", `Too many ${what}; retry after ${retryAfter} s.`, {
+    details: [{ message: "retry later", retryAfterSeconds: retryAfter }],
+  });
 }
 
 /**

@@ -25,11 +25,7 @@ export interface BlockRef {
 export const REORG_HISTORY_BLOCKS = 2_048;
 
 export async function readCursor(db: Executor, chain: string): Promise<Cursor | undefined> {
-  const row = await db
-    .selectFrom("indexer_cursors")
-    .select(["block_number", "block_hash"])
-    .where("chain", "=", chain)
-    .executeTakeFirst();
+  const row = await db.selectFrom("indexer_cursors").select(["block_number", "block_hash"]).where("chain", "=", chain).executeTakeFirst();
   return row ? { number: Number(row.block_number), hash: row.block_hash } : undefined;
 }
 
@@ -115,11 +111,7 @@ export async function rememberBlocks(trx: Transaction<Database>, chain: string, 
     .where("block_number", "<=", cursor - REORG_HISTORY_BLOCKS)
     .executeTakeFirst();
   if (horizon?.block_number === null || horizon?.block_number === undefined) return;
-  await trx
-    .deleteFrom("indexed_blocks")
-    .where("chain", "=", chain)
-    .where("block_number", "<", Number(horizon.block_number))
-    .execute();
+  await trx.deleteFrom("indexed_blocks").where("chain", "=", chain).where("block_number", "<", Number(horizon.block_number)).execute();
 }
 
 export interface IndexerLag {
@@ -135,11 +127,7 @@ export interface IndexerLag {
 
 /** How far the index of `chain` trails the chain head, for a readiness check. */
 export async function indexerLag(db: Executor, chain: string, head: number): Promise<IndexerLag> {
-  const row = await db
-    .selectFrom("indexer_cursors")
-    .select(["block_number", "updated_at"])
-    .where("chain", "=", chain)
-    .executeTakeFirst();
+  const row = await db.selectFrom("indexer_cursors").select(["block_number", "updated_at"]).where("chain", "=", chain).executeTakeFirst();
   const cursor = row ? Number(row.block_number) : null;
   return {
     chain,

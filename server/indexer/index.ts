@@ -4,15 +4,7 @@
  * projection another domain adds). The cursor moves in the same transaction as the data it covers; reorgs roll back
  * to the common ancestor. Runs in-process (`createIndexer`) or in a worker thread (`startIndexerWorker`).
  */
-export {
-  createIndexer,
-  type Indexer,
-  type IndexerOptions,
-  type IndexerLogger,
-  type IndexerStep,
-  type RangeProgress,
-  type SyncResult,
-} from "./sync";
+export { createIndexer, type Indexer, type IndexerOptions, type IndexerLogger, type IndexerStep, type RangeProgress, type SyncResult } from "./sync";
 export type { IndexerProvider, RawLog } from "./node";
 export {
   startIndexerWorker,

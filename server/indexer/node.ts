@@ -34,9 +34,7 @@ export async function readHeader(provider: IndexerProvider, chain: string, numbe
 
 export async function readLogs(provider: IndexerProvider, address: string, fromBlock: number, toBlock: number): Promise<RawLog[]> {
   if (!provider.send) return provider.getLogs({ address, fromBlock, toBlock });
-  const logs = (await provider.send("eth_getLogs", [
-    { address, fromBlock: toQuantity(fromBlock), toBlock: toQuantity(toBlock) },
-  ])) as JsonRpcLog[];
+  const logs = (await provider.send("eth_getLogs", [{ address, fromBlock: toQuantity(fromBlock), toBlock: toQuantity(toBlock) }])) as JsonRpcLog[];
   return logs.map((log) => ({
     blockNumber: Number(log.blockNumber),
     blockHash: log.blockHash,

@@ -10,12 +10,7 @@ import type { IndexerProvider } from "./node";
  * with the node's block at that height. Undefined when none matches (a reorg deeper than the stored history, or a
  * different chain): the index then starts over from the start block.
  */
-export async function findCommonAncestor(
-  db: Kysely<Database>,
-  provider: IndexerProvider,
-  chain: string,
-  below: number,
-): Promise<Cursor | undefined> {
+export async function findCommonAncestor(db: Kysely<Database>, provider: IndexerProvider, chain: string, below: number): Promise<Cursor | undefined> {
   const PAGE = 32;
   let upper = below;
   for (;;) {

@@ -182,7 +182,10 @@ export function createIndexer(options: IndexerOptions): Indexer {
         await lockCursor(trx, chain.name);
         const rows = slice.events.map(toEventRow);
         for (let i = 0; i < rows.length; i += EVENT_ROWS_PER_INSERT) {
-          await trx.insertInto("escrow_events").values(rows.slice(i, i + EVENT_ROWS_PER_INSERT)).execute();
+          await trx
+            .insertInto("escrow_events")
+            .values(rows.slice(i, i + EVENT_ROWS_PER_INSERT))
+            .execute();
         }
         for (const projection of projections) await projection.apply(trx, chain.name, slice.events);
         const blocks = [...known.values()].filter((b) => b.number >= done.from && b.number <= done.to);

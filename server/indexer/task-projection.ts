@@ -217,12 +217,7 @@ async function rebuildTasks(trx: Transaction<Database>, chain: string, hashes: r
   const unpauses = (await stateEvents(trx, chain)).filter((e) => e.event === "EscrowUnpaused");
   for (let i = 0; i < hashes.length; i += CHUNK) {
     const chunk = hashes.slice(i, i + CHUNK);
-    const rows = await trx
-      .selectFrom("escrow_events")
-      .selectAll()
-      .where("chain", "=", chain)
-      .where("task_hash", "in", chunk)
-      .execute();
+    const rows = await trx.selectFrom("escrow_events").selectAll().where("chain", "=", chain).where("task_hash", "in", chunk).execute();
     const byTask = new Map<string, ChainEvent[]>(chunk.map((hash) => [hash, []]));
     for (const row of rows) byTask.get(row.task_hash ?? "")?.push(fromEventRow(row));
 
@@ -260,11 +255,7 @@ async function rebuildState(trx: Transaction<Database>, chain: string): Promise<
 }
 
 async function readState(trx: Transaction<Database>, chain: string): Promise<EscrowState | undefined> {
-  const row = await trx
-    .selectFrom("escrow_state")
-    .select(["paused_at", "total_paused", "fee_bps"])
-    .where("chain", "=", chain)
-    .executeTakeFirst();
+  const row = await trx.selectFrom("escrow_state").select(["paused_at", "total_paused", "fee_bps"]).where("chain", "=", chain).executeTakeFirst();
   return row ? stateOf(row) : undefined;
 }
 

@@ -13,7 +13,9 @@ const post = (message: IndexerWorkerMessage) => port.postMessage(message);
 
 /** Log objects cross the thread boundary as plain data (errors lose their prototype there). */
 const plain = (obj: object): object =>
-  JSON.parse(JSON.stringify(obj, (_key, value: unknown) => (value instanceof Error ? { message: value.message, stack: value.stack } : value))) as object;
+  JSON.parse(
+    JSON.stringify(obj, (_key, value: unknown) => (value instanceof Error ? { message: value.message, stack: value.stack } : value)),
+  ) as object;
 const logger: IndexerLogger = {
   debug: (obj, msg) => post({ type: "log", level: "debug", obj: plain(obj), msg }),
   info: (obj, msg) => post({ type: "log", level: "info", obj: plain(obj), msg }),

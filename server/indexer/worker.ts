@@ -40,7 +40,10 @@ export interface ProjectionsModule {
 }
 
 /** What the parent hands the thread (structured-cloned): the options that are data, and how to load the entry. */
-export type IndexerWorkerData = Pick<IndexerWorkerOptions, "databaseUrl" | "sqlitePath" | "chain" | "pollIntervalMs" | "blockRange" | "projections"> & {
+export type IndexerWorkerData = Pick<
+  IndexerWorkerOptions,
+  "databaseUrl" | "sqlitePath" | "chain" | "pollIntervalMs" | "blockRange" | "projections"
+> & {
   entry: string;
   tsNode: string | null;
 };

@@ -119,7 +119,14 @@ export function createAccepting(deps: MarketplaceDeps) {
         lockedAt = now();
         await db
           .insertInto("assignments")
-          .values({ task_hash: listing.task_hash, agent_address: address, status: "accepting", outbox_id: null, created_at: lockedAt, updated_at: lockedAt })
+          .values({
+            task_hash: listing.task_hash,
+            agent_address: address,
+            status: "accepting",
+            outbox_id: null,
+            created_at: lockedAt,
+            updated_at: lockedAt,
+          })
           .execute();
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
@@ -133,7 +140,11 @@ export function createAccepting(deps: MarketplaceDeps) {
     try {
       const data = ctx.chain.escrow.interface.encodeFunctionData("marketplaceAssign", [listing.task_hash, address]);
       const sent = await outbox.send(purpose, ctx.chain.config.escrow, data);
-      await db.updateTable("assignments").set({ status: "assigned", outbox_id: sent.id, updated_at: now() }).where("task_hash", "=", listing.task_hash).execute();
+      await db
+        .updateTable("assignments")
+        .set({ status: "assigned", outbox_id: sent.id, updated_at: now() })
+        .where("task_hash", "=", listing.task_hash)
+        .execute();
     } catch (error) {
       if (error instanceof OutboxRevert) {
         await releaseLock(listing.task_hash, address);
@@ -147,7 +158,12 @@ export function createAccepting(deps: MarketplaceDeps) {
       throw error;
     }
     await waitForIndexer(async () => {
-      const row = await db.selectFrom("escrow_tasks").select("worker").where("chain", "=", listing.chain).where("task_hash", "=", listing.task_hash).executeTakeFirst();
+      const row = await db
+        .selectFrom("escrow_tasks")
+        .select("worker")
+        .where("chain", "=", listing.chain)
+        .where("task_hash", "=", listing.task_hash)
+        .executeTakeFirst();
       return row?.worker === address;
     }, deps.indexerWaitMs);
     ctx = await loadTask(db, chains, taskHash);

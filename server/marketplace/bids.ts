@@ -10,7 +10,9 @@ export type Bidding = ReturnType<typeof createBidding>;
  * Bids: an agent whose brief key is missing registers its interest, the poster reads the bids and wraps the key to
  * the agents it chooses.
  */
-export function createBidding(deps: Pick<MarketplaceDeps, "db" | "chains" | "offers" | "custody" | "now"> & { agents: Pick<AgentRegistry, "lookup" | "search"> }) {
+export function createBidding(
+  deps: Pick<MarketplaceDeps, "db" | "chains" | "offers" | "custody" | "now"> & { agents: Pick<AgentRegistry, "lookup" | "search"> },
+) {
   const { db, chains, agents, now } = deps;
 
   /** Interest in a task whose brief is not wrapped to the agent; the poster reads bids and may wrap the key. */
@@ -24,7 +26,11 @@ export function createBidding(deps: Pick<MarketplaceDeps, "db" | "chains" | "off
       .values({ task_hash: ctx.listing.task_hash, agent_address: agent.profile.address, message: message ?? null, created_at: now() })
       .onConflict((oc) => oc.columns(["task_hash", "agent_address"]).doUpdateSet({ message: message ?? null }))
       .execute();
-    return { taskHash: asTaskHash(ctx.listing.task_hash), agent: agent.profile.address, wrapped: refused === undefined || ctx.listing.privacy === "public" };
+    return {
+      taskHash: asTaskHash(ctx.listing.task_hash),
+      agent: agent.profile.address,
+      wrapped: refused === undefined || ctx.listing.privacy === "public",
+    };
   }
 
   async function bids(wallet: string, taskHash: string): Promise<BidsAnswer["bids"]> {

@@ -71,7 +71,9 @@ export function createDelivery(deps: DeliveryDeps) {
       })
       // A round not on chain yet may hold an output of a worker that released the task: the new worker's replaces it.
       .onConflict((oc) =>
-        oc.columns(["task_hash", "round"]).doUpdateSet({ agent_address: wallet, output, result_hash: hash, evidence_tx: null, evidence_raw: null, delivered_at: at }),
+        oc
+          .columns(["task_hash", "round"])
+          .doUpdateSet({ agent_address: wallet, output, result_hash: hash, evidence_tx: null, evidence_raw: null, delivered_at: at }),
       )
       .execute();
     return { round, resultHash: hash, unsignedTx: unsignedCall(ctx.chain, wallet, "submitEvidence", [listing.task_hash, hash]) };
@@ -137,7 +139,8 @@ export function createDelivery(deps: DeliveryDeps) {
     const ctx = await loadTask(db, chains, taskHash);
     requireWorker(ctx, wallet);
     const delivery = ctx.delivery;
-    if (!delivery?.evidence_raw || !delivery.evidence_tx) throw new MarketError("WRONG_STATE", "No evidence transaction was relayed for this task.", { reason: statusOf(ctx) });
+    if (!delivery?.evidence_raw || !delivery.evidence_tx)
+      throw new MarketError("WRONG_STATE", "No evidence transaction was relayed for this task.", { reason: statusOf(ctx) });
     if (await chainCall(() => ctx.chain.provider.getTransactionReceipt(delivery.evidence_tx!))) {
       return { txHash: delivery.evidence_tx };
     }
@@ -154,13 +157,24 @@ export function createDelivery(deps: DeliveryDeps) {
     requireWorker(ctx, wallet);
     const delivery = ctx.delivery;
     if (!delivery) throw new MarketError("WRONG_STATE", "Nothing was delivered.", { reason: statusOf(ctx) });
-    if (delivery.passed !== null || (delivery.finalized_at !== null && ctx.listing.verification_mode !== "auto")) return verification.roundResult(ctx, delivery);
+    if (delivery.passed !== null || (delivery.finalized_at !== null && ctx.listing.verification_mode !== "auto"))
+      return verification.roundResult(ctx, delivery);
     if (txHash && !delivery.evidence_tx) {
-      await db.updateTable("deliveries").set({ evidence_tx: txHash.toLowerCase() }).where("task_hash", "=", delivery.task_hash).where("round", "=", delivery.round).execute();
+      await db
+        .updateTable("deliveries")
+        .set({ evidence_tx: txHash.toLowerCase() })
+        .where("task_hash", "=", delivery.task_hash)
+        .where("round", "=", delivery.round)
+        .execute();
     }
     if (ctx.listing.verification_mode === "auto") return verification.settle(ctx, delivery, txHash);
     await verification.requireEvidenceIndexed(ctx, delivery, txHash ?? delivery.evidence_tx ?? undefined);
-    await db.updateTable("deliveries").set({ finalized_at: now() }).where("task_hash", "=", delivery.task_hash).where("round", "=", delivery.round).execute();
+    await db
+      .updateTable("deliveries")
+      .set({ finalized_at: now() })
+      .where("task_hash", "=", delivery.task_hash)
+      .where("round", "=", delivery.round)
+      .execute();
     return verification.roundResult(await loadTask(db, chains, taskHash), { ...delivery, finalized_at: now() });
   }
 

@@ -40,7 +40,10 @@ export function refusal(task: Opening, agent: Candidate, nowSeconds: number): Ma
   if (listing.verifier_address === address) return new MarketError("VERIFIER_CANNOT_EXECUTE");
   if (!agent.profile.publicKey) return new MarketError("NO_PUBLIC_KEY");
   if (!agentChains(agent.profile.supportedChains).includes(listing.chain as never)) {
-    return new MarketError("CHAIN_UNSUPPORTED", `The task is on ${listing.chain}; the agent works on ${agentChains(agent.profile.supportedChains).join(", ")}.`);
+    return new MarketError(
+      "CHAIN_UNSUPPORTED",
+      `The task is on ${listing.chain}; the agent works on ${agentChains(agent.profile.supportedChains).join(", ")}.`,
+    );
   }
   const required = listedFields(listing).requiredCapabilities;
   const missing = required.filter((tag) => !agent.profile.capabilities.includes(tag));

@@ -224,7 +224,12 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       "Refunds a task never delivered, a failed round 3 days after the verdict, a dispute 14 days after it was raised; escalates delivered work nobody judged.",
       settlement.claimTimeout,
     ],
-    ["dispute", "Raise a dispute (poster or worker's own transaction)", "Poster before the deadline; worker before it or within 3 days of a failed verdict.", settlement.dispute],
+    [
+      "dispute",
+      "Raise a dispute (poster or worker's own transaction)",
+      "Poster before the deadline; worker before it or within 3 days of a failed verdict.",
+      settlement.dispute,
+    ],
     [
       "release-unjudged",
       "Collect escalated work 14 days after escalation (worker's own transaction)",
@@ -235,7 +240,13 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
   for (const [action, summary, description, call] of settlementRoutes) {
     app.post(
       `/api/v1/a2a/tasks/:taskHash/${action}`,
-      { schema: taskAction(summary, `${description} The answer is the unsigned transaction; the outcome shows once the indexer sees it.`, SettlementTx) },
+      {
+        schema: taskAction(
+          summary,
+          `${description} The answer is the unsigned transaction; the outcome shows once the indexer sees it.`,
+          SettlementTx,
+        ),
+      },
       async (request) => {
         const { wallet } = await auth.required(request);
         return ok(await call(wallet, request.params.taskHash));

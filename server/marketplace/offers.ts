@@ -16,7 +16,13 @@ export type Offers = ReturnType<typeof createOffers>;
  * the task's required capabilities) gets `windowMs` to accept; everyone else gets `OFFER_HELD` until it lapses or
  * the agent declines. Pinned tasks have one possible agent and get no offer.
  */
-export function createOffers({ db, agents, now, windowMs, rewrappable }: {
+export function createOffers({
+  db,
+  agents,
+  now,
+  windowMs,
+  rewrappable,
+}: {
   db: Db;
   agents: AgentRegistry;
   now: () => number;
@@ -78,7 +84,14 @@ export function createOffers({ db, agents, now, windowMs, rewrappable }: {
     const expiresAt = at + windowMs;
     await db
       .insertInto("offers")
-      .values({ task_hash: listing.task_hash, agent_address: best.agent, rank: Math.round(best.rank), starts_at: at, expires_at: expiresAt, declined_at: null })
+      .values({
+        task_hash: listing.task_hash,
+        agent_address: best.agent,
+        rank: Math.round(best.rank),
+        starts_at: at,
+        expires_at: expiresAt,
+        declined_at: null,
+      })
       .onConflict((oc) => oc.columns(["task_hash", "agent_address"]).doNothing())
       .execute();
     return { agent: best.agent, expiresAt };

@@ -40,7 +40,11 @@ export function createSettlementCalls(deps: { db: Db; chains: ChainRegistry; now
   async function cancel(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("cancel", ctx, wallet, canCancel(ctx.task, call(ctx, wallet)));
-    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "refund", unsignedTx: unsignedCall(ctx.chain, wallet, "cancelTask", [ctx.listing.task_hash]) };
+    return {
+      taskHash: asTaskHash(ctx.listing.task_hash),
+      outcome: "refund",
+      unsignedTx: unsignedCall(ctx.chain, wallet, "cancelTask", [ctx.listing.task_hash]),
+    };
   }
 
   /** Poster, after the deadline: refunds, or escalates delivered work nobody judged. */
@@ -52,28 +56,44 @@ export function createSettlementCalls(deps: { db: Db; chains: ChainRegistry; now
       allowed("claim-timeout", ctx, wallet, claimOutcome(ctx.task));
     }
     const { outcome } = allowed("claim-timeout", ctx, wallet, check);
-    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome, unsignedTx: unsignedCall(ctx.chain, wallet, "claimTimeout", [ctx.listing.task_hash]) };
+    return {
+      taskHash: asTaskHash(ctx.listing.task_hash),
+      outcome,
+      unsignedTx: unsignedCall(ctx.chain, wallet, "claimTimeout", [ctx.listing.task_hash]),
+    };
   }
 
   /** Poster before the deadline, or worker before the deadline or within 3 days of a failed verdict. */
   async function dispute(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("dispute", ctx, wallet, canDispute(ctx.task, call(ctx, wallet)));
-    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "dispute", unsignedTx: unsignedCall(ctx.chain, wallet, "raiseDispute", [ctx.listing.task_hash]) };
+    return {
+      taskHash: asTaskHash(ctx.listing.task_hash),
+      outcome: "dispute",
+      unsignedTx: unsignedCall(ctx.chain, wallet, "raiseDispute", [ctx.listing.task_hash]),
+    };
   }
 
   /** Worker, 14 days after escalation without a ruling: payout with the fee. */
   async function releaseUnjudged(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("release-unjudged", ctx, wallet, canReleaseUnjudged(ctx.task, call(ctx, wallet)));
-    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "payout", unsignedTx: unsignedCall(ctx.chain, wallet, "releaseUnjudgedWork", [ctx.listing.task_hash]) };
+    return {
+      taskHash: asTaskHash(ctx.listing.task_hash),
+      outcome: "payout",
+      unsignedTx: unsignedCall(ctx.chain, wallet, "releaseUnjudgedWork", [ctx.listing.task_hash]),
+    };
   }
 
   /** Worker, before delivering anything: hands the task back; it is open again. */
   async function release(wallet: string, taskHash: string): Promise<SettlementTx> {
     const ctx = await load(taskHash);
     allowed("release", ctx, wallet, canRelease(ctx.task, call(ctx, wallet)));
-    return { taskHash: asTaskHash(ctx.listing.task_hash), outcome: "reopen", unsignedTx: unsignedCall(ctx.chain, wallet, "releaseTask", [ctx.listing.task_hash]) };
+    return {
+      taskHash: asTaskHash(ctx.listing.task_hash),
+      outcome: "reopen",
+      unsignedTx: unsignedCall(ctx.chain, wallet, "releaseTask", [ctx.listing.task_hash]),
+    };
   }
 
   return { cancel, claimTimeout, dispute, releaseUnjudged, release };

@@ -40,7 +40,9 @@ export function refusalError(
       return new MarketError("NOT_VERIFIER");
     case "InvalidStatus":
       return action === "deliver"
-        ? new MarketError("WRONG_STATE", `The task is ${status}; results are delivered while it is assigned or after a failed round.`, { reason: status })
+        ? new MarketError("WRONG_STATE", `The task is ${status}; results are delivered while it is assigned or after a failed round.`, {
+            reason: status,
+          })
         : new MarketError("WRONG_STATE", `${DOING[action]} is not possible while the task is ${status}.`, { reason: status });
     case "DeadlinePassed":
       if (action !== "dispute") return new MarketError("DEADLINE_PASSED");

@@ -123,7 +123,11 @@ export function createOutbox(options: OutboxOptions) {
       } catch (error) {
         const revert = decodeRevert(chain.escrow.interface, error);
         if (!revert && !isCallRevert(error)) throw new MarketError("CHAIN_UNAVAILABLE", (error as Error).message, { cause: error });
-        throw new OutboxRevert(purpose, revert, `${purpose} would revert: ${revert ? `${revert.name}(${revert.args.join(", ")})` : (error as Error).message}`);
+        throw new OutboxRevert(
+          purpose,
+          revert,
+          `${purpose} would revert: ${revert ? `${revert.name}(${revert.args.join(", ")})` : (error as Error).message}`,
+        );
       }
       const fees = await chainCall(() => provider.getFeeData());
       const maxFee = fees.maxFeePerGas ?? fees.gasPrice ?? 0n;
@@ -187,7 +191,12 @@ export function createOutbox(options: OutboxOptions) {
       }
     }
     const at = now();
-    await db.updateTable("outbox").set({ status: "sent", sent_at: entry.sent_at ?? at, updated_at: at }).where("id", "=", entry.id).where("status", "in", ["signed", "sent"]).execute();
+    await db
+      .updateTable("outbox")
+      .set({ status: "sent", sent_at: entry.sent_at ?? at, updated_at: at })
+      .where("id", "=", entry.id)
+      .where("status", "in", ["signed", "sent"])
+      .execute();
   }
 
   /** Replaces a stuck transaction: the same call and nonce with fees raised by 30%. */
@@ -210,7 +219,16 @@ export function createOutbox(options: OutboxOptions) {
     const at = now();
     await db
       .updateTable("outbox")
-      .set({ raw, tx_hash: txHash, hashes: json.write(hashes), max_fee: maxFee.toString(), priority_fee: priorityFee.toString(), attempts: entry.attempts + 1, sent_at: at, updated_at: at })
+      .set({
+        raw,
+        tx_hash: txHash,
+        hashes: json.write(hashes),
+        max_fee: maxFee.toString(),
+        priority_fee: priorityFee.toString(),
+        attempts: entry.attempts + 1,
+        sent_at: at,
+        updated_at: at,
+      })
       .where("id", "=", entry.id)
       .execute();
     await broadcast({ ...entry, raw, sent_at: at });
@@ -278,7 +296,12 @@ export function createOutbox(options: OutboxOptions) {
         .set({ status: ok ? "mined" : "reverted", tx_hash: receipt.hash, mined_block: receipt.blockNumber, error, updated_at: now() })
         .where("id", "=", entry.id)
         .execute();
-      settle(entry.id, ok ? { sent: { id: entry.id, txHash: receipt.hash, receipt } } : { error: new OutboxRevert(entry.purpose, undefined, error ?? "reverted", receipt.hash) });
+      settle(
+        entry.id,
+        ok
+          ? { sent: { id: entry.id, txHash: receipt.hash, receipt } }
+          : { error: new OutboxRevert(entry.purpose, undefined, error ?? "reverted", receipt.hash) },
+      );
       return;
     }
     if (entry.nonce < used) {
@@ -352,7 +375,10 @@ export function createOutbox(options: OutboxOptions) {
         if (entry.status === "signed") await broadcast(entry);
         schedule();
         const expired = new Promise<never>((_, reject) => {
-          timeout = setTimeout(() => reject(new MarketError("TX_PENDING", `${purpose}: not confirmed within ${timeoutMs} ms; retry shortly.`)), timeoutMs);
+          timeout = setTimeout(
+            () => reject(new MarketError("TX_PENDING", `${purpose}: not confirmed within ${timeoutMs} ms; retry shortly.`)),
+            timeoutMs,
+          );
         });
         return await Promise.race([result, expired]);
       } finally {
@@ -397,7 +423,6 @@ interface Waiter {
   resolve: (s: Sent) => void;
   reject: (e: Error) => void;
 }
-
 
 /** The marketplace verifier key's outbox on a chain, or `VERIFIER_KEY_NOT_CONFIGURED`: without one a chain cannot assign or judge. */
 export function requireOutbox(outboxes: ReadonlyMap<string, Outbox>, chain: string): Outbox {

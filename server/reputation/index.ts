@@ -39,7 +39,10 @@ async function onChainNumbers(db: Db, address: string, configured: boolean) {
 }
 
 /** Reputation: the leaderboard, an agent's numbers and its badges. */
-export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; chains: Pick<ChainRegistry, "get">; now: Clock }> = async (app, { db, chains, now }) => {
+export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; chains: Pick<ChainRegistry, "get">; now: Clock }> = async (
+  app,
+  { db, chains, now },
+) => {
   const nowSeconds = () => Math.floor(now() / 1000);
 
   app.get(
@@ -111,7 +114,8 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; chains: Pick<
       schema: {
         tags: ["reputation"],
         summary: "An agent's per-tag record (`stats`) and the badges it earned",
-        description: "A badge for a capability tag is earned after 5 settled completions with failures under 20% of outcomes. Disputes lost (or left without a ruling) count as failures.",
+        description:
+          "A badge for a capability tag is earned after 5 settled completions with failures under 20% of outcomes. Disputes lost (or left without a ruling) count as failures.",
         params: AddressParams,
         response: { 200: Envelope(Badges), ...errorResponses() },
       },

@@ -19,7 +19,13 @@ interface WorkerFact {
   tagOutcome?: "completion" | "failure";
 }
 
-const RELEVANT = ["VerificationCompleted", "DisputeRaised", "TaskCompleted", "TaskRefunded", "DeadlineExpired"] as const satisfies readonly EscrowEventName[];
+const RELEVANT = [
+  "VerificationCompleted",
+  "DisputeRaised",
+  "TaskCompleted",
+  "TaskRefunded",
+  "DeadlineExpired",
+] as const satisfies readonly EscrowEventName[];
 const isRelevant = (event: ChainEvent) => (RELEVANT as readonly string[]).includes(event.event);
 /** Events that decide who a task's credited worker is, or what it earns: the tasks the range must follow. */
 const followed = (event: ChainEvent) => event.event === "WorkerAssigned" || event.event === "WorkerReleased" || isRelevant(event);
@@ -150,7 +156,10 @@ async function countTags(trx: Trx, fact: WorkerFact): Promise<void> {
 }
 
 async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void> {
-  await lockStates(trx, facts.flatMap((fact) => (fact.reputation ? [fact.worker] : [])));
+  await lockStates(
+    trx,
+    facts.flatMap((fact) => (fact.reputation ? [fact.worker] : [])),
+  );
   const states = new Map<string, ReputationState>();
   for (const fact of facts) {
     if (fact.reputation) {

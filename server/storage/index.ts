@@ -15,7 +15,10 @@ const UPLOAD_BODY_LIMIT = Math.ceil(MAX_UPLOAD_BYTES / 3) * 4 + 64 * 1024;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Blobs (private briefs' ciphertexts), named by the SHA-256 of their bytes. */
-export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blobs: BlobStore; db: Db; now: Clock }> = async (app, { auth, blobs, db, now }) => {
+export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blobs: BlobStore; db: Db; now: Clock }> = async (
+  app,
+  { auth, blobs, db, now },
+) => {
   app.post(
     "/api/v1/storage/upload",
     {
@@ -34,7 +37,8 @@ export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blob
       if (data.length % 4 !== 0 || !BASE64.test(data)) throw new MarketError("INVALID_BASE64");
       const bytes = Buffer.from(data, "base64");
       if (bytes.length === 0) throw new MarketError("UPLOAD_EMPTY");
-      if (bytes.length > MAX_UPLOAD_BYTES) throw new MarketError("UPLOAD_TOO_LARGE", `The upload is ${bytes.length} bytes; at most ${MAX_UPLOAD_BYTES}.`);
+      if (bytes.length > MAX_UPLOAD_BYTES)
+        throw new MarketError("UPLOAD_TOO_LARGE", `The upload is ${bytes.length} bytes; at most ${MAX_UPLOAD_BYTES}.`);
       let stored: { rootHash: string; size: number };
       try {
         stored = await blobs.put(bytes);

@@ -20,7 +20,6 @@ export interface TaskContext {
   delivery: Delivery | undefined;
 }
 
-
 export async function loadTask(db: Db, chains: ChainRegistry, taskHashInput: string): Promise<TaskContext> {
   const taskHash = taskHashParam(taskHashInput);
   const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();

@@ -81,7 +81,13 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     const data = single
       ? chain.escrow.interface.encodeFunctionData("createTask", [single.taskHash, single.token, single.amount, single.duration, single.verifier])
       : chain.escrow.interface.encodeFunctionData("createTasks", [params]);
-    const tx = (to: string, txData: string): UnsignedTx => ({ chainId: chain.config.chainId, from: asAddress(poster), to: asAddress(to), data: txData, value: "0" });
+    const tx = (to: string, txData: string): UnsignedTx => ({
+      chainId: chain.config.chainId,
+      from: asAddress(poster),
+      to: asAddress(to),
+      data: txData,
+      value: "0",
+    });
     const token = IERC20__factory.connect(chain.config.token, chain.provider);
     const allowance = await chainCall(() => token.allowance(poster, escrowAddress));
     const approveTx = allowance >= total ? null : tx(chain.config.token, erc20.encodeFunctionData("approve", [escrowAddress, total]));

@@ -122,11 +122,17 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
         const chain = postingChain(body.tasks[0]?.chain);
         const results = await listings.listBatch(chain, principal.wallet, body.txHash, body.tasks);
         if (results.some((r) => r.status === "failed")) {
-          throw new MarketError("LISTING_FAILED", `${results.filter((r) => r.status === "failed").length} of ${results.length} tasks were not listed.`, {
-            details: results,
-          });
+          throw new MarketError(
+            "LISTING_FAILED",
+            `${results.filter((r) => r.status === "failed").length} of ${results.length} tasks were not listed.`,
+            {
+              details: results,
+            },
+          );
         }
-        return ok({ results: results.map(({ taskHash, status }) => ({ taskHash: asTaskHash(taskHash), status: status as "listed" | "already_listed" })) });
+        return ok({
+          results: results.map(({ taskHash, status }) => ({ taskHash: asTaskHash(taskHash), status: status as "listed" | "already_listed" })),
+        });
       }
       return ok(await listings.listOne(postingChain(body.chain), principal.wallet, body));
     },

@@ -44,7 +44,10 @@ export function createListings({
     if (!receipt) throw new MarketError("TX_NOT_FOUND");
     if (receipt.status !== 1) throw new MarketError("TX_REVERTED");
     if (getAddress(receipt.from) !== wallet) {
-      throw new MarketError("FUNDING_WALLET_MISMATCH", `The funding transaction was sent by ${getAddress(receipt.from)}, not by the API key's wallet ${wallet}; cancel the escrow from the funding wallet.`);
+      throw new MarketError(
+        "FUNDING_WALLET_MISMATCH",
+        `The funding transaction was sent by ${getAddress(receipt.from)}, not by the API key's wallet ${wallet}; cancel the escrow from the funding wallet.`,
+      );
     }
     const funded = new Map<string, Funded>();
     for (const log of receipt.logs) {
@@ -52,16 +55,30 @@ export function createListings({
       const event = decodeEscrowEvent(log.topics, log.data);
       if (event?.event !== "TaskCreated") continue;
       const { taskHash, poster, token, amount, deadline, verifier } = event.args;
-      funded.set(taskHash.toLowerCase(), { taskHash: taskHash.toLowerCase(), poster, token, amount: BigInt(amount), deadline: BigInt(deadline), verifier });
+      funded.set(taskHash.toLowerCase(), {
+        taskHash: taskHash.toLowerCase(),
+        poster,
+        token,
+        amount: BigInt(amount),
+        deadline: BigInt(deadline),
+        verifier,
+      });
     }
     return funded;
   }
 
-  async function listFunded(chain: Chain, wallet: string, txHash: string, input: TaskFieldsInput, funded: Funded | undefined): Promise<ListingResult> {
+  async function listFunded(
+    chain: Chain,
+    wallet: string,
+    txHash: string,
+    input: TaskFieldsInput,
+    funded: Funded | undefined,
+  ): Promise<ListingResult> {
     const taskHash = input.taskHash.toLowerCase();
     if (!funded) throw new MarketError("NOT_IN_RECEIPT", `The receipt carries no TaskCreated for ${taskHash} from the escrow.`);
     if (funded.poster !== wallet) throw new MarketError("FUNDING_WALLET_MISMATCH", `The task was funded by ${funded.poster}, not by ${wallet}.`);
-    if (funded.token !== chain.config.token) throw new MarketError("TOKEN_NOT_SETTLEMENT", "The task was funded with a token other than the settlement token.");
+    if (funded.token !== chain.config.token)
+      throw new MarketError("TOKEN_NOT_SETTLEMENT", "The task was funded with a token other than the settlement token.");
     const terms = await checkTerms(input, wallet, chain, deps);
     const verifier = funded.verifier === ZeroAddress ? null : funded.verifier;
     if (terms.verifierAddress !== verifier) {

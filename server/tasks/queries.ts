@@ -89,7 +89,9 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
     return listed()
       .where("t.status", "=", open.status)
       .where("t.deadline", ">", open.deadlineAfter)
-      .where((eb) => (caller ? eb.or([eb("l.target_executor", "is", null), eb("l.target_executor", "=", caller)]) : eb("l.target_executor", "is", null)))
+      .where((eb) =>
+        caller ? eb.or([eb("l.target_executor", "is", null), eb("l.target_executor", "=", caller)]) : eb("l.target_executor", "is", null),
+      )
       .where((eb) => {
         const missing = eb.selectFrom("listing_capabilities as c").select("c.tag").whereRef("c.task_hash", "=", "l.task_hash");
         return eb.not(eb.exists(capabilities.length > 0 ? missing.where("c.tag", "not in", [...capabilities]) : missing));
@@ -101,7 +103,9 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
 
   /** Changes whenever any connection commits a write: `data_version` counts other connections, `total_changes()` this one. */
   async function dataVersion(): Promise<string> {
-    const { rows } = await sql<{ v: number; c: number }>`select (select data_version from pragma_data_version()) as v, total_changes() as c`.execute(db);
+    const { rows } = await sql<{ v: number; c: number }>`select (select data_version from pragma_data_version()) as v, total_changes() as c`.execute(
+      db,
+    );
     return `${rows[0]?.v}:${rows[0]?.c}`;
   }
 
@@ -152,11 +156,18 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
   async function extrasFor(rows: readonly TaskRow[], viewer: string | undefined): Promise<Map<string, TaskExtras>> {
     const extras = new Map<string, TaskExtras>();
     if (rows.length === 0) return extras;
-    const latest = new Map<string, { round: number; output: string; finalized_at: number | null; passed: number | null; score: number | null; reasons: string | null }>();
+    const latest = new Map<
+      string,
+      { round: number; output: string; finalized_at: number | null; passed: number | null; score: number | null; reasons: string | null }
+    >();
     const deliveries = await db
       .selectFrom("deliveries")
       .select(["task_hash", "round", "agent_address", "output", "finalized_at", "passed", "score", "reasons"])
-      .where("task_hash", "in", rows.map((r) => r.task_hash))
+      .where(
+        "task_hash",
+        "in",
+        rows.map((r) => r.task_hash),
+      )
       .execute();
     const workers = new Map(rows.map((r) => [r.task_hash, r.worker]));
     for (const d of deliveries) {
@@ -170,7 +181,9 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
       const mayRead = viewer !== undefined && (viewer === row.poster || viewer === row.worker || viewer === row.verifier_address);
       extras.set(row.task_hash, {
         ...(mayRead ? { output: d.output } : {}),
-        ...(mayRead && d.passed !== null ? { verdict: { passed: d.passed === 1, score: d.score, reasons: json.read<string[]>(d.reasons) ?? [] } } : {}),
+        ...(mayRead && d.passed !== null
+          ? { verdict: { passed: d.passed === 1, score: d.score, reasons: json.read<string[]>(d.reasons) ?? [] } }
+          : {}),
         awaitingVerdict: row.verification_mode !== "auto" && d.finalized_at !== null && d.passed === null,
       });
     }

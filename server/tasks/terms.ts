@@ -121,7 +121,7 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
     routingSummary: input.routingSummary ?? null,
     rootHash: input.rootHash ?? null,
     verificationMode: mode,
-    verificationCriteria: (input.verificationCriteria) ?? null,
+    verificationCriteria: input.verificationCriteria ?? null,
     verifierAddress,
     requiredCapabilities,
     locationZone: input.locationZone ?? DEFAULT_ZONE,

@@ -64,8 +64,10 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       const { passed, reasons = [] } = request.body;
       const score = request.body.score ?? (passed ? 100 : 0);
       const mode = task.listing.verification_mode;
-      if (mode === "auto") throw new MarketError("MODE_MISMATCH", "An auto task is judged by its rules: finalize, or POST /api/v1/verification/verify.");
-      if (mode === "manual" && principal.wallet !== task.listing.poster) throw new MarketError("NOT_POSTER", "In manual mode only the poster judges.");
+      if (mode === "auto")
+        throw new MarketError("MODE_MISMATCH", "An auto task is judged by its rules: finalize, or POST /api/v1/verification/verify.");
+      if (mode === "manual" && principal.wallet !== task.listing.poster)
+        throw new MarketError("NOT_POSTER", "In manual mode only the poster judges.");
       if (mode === "agent" && principal.wallet !== task.listing.verifier_address) throw new MarketError("NOT_VERIFIER");
       const latest = task.delivery;
       if (!awaitsVerdict(task.onChain, latest)) {
@@ -117,13 +119,24 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       const task = await loadTask(db, chains, taskHash);
       const { listing, onChain } = task;
       const role =
-        principal.wallet === listing.poster ? "poster" : principal.wallet === listing.verifier_address ? "verifier" : principal.wallet === onChain.worker ? "executor" : undefined;
+        principal.wallet === listing.poster
+          ? "poster"
+          : principal.wallet === listing.verifier_address
+            ? "verifier"
+            : principal.wallet === onChain.worker
+              ? "executor"
+              : undefined;
       if (!role) throw new MarketError("NOT_TASK_PARTY");
       if (verificationCriteria !== undefined) {
         if (role === "executor") throw new MarketError("CRITERIA_FROM_WORKER");
         requireValidCriteria(verificationCriteria, "auto");
       }
-      if (listing.verification_criteria === null && listing.routing_summary === null && listing.public_brief === null && verificationCriteria === undefined) {
+      if (
+        listing.verification_criteria === null &&
+        listing.routing_summary === null &&
+        listing.public_brief === null &&
+        verificationCriteria === undefined
+      ) {
         throw new MarketError("NOTHING_TO_VERIFY");
       }
       const latest = task.delivery;
@@ -132,7 +145,13 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
         listing.verification_mode === "auto" && verificationCriteria === undefined && awaitsVerdict(onChain, latest) && latest.passed === null;
       if (settles) {
         const judged = await verification.settle(task, latest);
-        return ok({ taskHash: asTaskHash(listing.task_hash), settled: true, status: judged.status, round: latest.round, verificationResult: judged.verificationResult! });
+        return ok({
+          taskHash: asTaskHash(listing.task_hash),
+          settled: true,
+          status: judged.status,
+          round: latest.round,
+          verificationResult: judged.verificationResult!,
+        });
       }
       // An opinion costs the event loop up to a regex time bound per call and settles nothing: each wallet gets a few.
       const wait = advisory.hit(principal.wallet, ADVISORY_VERIFY_PER_MINUTE, now());
@@ -140,8 +159,14 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
         reply.header("retry-after", String(wait));
         throw rateLimited(wait, "advisory verifications");
       }
-      const verdict = autoVerdict(task, latest.output, (verificationCriteria) ?? null);
-      return ok({ taskHash: asTaskHash(listing.task_hash), settled: false, status: statusOf(task, now()), round: latest.round, verificationResult: verdict });
+      const verdict = autoVerdict(task, latest.output, verificationCriteria ?? null);
+      return ok({
+        taskHash: asTaskHash(listing.task_hash),
+        settled: false,
+        status: statusOf(task, now()),
+        round: latest.round,
+        verificationResult: verdict,
+      });
     },
   );
 };

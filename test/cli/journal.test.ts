@@ -11,7 +11,15 @@ const funding = (key: string, taskHash: string, nonce: number) => ({
   escrow: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
   nonce,
   block: 1,
-  rows: [{ key, line: 2, taskHash, amount: "1000000", indexParams: { taskHash, privacy: "public" as const, verificationMode: "auto" as const, requiredCapabilities: [], locationZone: "global" } }],
+  rows: [
+    {
+      key,
+      line: 2,
+      taskHash,
+      amount: "1000000",
+      indexParams: { taskHash, privacy: "public" as const, verificationMode: "auto" as const, requiredCapabilities: [], locationZone: "global" },
+    },
+  ],
 });
 
 describe("cli: the run journal", function () {
@@ -50,7 +58,9 @@ describe("cli: the run journal", function () {
   it("refuses a damaged line that is not the last (JOURNAL_MISMATCH)", function () {
     const file = path.join(taskDir({}), "r.csv.journal.jsonl");
     writeFileSync(file, 'not json\n{"t":"posted","key":"a:0","taskHash":"0x01","txHash":"0x02"}\n');
-    expect(() => readJournal(file)).to.throw().with.property("code", "JOURNAL_MISMATCH");
+    expect(() => readJournal(file))
+      .to.throw()
+      .with.property("code", "JOURNAL_MISMATCH");
   });
 
   it("takes over a lock its holder left behind (a dead pid, or its own pid reused) and releases it on close", function () {

@@ -22,10 +22,13 @@ async function listingProxy(target: string) {
       res.end(JSON.stringify({ success: false, error: { code: "NOT_READY", message: "The service is not ready." } }));
       return;
     }
-    const forward = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const forward = http.request(
+      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     req.pipe(forward);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -58,7 +61,10 @@ describe("cli: NOT_ALL_POSTED and finish-posts", function () {
 
   before(ensureCliBuilt);
   beforeEach(async function () {
-    ({ stack: s, seeded: { posterKey } } = await seededStack());
+    ({
+      stack: s,
+      seeded: { posterKey },
+    } = await seededStack());
     proxy = await listingProxy(s.apiUrl);
   });
   afterEach(async function () {
@@ -87,7 +93,9 @@ describe("cli: NOT_ALL_POSTED and finish-posts", function () {
       ["5", "not started", ""],
       ["6", "not started", ""],
     ]);
-    expect(rows[0]!.tx_hash).to.match(/^0x[0-9a-f]{64}$/).and.equal(rows[1]!.tx_hash);
+    expect(rows[0]!.tx_hash)
+      .to.match(/^0x[0-9a-f]{64}$/)
+      .and.equal(rows[1]!.tx_hash);
     expect(rows[0]!.task_id).to.equal(rows[0]!.task_hash);
     const paid = await balances();
     expect(initial.poster - paid.poster).to.equal(3_000_000n);
@@ -118,7 +126,11 @@ describe("cli: NOT_ALL_POSTED and finish-posts", function () {
     expect(done.escrow - initial.escrow).to.equal(15_000_000n);
     await s.sync();
     const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: env.MARKET_API_KEY })).body.data;
-    expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(readResults(results).map((r) => r.task_hash).sort());
+    expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(
+      readResults(results)
+        .map((r) => r.task_hash)
+        .sort(),
+    );
   });
 
   it("a rerun with every row posted pays nothing and says so", async function () {

@@ -26,7 +26,12 @@ const LONG_BRIEF = "Summarise the attached public report on coastal erosion.\nKe
 const MIXED_TOTAL = 7_750_000n;
 
 const JSONL = [
-  JSON.stringify({ instructions: "Extract every date from this public notice.", amount: "3000000", privacy: "public", capabilities: ["data_extraction"] }),
+  JSON.stringify({
+    instructions: "Extract every date from this public notice.",
+    amount: "3000000",
+    privacy: "public",
+    capabilities: ["data_extraction"],
+  }),
   "",
   JSON.stringify({ Instructions_File: "notes/brief.md", reward: 1.25, privacy: "public", capabilities: "summarization,translation" }),
   JSON.stringify({
@@ -76,7 +81,9 @@ describe("cli: market post-tasks", function () {
       const receipt = await hre.ethers.provider.getTransactionReceipt(row.tx_hash!);
       expect(receipt?.status, row.line).to.equal(1);
       expect(receipt!.from).to.equal(s.poster.address);
-      const created = receipt!.logs.map((log) => s.escrow.interface.parseLog(log)).filter((e) => e?.name === "TaskCreated" && e.args.taskHash === row.task_hash);
+      const created = receipt!.logs
+        .map((log) => s.escrow.interface.parseLog(log))
+        .filter((e) => e?.name === "TaskCreated" && e.args.taskHash === row.task_hash);
       expect(created, row.line).to.have.length(1);
       expect(created[0]!.args.amount).to.equal(BigInt(Math.round(Number(row.escrow) * 1e6)));
     }
@@ -89,7 +96,9 @@ describe("cli: market post-tasks", function () {
     expect(run.status, run.stderr).to.equal(0);
     expect(run.stdout).to.contain("tasks to post: 6 (public 3, private 3)");
     expect(run.stdout).to.contain("total escrow: 7.75 USDC (7750000 raw); public 4.25 USDC, private 3.5 USDC");
-    expect(run.stdout).to.contain("transactions: 1 (1 funding; no approval: the allowance already covers the total); batch creation: up to 20 tasks per funding");
+    expect(run.stdout).to.contain(
+      "transactions: 1 (1 funding; no approval: the allowance already covers the total); batch creation: up to 20 tasks per funding",
+    );
     expect(run.stdout).to.contain("6 rows: posted 6; paid, not listed 0; failed, nothing paid 0; not started 0");
 
     const text = readFileSync(path.join(dir, "tasks.csv.results.csv"), "utf8");
@@ -103,7 +112,10 @@ describe("cli: market post-tasks", function () {
       ["7", "posted", "1", ""],
       ["8", "posted", "1", ""],
     ]);
-    for (const r of rows) expect(r.task_id).to.equal(r.task_hash).and.match(/^0x[0-9a-f]{64}$/);
+    for (const r of rows)
+      expect(r.task_id)
+        .to.equal(r.task_hash)
+        .and.match(/^0x[0-9a-f]{64}$/);
     expect(rows[0]!.task_hash).to.equal(publicTaskHash("Summarise the causes of the French Revolution, in five bullet points."));
     expect(rows[2]!.task_hash).to.equal(publicTaskHash(LONG_BRIEF));
     expect(rows[3]!.task_hash).to.equal(publicTaskHash("Write a haiku about escrow."));
@@ -119,7 +131,12 @@ describe("cli: market post-tasks", function () {
     expect(rows.every((r) => listed.has(r.task_hash!))).to.equal(true);
     expect(meta(0)).to.deep.include({ privacy: "public", verificationMode: "auto", requiredCapabilities: ["summarization", "web_research"] });
     expect(meta(0).reward.amount).to.equal("2500000");
-    expect(meta(1)).to.deep.include({ privacy: "private", verificationMode: "manual", routingSummary: "Translation of a short memo", requiredCapabilities: ["translation", "summarization"] });
+    expect(meta(1)).to.deep.include({
+      privacy: "private",
+      verificationMode: "manual",
+      routingSummary: "Translation of a short memo",
+      requiredCapabilities: ["translation", "summarization"],
+    });
     expect(meta(1).reward.amount).to.equal("1500000");
     expect(meta(2).publicBrief).to.equal(LONG_BRIEF);
     expect(meta(3).targetExecutor).to.equal(s.worker.address);
@@ -154,7 +171,10 @@ describe("cli: market post-tasks", function () {
     expect(before.poster - after.poster).to.equal(JSONL_TOTAL);
     expect(after.escrow - before.escrow).to.equal(JSONL_TOTAL);
     const listed = new Map<string, TaskView>((await posted()).map((t) => [t.meta.taskHash, t]));
-    expect(listed.get(rows[1]!.task_hash!)!.meta).to.deep.include({ publicBrief: JSONL_BRIEF, requiredCapabilities: ["summarization", "translation"] });
+    expect(listed.get(rows[1]!.task_hash!)!.meta).to.deep.include({
+      publicBrief: JSONL_BRIEF,
+      requiredCapabilities: ["summarization", "translation"],
+    });
     expect(listed.get(rows[2]!.task_hash!)!.meta).to.deep.include({
       privacy: "private",
       verificationMode: "manual",
@@ -164,7 +184,10 @@ describe("cli: market post-tasks", function () {
   });
 
   it("--dry-run checks and shows the totals, and sends nothing", async function () {
-    const dir = taskDir({ "tasks.csv": MIXED_CSV(s.worker.address).replace(/French Revolution/, "Russian Revolution"), "briefs/long.txt": "Another brief." });
+    const dir = taskDir({
+      "tasks.csv": MIXED_CSV(s.worker.address).replace(/French Revolution/, "Russian Revolution"),
+      "briefs/long.txt": "Another brief.",
+    });
     const before = await balances();
     const listedBefore = (await posted()).length;
     const run = await runCli(["post-tasks", "--file", "tasks.csv", "--dry-run"], { env: await cliEnv(s, s.poster), cwd: dir });
@@ -172,7 +195,9 @@ describe("cli: market post-tasks", function () {
     expect(run.stdout).to.contain("file: tasks.csv (6 rows, all valid)");
     expect(run.stdout).to.contain("tasks to post: 6 (public 3, private 3)");
     expect(run.stdout).to.contain("total escrow: 7.75 USDC (7750000 raw)");
-    expect(run.stdout).to.contain("transactions: 2 (1 approval + 1 funding; no approval if the allowance already covers the total); batch creation: up to 20 tasks per funding");
+    expect(run.stdout).to.contain(
+      "transactions: 2 (1 approval + 1 funding; no approval if the allowance already covers the total); batch creation: up to 20 tasks per funding",
+    );
     expect(run.stdout).to.contain("dry run: nothing was sent");
     expect(await balances()).to.deep.equal(before);
     expect((await posted()).length).to.equal(listedBefore);
@@ -227,7 +252,9 @@ describe("cli: market post-tasks", function () {
   });
 
   it("--max-total refuses a run above it with SPEND_LIMIT before sending anything", async function () {
-    const dir = taskDir({ "tasks.csv": "instructions,reward,privacy\nName four uses of a paperclip.,2,public\nName five uses of a paperclip.,2,public\n" });
+    const dir = taskDir({
+      "tasks.csv": "instructions,reward,privacy\nName four uses of a paperclip.,2,public\nName five uses of a paperclip.,2,public\n",
+    });
     const before = await balances();
     const run = await runCli(["post-tasks", "--file", "tasks.csv", "--yes", "--max-total", "3.5"], { env: await cliEnv(s, s.poster), cwd: dir });
     expect(run.status).to.equal(1);
@@ -238,10 +265,16 @@ describe("cli: market post-tasks", function () {
   it("never prints the API key or the private key", async function () {
     const env = await cliEnv(s, s.poster);
     const dir = taskDir({ "tasks.csv": "instructions,reward\nx,1\n" });
-    const wrongKey = await runCli(["post-tasks", "--file", "tasks.csv", "--yes"], { env: { ...env, MARKET_PRIVATE_KEY: (await s.clientOptions(s.stranger)).executor.privateKey }, cwd: dir });
+    const wrongKey = await runCli(["post-tasks", "--file", "tasks.csv", "--yes"], {
+      env: { ...env, MARKET_PRIVATE_KEY: (await s.clientOptions(s.stranger)).executor.privateKey },
+      cwd: dir,
+    });
     expect(wrongKey.status).to.equal(1);
     expect(wrongKey.stderr).to.contain("error OWNER_MISMATCH");
-    const badUrl = await runCli(["post-tasks", "--file", "tasks.csv", "--yes"], { env: { ...env, MARKET_API_URL: `http://127.0.0.1:1/${env.MARKET_API_KEY}` }, cwd: dir });
+    const badUrl = await runCli(["post-tasks", "--file", "tasks.csv", "--yes"], {
+      env: { ...env, MARKET_API_URL: `http://127.0.0.1:1/${env.MARKET_API_KEY}` },
+      cwd: dir,
+    });
     expect(badUrl.status).to.equal(1);
     for (const run of [wrongKey, badUrl]) {
       const output = run.stdout + run.stderr;

@@ -16,38 +16,108 @@ interface Refusal {
 const many = (count: number) => ["instructions,amount", ...Array.from({ length: count }, (_, i) => `Private brief number ${i},1000000`)].join("\n");
 
 const REFUSALS: Refusal[] = [
-  { name: "an unknown column", files: { "t.csv": "instructions,reward,colour\nPaint it.,1,blue\n" }, code: "BAD_COLUMNS", detail: 'line 1, column colour: BAD_COLUMNS: unknown column "colour"' },
-  { name: "an unknown JSON Lines field", files: { "t.jsonl": '{"instructions":"Paint it.","reward":"1","colour":"blue"}\n' }, code: "BAD_COLUMNS", detail: "line 1, column colour: BAD_COLUMNS" },
+  {
+    name: "an unknown column",
+    files: { "t.csv": "instructions,reward,colour\nPaint it.,1,blue\n" },
+    code: "BAD_COLUMNS",
+    detail: 'line 1, column colour: BAD_COLUMNS: unknown column "colour"',
+  },
+  {
+    name: "an unknown JSON Lines field",
+    files: { "t.jsonl": '{"instructions":"Paint it.","reward":"1","colour":"blue"}\n' },
+    code: "BAD_COLUMNS",
+    detail: "line 1, column colour: BAD_COLUMNS",
+  },
   {
     name: "the same public brief twice",
     files: { "t.csv": "instructions,reward,privacy\nName a prime.,1,public\nName a square.,1,public\nName a prime.,2,public\n" },
     code: "DUPLICATE_BRIEF",
     detail: "line 4, column instructions: DUPLICATE_BRIEF: same public brief as line 2",
   },
-  { name: "reward and amount together", files: { "t.csv": "instructions,reward,amount\nDo it.,1,1000000\n" }, code: "INVALID_ROWS", detail: "line 2, column amount: REWARD_AND_AMOUNT" },
-  { name: "neither reward nor amount", files: { "t.csv": "instructions,reward,amount\nDo it.,,\n" }, code: "INVALID_ROWS", detail: "line 2, column reward: REWARD_REQUIRED" },
-  { name: "a duration below an hour", files: { "t.csv": "instructions,reward,duration\nDo it.,1,600\n" }, code: "INVALID_ROWS", detail: "line 2, column duration: DURATION_OUT_OF_RANGE" },
-  { name: "a duration that is not a number", files: { "t.jsonl": '{"instructions":"Do it.","reward":"1","duration":"a day"}\n' }, code: "INVALID_ROWS", detail: "line 1, column duration: DURATION_NOT_INTEGER" },
-  { name: "a bad privacy", files: { "t.csv": "instructions,reward,privacy\nDo it.,1,secret\n" }, code: "INVALID_ROWS", detail: "line 2, column privacy: INVALID_PRIVACY" },
-  { name: "a bad verification", files: { "t.csv": "instructions,reward,verification\nDo it.,1,oracle\n" }, code: "INVALID_ROWS", detail: "line 2, column verification: INVALID_VERIFICATION" },
-  { name: "a zone over 128 characters", files: { "t.csv": `instructions,reward,zone\nDo it.,1,${"z".repeat(129)}\n` }, code: "INVALID_ROWS", detail: "line 2, column zone: ZONE_TOO_LONG" },
+  {
+    name: "reward and amount together",
+    files: { "t.csv": "instructions,reward,amount\nDo it.,1,1000000\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column amount: REWARD_AND_AMOUNT",
+  },
+  {
+    name: "neither reward nor amount",
+    files: { "t.csv": "instructions,reward,amount\nDo it.,,\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column reward: REWARD_REQUIRED",
+  },
+  {
+    name: "a duration below an hour",
+    files: { "t.csv": "instructions,reward,duration\nDo it.,1,600\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column duration: DURATION_OUT_OF_RANGE",
+  },
+  {
+    name: "a duration that is not a number",
+    files: { "t.jsonl": '{"instructions":"Do it.","reward":"1","duration":"a day"}\n' },
+    code: "INVALID_ROWS",
+    detail: "line 1, column duration: DURATION_NOT_INTEGER",
+  },
+  {
+    name: "a bad privacy",
+    files: { "t.csv": "instructions,reward,privacy\nDo it.,1,secret\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column privacy: INVALID_PRIVACY",
+  },
+  {
+    name: "a bad verification",
+    files: { "t.csv": "instructions,reward,verification\nDo it.,1,oracle\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column verification: INVALID_VERIFICATION",
+  },
+  {
+    name: "a zone over 128 characters",
+    files: { "t.csv": `instructions,reward,zone\nDo it.,1,${"z".repeat(129)}\n` },
+    code: "INVALID_ROWS",
+    detail: "line 2, column zone: ZONE_TOO_LONG",
+  },
   {
     name: "a routing summary over 500 characters",
     files: { "t.csv": `instructions,reward,routing_summary\nDo it.,1,${"r".repeat(501)}\n` },
     code: "INVALID_ROWS",
     detail: "line 2, column routing_summary: ROUTING_SUMMARY_TOO_LONG",
   },
-  { name: "an unknown capability", files: { "t.csv": "instructions,reward,capabilities\nDo it.,1,summarization;juggling\n" }, code: "INVALID_ROWS", detail: "line 2, column capabilities: UNKNOWN_CAPABILITY: unknown capability tag: juggling (known: data_processing, " },
-  { name: "a bad target", files: { "t.csv": "instructions,reward,target\nDo it.,1,0x1234\n" }, code: "INVALID_ROWS", detail: "line 2, column target: INVALID_ADDRESS" },
-  { name: "more than 1,000 rows", files: { "t.csv": many(1001) }, code: "INVALID_ROWS", detail: "line 1002: TOO_MANY_ROWS: at most 1000 rows per run; this file has 1001" },
+  {
+    name: "an unknown capability",
+    files: { "t.csv": "instructions,reward,capabilities\nDo it.,1,summarization;juggling\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column capabilities: UNKNOWN_CAPABILITY: unknown capability tag: juggling (known: data_processing, ",
+  },
+  {
+    name: "a bad target",
+    files: { "t.csv": "instructions,reward,target\nDo it.,1,0x1234\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column target: INVALID_ADDRESS",
+  },
+  {
+    name: "more than 1,000 rows",
+    files: { "t.csv": many(1001) },
+    code: "INVALID_ROWS",
+    detail: "line 1002: TOO_MANY_ROWS: at most 1000 rows per run; this file has 1001",
+  },
   {
     name: "a missing instructions_file",
     files: { "t.csv": "instructions_file,reward\nbriefs/missing.txt,1\n" },
     code: "INVALID_ROWS",
     detail: "line 2, column instructions_file: INSTRUCTIONS_FILE_UNREADABLE: cannot read briefs/missing.txt",
   },
-  { name: "a CSV quote never closed", files: { "t.csv": 'instructions,reward\n"Do it.,1\nDo that.,2\n' }, code: "INVALID_ROWS", detail: "line 2: CSV_UNTERMINATED_QUOTE" },
-  { name: "a bad reward and a bad row together", files: { "t.csv": "instructions,reward\nDo it.,2.5.1\n,1\n" }, code: "INVALID_ROWS", detail: "line 3, column instructions: INSTRUCTIONS_REQUIRED" },
+  {
+    name: "a CSV quote never closed",
+    files: { "t.csv": 'instructions,reward\n"Do it.,1\nDo that.,2\n' },
+    code: "INVALID_ROWS",
+    detail: "line 2: CSV_UNTERMINATED_QUOTE",
+  },
+  {
+    name: "a bad reward and a bad row together",
+    files: { "t.csv": "instructions,reward\nDo it.,2.5.1\n,1\n" },
+    code: "INVALID_ROWS",
+    detail: "line 3, column instructions: INSTRUCTIONS_REQUIRED",
+  },
 ];
 
 describe("cli: bulk file refusals", function () {
@@ -55,7 +125,10 @@ describe("cli: bulk file refusals", function () {
   let env: NodeJS.ProcessEnv;
   let initial: { poster: bigint; nonce: number };
 
-  const snapshot = async () => ({ poster: await s.usdc.balanceOf(s.poster.address), nonce: await hre.ethers.provider.getTransactionCount(s.poster.address) });
+  const snapshot = async () => ({
+    poster: await s.usdc.balanceOf(s.poster.address),
+    nonce: await hre.ethers.provider.getTransactionCount(s.poster.address),
+  });
 
   before(async function () {
     ensureCliBuilt();
@@ -112,7 +185,13 @@ describe("cli: bulk file refusals", function () {
 
   it("refuses bad arguments with status 2", async function () {
     const dir = taskDir({ "t.csv": "instructions,reward\nDo it.,1\n", "t.txt": "" });
-    for (const args of [["post-tasks", "--file", "t.csv", "--chunk", "0"], ["post-tasks"], ["post-tasks", "--file", "t.txt"], ["review", "0x12", "--approve"], ["nonsense"]]) {
+    for (const args of [
+      ["post-tasks", "--file", "t.csv", "--chunk", "0"],
+      ["post-tasks"],
+      ["post-tasks", "--file", "t.txt"],
+      ["review", "0x12", "--approve"],
+      ["nonsense"],
+    ]) {
       const run = await runCli(args, { env, cwd: dir });
       expect(run.status, `${args.join(" ")}: ${run.stderr}`).to.equal(2);
     }

@@ -43,7 +43,10 @@ describe("cli: a killed post-tasks run, rerun", function () {
 
   before(ensureCliBuilt);
   beforeEach(async function () {
-    ({ stack: s, seeded: { posterKey } } = await seededStack());
+    ({
+      stack: s,
+      seeded: { posterKey },
+    } = await seededStack());
     dir = taskDir({ "tasks.csv": SIX_ROWS });
     journal = path.join(dir, "tasks.csv.results.csv.journal.jsonl");
     initial = await balances();
@@ -116,7 +119,12 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(rows[1]!.error).to.match(error);
     await s.sync();
     const { tasks } = (await s.call<{ tasks: TaskView[] }>("GET", "/api/v1/a2a/tasks/posted", { key: posterKey })).body.data;
-    expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(rows.filter((r) => r.status === "posted").map((r) => r.task_hash).sort());
+    expect(tasks.map((t) => t.meta.taskHash).sort()).to.deep.equal(
+      rows
+        .filter((r) => r.status === "posted")
+        .map((r) => r.task_hash)
+        .sort(),
+    );
     expect(entries("posted").map((e) => e.taskHash)).not.to.include(killed.taskHash);
     return rows;
   }
@@ -152,7 +160,9 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(finish.status, finish.stderr).to.equal(3);
     expect(finish.stdout).to.contain("paid by an earlier run, to be listed: 0");
     expect(finish.stdout).to.not.contain("never paid for");
-    expect(finish.stderr).to.contain("error NOT_ALL_POSTED: 1 paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed");
+    expect(finish.stderr).to.contain(
+      "error NOT_ALL_POSTED: 1 paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed",
+    );
     expect(await balances()).to.deep.equal(paid);
   });
 
@@ -164,7 +174,10 @@ describe("cli: a killed post-tasks run, rerun", function () {
     const rerun = await runCli(ARGS, { env, cwd: dir });
     expect(rerun.status, rerun.stderr).to.equal(3);
     expect(rerun.stdout).to.contain("tasks to post: 4 (public 2, private 2)");
-    const rows = await expectPostedBesidesLine3(killed, /^NOT_OPEN: The task expired on chain: its deadline passed before it was listed .*; it cannot be listed\.$/);
+    const rows = await expectPostedBesidesLine3(
+      killed,
+      /^NOT_OPEN: The task expired on chain: its deadline passed before it was listed .*; it cannot be listed\.$/,
+    );
     expect(rows[1]!.error).to.contain(`market cancel ${killed.taskHash}`);
     const paid = await balances();
     expect(initial.poster - paid.poster).to.equal(TOTAL);
@@ -199,8 +212,18 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(first.status, first.stderr).to.equal(0);
     // What a kill between the listing and its journal entry leaves: no `posted` entry for rows 2 and 5.
     const journalText = readFileSync(journal, "utf8").split("\n");
-    const forgotten = new Set([3, 6].map((line) => (entries("funding").flatMap((e) => e.rows as Array<{ line: number; key: string }>).find((r) => r.line === line)!.key)));
-    writeFileSync(journal, journalText.filter((l) => !(l.includes('"t":"posted"') && forgotten.has((JSON.parse(l) as { key: string }).key))).join("\n"));
+    const forgotten = new Set(
+      [3, 6].map(
+        (line) =>
+          entries("funding")
+            .flatMap((e) => e.rows as Array<{ line: number; key: string }>)
+            .find((r) => r.line === line)!.key,
+      ),
+    );
+    writeFileSync(
+      journal,
+      journalText.filter((l) => !(l.includes('"t":"posted"') && forgotten.has((JSON.parse(l) as { key: string }).key))).join("\n"),
+    );
 
     const rerun = await runCli(args, { env, cwd: dir });
     expect(rerun.status, rerun.stderr).to.equal(0);
@@ -214,8 +237,16 @@ describe("cli: a killed post-tasks run, rerun", function () {
     const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     const first = await runCli(ARGS, { env, cwd: dir });
     expect(first.status, first.stderr).to.equal(0);
-    const forgotten = (entries("funding").flatMap((e) => e.rows as Array<{ line: number; key: string; taskHash: string }>)).find((r) => r.line === 3)!;
-    writeFileSync(journal, readFileSync(journal, "utf8").split("\n").filter((l) => !(l.includes('"t":"posted"') && l.includes(forgotten.key))).join("\n"));
+    const forgotten = entries("funding")
+      .flatMap((e) => e.rows as Array<{ line: number; key: string; taskHash: string }>)
+      .find((r) => r.line === 3)!;
+    writeFileSync(
+      journal,
+      readFileSync(journal, "utf8")
+        .split("\n")
+        .filter((l) => !(l.includes('"t":"posted"') && l.includes(forgotten.key)))
+        .join("\n"),
+    );
     const cancel = await runCli(["cancel", forgotten.taskHash], { env, cwd: dir });
     expect(cancel.status, cancel.stderr).to.equal(0);
     const paid = await balances();
@@ -233,7 +264,11 @@ describe("cli: a killed post-tasks run, rerun", function () {
     const first = startCli(args, { env, cwd: dir });
     await until(() => entries("funding").length === 1, "the first funding entry");
     const provider = hre.ethers.provider;
-    await until(async () => (await provider.getTransactionCount(s.poster.address, "pending")) > (await provider.getTransactionCount(s.poster.address, "latest")), "the funding in the mempool");
+    await until(
+      async () =>
+        (await provider.getTransactionCount(s.poster.address, "pending")) > (await provider.getTransactionCount(s.poster.address, "latest")),
+      "the funding in the mempool",
+    );
     const second = await runCli(args, { env, cwd: dir });
     expect(second.status).to.equal(1);
     expect(second.stderr).to.match(/^error RUN_IN_PROGRESS: Another market run \(pid \d+\) is using /);

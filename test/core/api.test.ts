@@ -1,17 +1,7 @@
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import {
-  asAddress,
-  asRawAmount,
-  asTaskHash,
-  Assigned,
-  isAddress,
-  isRawAmount,
-  isTaskHash,
-  TaskView,
-  UnsignedTx,
-} from "../../core/api";
+import { asAddress, asRawAmount, asTaskHash, Assigned, isAddress, isRawAmount, isTaskHash, TaskView, UnsignedTx } from "../../core/api";
 import { TASK_STATUSES } from "../../core/status";
 import { ensureCliBuilt } from "../support/cli";
 
@@ -68,7 +58,10 @@ describe("core/api", function () {
     const root = path.resolve(__dirname, "../..");
     const loaded = execFileSync(
       process.execPath,
-      ["-e", "require('./sdk/dist/sdk/src/index.js'); console.log(JSON.stringify(Object.keys(require.cache).filter((m) => /typebox|core[\\\\/]api/.test(m))))"],
+      [
+        "-e",
+        "require('./sdk/dist/sdk/src/index.js'); console.log(JSON.stringify(Object.keys(require.cache).filter((m) => /typebox|core[\\\\/]api/.test(m))))",
+      ],
       { cwd: root, encoding: "utf8" },
     );
     expect(JSON.parse(loaded)).to.deep.equal([]);

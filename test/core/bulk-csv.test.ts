@@ -5,11 +5,39 @@ describe("core/bulk: CSV", () => {
   const table: [string, string, { line: number; fields: string[] }[]][] = [
     ["empty text", "", []],
     ["header only, no final newline", "a,b", [{ line: 1, fields: ["a", "b"] }]],
-    ["LF", "a,b\n1,2\n", [{ line: 1, fields: ["a", "b"] }, { line: 2, fields: ["1", "2"] }]],
-    ["CRLF", "a,b\r\n1,2\r\n", [{ line: 1, fields: ["a", "b"] }, { line: 2, fields: ["1", "2"] }]],
-    ["lone CR", "a,b\r1,2", [{ line: 1, fields: ["a", "b"] }, { line: 2, fields: ["1", "2"] }]],
+    [
+      "LF",
+      "a,b\n1,2\n",
+      [
+        { line: 1, fields: ["a", "b"] },
+        { line: 2, fields: ["1", "2"] },
+      ],
+    ],
+    [
+      "CRLF",
+      "a,b\r\n1,2\r\n",
+      [
+        { line: 1, fields: ["a", "b"] },
+        { line: 2, fields: ["1", "2"] },
+      ],
+    ],
+    [
+      "lone CR",
+      "a,b\r1,2",
+      [
+        { line: 1, fields: ["a", "b"] },
+        { line: 2, fields: ["1", "2"] },
+      ],
+    ],
     ["BOM dropped", "\uFEFFa,b\n", [{ line: 1, fields: ["a", "b"] }]],
-    ["empty fields", "a,,\n,,\n", [{ line: 1, fields: ["a", "", ""] }, { line: 2, fields: ["", "", ""] }]],
+    [
+      "empty fields",
+      "a,,\n,,\n",
+      [
+        { line: 1, fields: ["a", "", ""] },
+        { line: 2, fields: ["", "", ""] },
+      ],
+    ],
     ["quoted comma", 'x,"1,5",y\n', [{ line: 1, fields: ["x", "1,5", "y"] }]],
     ["doubled quote", '"say ""hi""",b\n', [{ line: 1, fields: ['say "hi"', "b"] }]],
     ["empty quoted field", '"",b\n', [{ line: 1, fields: ["", "b"] }]],
@@ -24,7 +52,15 @@ describe("core/bulk: CSV", () => {
         { line: 5, fields: ["next"] },
       ],
     ],
-    ["blank line kept as an empty record", "a\n\nb\n", [{ line: 1, fields: ["a"] }, { line: 2, fields: [""] }, { line: 3, fields: ["b"] }]],
+    [
+      "blank line kept as an empty record",
+      "a\n\nb\n",
+      [
+        { line: 1, fields: ["a"] },
+        { line: 2, fields: [""] },
+        { line: 3, fields: ["b"] },
+      ],
+    ],
     ["quote inside an unquoted field is text", 'a 5" disk,b\n', [{ line: 1, fields: ['a 5" disk', "b"] }]],
     ["spaces kept", " a , b \n", [{ line: 1, fields: [" a ", " b "] }]],
   ];

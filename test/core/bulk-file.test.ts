@@ -1,13 +1,5 @@
 import { expect } from "chai";
-import {
-  BulkFileIssue,
-  bulkFormatOf,
-  BulkRowIssue,
-  parseBulkFile,
-  type BulkFileOptions,
-  type BulkFileResult,
-  type RowIssue,
-} from "../../core/bulk";
+import { BulkFileIssue, bulkFormatOf, BulkRowIssue, parseBulkFile, type BulkFileOptions, type BulkFileResult, type RowIssue } from "../../core/bulk";
 import { AmountIssue } from "../../core/money";
 import { TaskFieldIssue } from "../../core/task-fields";
 
@@ -107,9 +99,17 @@ describe("core/bulk: task files", () => {
       ["unknown privacy", "brief,1,,,secret,,,,,", [{ column: "privacy", code: TaskFieldIssue.INVALID_PRIVACY }]],
       ["agent verification", "brief,1,,,,agent,,,,", [{ column: "verification", code: BulkRowIssue.INVALID_VERIFICATION }]],
       ["zone too long", `brief,1,,,,,${"z".repeat(129)},,,`, [{ column: "zone", code: TaskFieldIssue.ZONE_TOO_LONG }]],
-      ["routing summary too long", `brief,1,,,,,,${"s".repeat(501)},,`, [{ column: "routing_summary", code: TaskFieldIssue.ROUTING_SUMMARY_TOO_LONG }]],
+      [
+        "routing summary too long",
+        `brief,1,,,,,,${"s".repeat(501)},,`,
+        [{ column: "routing_summary", code: TaskFieldIssue.ROUTING_SUMMARY_TOO_LONG }],
+      ],
       ["unknown capability", "brief,1,,,,,,,translation;cooking,", [{ column: "capabilities", code: BulkRowIssue.UNKNOWN_CAPABILITY }]],
-      ["comma-separated tags outside the CLI", 'brief,1,,,,,,,"translation,testing",', [{ column: "capabilities", code: BulkRowIssue.UNKNOWN_CAPABILITY }]],
+      [
+        "comma-separated tags outside the CLI",
+        'brief,1,,,,,,,"translation,testing",',
+        [{ column: "capabilities", code: BulkRowIssue.UNKNOWN_CAPABILITY }],
+      ],
       ["bad target", "brief,1,,,,,,,,0x1234", [{ column: "target", code: TaskFieldIssue.INVALID_ADDRESS }]],
       ["bad target checksum", `brief,1,,,,,,,,${TARGET.slice(0, -1)}e`, [{ column: "target", code: TaskFieldIssue.INVALID_ADDRESS }]],
       ["too few cells", "brief,1", [{ code: BulkFileIssue.FIELD_COUNT }]],
@@ -229,7 +229,12 @@ describe("core/bulk: task files", () => {
     it("is an unknown column without readFile", () => {
       expect(parseBulkFile("instructions_file,reward\nbriefs/one.md,1\n", csv)).to.deep.include({
         readable: false,
-        issue: { line: 1, column: "instructions_file", code: BulkFileIssue.BAD_COLUMNS, message: 'unknown column "instructions_file" (instructions_file is read by the CLI only)' },
+        issue: {
+          line: 1,
+          column: "instructions_file",
+          code: BulkFileIssue.BAD_COLUMNS,
+          message: 'unknown column "instructions_file" (instructions_file is read by the CLI only)',
+        },
       });
     });
   });
@@ -239,14 +244,29 @@ describe("core/bulk: task files", () => {
       ["an unknown CSV column", "instructions,reward,colour\na,1,red\n", csv, { line: 1, column: "colour", code: BulkFileIssue.BAD_COLUMNS }],
       ["a repeated column", "instructions,Reward,reward\na,1,1\n", csv, { line: 1, column: "reward", code: BulkFileIssue.BAD_COLUMNS }],
       ["a nameless column", "instructions,,reward\na,,1\n", csv, { line: 1, column: "", code: BulkFileIssue.BAD_COLUMNS }],
-      ["an unknown JSON key", '{"instructions":"a","reward":1}\n{"instructions":"b","reward":1,"tip":2}\n', jsonl, { line: 2, column: "tip", code: BulkFileIssue.BAD_COLUMNS }],
-      ["a JSON key repeated in another case", '{"reward":1,"Reward":2,"instructions":"a"}\n', jsonl, { line: 1, column: "Reward", code: BulkFileIssue.BAD_COLUMNS }],
+      [
+        "an unknown JSON key",
+        '{"instructions":"a","reward":1}\n{"instructions":"b","reward":1,"tip":2}\n',
+        jsonl,
+        { line: 2, column: "tip", code: BulkFileIssue.BAD_COLUMNS },
+      ],
+      [
+        "a JSON key repeated in another case",
+        '{"reward":1,"Reward":2,"instructions":"a"}\n',
+        jsonl,
+        { line: 1, column: "Reward", code: BulkFileIssue.BAD_COLUMNS },
+      ],
       ["an unterminated quote", 'instructions,reward\n"a,1\nb,2\n', csv, { line: 2, code: BulkFileIssue.CSV_UNTERMINATED_QUOTE }],
       ["text after a closing quote", 'instructions,reward\n"a"b,1\n', csv, { line: 2, code: BulkFileIssue.CSV_BAD_QUOTE }],
       ["an empty CSV", "", csv, { line: 1, code: BulkFileIssue.EMPTY_FILE }],
       ["an empty JSONL", "\n \n", jsonl, { line: 1, code: BulkFileIssue.EMPTY_FILE }],
       ["a header without rows", "instructions,reward\n\n", csv, { line: 1, code: BulkFileIssue.NO_ROWS }],
-      ["more rows than the MCP limit", `instructions,amount\n${"a,1\n".repeat(201)}`, { ...csv, maxRows: 200 }, { line: 202, code: BulkFileIssue.TOO_MANY_ROWS }],
+      [
+        "more rows than the MCP limit",
+        `instructions,amount\n${"a,1\n".repeat(201)}`,
+        { ...csv, maxRows: 200 },
+        { line: 202, code: BulkFileIssue.TOO_MANY_ROWS },
+      ],
       ["more than 1,000 rows", `instructions,amount\n${"a,1\n".repeat(1_001)}`, csv, { line: 1_002, code: BulkFileIssue.TOO_MANY_ROWS }],
     ];
     for (const [name, text, options, expected] of table) {

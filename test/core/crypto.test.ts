@@ -99,7 +99,9 @@ describe("core/crypto", () => {
     it("derives the uncompressed public key (130 hex, no 0x)", () => {
       expect(publicKeyFromPrivateKey(KEY_ONE)).to.equal(G_UNCOMPRESSED);
       expect(publicKeyFromPrivateKey(KEY_ONE.slice(2))).to.equal(G_UNCOMPRESSED);
-      expect(publicKeyFromPrivateKey(HARDHAT_KEY)).to.have.length(130).and.match(/^04[0-9a-f]{128}$/);
+      expect(publicKeyFromPrivateKey(HARDHAT_KEY))
+        .to.have.length(130)
+        .and.match(/^04[0-9a-f]{128}$/);
     });
 
     const forms: [string, string][] = [
@@ -158,7 +160,9 @@ describe("core/crypto", () => {
       it(`wraps to a ${name} public key and unwraps with the private key`, () => {
         const { key } = encryptBrief("brief");
         const wrapped = wrapBriefKey(key, form);
-        expect(wrapped).to.match(/^[0-9a-f]+$/).and.have.length(WRAPPED_KEY_BYTES * 2);
+        expect(wrapped)
+          .to.match(/^[0-9a-f]+$/)
+          .and.have.length(WRAPPED_KEY_BYTES * 2);
         expect(Buffer.from(unwrapBriefKey(wrapped, HARDHAT_KEY)).equals(Buffer.from(key))).to.equal(true);
         expect(Buffer.from(unwrapBriefKey(`0x${wrapped}`, `0x${HARDHAT_KEY}`)).equals(Buffer.from(key))).to.equal(true);
       });
@@ -255,7 +259,9 @@ describe("core/crypto", () => {
 
     it("private task hash is the SHA-256 of the uploaded ciphertext, equal to its content hash", () => {
       const { ciphertext } = encryptBrief("brief");
-      expect(privateTaskHash(ciphertext)).to.equal(contentHash(ciphertext)).and.match(/^0x[0-9a-f]{64}$/);
+      expect(privateTaskHash(ciphertext))
+        .to.equal(contentHash(ciphertext))
+        .and.match(/^0x[0-9a-f]{64}$/);
     });
   });
 });

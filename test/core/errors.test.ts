@@ -1,5 +1,14 @@
 import { expect } from "chai";
-import { ALIAS_REASONS, answeredCode, clearName, ERROR_CODE_ALIASES, ERROR_CODES, isErrorCode, MarketError, type ErrorCodeAlias } from "../../core/errors";
+import {
+  ALIAS_REASONS,
+  answeredCode,
+  clearName,
+  ERROR_CODE_ALIASES,
+  ERROR_CODES,
+  isErrorCode,
+  MarketError,
+  type ErrorCodeAlias,
+} from "../../core/errors";
 
 describe("core/errors: clear names", function () {
   const aliases = Object.keys(ERROR_CODE_ALIASES) as ErrorCodeAlias[];

@@ -83,7 +83,10 @@ function sample(param: ParamType, seed: number): { value: unknown; stored: strin
 
 function encoded(fragment: EventFragment, seed: number) {
   const samples = fragment.inputs.map((input, i) => sample(input, seed + i));
-  const log = escrowAbi.encodeEventLog(fragment, samples.map((s) => s.value));
+  const log = escrowAbi.encodeEventLog(
+    fragment,
+    samples.map((s) => s.value),
+  );
   const stored = Object.fromEntries(fragment.inputs.map((input, i) => [input.name, samples[i]!.stored]));
   return { ...log, stored };
 }
@@ -101,7 +104,10 @@ const at = (blockNumber: number, blockTime: number, logIndex = 0) => ({
 /** A log of `name` with these arguments, encoded by the ABI and decoded by core/escrow. */
 function logOf(name: EscrowEventName, args: Record<string, unknown>, blockNumber: number, blockTime: number): EscrowLog {
   const fragment = escrowAbi.getEvent(name);
-  const { topics, data } = escrowAbi.encodeEventLog(fragment, fragment.inputs.map((input) => args[input.name]));
+  const { topics, data } = escrowAbi.encodeEventLog(
+    fragment,
+    fragment.inputs.map((input) => args[input.name]),
+  );
   return decodeEscrowLog(at(blockNumber, blockTime), topics, data);
 }
 
@@ -194,7 +200,10 @@ describe("core/escrow fold", function () {
     task = applyTaskEvent(task, logOf("EvidenceSubmitted", { taskHash: hash, worker, resultHash: result, round: 1 }, 12, 2))!;
     expect(task).to.include({ status: EscrowStatus.Submitted, rounds: 1, resultHash: result });
     const failedAt = deadline - 3_600;
-    task = applyTaskEvent(task, logOf("VerificationCompleted", { taskHash: hash, verifier: verifierKey, passed: false, score: 12, round: 1 }, 13, failedAt))!;
+    task = applyTaskEvent(
+      task,
+      logOf("VerificationCompleted", { taskHash: hash, verifier: verifierKey, passed: false, score: 12, round: 1 }, 13, failedAt),
+    )!;
     expect(task).to.include({ status: EscrowStatus.Failed, lastScore: 12, phaseAt: failedAt });
     expect(windowEndsAt(task)).to.equal(failedAt + APPEAL_WINDOW_SECONDS);
     expect(snapshotOf(task)).to.deep.equal({
@@ -213,7 +222,10 @@ describe("core/escrow fold", function () {
     expect(windowEndsAt(task)).to.equal(disputedAt + RULING_WINDOW_SECONDS);
     const ruling = logOf("DisputeResolved", { taskHash: hash, workerWins: true }, 15, disputedAt + 1);
     expect(applyTaskEvent(task, ruling), "a ruling changes nothing until its ending event").to.equal(task);
-    task = applyTaskEvent(task, logOf("TaskCompleted", { taskHash: hash, worker, payout: 9_000_000n, fee: 1_000_000n, ending: Ending.DisputeWonByWorker }, 15, disputedAt + 1))!;
+    task = applyTaskEvent(
+      task,
+      logOf("TaskCompleted", { taskHash: hash, worker, payout: 9_000_000n, fee: 1_000_000n, ending: Ending.DisputeWonByWorker }, 15, disputedAt + 1),
+    )!;
     expect(task).to.include({ status: EscrowStatus.Paid, ending: Ending.DisputeWonByWorker, payout: 9_000_000n, fee: 1_000_000n });
   });
 

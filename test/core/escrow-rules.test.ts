@@ -61,7 +61,10 @@ function refused(check: Check<object>, error: EscrowRefusal["error"], args: Reco
   expect(check).to.deep.equal({ ok: false, refusal: { error, args } });
   const fragment = escrowAbi.getError(error);
   expect(fragment, `${error} is a custom error of the escrow`).to.not.equal(null);
-  expect(fragment!.inputs.map((input) => input.name), `${error}'s arguments`).to.deep.equal(Object.keys(args));
+  expect(
+    fragment!.inputs.map((input) => input.name),
+    `${error}'s arguments`,
+  ).to.deep.equal(Object.keys(args));
 }
 
 describe("core/escrow rules", function () {
@@ -95,7 +98,12 @@ describe("core/escrow rules", function () {
   });
 
   describe("canAssign", function () {
-    const byMarket = (worker: string, now = DEADLINE - 1) => ({ ...live(MARKET, now), worker, by: "marketplace" as const, marketplaceVerifier: MARKET });
+    const byMarket = (worker: string, now = DEADLINE - 1) => ({
+      ...live(MARKET, now),
+      worker,
+      by: "marketplace" as const,
+      marketplaceVerifier: MARKET,
+    });
     const byPoster = (worker: string, now = DEADLINE - 1) => ({ ...live(POSTER, now), worker, by: "poster" as const, marketplaceVerifier: MARKET });
 
     it("until the second before the deadline; at the deadline DeadlinePassed", function () {
@@ -181,7 +189,10 @@ describe("core/escrow rules", function () {
 
     it("the worker before the deadline, and after a failed verdict until its appeal window ends", function () {
       expect(canDispute(assigned({ status: EscrowStatus.Submitted }), live(WORKER))).to.deep.equal({ ok: true, by: "worker" });
-      refused(canDispute(assigned({ status: EscrowStatus.Submitted }), live(WORKER, DEADLINE)), "DeadlinePassed", { taskHash: HASH, deadline: DEADLINE });
+      refused(canDispute(assigned({ status: EscrowStatus.Submitted }), live(WORKER, DEADLINE)), "DeadlinePassed", {
+        taskHash: HASH,
+        deadline: DEADLINE,
+      });
       const failed = failedAt(DEADLINE - DAY); // window ends two days after the deadline
       const closes = DEADLINE - DAY + APPEAL_WINDOW_SECONDS;
       expect(failed.windowEndsAt).to.equal(closes);
@@ -250,7 +261,11 @@ describe("core/escrow rules", function () {
 
     it("escalates delivered work nobody judged; the worker may release it 14 days later", function () {
       const submitted = assigned({ status: EscrowStatus.Submitted, rounds: 1 });
-      expect(canClaim(submitted, live(POSTER, DEADLINE + 5))).to.deep.equal({ ok: true, outcome: "escalate", releasableAt: DEADLINE + 5 + RULING_WINDOW_SECONDS });
+      expect(canClaim(submitted, live(POSTER, DEADLINE + 5))).to.deep.equal({
+        ok: true,
+        outcome: "escalate",
+        releasableAt: DEADLINE + 5 + RULING_WINDOW_SECONDS,
+      });
     });
 
     it("an ended task meets the deadline first, then InvalidStatus, as the contract checks them", function () {

@@ -1,11 +1,5 @@
 import { expect } from "chai";
-import {
-  BULK_AUTO_CRITERIA,
-  CriteriaIssue,
-  MAX_REGEX_PATTERN_CHARS,
-  RENTAL_CRITERIA,
-  validateCriteria,
-} from "../../core/verification";
+import { BULK_AUTO_CRITERIA, CriteriaIssue, MAX_REGEX_PATTERN_CHARS, RENTAL_CRITERIA, validateCriteria } from "../../core/verification";
 
 describe("core/verification: validateCriteria", () => {
   const accepted: [string, unknown, string][] = [
@@ -37,12 +31,7 @@ describe("core/verification: validateCriteria", () => {
     ["a string", "min_length=20", "manual", [{ field: "verificationCriteria", code: CriteriaIssue.NOT_OBJECT }]],
     ["auto with {}", {}, "auto", [{ field: "verificationCriteria", code: CriteriaIssue.NO_RULE }]],
     ["pass_threshold alone", { pass_threshold: 50 }, "auto", [{ field: "verificationCriteria", code: CriteriaIssue.NO_RULE }]],
-    [
-      "an unknown key",
-      { min_length: 20, minLength: 20 },
-      "auto",
-      [{ field: "verificationCriteria.minLength", code: CriteriaIssue.UNKNOWN_KEY }],
-    ],
+    ["an unknown key", { min_length: 20, minLength: 20 }, "auto", [{ field: "verificationCriteria.minLength", code: CriteriaIssue.UNKNOWN_KEY }]],
     [
       "only unknown keys",
       { minLength: 20 },
@@ -99,8 +88,18 @@ describe("core/verification: validateCriteria", () => {
     ],
     ["regex not text", { regex_pattern: 5 }, "auto", [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_NOT_STRING }]],
     ["empty regex", { regex_pattern: "" }, "auto", [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_NOT_STRING }]],
-    ["regex that does not compile", { regex_pattern: "(abc" }, "auto", [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_INVALID }]],
-    ["regex with a bad escape under u", { regex_pattern: "\\q", regex_flags: "u" }, "auto", [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_INVALID }]],
+    [
+      "regex that does not compile",
+      { regex_pattern: "(abc" },
+      "auto",
+      [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_INVALID }],
+    ],
+    [
+      "regex with a bad escape under u",
+      { regex_pattern: "\\q", regex_flags: "u" },
+      "auto",
+      [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_INVALID }],
+    ],
     [
       "regex too long",
       { regex_pattern: "a".repeat(MAX_REGEX_PATTERN_CHARS + 1) },
@@ -108,20 +107,60 @@ describe("core/verification: validateCriteria", () => {
       [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_TOO_LONG }],
     ],
     ["catastrophic regex", { regex_pattern: "^(a+)+$" }, "auto", [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_UNSAFE }]],
-    ["unsafe regex in manual mode", { regex_pattern: "(a|a)*" }, "manual", [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_UNSAFE }]],
-    ["global flag", { regex_pattern: "a", regex_flags: "g" }, "auto", [{ field: "verificationCriteria.regex_flags", code: CriteriaIssue.REGEX_FLAGS_INVALID }]],
-    ["repeated flag", { regex_pattern: "a", regex_flags: "ii" }, "auto", [{ field: "verificationCriteria.regex_flags", code: CriteriaIssue.REGEX_FLAGS_INVALID }]],
-    ["flags as a list", { regex_pattern: "a", regex_flags: ["i"] }, "auto", [{ field: "verificationCriteria.regex_flags", code: CriteriaIssue.REGEX_FLAGS_INVALID }]],
+    [
+      "unsafe regex in manual mode",
+      { regex_pattern: "(a|a)*" },
+      "manual",
+      [{ field: "verificationCriteria.regex_pattern", code: CriteriaIssue.REGEX_UNSAFE }],
+    ],
+    [
+      "global flag",
+      { regex_pattern: "a", regex_flags: "g" },
+      "auto",
+      [{ field: "verificationCriteria.regex_flags", code: CriteriaIssue.REGEX_FLAGS_INVALID }],
+    ],
+    [
+      "repeated flag",
+      { regex_pattern: "a", regex_flags: "ii" },
+      "auto",
+      [{ field: "verificationCriteria.regex_flags", code: CriteriaIssue.REGEX_FLAGS_INVALID }],
+    ],
+    [
+      "flags as a list",
+      { regex_pattern: "a", regex_flags: ["i"] },
+      "auto",
+      [{ field: "verificationCriteria.regex_flags", code: CriteriaIssue.REGEX_FLAGS_INVALID }],
+    ],
     [
       "flags without a pattern",
       { min_length: 3, regex_flags: "i" },
       "auto",
       [{ field: "verificationCriteria.regex_flags", code: CriteriaIssue.REGEX_FLAGS_INVALID }],
     ],
-    ["threshold above 100", { min_length: 3, pass_threshold: 101 }, "auto", [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.OUT_OF_RANGE }]],
-    ["threshold below 0", { min_length: 3, pass_threshold: -5 }, "auto", [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.OUT_OF_RANGE }]],
-    ["threshold as text", { min_length: 3, pass_threshold: "60" }, "auto", [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.NOT_INTEGER }]],
-    ["fractional threshold", { min_length: 3, pass_threshold: 60.5 }, "auto", [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.NOT_INTEGER }]],
+    [
+      "threshold above 100",
+      { min_length: 3, pass_threshold: 101 },
+      "auto",
+      [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.OUT_OF_RANGE }],
+    ],
+    [
+      "threshold below 0",
+      { min_length: 3, pass_threshold: -5 },
+      "auto",
+      [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.OUT_OF_RANGE }],
+    ],
+    [
+      "threshold as text",
+      { min_length: 3, pass_threshold: "60" },
+      "auto",
+      [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.NOT_INTEGER }],
+    ],
+    [
+      "fractional threshold",
+      { min_length: 3, pass_threshold: 60.5 },
+      "auto",
+      [{ field: "verificationCriteria.pass_threshold", code: CriteriaIssue.NOT_INTEGER }],
+    ],
   ];
   for (const [name, criteria, mode, expected] of refused) {
     it(`refuses ${name}`, () => {

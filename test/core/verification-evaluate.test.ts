@@ -281,9 +281,29 @@ describe("core/verification: real-content rules", () => {
   }
 
   const placeholders = [
-    "TODO", "todo.", " Lorem ipsum dolor sit amet, consectetur adipiscing elit.", "placeholder", "[insert summary here]", "<insert answer>",
-    "N/A", "n/a", "...", "…", "-", "test", "TEST!", "TBD", "{{ placeholder }}", "[your answer]",
-    "null", "undefined", "{{output}}", "[Summary]", "TBD - will fill in later", "placeholder text", "Output goes here",
+    "TODO",
+    "todo.",
+    " Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+    "placeholder",
+    "[insert summary here]",
+    "<insert answer>",
+    "N/A",
+    "n/a",
+    "...",
+    "…",
+    "-",
+    "test",
+    "TEST!",
+    "TBD",
+    "{{ placeholder }}",
+    "[your answer]",
+    "null",
+    "undefined",
+    "{{output}}",
+    "[Summary]",
+    "TBD - will fill in later",
+    "placeholder text",
+    "Output goes here",
   ];
   for (const output of placeholders) {
     it(`placeholder: ${JSON.stringify(output)}`, () => {
@@ -293,8 +313,14 @@ describe("core/verification: real-content rules", () => {
   }
 
   const notPlaceholders = [
-    "42", "Test results: 14 passed, 0 failed.", "TODO list: 1. buy milk 2. call Ann", "TODO list: buy milk, call Ann", "No",
-    "none of the rows had errors", "Paris", "Lorem ipsum is placeholder text commonly used in print and web design since the 1500s.",
+    "42",
+    "Test results: 14 passed, 0 failed.",
+    "TODO list: 1. buy milk 2. call Ann",
+    "TODO list: buy milk, call Ann",
+    "No",
+    "none of the rows had errors",
+    "Paris",
+    "Lorem ipsum is placeholder text commonly used in print and web design since the 1500s.",
     "[1] Smith, J. (2020). On ledgers.",
   ];
   for (const output of notPlaceholders) {
@@ -321,7 +347,11 @@ describe("core/verification: real-content rules", () => {
   const notEchoes: [string, string, string][] = [
     ["an answer", "Keep it icy: double-walled steel holds drinks cold for a full day.", brief],
     ["a short part of the brief", "stainless steel water bottle", brief],
-    ["the brief followed by a real answer", `${brief}\n\nMeet the FrostKeep: 18/8 stainless steel, vacuum insulated, cold for 24 hours, leak-proof lid, fits every cup holder.`, brief],
+    [
+      "the brief followed by a real answer",
+      `${brief}\n\nMeet the FrostKeep: 18/8 stainless steel, vacuum insulated, cold for 24 hours, leak-proof lid, fits every cup holder.`,
+      brief,
+    ],
     ["a one-word answer found in the brief", "hello", "Reply with the word hello and nothing else."],
     ["a short brief restated with its answer", "The capital of France is Paris.", "Capital of France?"],
     ["a short brief followed by its answer", "Sentiment of 'I love it': positive", "Sentiment of 'I love it'"],
@@ -339,7 +369,7 @@ describe("core/verification: real-content rules", () => {
   });
 
   it("takes time linear in the output, even on long runs of quotes and brackets", () => {
-    for (const output of [`a${"'".repeat(499_000)}`, `Result ${"])".repeat(200_000)}`, `.${"\"".repeat(400_000)} x`]) {
+    for (const output of [`a${"'".repeat(499_000)}`, `Result ${"])".repeat(200_000)}`, `.${'"'.repeat(400_000)} x`]) {
       const started = Date.now();
       checkRealContent(output, "Summarise the report.");
       expect(Date.now() - started, output.slice(0, 12)).to.be.below(500);

@@ -33,9 +33,7 @@ describe("TaskEscrow admin", function () {
     expect(await escrow.isAllowedToken(ZERO)).to.equal(false);
     expect(await escrow.paused()).to.equal(false);
     expect(await escrow.version()).to.equal("2.0.0");
-    expect(deployment.implementation).to.equal(
-      await upgrades.erc1967.getImplementationAddress(await escrow.getAddress()),
-    );
+    expect(deployment.implementation).to.equal(await upgrades.erc1967.getImplementationAddress(await escrow.getAddress()));
     expect([deployment.admin, deployment.verifier, deployment.treasury, deployment.feeBps]).to.deep.equal([
       admin.address,
       verifier.address,
@@ -104,9 +102,7 @@ describe("TaskEscrow admin", function () {
     it("refuses unpause from anyone else while paused", async function () {
       const { escrow, admin, stranger } = await loadFixture(deployEscrowFixture);
       await escrow.connect(admin).pause();
-      await expect(escrow.connect(stranger).unpause())
-        .to.be.revertedWithCustomError(escrow, "NotAdmin")
-        .withArgs(stranger.address);
+      await expect(escrow.connect(stranger).unpause()).to.be.revertedWithCustomError(escrow, "NotAdmin").withArgs(stranger.address);
     });
   });
 
@@ -127,10 +123,7 @@ describe("TaskEscrow admin", function () {
       const { escrow, admin } = await loadFixture(deployEscrowFixture);
       await expect(escrow.connect(admin).setTreasury(ZERO)).to.be.revertedWithCustomError(escrow, "ZeroAddress");
       await expect(escrow.connect(admin).setVerifier(ZERO)).to.be.revertedWithCustomError(escrow, "ZeroAddress");
-      await expect(escrow.connect(admin).setAllowedToken(ZERO, true)).to.be.revertedWithCustomError(
-        escrow,
-        "ZeroAddress",
-      );
+      await expect(escrow.connect(admin).setAllowedToken(ZERO, true)).to.be.revertedWithCustomError(escrow, "ZeroAddress");
     });
 
     it("a new marketplace verifier takes over assignment and verdicts; the old one loses both", async function () {
@@ -150,35 +143,25 @@ describe("TaskEscrow admin", function () {
 
     it("a disallowed token keeps settling its live tasks", async function () {
       const { escrow, admin, token, verifier, worker, taskHash } = await loadFixture(assignedTaskFixture);
-      await expect(escrow.connect(admin).setAllowedToken(token, false))
-        .to.emit(escrow, "TokenAllowed")
-        .withArgs(token, false);
+      await expect(escrow.connect(admin).setAllowedToken(token, false)).to.emit(escrow, "TokenAllowed").withArgs(token, false);
       expect(await escrow.isAllowedToken(token)).to.equal(false);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
       await escrow.connect(verifier).completeVerification(taskHash, true, 100);
       expect(await escrow.escrowed(token)).to.equal(0n);
-      await expect(escrow.connect(admin).setAllowedToken(token, true))
-        .to.emit(escrow, "TokenAllowed")
-        .withArgs(token, true);
+      await expect(escrow.connect(admin).setAllowedToken(token, true)).to.emit(escrow, "TokenAllowed").withArgs(token, true);
     });
   });
 
   describe("two-step admin handover", function () {
     it("hands over on acceptance; the old admin loses every power", async function () {
       const { escrow, admin, newAdmin, taskHash } = await loadFixture(disputedTaskFixture);
-      await expect(escrow.connect(admin).proposeAdmin(newAdmin.address))
-        .to.emit(escrow, "AdminProposed")
-        .withArgs(admin.address, newAdmin.address);
+      await expect(escrow.connect(admin).proposeAdmin(newAdmin.address)).to.emit(escrow, "AdminProposed").withArgs(admin.address, newAdmin.address);
       expect(await escrow.pendingAdmin()).to.equal(newAdmin.address);
       // nothing changes until the proposed admin accepts
       expect(await escrow.admin()).to.equal(admin.address);
-      await expect(escrow.connect(newAdmin).setFeeBps(0))
-        .to.be.revertedWithCustomError(escrow, "NotAdmin")
-        .withArgs(newAdmin.address);
+      await expect(escrow.connect(newAdmin).setFeeBps(0)).to.be.revertedWithCustomError(escrow, "NotAdmin").withArgs(newAdmin.address);
 
-      await expect(escrow.connect(newAdmin).acceptAdmin())
-        .to.emit(escrow, "AdminTransferred")
-        .withArgs(admin.address, newAdmin.address);
+      await expect(escrow.connect(newAdmin).acceptAdmin()).to.emit(escrow, "AdminTransferred").withArgs(admin.address, newAdmin.address);
       expect(await escrow.admin()).to.equal(newAdmin.address);
       expect(await escrow.pendingAdmin()).to.equal(ZERO);
 
@@ -191,21 +174,15 @@ describe("TaskEscrow admin", function () {
         await expect(call()).to.be.revertedWithCustomError(escrow, "NotAdmin").withArgs(admin.address);
       }
       await expect(escrow.connect(newAdmin).resolveDispute(taskHash, false)).to.emit(escrow, "TaskRefunded");
-      await expect(escrow.connect(newAdmin).acceptAdmin())
-        .to.be.revertedWithCustomError(escrow, "NotPendingAdmin")
-        .withArgs(newAdmin.address);
+      await expect(escrow.connect(newAdmin).acceptAdmin()).to.be.revertedWithCustomError(escrow, "NotPendingAdmin").withArgs(newAdmin.address);
     });
 
     it("refuses acceptance by anyone but the proposed admin", async function () {
       const { escrow, admin, newAdmin, stranger } = await loadFixture(deployEscrowFixture);
-      await expect(escrow.connect(newAdmin).acceptAdmin())
-        .to.be.revertedWithCustomError(escrow, "NotPendingAdmin")
-        .withArgs(newAdmin.address);
+      await expect(escrow.connect(newAdmin).acceptAdmin()).to.be.revertedWithCustomError(escrow, "NotPendingAdmin").withArgs(newAdmin.address);
       await escrow.connect(admin).proposeAdmin(newAdmin.address);
       for (const caller of [stranger, admin]) {
-        await expect(escrow.connect(caller).acceptAdmin())
-          .to.be.revertedWithCustomError(escrow, "NotPendingAdmin")
-          .withArgs(caller.address);
+        await expect(escrow.connect(caller).acceptAdmin()).to.be.revertedWithCustomError(escrow, "NotPendingAdmin").withArgs(caller.address);
       }
     });
 
@@ -213,15 +190,9 @@ describe("TaskEscrow admin", function () {
       const { escrow, admin, newAdmin, stranger } = await loadFixture(deployEscrowFixture);
       await escrow.connect(admin).proposeAdmin(newAdmin.address);
       await escrow.connect(admin).proposeAdmin(stranger.address);
-      await expect(escrow.connect(newAdmin).acceptAdmin())
-        .to.be.revertedWithCustomError(escrow, "NotPendingAdmin")
-        .withArgs(newAdmin.address);
-      await expect(escrow.connect(admin).proposeAdmin(ZERO))
-        .to.emit(escrow, "AdminProposed")
-        .withArgs(admin.address, ZERO);
-      await expect(escrow.connect(stranger).acceptAdmin())
-        .to.be.revertedWithCustomError(escrow, "NotPendingAdmin")
-        .withArgs(stranger.address);
+      await expect(escrow.connect(newAdmin).acceptAdmin()).to.be.revertedWithCustomError(escrow, "NotPendingAdmin").withArgs(newAdmin.address);
+      await expect(escrow.connect(admin).proposeAdmin(ZERO)).to.emit(escrow, "AdminProposed").withArgs(admin.address, ZERO);
+      await expect(escrow.connect(stranger).acceptAdmin()).to.be.revertedWithCustomError(escrow, "NotPendingAdmin").withArgs(stranger.address);
       expect(await escrow.admin()).to.equal(admin.address);
     });
   });
@@ -229,21 +200,20 @@ describe("TaskEscrow admin", function () {
   describe("initialization", function () {
     it("cannot initialize the proxy twice", async function () {
       const { escrow, stranger, token } = await loadFixture(deployEscrowFixture);
-      await expect(
-        escrow.connect(stranger).initialize(stranger.address, stranger.address, stranger.address, 0, token),
-      ).to.be.revertedWithCustomError(escrow, "InvalidInitialization");
+      await expect(escrow.connect(stranger).initialize(stranger.address, stranger.address, stranger.address, 0, token)).to.be.revertedWithCustomError(
+        escrow,
+        "InvalidInitialization",
+      );
       expect(await escrow.admin()).to.not.equal(stranger.address);
     });
 
     it("cannot initialize the implementation", async function () {
       const { escrow, escrowAddress, stranger, token } = await loadFixture(deployEscrowFixture);
-      const implementation = TaskEscrow__factory.connect(
-        await upgrades.erc1967.getImplementationAddress(escrowAddress),
-        stranger,
+      const implementation = TaskEscrow__factory.connect(await upgrades.erc1967.getImplementationAddress(escrowAddress), stranger);
+      await expect(implementation.initialize(stranger.address, stranger.address, stranger.address, 0, token)).to.be.revertedWithCustomError(
+        escrow,
+        "InvalidInitialization",
       );
-      await expect(
-        implementation.initialize(stranger.address, stranger.address, stranger.address, 0, token),
-      ).to.be.revertedWithCustomError(escrow, "InvalidInitialization");
       expect(await implementation.admin()).to.equal(ZERO);
     });
 
@@ -254,10 +224,7 @@ describe("TaskEscrow admin", function () {
       for (const index of [0, 1, 2, 4]) {
         const args = [...good];
         args[index] = ZERO;
-        await expect(upgrades.deployProxy(factory, args, { kind: "uups" })).to.be.revertedWithCustomError(
-          factory,
-          "ZeroAddress",
-        );
+        await expect(upgrades.deployProxy(factory, args, { kind: "uups" })).to.be.revertedWithCustomError(factory, "ZeroAddress");
       }
       const args = [...good];
       args[3] = 3001;

@@ -52,9 +52,7 @@ describe("TaskEscrow credits", function () {
     });
 
     it("credits a blocked worker on a ruling for the worker and on released unjudged work", async function () {
-      const { escrow, blocklist, blocklistToken, taskHash, worker, poster, admin } = await loadFixture(
-        blocklistAssignedTaskFixture,
-      );
+      const { escrow, blocklist, blocklistToken, taskHash, worker, poster, admin } = await loadFixture(blocklistAssignedTaskFixture);
       await escrow.connect(poster).raiseDispute(taskHash);
       await blocklist.setBlocked(worker.address, true);
       await expect(escrow.connect(admin).resolveDispute(taskHash, true))
@@ -92,9 +90,7 @@ describe("TaskEscrow credits", function () {
     });
 
     it("credits a blocked poster's refund on a timeout and on a ruling for the poster", async function () {
-      const { escrow, blocklist, blocklistToken, taskHash, poster, deadline } = await loadFixture(
-        blocklistAssignedTaskFixture,
-      );
+      const { escrow, blocklist, blocklistToken, taskHash, poster, deadline } = await loadFixture(blocklistAssignedTaskFixture);
       await blocklist.setBlocked(poster.address, true);
       await atTime(deadline);
       await expect(escrow.connect(poster).claimTimeout(taskHash))
@@ -143,9 +139,7 @@ describe("TaskEscrow credits", function () {
     });
 
     it("keeps a blocked account's credit until the token lets it through, and sends it nowhere else", async function () {
-      const { escrow, escrowAddress, blocklist, blocklistToken, worker, stranger } = await loadFixture(
-        creditedWorkerFixture,
-      );
+      const { escrow, escrowAddress, blocklist, blocklistToken, worker, stranger } = await loadFixture(creditedWorkerFixture);
       await blocklist.setBlocked(worker.address, true);
       await expect(escrow.connect(worker).withdrawCredit(blocklistToken))
         .to.be.revertedWithCustomError(blocklist, "AccountBlocked")
@@ -189,9 +183,7 @@ describe("TaskEscrow credits", function () {
 
   describe("rescueSurplus", function () {
     it("takes only what is above live tasks plus credits", async function () {
-      const { escrow, escrowAddress, blocklist, blocklistToken, poster, admin, stranger } = await loadFixture(
-        creditedWorkerFixture,
-      );
+      const { escrow, escrowAddress, blocklist, blocklistToken, poster, admin, stranger } = await loadFixture(creditedWorkerFixture);
       // One live task and one credit are owed.
       await escrow.connect(poster).createTask(ethers.id("live"), blocklistToken, AMOUNT, DURATION, ethers.ZeroAddress);
       const owed = AMOUNT + PAYOUT;
@@ -229,10 +221,7 @@ describe("TaskEscrow credits", function () {
           .to.be.revertedWithCustomError(escrow, "NotAdmin")
           .withArgs(caller.address);
       }
-      await expect(escrow.connect(admin).rescueSurplus(token, ethers.ZeroAddress, 10n)).to.be.revertedWithCustomError(
-        escrow,
-        "ZeroAddress",
-      );
+      await expect(escrow.connect(admin).rescueSurplus(token, ethers.ZeroAddress, 10n)).to.be.revertedWithCustomError(escrow, "ZeroAddress");
       await expect(escrow.connect(admin).rescueSurplus(token, admin.address, AMOUNT))
         .to.be.revertedWithCustomError(escrow, "RescueExceedsSurplus")
         .withArgs(token, AMOUNT, 10n);

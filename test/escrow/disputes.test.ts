@@ -125,9 +125,7 @@ describe("TaskEscrow disputes", function () {
         .to.emit(again.escrow, "DisputeRaised")
         .withArgs(again.taskHash, again.worker.address);
       // raised after the deadline: the unruled-claim opens 14 days after the appeal
-      expect((await again.escrow.getTask(again.taskHash)).windowEndsAt).to.equal(
-        again.failedAt + APPEAL_WINDOW - 1n + RULING_WINDOW,
-      );
+      expect((await again.escrow.getTask(again.taskHash)).windowEndsAt).to.equal(again.failedAt + APPEAL_WINDOW - 1n + RULING_WINDOW);
     });
 
     it("lets the worker dispute a failed verdict until the deadline when the appeal window closed earlier", async function () {
@@ -147,9 +145,7 @@ describe("TaskEscrow disputes", function () {
     it("refuses an unknown task", async function () {
       const { escrow, poster } = await loadFixture(deployEscrowFixture);
       const unknown = ethers.id("no such task");
-      await expect(escrow.connect(poster).raiseDispute(unknown))
-        .to.be.revertedWithCustomError(escrow, "TaskNotFound")
-        .withArgs(unknown);
+      await expect(escrow.connect(poster).raiseDispute(unknown)).to.be.revertedWithCustomError(escrow, "TaskNotFound").withArgs(unknown);
     });
   });
 
@@ -179,9 +175,7 @@ describe("TaskEscrow disputes", function () {
 
     it("rules once: a second ruling finds the task ended", async function () {
       const { escrow, admin, taskHash } = await loadFixture(disputedTaskFixture);
-      await expect(escrow.connect(admin).resolveDispute(taskHash, false))
-        .to.emit(escrow, "DisputeResolved")
-        .withArgs(taskHash, false);
+      await expect(escrow.connect(admin).resolveDispute(taskHash, false)).to.emit(escrow, "DisputeResolved").withArgs(taskHash, false);
       expect((await escrow.getTask(taskHash)).ending).to.equal(Ending.DisputeWonByPoster);
       await expect(escrow.connect(admin).resolveDispute(taskHash, true))
         .to.be.revertedWithCustomError(escrow, "InvalidStatus")
@@ -191,26 +185,20 @@ describe("TaskEscrow disputes", function () {
     it("still rules after the 14-day window, as long as the poster has not claimed", async function () {
       const { escrow, admin, taskHash, disputedAt } = await loadFixture(disputedTaskFixture);
       await atTime(disputedAt + RULING_WINDOW + 1n);
-      await expect(escrow.connect(admin).resolveDispute(taskHash, true))
-        .to.emit(escrow, "DisputeResolved")
-        .withArgs(taskHash, true);
+      await expect(escrow.connect(admin).resolveDispute(taskHash, true)).to.emit(escrow, "DisputeResolved").withArgs(taskHash, true);
       expect((await escrow.getTask(taskHash)).status).to.equal(Status.Paid);
     });
 
     it("rules on escalated work", async function () {
       const { escrow, admin, taskHash } = await loadFixture(escalatedTaskFixture);
-      await expect(escrow.connect(admin).resolveDispute(taskHash, false))
-        .to.emit(escrow, "DisputeResolved")
-        .withArgs(taskHash, false);
+      await expect(escrow.connect(admin).resolveDispute(taskHash, false)).to.emit(escrow, "DisputeResolved").withArgs(taskHash, false);
       expect((await escrow.getTask(taskHash)).status).to.equal(Status.Refunded);
     });
 
     it("refuses an unknown task", async function () {
       const { escrow, admin } = await loadFixture(deployEscrowFixture);
       const unknown = ethers.id("no such task");
-      await expect(escrow.connect(admin).resolveDispute(unknown, true))
-        .to.be.revertedWithCustomError(escrow, "TaskNotFound")
-        .withArgs(unknown);
+      await expect(escrow.connect(admin).resolveDispute(unknown, true)).to.be.revertedWithCustomError(escrow, "TaskNotFound").withArgs(unknown);
     });
   });
 });

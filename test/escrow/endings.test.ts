@@ -165,12 +165,7 @@ describe("TaskEscrow endings", function () {
           .filter((parsed) => parsed && ENDING_EVENTS.includes(parsed.name));
         expect(endingLogs).to.have.length(1);
 
-        const [posterBalance, workerBalance, treasuryBalance, escrowBalance] = await balancesOf(usdc, [
-          poster,
-          worker,
-          treasury,
-          escrowAddress,
-        ]);
+        const [posterBalance, workerBalance, treasuryBalance, escrowBalance] = await balancesOf(usdc, [poster, worker, treasury, escrowAddress]);
         if (scenario.payout) {
           expect(posterBalance).to.equal(POSTER_FUNDS - AMOUNT);
           expect(workerBalance).to.equal(PAYOUT);
@@ -213,9 +208,7 @@ describe("TaskEscrow endings", function () {
           calls.push(() => escrow.connect(worker).releaseUnjudgedWork(taskHash));
         }
         for (const call of calls) {
-          await expect(call())
-            .to.be.revertedWithCustomError(escrow, "InvalidStatus")
-            .withArgs(taskHash, scenario.status);
+          await expect(call()).to.be.revertedWithCustomError(escrow, "InvalidStatus").withArgs(taskHash, scenario.status);
         }
         const task = await escrow.getTask(taskHash);
         expect(task.status).to.equal(scenario.status);

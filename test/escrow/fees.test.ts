@@ -45,35 +45,23 @@ describe("TaskEscrow fees", function () {
     [AMOUNT, 0n, 0n],
   ] as const) {
     it(`pays ${fee} of ${amount} to the treasury at ${feeBps} bps and the rest to the worker`, async function () {
-      const { escrow, escrowAddress, usdc, token, taskHash, tx, poster, worker, treasury } = await passWithFee(
-        amount,
-        feeBps,
-      );
+      const { escrow, escrowAddress, usdc, token, taskHash, tx, poster, worker, treasury } = await passWithFee(amount, feeBps);
       await expect(tx)
         .to.emit(escrow, "TaskCompleted")
         .withArgs(taskHash, worker.address, amount - fee, fee, Ending.VerificationPassed);
-      expect(await balancesOf(usdc, [poster, worker, treasury, escrowAddress])).to.deep.equal([
-        POSTER_FUNDS - amount,
-        amount - fee,
-        fee,
-        0n,
-      ]);
+      expect(await balancesOf(usdc, [poster, worker, treasury, escrowAddress])).to.deep.equal([POSTER_FUNDS - amount, amount - fee, fee, 0n]);
       expect(await escrow.escrowed(token)).to.equal(0n);
       if (fee === 0n) {
         // Nothing is sent to the treasury at all.
         const receipt = await tx.wait();
-        const transfers = receipt!.logs
-          .filter((log) => log.address === token)
-          .map((log) => usdc.interface.parseLog(log)!);
+        const transfers = receipt!.logs.filter((log) => log.address === token).map((log) => usdc.interface.parseLog(log)!);
         expect(transfers.map((t) => t.args.to)).to.deep.equal([worker.address]);
       }
     });
   }
 
   it("reads the fee at payout: a change after delivery applies to the verdict", async function () {
-    const { escrow, escrowAddress, usdc, taskHash, admin, verifier, worker, treasury } = await loadFixture(
-      submittedTaskFixture,
-    );
+    const { escrow, escrowAddress, usdc, taskHash, admin, verifier, worker, treasury } = await loadFixture(submittedTaskFixture);
     await expect(escrow.connect(admin).setFeeBps(3000)).to.emit(escrow, "FeeUpdated").withArgs(1000, 3000);
     await expect(escrow.connect(verifier).completeVerification(taskHash, true, 100))
       .to.emit(escrow, "TaskCompleted")
@@ -109,9 +97,7 @@ describe("TaskEscrow fees", function () {
 
   it("accepts the 3000 bps cap and refuses 3001 with FeeExceedsMax", async function () {
     const { escrow, admin } = await loadFixture(deployEscrowFixture);
-    await expect(escrow.connect(admin).setFeeBps(3001))
-      .to.be.revertedWithCustomError(escrow, "FeeExceedsMax")
-      .withArgs(3001, 3000);
+    await expect(escrow.connect(admin).setFeeBps(3001)).to.be.revertedWithCustomError(escrow, "FeeExceedsMax").withArgs(3001, 3000);
     await expect(escrow.connect(admin).setFeeBps(3000)).to.emit(escrow, "FeeUpdated").withArgs(1000, 3000);
     expect(await escrow.feeBps()).to.equal(3000n);
     expect(await escrow.MAX_FEE_BPS()).to.equal(3000n);

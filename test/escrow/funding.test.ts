@@ -86,16 +86,15 @@ describe("TaskEscrow funding", function () {
 
     it("refuses a zero task hash", async function () {
       const { escrow, token, poster } = await loadFixture(deployEscrowFixture);
-      await expect(
-        escrow.connect(poster).createTask(ethers.ZeroHash, token, AMOUNT, DURATION, ZERO),
-      ).to.be.revertedWithCustomError(escrow, "ZeroTaskHash");
+      await expect(escrow.connect(poster).createTask(ethers.ZeroHash, token, AMOUNT, DURATION, ZERO)).to.be.revertedWithCustomError(
+        escrow,
+        "ZeroTaskHash",
+      );
     });
 
     it("refuses a zero amount", async function () {
       const { escrow, token, poster } = await loadFixture(deployEscrowFixture);
-      await expect(
-        escrow.connect(poster).createTask(hashOf("zero"), token, 0n, DURATION, ZERO),
-      ).to.be.revertedWithCustomError(escrow, "ZeroAmount");
+      await expect(escrow.connect(poster).createTask(hashOf("zero"), token, 0n, DURATION, ZERO)).to.be.revertedWithCustomError(escrow, "ZeroAmount");
     });
 
     it("refuses the poster as the task's verifier agent", async function () {
@@ -218,9 +217,7 @@ describe("TaskEscrow funding", function () {
     it("accepts maxBatch() = 20 tasks and refuses 0 and 21 with InvalidBatchSize", async function () {
       const { escrow, token, poster } = await loadFixture(deployEscrowFixture);
       expect(await escrow.maxBatch()).to.equal(20n);
-      await expect(escrow.connect(poster).createTasks([]))
-        .to.be.revertedWithCustomError(escrow, "InvalidBatchSize")
-        .withArgs(0, 20);
+      await expect(escrow.connect(poster).createTasks([])).to.be.revertedWithCustomError(escrow, "InvalidBatchSize").withArgs(0, 20);
       await expect(escrow.connect(poster).createTasks(batchOf(token, 21, 1n)))
         .to.be.revertedWithCustomError(escrow, "InvalidBatchSize")
         .withArgs(21, 20);
@@ -251,14 +248,10 @@ describe("TaskEscrow funding", function () {
       const { escrow, token, poster, taskHash } = await loadFixture(fundedTaskFixture);
       const twice = batchOf(token, 3);
       twice[2]!.taskHash = twice[0]!.taskHash;
-      await expect(escrow.connect(poster).createTasks(twice))
-        .to.be.revertedWithCustomError(escrow, "TaskHashUsed")
-        .withArgs(twice[0]!.taskHash);
+      await expect(escrow.connect(poster).createTasks(twice)).to.be.revertedWithCustomError(escrow, "TaskHashUsed").withArgs(twice[0]!.taskHash);
       const reused = batchOf(token, 2);
       reused[1]!.taskHash = taskHash;
-      await expect(escrow.connect(poster).createTasks(reused))
-        .to.be.revertedWithCustomError(escrow, "TaskHashUsed")
-        .withArgs(taskHash);
+      await expect(escrow.connect(poster).createTasks(reused)).to.be.revertedWithCustomError(escrow, "TaskHashUsed").withArgs(taskHash);
       expect((await escrow.getTask(reused[0]!.taskHash)).poster).to.equal(ZERO);
       expect(await escrow.escrowed(token)).to.equal(AMOUNT);
     });
@@ -271,10 +264,7 @@ describe("TaskEscrow funding", function () {
         batch[1] = { ...batch[1]!, ...entry };
         return batch;
       };
-      await expect(asPoster.createTasks(withEntry({ taskHash: ethers.ZeroHash }))).to.be.revertedWithCustomError(
-        escrow,
-        "ZeroTaskHash",
-      );
+      await expect(asPoster.createTasks(withEntry({ taskHash: ethers.ZeroHash }))).to.be.revertedWithCustomError(escrow, "ZeroTaskHash");
       await expect(asPoster.createTasks(withEntry({ amount: 0n }))).to.be.revertedWithCustomError(escrow, "ZeroAmount");
       await expect(asPoster.createTasks(withEntry({ duration: MAX_DURATION + 1n })))
         .to.be.revertedWithCustomError(escrow, "InvalidDuration")
@@ -304,11 +294,7 @@ describe("TaskEscrow funding", function () {
       const taskHash = hashOf("permit");
       const at = (await latest()) + 1n;
       await atTime(at);
-      await expect(
-        escrow
-          .connect(permitPoster)
-          .createTaskWithPermit(taskHash, token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s),
-      )
+      await expect(escrow.connect(permitPoster).createTaskWithPermit(taskHash, token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s))
         .to.emit(escrow, "TaskCreated")
         .withArgs(taskHash, permitPoster.address, token, AMOUNT, at + DURATION, ZERO);
       expect(await usdc.nonces(permitPoster.address)).to.equal(1n);
@@ -323,9 +309,7 @@ describe("TaskEscrow funding", function () {
       const { v, r, s } = await signPermit(usdc, permitPoster, escrowAddress, AMOUNT, permitDeadline);
       await usdc.connect(stranger).permit(permitPoster.address, escrowAddress, AMOUNT, permitDeadline, v, r, s);
       const taskHash = hashOf("front-run");
-      await escrow
-        .connect(permitPoster)
-        .createTaskWithPermit(taskHash, token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s);
+      await escrow.connect(permitPoster).createTaskWithPermit(taskHash, token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s);
       expect((await escrow.getTask(taskHash)).poster).to.equal(permitPoster.address);
       expect(await usdc.balanceOf(permitPoster.address)).to.equal(POSTER_FUNDS - AMOUNT);
     });
@@ -335,11 +319,7 @@ describe("TaskEscrow funding", function () {
       const permitDeadline = (await latest()) + 600n;
       // Signed by someone else: the permit fails, is ignored, and the transfer finds no allowance.
       const { v, r, s } = await signPermit(usdc, stranger, escrowAddress, AMOUNT, permitDeadline);
-      await expect(
-        escrow
-          .connect(permitPoster)
-          .createTaskWithPermit(hashOf("bad permit"), token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s),
-      )
+      await expect(escrow.connect(permitPoster).createTaskWithPermit(hashOf("bad permit"), token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s))
         .to.be.revertedWithCustomError(usdc, "ERC20InsufficientAllowance")
         .withArgs(escrowAddress, 0n, AMOUNT);
     });
@@ -348,18 +328,10 @@ describe("TaskEscrow funding", function () {
       const { escrow, escrowAddress, unlisted, unlistedToken, poster } = await loadFixture(extraTokensFixture);
       const permitDeadline = (await latest()) + 600n;
       const { v, r, s } = await signPermit(unlisted, poster, escrowAddress, AMOUNT, permitDeadline);
-      await expect(
-        escrow
-          .connect(poster)
-          .createTaskWithPermit(hashOf("native"), ZERO, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s),
-      )
+      await expect(escrow.connect(poster).createTaskWithPermit(hashOf("native"), ZERO, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s))
         .to.be.revertedWithCustomError(escrow, "TokenNotAllowed")
         .withArgs(ZERO);
-      await expect(
-        escrow
-          .connect(poster)
-          .createTaskWithPermit(hashOf("unlisted"), unlistedToken, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s),
-      )
+      await expect(escrow.connect(poster).createTaskWithPermit(hashOf("unlisted"), unlistedToken, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s))
         .to.be.revertedWithCustomError(escrow, "TokenNotAllowed")
         .withArgs(unlistedToken);
     });
@@ -387,17 +359,13 @@ describe("TaskEscrow funding", function () {
 
     it("createTasksWithPermit still funds after a front-run permit, and refuses bad batches", async function () {
       const { escrow, escrowAddress, usdc, token, permitPoster, stranger } = await loadFixture(unapprovedPosterFixture);
-      const batch = [
-        { taskHash: hashOf("front-run batch"), token, amount: AMOUNT, duration: DURATION, verifier: ZERO },
-      ];
+      const batch = [{ taskHash: hashOf("front-run batch"), token, amount: AMOUNT, duration: DURATION, verifier: ZERO }];
       const permitDeadline = (await latest()) + 600n;
       const { v, r, s } = await signPermit(usdc, permitPoster, escrowAddress, AMOUNT, permitDeadline);
       await expect(escrow.connect(permitPoster).createTasksWithPermit([], permitDeadline, v, r, s))
         .to.be.revertedWithCustomError(escrow, "InvalidBatchSize")
         .withArgs(0, 20);
-      await expect(
-        escrow.connect(permitPoster).createTasksWithPermit([{ ...batch[0]!, token: ZERO }], permitDeadline, v, r, s),
-      )
+      await expect(escrow.connect(permitPoster).createTasksWithPermit([{ ...batch[0]!, token: ZERO }], permitDeadline, v, r, s))
         .to.be.revertedWithCustomError(escrow, "TokenNotAllowed")
         .withArgs(ZERO);
       await usdc.connect(stranger).permit(permitPoster.address, escrowAddress, AMOUNT, permitDeadline, v, r, s);

@@ -61,16 +61,7 @@ const ENDING_EVENTS = new Set(["TaskCompleted", "TaskCancelled", "DeadlineExpire
 
 // ------------------------------------------------------------------ commands
 
-type Role =
-  | "poster"
-  | "otherPoster"
-  | "worker"
-  | "otherWorker"
-  | "judge"
-  | "marketplace"
-  | "agent"
-  | "admin"
-  | "stranger";
+type Role = "poster" | "otherPoster" | "worker" | "otherWorker" | "judge" | "marketplace" | "agent" | "admin" | "stranger";
 type TokenName = "usdc" | "blocklist" | "unlisted";
 type WorkerChoice = "worker" | "worker2" | "stranger" | "poster" | "agent" | "zero";
 type Account = "poster" | "poster2" | "worker" | "worker2" | "treasury" | "stranger";
@@ -117,17 +108,7 @@ type Command =
   | { kind: "stray"; token: TokenName; amount: bigint }
   | { kind: "rescue"; actor: Role; token: TokenName; amount: "surplus" | "more" | "one"; to: "admin" | "stranger" };
 
-type TaskCommand =
-  | "cancel"
-  | "assign"
-  | "marketAssign"
-  | "submit"
-  | "verify"
-  | "dispute"
-  | "resolve"
-  | "claim"
-  | "release"
-  | "handBack";
+type TaskCommand = "cancel" | "assign" | "marketAssign" | "submit" | "verify" | "dispute" | "resolve" | "claim" | "release" | "handBack";
 /** The escrow function each task command calls. */
 const CALLS: Record<TaskCommand, TaskCall> = {
   cancel: "cancelTask",
@@ -142,20 +123,9 @@ const CALLS: Record<TaskCommand, TaskCall> = {
   handBack: "releaseTask",
 };
 
-const ALL_ROLES: Role[] = [
-  "poster",
-  "otherPoster",
-  "worker",
-  "otherWorker",
-  "judge",
-  "marketplace",
-  "agent",
-  "admin",
-  "stranger",
-];
+const ALL_ROLES: Role[] = ["poster", "otherPoster", "worker", "otherWorker", "judge", "marketplace", "agent", "admin", "stranger"];
 /** Mostly the role the rules expect, sometimes anyone. */
-const roleFor = (main: Role) =>
-  fc.oneof({ arbitrary: fc.constant(main), weight: 6 }, { arbitrary: fc.constantFrom(...ALL_ROLES), weight: 1 });
+const roleFor = (main: Role) => fc.oneof({ arbitrary: fc.constant(main), weight: 6 }, { arbitrary: fc.constantFrom(...ALL_ROLES), weight: 1 });
 const slot = fc.integer({ min: 0, max: SLOTS - 1 });
 const target: fc.Arbitrary<Target> = fc.record({
   scope: fc.oneof(
@@ -215,16 +185,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       kind: fc.constant("assign" as const),
       task: target,
       actor: roleFor("poster"),
-      worker: fc.constantFrom<WorkerChoice>(
-        "worker",
-        "worker",
-        "worker2",
-        "worker2",
-        "stranger",
-        "poster",
-        "agent",
-        "zero",
-      ),
+      worker: fc.constantFrom<WorkerChoice>("worker", "worker", "worker2", "worker2", "stranger", "poster", "agent", "zero"),
     }),
   },
   {
@@ -233,16 +194,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       kind: fc.constant("marketAssign" as const),
       task: target,
       actor: roleFor("marketplace"),
-      worker: fc.constantFrom<WorkerChoice>(
-        "worker",
-        "worker",
-        "worker2",
-        "worker2",
-        "stranger",
-        "poster",
-        "agent",
-        "zero",
-      ),
+      worker: fc.constantFrom<WorkerChoice>("worker", "worker", "worker2", "worker2", "stranger", "poster", "agent", "zero"),
     }),
   },
   {
@@ -354,10 +306,8 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 type Ctx = Awaited<ReturnType<typeof propertyFixture>>;
 
 /** Numbers and bigints compare as bigints; everything else as is. */
-const normalize = (value: unknown): unknown =>
-  typeof value === "number" ? BigInt(value) : Array.isArray(value) ? value.map(normalize) : value;
-const normalizeArgs = (args: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(args).map(([name, value]) => [name, normalize(value)]));
+const normalize = (value: unknown): unknown => (typeof value === "number" ? BigInt(value) : Array.isArray(value) ? value.map(normalize) : value);
+const normalizeArgs = (args: Record<string, unknown>) => Object.fromEntries(Object.entries(args).map(([name, value]) => [name, normalize(value)]));
 
 /**
  * chai's deep equality, asked only when a cheap comparison finds a difference: over thousands of checks per run it
@@ -396,7 +346,10 @@ class Run {
   /** The escrow-wide state as core/escrow folds it (the fixture set the fee before the run). */
   private escrowState: EscrowState = { pausedAt: null, totalPaused: 0, feeBps: 1000 };
 
-  constructor(private readonly ctx: Ctx, now: bigint) {
+  constructor(
+    private readonly ctx: Ctx,
+    now: bigint,
+  ) {
     const { escrowAddress, admin, verifier, treasury, token, blocklistToken, unlistedToken, poster, poster2 } = ctx;
     this.tokens = { usdc: token, blocklist: blocklistToken, unlisted: unlistedToken };
     this.accounts = {
@@ -458,10 +411,10 @@ class Run {
       target.scope === "unknown"
         ? []
         : target.scope === "fitting" && fitting.length > 0
-        ? fitting
-        : target.scope !== "any" && live.length > 0
-        ? live
-        : all;
+          ? fitting
+          : target.scope !== "any" && live.length > 0
+            ? live
+            : all;
     if (pool.length === 0) return ethers.id(`never funded ${target.pick}`);
     return pool[target.pick % pool.length]!.hash;
   }
@@ -662,13 +615,10 @@ class Run {
         const hash = this.hashToFund(cmd.slot, cmd.reuse);
         const sender = this.resolve(cmd.actor, undefined);
         const token = this.tokens[cmd.token];
-        const verifier =
-          cmd.judge === "agent" ? this.ctx.agentVerifier.address : cmd.judge === "self" ? sender.address : ZERO;
+        const verifier = cmd.judge === "agent" ? this.ctx.agentVerifier.address : cmd.judge === "self" ? sender.address : ZERO;
         const entry = { hash, token, amount: cmd.amount, duration: cmd.duration, verifier };
         const expected = m.createTasks(sender.address, at, [entry], false);
-        await this.transact(expected, at, () =>
-          escrow.connect(sender).createTask(hash, token, cmd.amount, cmd.duration, verifier),
-        );
+        await this.transact(expected, at, () => escrow.connect(sender).createTask(hash, token, cmd.amount, cmd.duration, verifier));
         return [hash];
       }
       case "createBatch": {
@@ -736,7 +686,12 @@ class Run {
           const check = canDeliver(task, { ...call, resultHash });
           prediction = {
             check,
-            outcome: (events) => expectSame(only(events, "EvidenceSubmitted").map((e) => Number(e.args.round)), check.ok ? [check.round] : [], "round"),
+            outcome: (events) =>
+              expectSame(
+                only(events, "EvidenceSubmitted").map((e) => Number(e.args.round)),
+                check.ok ? [check.round] : [],
+                "round",
+              ),
           };
         } else if (cmd.kind === "verify") {
           expected = m.completeVerification(sender.address, at, hash, cmd.passed, cmd.score);
@@ -768,9 +723,17 @@ class Run {
             outcome: (events) => {
               if (!check.ok) return;
               if (check.outcome === "escalate") {
-                expectSame(only(events, "UnjudgedWorkEscalated").map((e) => Number(e.args.releasableAt)), [check.releasableAt], "releasableAt");
+                expectSame(
+                  only(events, "UnjudgedWorkEscalated").map((e) => Number(e.args.releasableAt)),
+                  [check.releasableAt],
+                  "releasableAt",
+                );
               } else {
-                expectSame(only(events, "DeadlineExpired").map((e) => Number(e.args.ending)), [check.ending], "refund ending");
+                expectSame(
+                  only(events, "DeadlineExpired").map((e) => Number(e.args.ending)),
+                  [check.ending],
+                  "refund ending",
+                );
               }
             },
           };
@@ -809,9 +772,7 @@ class Run {
       case "unpause": {
         const sender = this.resolve(cmd.actor, undefined);
         const expected = cmd.kind === "pause" ? m.pause(sender.address, at) : m.unpause(sender.address, at);
-        await this.transact(expected, at, () =>
-          cmd.kind === "pause" ? escrow.connect(sender).pause() : escrow.connect(sender).unpause(),
-        );
+        await this.transact(expected, at, () => (cmd.kind === "pause" ? escrow.connect(sender).pause() : escrow.connect(sender).unpause()));
         return [];
       }
       case "setFee": {
@@ -839,9 +800,7 @@ class Run {
         const surplus = m.get(m.surplus, token);
         const value = cmd.amount === "surplus" ? surplus : cmd.amount === "more" ? surplus + 1n : 1n;
         const to = cmd.to === "admin" ? admin.address : this.ctx.stranger.address;
-        await this.transact(m.rescueSurplus(sender.address, token, to, value), at, () =>
-          escrow.connect(sender).rescueSurplus(token, to, value),
-        );
+        await this.transact(m.rescueSurplus(sender.address, token, to, value), at, () => escrow.connect(sender).rescueSurplus(token, to, value));
         return [];
       }
     }
@@ -863,9 +822,7 @@ class Run {
       for (const t of this.model.tasks.values()) if (t.token === token && t.ending === Ending.None) live += t.amount;
       expect(escrowed, "escrowed == sum of live task amounts").to.equal(live);
       expect(credited, "totalCredited == sum of credits").to.equal(this.model.totalCredited(token));
-      expect(balance, "balance == escrowed + credited (+ stray surplus)").to.equal(
-        escrowed + credited + this.model.get(this.model.surplus, token),
-      );
+      expect(balance, "balance == escrowed + credited (+ stray surplus)").to.equal(escrowed + credited + this.model.get(this.model.surplus, token));
     }
   }
 
@@ -912,9 +869,7 @@ class Run {
       const contract = token === this.tokens.usdc ? this.ctx.usdc : this.ctx.blocklist;
       for (const address of this.trackedAddresses) {
         expect(await contract.balanceOf(address), `balance of ${address}`).to.equal(this.model.balance(token, address));
-        expect(await escrow.creditOf(token, address), `credit of ${address}`).to.equal(
-          this.model.credit(token, address),
-        );
+        expect(await escrow.creditOf(token, address), `credit of ${address}`).to.equal(this.model.credit(token, address));
       }
     }
     expect(await escrow.feeBps()).to.equal(this.model.feeBps);
@@ -968,9 +923,7 @@ describe("TaskEscrow invariants (property test)", function () {
     if (details.failed) {
       throw new Error(
         `property failed (seed ${details.seed}, path ${details.counterexamplePath}); reproduce with ` +
-          `FC_SEED=${details.seed} FC_PATH=${details.counterexamplePath}\n${
-            (details.errorInstance as Error | null)?.message
-          }`,
+          `FC_SEED=${details.seed} FC_PATH=${details.counterexamplePath}\n${(details.errorInstance as Error | null)?.message}`,
       );
     }
     expect(stats.steps).to.equal(RUNS * STEPS);

@@ -49,9 +49,7 @@ describe("TaskEscrow life cycle", function () {
 
     it("refuses an unknown task", async function () {
       const { escrow, poster } = await loadFixture(deployEscrowFixture);
-      await expect(escrow.connect(poster).cancelTask(UNKNOWN))
-        .to.be.revertedWithCustomError(escrow, "TaskNotFound")
-        .withArgs(UNKNOWN);
+      await expect(escrow.connect(poster).cancelTask(UNKNOWN)).to.be.revertedWithCustomError(escrow, "TaskNotFound").withArgs(UNKNOWN);
     });
   });
 
@@ -250,10 +248,7 @@ describe("TaskEscrow life cycle", function () {
 
     it("refuses a zero result hash", async function () {
       const { escrow, taskHash, worker } = await loadFixture(assignedTaskFixture);
-      await expect(escrow.connect(worker).submitEvidence(taskHash, ethers.ZeroHash)).to.be.revertedWithCustomError(
-        escrow,
-        "ZeroResultHash",
-      );
+      await expect(escrow.connect(worker).submitEvidence(taskHash, ethers.ZeroHash)).to.be.revertedWithCustomError(escrow, "ZeroResultHash");
     });
 
     it("refuses a second submission while one awaits its verdict", async function () {

@@ -163,8 +163,7 @@ export class EscrowModel {
     if (t.status === Status.Failed) {
       const appealEnd = t.phaseAt + APPEAL_WINDOW;
       windowEndsAt = this.project(appealEnd > t.deadline ? appealEnd : t.deadline);
-    }
-    else if (t.status === Status.Disputed) {
+    } else if (t.status === Status.Disputed) {
       const opens = t.phaseAt + RULING_WINDOW;
       windowEndsAt = this.project(opens > t.deadline ? opens : t.deadline);
     } else if (t.status === Status.Escalated) windowEndsAt = this.project(t.phaseAt + RULING_WINDOW);

@@ -91,9 +91,7 @@ describe("TaskEscrow pause", function () {
         call: (c) =>
           c.escrow
             .connect(c.poster)
-            .createTasks([
-              { taskHash: ethers.id("new"), token: c.token, amount: AMOUNT, duration: DURATION, verifier: ZERO },
-            ]),
+            .createTasks([{ taskHash: ethers.id("new"), token: c.token, amount: AMOUNT, duration: DURATION, verifier: ZERO }]),
       },
       {
         name: "cancelTask",
@@ -166,9 +164,7 @@ describe("TaskEscrow pause", function () {
       const permitDeadline = (await latest()) + 600n;
       const { v, r, s } = await signPermit(usdc, permitPoster, escrowAddress, AMOUNT, permitDeadline);
       const single = () =>
-        escrow
-          .connect(permitPoster)
-          .createTaskWithPermit(ethers.id("permit"), token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s);
+        escrow.connect(permitPoster).createTaskWithPermit(ethers.id("permit"), token, AMOUNT, DURATION, ZERO, permitDeadline, v, r, s);
       const batch = () =>
         escrow
           .connect(permitPoster)
@@ -189,10 +185,7 @@ describe("TaskEscrow pause", function () {
     it("withdrawCredit reverts EscrowPaused, then goes through after unpause", async function () {
       const { escrow, admin, worker, blocklistToken } = await loadFixture(creditedWorkerFixture);
       await escrow.connect(admin).pause();
-      await expect(escrow.connect(worker).withdrawCredit(blocklistToken)).to.be.revertedWithCustomError(
-        escrow,
-        "EscrowPaused",
-      );
+      await expect(escrow.connect(worker).withdrawCredit(blocklistToken)).to.be.revertedWithCustomError(escrow, "EscrowPaused");
       await escrow.connect(admin).unpause();
       await expect(escrow.connect(worker).withdrawCredit(blocklistToken)).not.to.be.reverted;
     });
@@ -207,9 +200,7 @@ describe("TaskEscrow pause", function () {
             .to.emit(escrow, "TaskCompleted")
             .withArgs(taskHash, worker.address, AMOUNT - AMOUNT / 10n, AMOUNT / 10n, Ending.DisputeWonByWorker);
         } else {
-          await expect(tx)
-            .to.emit(escrow, "TaskRefunded")
-            .withArgs(taskHash, poster.address, AMOUNT, Ending.DisputeWonByPoster);
+          await expect(tx).to.emit(escrow, "TaskRefunded").withArgs(taskHash, poster.address, AMOUNT, Ending.DisputeWonByPoster);
         }
         expect(await escrow.paused()).to.equal(true);
       });
@@ -325,9 +316,7 @@ describe("TaskEscrow pause", function () {
       const closes = failedAt + APPEAL_WINDOW + PAUSE;
       expect((await escrow.getTask(taskHash)).windowEndsAt).to.equal(closes);
       await atTime(closes - 1n);
-      await expect(escrow.connect(poster).claimTimeout(taskHash))
-        .to.be.revertedWithCustomError(escrow, "WindowStillOpen")
-        .withArgs(taskHash, closes);
+      await expect(escrow.connect(poster).claimTimeout(taskHash)).to.be.revertedWithCustomError(escrow, "WindowStillOpen").withArgs(taskHash, closes);
       await expect(escrow.connect(worker).raiseDispute(taskHash))
         .to.be.revertedWithCustomError(escrow, "AppealWindowClosed")
         .withArgs(taskHash, closes);

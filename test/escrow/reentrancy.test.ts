@@ -20,9 +20,7 @@ async function armWith(ctx: Ctx, fn: string, args: unknown[]) {
 /** The call back from inside the transfer was refused by the reentrancy guard, not by any later check. */
 async function expectGuardRefusedCallBack(ctx: Ctx) {
   expect(await ctx.reentrant.callBackSucceeded()).to.equal(false);
-  expect(await ctx.reentrant.callBackRevert()).to.equal(
-    ctx.escrow.interface.getError("ReentrancyGuardReentrantCall")!.selector,
-  );
+  expect(await ctx.reentrant.callBackRevert()).to.equal(ctx.escrow.interface.getError("ReentrancyGuardReentrantCall")!.selector);
 }
 
 /** A task in the reentrant token, assigned to the worker and delivered, with the hook still disarmed. */

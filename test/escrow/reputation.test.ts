@@ -51,8 +51,7 @@ async function settle(ctx: Ctx, drive: EndingDrive): Promise<{ taskHash: string;
 describe("TaskEscrow 2.0.0 reputation writes", function () {
   describe("wiring by the deploy code", function () {
     it("puts the escrow in the writer set, the registry in the escrow, and the minter role on the verifier", async function () {
-      const { escrow, escrowAddress, reputation, reputationAddress, identity, verifier, actions } =
-        await loadFixture(registriesFixture);
+      const { escrow, escrowAddress, reputation, reputationAddress, identity, verifier, actions } = await loadFixture(registriesFixture);
       expect(await escrow.reputationRegistry()).to.equal(reputationAddress);
       expect(await escrow.reputationGasLimit()).to.equal(REPUTATION_GAS);
       expect(await reputation.isWriter(escrowAddress)).to.equal(true);
@@ -148,10 +147,7 @@ describe("TaskEscrow 2.0.0 reputation writes", function () {
       const taskHash = await fund(ctx);
       await escrow.connect(verifier).marketplaceAssign(taskHash, worker.address);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("r"));
-      await expect(escrow.connect(verifier).completeVerification(taskHash, false, 12)).not.to.emit(
-        reputation,
-        "CompletionRecorded",
-      );
+      await expect(escrow.connect(verifier).completeVerification(taskHash, false, 12)).not.to.emit(reputation, "CompletionRecorded");
       expect((await reputation.summaryOf(worker.address)).scoreCount).to.equal(0n);
     });
 
@@ -287,9 +283,10 @@ describe("TaskEscrow 2.0.0 reputation writes", function () {
       const estimate = await escrow.connect(verifier).completeVerification.estimateGas(taskHash, true, 90);
       const required = REPUTATION_GAS + REPUTATION_GAS / 63n + 1_000n;
       const short = estimate - REPUTATION_GAS - 20_000n;
-      await expect(
-        escrow.connect(verifier).completeVerification(taskHash, true, 90, { gasLimit: short }),
-      ).to.be.revertedWithCustomError(escrow, "InsufficientGasForReputation");
+      await expect(escrow.connect(verifier).completeVerification(taskHash, true, 90, { gasLimit: short })).to.be.revertedWithCustomError(
+        escrow,
+        "InsufficientGasForReputation",
+      );
       const error = await escrow
         .connect(verifier)
         .completeVerification.staticCall(taskHash, true, 90, { gasLimit: short })

@@ -120,9 +120,7 @@ describe("TaskEscrow settlement commands", function () {
     expect(elsewhere.stderr + elsewhere.stdout).to.contain("Unrecognized param --to");
     const empty = await hardhat("escrow:withdraw-credit", "--from", poster.address);
     expect(empty.code).to.equal(1);
-    expect(empty.stderr).to.contain(
-      `escrow:withdraw-credit would revert: NothingToWithdraw(${deployment.token}, ${poster.address})`,
-    );
+    expect(empty.stderr).to.contain(`escrow:withdraw-credit would revert: NothingToWithdraw(${deployment.token}, ${poster.address})`);
   });
 
   it("reports a transaction that fails after a clean simulation, with a non-zero exit", async function () {

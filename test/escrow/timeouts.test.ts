@@ -83,7 +83,9 @@ describe("TaskEscrow timeouts", function () {
       const { escrow, taskHash, poster, deadline, failedAt } = await loadFixture(failedTaskFixture);
       const opensAt = failedAt + APPEAL_WINDOW;
       expect(opensAt).to.be.greaterThan(deadline);
-      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "WindowStillOpen", opensAt, [deadline, opensAt - 1n]))
+      await expect(
+        refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "WindowStillOpen", opensAt, [deadline, opensAt - 1n]),
+      )
         .to.emit(escrow, "DeadlineExpired")
         .withArgs(taskHash, poster.address, AMOUNT, Ending.FailedUnfixed);
     });
@@ -100,7 +102,9 @@ describe("TaskEscrow timeouts", function () {
       const { escrow, taskHash, poster, deadline, disputedAt } = await loadFixture(disputedTaskFixture);
       const opensAt = disputedAt + RULING_WINDOW;
       expect((await escrow.getTask(taskHash)).windowEndsAt).to.equal(opensAt);
-      await expect(refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "WindowStillOpen", opensAt, [deadline, opensAt - 1n]))
+      await expect(
+        refusedUntil(escrow, taskHash, () => escrow.connect(poster).claimTimeout(taskHash), "WindowStillOpen", opensAt, [deadline, opensAt - 1n]),
+      )
         .to.emit(escrow, "DeadlineExpired")
         .withArgs(taskHash, poster.address, AMOUNT, Ending.DisputeUnruled);
     });
@@ -134,9 +138,7 @@ describe("TaskEscrow timeouts", function () {
     it("refuses an unknown task", async function () {
       const { escrow, poster } = await loadFixture(deployEscrowFixture);
       const unknown = ethers.id("no such task");
-      await expect(escrow.connect(poster).claimTimeout(unknown))
-        .to.be.revertedWithCustomError(escrow, "TaskNotFound")
-        .withArgs(unknown);
+      await expect(escrow.connect(poster).claimTimeout(unknown)).to.be.revertedWithCustomError(escrow, "TaskNotFound").withArgs(unknown);
     });
   });
 
@@ -188,9 +190,7 @@ describe("TaskEscrow timeouts", function () {
     it("refuses an unknown task", async function () {
       const { escrow, worker } = await loadFixture(deployEscrowFixture);
       const unknown = ethers.id("no such task");
-      await expect(escrow.connect(worker).releaseUnjudgedWork(unknown))
-        .to.be.revertedWithCustomError(escrow, "TaskNotFound")
-        .withArgs(unknown);
+      await expect(escrow.connect(worker).releaseUnjudgedWork(unknown)).to.be.revertedWithCustomError(escrow, "TaskNotFound").withArgs(unknown);
     });
   });
 });

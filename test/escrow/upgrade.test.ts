@@ -1,16 +1,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
-import {
-  AMOUNT,
-  DURATION,
-  DAY,
-  Ending,
-  Status,
-  deployEscrowFixture,
-  everyStateFixture,
-  everyStateV1Fixture,
-} from "../fixtures/escrow";
+import { AMOUNT, DURATION, DAY, Ending, Status, deployEscrowFixture, everyStateFixture, everyStateV1Fixture } from "../fixtures/escrow";
 import { TaskEscrowV1__factory, TaskEscrowV3Mock__factory, TaskEscrow__factory } from "../../typechain-types";
 import { upgradeEscrow } from "../../deploy/escrow";
 import ERC1967Proxy from "@openzeppelin/upgrades-core/artifacts/@openzeppelin/contracts-v5/proxy/ERC1967/ERC1967Proxy.sol/ERC1967Proxy.json";
@@ -34,17 +25,8 @@ async function unregisteredProxy(v1: boolean) {
   const base = await deployEscrowFixture();
   const { admin, verifier, treasury, token, newAdmin: deployer } = base;
   const implementation = await (v1 ? new TaskEscrowV1__factory(deployer) : new TaskEscrow__factory(deployer)).deploy();
-  const init = implementation.interface.encodeFunctionData("initialize", [
-    admin.address,
-    verifier.address,
-    treasury.address,
-    1000,
-    token,
-  ]);
-  const proxy = await new ethers.ContractFactory(ERC1967Proxy.abi, ERC1967Proxy.bytecode, deployer).deploy(
-    await implementation.getAddress(),
-    init,
-  );
+  const init = implementation.interface.encodeFunctionData("initialize", [admin.address, verifier.address, treasury.address, 1000, token]);
+  const proxy = await new ethers.ContractFactory(ERC1967Proxy.abi, ERC1967Proxy.bytecode, deployer).deploy(await implementation.getAddress(), init);
   const record = {
     ...base.deployment,
     proxy: await proxy.getAddress(),
@@ -86,9 +68,7 @@ describe("TaskEscrow upgrade", function () {
   it("the fixture holds a task in every state, a pause and a credit", async function () {
     const ctx = await loadFixture(everyStateFixture);
     const { escrow, taskHashes, blocklistToken, worker } = ctx;
-    const statuses = await Promise.all(
-      Object.values(taskHashes).map(async (hash) => Number((await escrow.getTask(hash)).status)),
-    );
+    const statuses = await Promise.all(Object.values(taskHashes).map(async (hash) => Number((await escrow.getTask(hash)).status)));
     expect(statuses).to.deep.equal([
       Status.Funded,
       Status.Assigned,
@@ -184,9 +164,9 @@ describe("TaskEscrow upgrade", function () {
     // One test: registering is kept by the plugin for the rest of the run, so the refusal must come first.
     it("refuses a record naming other code, and registers, validates and upgrades the code it recognises", async function () {
       const { record, unregistered } = await loadFixture(unregisteredProxyFixture);
-      await expect(
-        upgradeEscrow(hre, { deployment: { ...record, contract: "TaskEscrowV3Mock" }, contract: "TaskEscrowV3Mock" }),
-      ).to.be.rejectedWith(`the implementation at ${record.implementation} is not TaskEscrowV3Mock as compiled here`);
+      await expect(upgradeEscrow(hre, { deployment: { ...record, contract: "TaskEscrowV3Mock" }, contract: "TaskEscrowV3Mock" })).to.be.rejectedWith(
+        `the implementation at ${record.implementation} is not TaskEscrowV3Mock as compiled here`,
+      );
       expect(await unregistered.version()).to.equal("2.0.0");
       expect(await upgrades.erc1967.getImplementationAddress(record.proxy)).to.equal(record.implementation);
 

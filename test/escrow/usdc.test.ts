@@ -74,9 +74,7 @@ describe("TaskEscrow with Circle's USDC", function () {
         }
         await expect(tx).not.to.emit(escrow, "Credited");
         const after = await balancesOf(fiatToken, accounts);
-        expect(after.map((b, i) => b - before[i]!)).to.deep.equal(
-          drive.payout ? [0n, PAYOUT, FEE, -AMOUNT] : [AMOUNT, 0n, 0n, -AMOUNT],
-        );
+        expect(after.map((b, i) => b - before[i]!)).to.deep.equal(drive.payout ? [0n, PAYOUT, FEE, -AMOUNT] : [AMOUNT, 0n, 0n, -AMOUNT]);
         expect((await escrow.getTask(taskHash)).ending).to.equal(drive.ending);
         expect(await escrow.escrowed(token)).to.equal(0n);
       });
@@ -85,8 +83,7 @@ describe("TaskEscrow with Circle's USDC", function () {
 
   describe("the blacklist", function () {
     it("credits a blacklisted worker's payout, freezes it to anyone, and pays it after unfreezing", async function () {
-      const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury, stranger } =
-        await loadFixture(usdcAssignedTaskFixture);
+      const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury, stranger } = await loadFixture(usdcAssignedTaskFixture);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
       await fiatToken.blacklist(worker.address);
       await expect(escrow.connect(verifier).completeVerification(taskHash, true, 95))
@@ -95,11 +92,7 @@ describe("TaskEscrow with Circle's USDC", function () {
         .and.to.emit(escrow, "TaskCompleted")
         .withArgs(taskHash, worker.address, PAYOUT, FEE, 1);
       expect((await escrow.getTask(taskHash)).status).to.equal(Status.Verified);
-      expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([
-        0n,
-        FEE,
-        PAYOUT,
-      ]);
+      expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([0n, FEE, PAYOUT]);
       expect(await escrow.creditOf(token, worker.address)).to.equal(PAYOUT);
 
       // Frozen: not to the worker, and not to anyone else (1.0.0's withdrawCreditTo is gone).
@@ -114,11 +107,7 @@ describe("TaskEscrow with Circle's USDC", function () {
       await expect(escrow.connect(stranger).withdrawCredit(token))
         .to.be.revertedWithCustomError(escrow, "NothingToWithdraw")
         .withArgs(token, stranger.address);
-      expect(await balancesOf(fiatToken, [worker.address, stranger.address, escrowAddress])).to.deep.equal([
-        0n,
-        0n,
-        PAYOUT,
-      ]);
+      expect(await balancesOf(fiatToken, [worker.address, stranger.address, escrowAddress])).to.deep.equal([0n, 0n, PAYOUT]);
 
       await fiatToken.unBlacklist(worker.address);
       await expect(escrow.connect(worker).withdrawCredit(token))
@@ -138,10 +127,7 @@ describe("TaskEscrow with Circle's USDC", function () {
         .withArgs(token, poster.address, AMOUNT)
         .and.to.emit(escrow, "TaskCancelled")
         .withArgs(taskHash, poster.address, AMOUNT, 4);
-      expect(await balancesOf(fiatToken, [poster.address, escrowAddress])).to.deep.equal([
-        POSTER_FUNDS - AMOUNT,
-        AMOUNT,
-      ]);
+      expect(await balancesOf(fiatToken, [poster.address, escrowAddress])).to.deep.equal([POSTER_FUNDS - AMOUNT, AMOUNT]);
       await expect(escrow.connect(poster).withdrawCredit(token)).to.be.revertedWith(BLACKLISTED);
       await fiatToken.unBlacklist(poster.address);
       await escrow.connect(poster).withdrawCredit(token);
@@ -149,31 +135,26 @@ describe("TaskEscrow with Circle's USDC", function () {
     });
 
     it("credits a blacklisted treasury's fee and still pays the worker", async function () {
-      const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury } =
-        await loadFixture(usdcAssignedTaskFixture);
+      const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury } = await loadFixture(usdcAssignedTaskFixture);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
       await fiatToken.blacklist(treasury.address);
       await expect(escrow.connect(verifier).completeVerification(taskHash, true, 95))
         .to.emit(escrow, "Credited")
         .withArgs(token, treasury.address, FEE);
-      expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([
-        PAYOUT,
-        0n,
-        FEE,
-      ]);
+      expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([PAYOUT, 0n, FEE]);
     });
 
     it("a blacklisted poster cannot fund", async function () {
       const { escrow, fiatToken, token, poster } = await loadFixture(usdcEscrowFixture);
       await fiatToken.blacklist(poster.address);
-      await expect(
-        escrow.connect(poster).createTask(ethers.id("frozen funds"), token, AMOUNT, DURATION, ethers.ZeroAddress),
-      ).to.be.revertedWith(BLACKLISTED);
+      await expect(escrow.connect(poster).createTask(ethers.id("frozen funds"), token, AMOUNT, DURATION, ethers.ZeroAddress)).to.be.revertedWith(
+        BLACKLISTED,
+      );
       expect(await escrow.escrowed(token)).to.equal(0n);
     });
   });
 
-  describe("permits against USDC's domain (name \"USD Coin\", version \"2\")", function () {
+  describe('permits against USDC\'s domain (name "USD Coin", version "2")', function () {
     it("USDC's domain separator is that domain", async function () {
       const { fiatToken, token } = await loadFixture(usdcEscrowFixture);
       const { chainId } = await ethers.provider.getNetwork();
@@ -188,9 +169,7 @@ describe("TaskEscrow with Circle's USDC", function () {
       const one = await signPermit(fiatToken, permitPoster, escrowAddress, AMOUNT, deadline, USDC_DOMAIN_VERSION);
       const single = ethers.id("permit single");
       await expect(
-        escrow
-          .connect(permitPoster)
-          .createTaskWithPermit(single, token, AMOUNT, DURATION, ethers.ZeroAddress, deadline, one.v, one.r, one.s),
+        escrow.connect(permitPoster).createTaskWithPermit(single, token, AMOUNT, DURATION, ethers.ZeroAddress, deadline, one.v, one.r, one.s),
       )
         .to.emit(escrow, "TaskCreated")
         .withArgs(single, permitPoster.address, token, AMOUNT, (v: bigint) => v > 0n, ethers.ZeroAddress);
@@ -206,10 +185,7 @@ describe("TaskEscrow with Circle's USDC", function () {
       }));
       const all = await signPermit(fiatToken, permitPoster, escrowAddress, 3n * AMOUNT, deadline, USDC_DOMAIN_VERSION);
       await escrow.connect(permitPoster).createTasksWithPermit(batch, deadline, all.v, all.r, all.s);
-      expect(await balancesOf(fiatToken, [permitPoster.address, escrowAddress])).to.deep.equal([
-        POSTER_FUNDS - 4n * AMOUNT,
-        4n * AMOUNT,
-      ]);
+      expect(await balancesOf(fiatToken, [permitPoster.address, escrowAddress])).to.deep.equal([POSTER_FUNDS - 4n * AMOUNT, 4n * AMOUNT]);
       expect(await escrow.escrowed(token)).to.equal(4n * AMOUNT);
     });
 
@@ -230,9 +206,7 @@ describe("TaskEscrow with Circle's USDC", function () {
     it("at funding: createTask and createTaskWithPermit revert with USDC's error, then go through after unpause", async function () {
       const { escrow, escrowAddress, fiatToken, token, poster, permitPoster } = await loadFixture(permitPosterFixture);
       await fiatToken.pause();
-      await expect(
-        escrow.connect(poster).createTask(ethers.id("paused"), token, AMOUNT, DURATION, ethers.ZeroAddress),
-      ).to.be.revertedWith(PAUSED);
+      await expect(escrow.connect(poster).createTask(ethers.id("paused"), token, AMOUNT, DURATION, ethers.ZeroAddress)).to.be.revertedWith(PAUSED);
       const sig = await signPermit(fiatToken, permitPoster, escrowAddress, AMOUNT, ethers.MaxUint256, USDC_DOMAIN_VERSION);
       const withPermit = () =>
         escrow
@@ -241,16 +215,16 @@ describe("TaskEscrow with Circle's USDC", function () {
       await expect(withPermit()).to.be.revertedWith(PAUSED);
       expect(await escrow.escrowed(token)).to.equal(0n);
       await fiatToken.unpause();
-      await expect(
-        escrow.connect(poster).createTask(ethers.id("paused"), token, AMOUNT, DURATION, ethers.ZeroAddress),
-      ).to.emit(escrow, "TaskCreated");
+      await expect(escrow.connect(poster).createTask(ethers.id("paused"), token, AMOUNT, DURATION, ethers.ZeroAddress)).to.emit(
+        escrow,
+        "TaskCreated",
+      );
       await expect(withPermit()).to.emit(escrow, "TaskCreated");
       expect(await escrow.escrowed(token)).to.equal(2n * AMOUNT);
     });
 
     it("at payout: the ending completes, payout and fee are credited, and withdrawn after unpause", async function () {
-      const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury } =
-        await loadFixture(usdcAssignedTaskFixture);
+      const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury } = await loadFixture(usdcAssignedTaskFixture);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
       await fiatToken.pause();
       await expect(escrow.connect(verifier).completeVerification(taskHash, true, 90))
@@ -267,11 +241,7 @@ describe("TaskEscrow with Circle's USDC", function () {
       await fiatToken.unpause();
       await escrow.connect(worker).withdrawCredit(token);
       await escrow.connect(treasury).withdrawCredit(token);
-      expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([
-        PAYOUT,
-        FEE,
-        0n,
-      ]);
+      expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([PAYOUT, FEE, 0n]);
       expect(await escrow.totalCredited(token)).to.equal(0n);
     });
 

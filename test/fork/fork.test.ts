@@ -21,13 +21,7 @@ import { deploymentPath, readDeployment, type EscrowDeployment } from "../../dep
 import { deployRegistries } from "../../deploy/registries";
 import { connectUsdc, deployUsdc, type FiatToken } from "../../deploy/usdc";
 import { freePort, hardhatAccountKeys, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
-import {
-  MockUSDC__factory,
-  TaskEscrowV1__factory,
-  type MockUSDC,
-  type TaskEscrow,
-  type TaskReputation,
-} from "../../typechain-types";
+import { MockUSDC__factory, TaskEscrowV1__factory, type MockUSDC, type TaskEscrow, type TaskReputation } from "../../typechain-types";
 import { Ending, EscrowStatus } from "../../core/escrow";
 import { ENDING_DRIVES, type EndingDrive } from "../fixtures/endings";
 
@@ -62,7 +56,11 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 2.0.0 with 
     dir = mkdtempSync(path.join(tmpdir(), "market-fork-"));
     const signers = await hre.ethers.getSigners();
     [admin, verifier, treasury, poster, worker] = signers as [
-      HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner, HardhatEthersSigner,
+      HardhatEthersSigner,
+      HardhatEthersSigner,
+      HardhatEthersSigner,
+      HardhatEthersSigner,
+      HardhatEthersSigner,
     ];
     usdcOwner = signers[15]!;
 
@@ -184,9 +182,7 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 2.0.0 with 
       .withArgs(usdcAddress, worker.address, AMOUNT - FEE)
       .and.to.emit(reputation, "CompletionRecorded")
       .withArgs(worker.address, deployment.proxy, live.submitted, true, 90);
-    await expect(escrow.connect(worker).withdrawCredit(usdcAddress)).to.be.revertedWith(
-      "Blacklistable: account is blacklisted",
-    );
+    await expect(escrow.connect(worker).withdrawCredit(usdcAddress)).to.be.revertedWith("Blacklistable: account is blacklisted");
     await (await usdcAs(usdcOwner).unBlacklist(worker.address)).wait();
     await expect(escrow.connect(worker).withdrawCredit(usdcAddress))
       .to.emit(escrow, "CreditWithdrawn")
@@ -196,12 +192,7 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 2.0.0 with 
     expect(await escrow.totalCredited(usdcAddress)).to.equal(0n);
 
     const summary = await reputation.summaryOf(worker.address);
-    expect([summary.tasksCompleted, summary.scoreSum, summary.scoreCount, summary.disputes]).to.deep.equal([
-      1n,
-      90n,
-      1n,
-      1n,
-    ]);
+    expect([summary.tasksCompleted, summary.scoreSum, summary.scoreCount, summary.disputes]).to.deep.equal([1n, 90n, 1n, 1n]);
   });
 
   for (const tokenName of ["real USDC", "a mock token"] as const) {
@@ -248,7 +239,9 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 2.0.0 with 
         const recordBefore = await record();
         const tx = await drive.drive({ escrow, admin, verifier, poster, worker }, taskHash);
         if (drive.payout) {
-          await expect(tx).to.emit(escrow, drive.event).withArgs(taskHash, worker.address, AMOUNT - FEE, FEE, drive.ending);
+          await expect(tx)
+            .to.emit(escrow, drive.event)
+            .withArgs(taskHash, worker.address, AMOUNT - FEE, FEE, drive.ending);
         } else {
           await expect(tx).to.emit(escrow, drive.event).withArgs(taskHash, poster.address, AMOUNT, drive.ending);
         }

@@ -79,11 +79,7 @@ describe("AgentIdentity", function () {
         expect(event, signature).to.not.equal(null);
         expect(event!.inputs.map((i) => i.indexed)).to.deep.equal(indexed);
       }
-      expect(identity.interface.getEvent("Registered").inputs.map((i) => i.name)).to.deep.equal([
-        "agentId",
-        "agentURI",
-        "owner",
-      ]);
+      expect(identity.interface.getEvent("Registered").inputs.map((i) => i.name)).to.deep.equal(["agentId", "agentURI", "owner"]);
     });
 
     it("answers ERC-165 for ERC-721, its metadata extension, ERC-4906 and AccessControl", async function () {
@@ -101,14 +97,12 @@ describe("AgentIdentity", function () {
     it("register(agentURI, metadata) mints the next id with Transfer, Registered and MetadataSet", async function () {
       const { identity, owner } = await loadFixture(registriesFixture);
       const uri = "https://agent.example/card.json";
-      const tx = identity.connect(owner)["register(string,(string,bytes)[])"](uri, [
-        { metadataKey: "model", metadataValue: ethers.toUtf8Bytes("gpt") },
-      ]);
+      const tx = identity
+        .connect(owner)
+        ["register(string,(string,bytes)[])"](uri, [{ metadataKey: "model", metadataValue: ethers.toUtf8Bytes("gpt") }]);
       await expect(tx).to.emit(identity, "Transfer").withArgs(ethers.ZeroAddress, owner.address, 1n);
       await expect(tx).to.emit(identity, "Registered").withArgs(1n, uri, owner.address);
-      await expect(tx)
-        .to.emit(identity, "MetadataSet")
-        .withArgs(1n, "agentWallet", "agentWallet", owner.address.toLowerCase());
+      await expect(tx).to.emit(identity, "MetadataSet").withArgs(1n, "agentWallet", "agentWallet", owner.address.toLowerCase());
       await expect(tx)
         .to.emit(identity, "MetadataSet")
         .withArgs(1n, "model", "model", ethers.hexlify(ethers.toUtf8Bytes("gpt")));
@@ -126,9 +120,7 @@ describe("AgentIdentity", function () {
       await expect(identity.connect(owner)["register(string)"]("ipfs://card"))
         .to.emit(identity, "Registered")
         .withArgs(1n, "ipfs://card", owner.address);
-      await expect(identity.connect(stranger)["register()"]())
-        .to.emit(identity, "Registered")
-        .withArgs(2n, "", stranger.address);
+      await expect(identity.connect(stranger)["register()"]()).to.emit(identity, "Registered").withArgs(2n, "", stranger.address);
       expect(await identity.tokenURI(2n)).to.equal("");
       await expect(identity.connect(stranger).setAgentURI(2n, "ipfs://later"))
         .to.emit(identity, "URIUpdated")
@@ -150,8 +142,7 @@ describe("AgentIdentity", function () {
 
   describe("registerFor by the minter", function () {
     it("mints to the owner with the agent's wallet and metadata hash", async function () {
-      const { identity, owner, agent, minter, agentId, agentURI, metadataHash } =
-        await loadFixture(registeredAgentFixture);
+      const { identity, owner, agent, minter, agentId, agentURI, metadataHash } = await loadFixture(registeredAgentFixture);
       expect(await identity.ownerOf(agentId)).to.equal(owner.address);
       expect(await identity.balanceOf(minter.address)).to.equal(0n);
       expect(await identity.tokenURI(agentId)).to.equal(agentURI);
@@ -164,13 +155,9 @@ describe("AgentIdentity", function () {
 
     it("emits Registered with the owner and the wallet's MetadataSet", async function () {
       const { identity, minter, owner, agent } = await loadFixture(registriesFixture);
-      const tx = identity
-        .connect(minter)
-        .registerFor(owner.address, "https://card", [{ metadataKey: "agentWallet", metadataValue: agent.address }]);
+      const tx = identity.connect(minter).registerFor(owner.address, "https://card", [{ metadataKey: "agentWallet", metadataValue: agent.address }]);
       await expect(tx).to.emit(identity, "Registered").withArgs(1n, "https://card", owner.address);
-      await expect(tx)
-        .to.emit(identity, "MetadataSet")
-        .withArgs(1n, "agentWallet", "agentWallet", agent.address.toLowerCase());
+      await expect(tx).to.emit(identity, "MetadataSet").withArgs(1n, "agentWallet", "agentWallet", agent.address.toLowerCase());
       await expect(tx).to.emit(identity, "Transfer").withArgs(ethers.ZeroAddress, owner.address, 1n);
     });
 
@@ -194,14 +181,9 @@ describe("AgentIdentity", function () {
 
     it("refuses a zero owner and a malformed agentWallet with their errors, minting nothing", async function () {
       const { identity, minter, owner } = await loadFixture(registriesFixture);
-      await expect(identity.connect(minter).registerFor(ethers.ZeroAddress, "u", [])).to.be.revertedWithCustomError(
-        identity,
-        "ZeroAddress",
-      );
+      await expect(identity.connect(minter).registerFor(ethers.ZeroAddress, "u", [])).to.be.revertedWithCustomError(identity, "ZeroAddress");
       for (const value of ["0x1234", ethers.ZeroAddress, ethers.zeroPadValue("0x01", 32)]) {
-        await expect(
-          identity.connect(minter).registerFor(owner.address, "u", [{ metadataKey: "agentWallet", metadataValue: value }]),
-        )
+        await expect(identity.connect(minter).registerFor(owner.address, "u", [{ metadataKey: "agentWallet", metadataValue: value }]))
           .to.be.revertedWithCustomError(identity, "InvalidAgentWallet")
           .withArgs(value);
       }
@@ -250,10 +232,7 @@ describe("AgentIdentity", function () {
       await expect(identity.connect(owner).setMetadata(agentId, "agentWallet", owner.address))
         .to.be.revertedWithCustomError(identity, "ReservedMetadataKey")
         .withArgs("agentWallet");
-      await expect(identity.connect(owner).setMetadata(agentId, "", "0x01")).to.be.revertedWithCustomError(
-        identity,
-        "EmptyMetadataKey",
-      );
+      await expect(identity.connect(owner).setMetadata(agentId, "", "0x01")).to.be.revertedWithCustomError(identity, "EmptyMetadataKey");
       for (const act of [
         () => identity.connect(owner).setAgentURI(9n, "x"),
         () => identity.connect(owner).setMetadata(9n, "k", "0x01"),
@@ -305,9 +284,10 @@ describe("AgentIdentity", function () {
       await expect(identity.connect(owner).setAgentWallet(agentId, stranger.address, deadline, signedByAnother))
         .to.be.revertedWithCustomError(identity, "InvalidAgentWalletSignature")
         .withArgs(agentId, stranger.address);
-      await expect(
-        identity.connect(owner).setAgentWallet(agentId, ethers.ZeroAddress, deadline, signedByAnother),
-      ).to.be.revertedWithCustomError(identity, "ZeroAddress");
+      await expect(identity.connect(owner).setAgentWallet(agentId, ethers.ZeroAddress, deadline, signedByAnother)).to.be.revertedWithCustomError(
+        identity,
+        "ZeroAddress",
+      );
       const good = await walletSignature(identity, stranger, agentId, owner.address, deadline);
       await expect(identity.connect(stranger).setAgentWallet(agentId, stranger.address, deadline, good))
         .to.be.revertedWithCustomError(identity, "NotAgentOperator")
@@ -369,9 +349,7 @@ describe("AgentIdentity", function () {
       await expect(identity.connect(stranger).transferFrom(owner.address, stranger.address, agentId))
         .to.be.revertedWithCustomError(identity, "ERC721InsufficientApproval")
         .withArgs(stranger.address, agentId);
-      await expect(
-        identity.connect(owner)["safeTransferFrom(address,address,uint256)"](owner.address, escrowAddress, agentId),
-      )
+      await expect(identity.connect(owner)["safeTransferFrom(address,address,uint256)"](owner.address, escrowAddress, agentId))
         .to.be.revertedWithCustomError(identity, "ERC721InvalidReceiver")
         .withArgs(escrowAddress);
       await expect(identity.ownerOf(5n)).to.be.revertedWithCustomError(identity, "ERC721NonexistentToken").withArgs(5n);
@@ -382,14 +360,8 @@ describe("AgentIdentity", function () {
     it("refuses a second initialize and an initialize of the implementation; only the admin upgrades", async function () {
       const { identity, identityAddress, admin, stranger, agentId } = await loadFixture(registeredAgentFixture);
       await expect(identity.initialize(admin.address)).to.be.revertedWithCustomError(identity, "InvalidInitialization");
-      const implementation = AgentIdentity__factory.connect(
-        await upgrades.erc1967.getImplementationAddress(identityAddress),
-        admin,
-      );
-      await expect(implementation.initialize(admin.address)).to.be.revertedWithCustomError(
-        identity,
-        "InvalidInitialization",
-      );
+      const implementation = AgentIdentity__factory.connect(await upgrades.erc1967.getImplementationAddress(identityAddress), admin);
+      await expect(implementation.initialize(admin.address)).to.be.revertedWithCustomError(identity, "InvalidInitialization");
       const next = (await upgrades.prepareUpgrade(identityAddress, await ethers.getContractFactory("AgentIdentity", admin), {
         kind: "uups",
         redeployImplementation: "always",

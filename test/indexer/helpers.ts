@@ -53,11 +53,7 @@ export interface Dump {
 
 /** Everything the indexer owns except bookkeeping that depends on range boundaries (indexed_blocks, updated_at). */
 export async function dumpTables(db: Db, chain = "arc"): Promise<Dump> {
-  const cursor = await db
-    .selectFrom("indexer_cursors")
-    .select(["block_number", "block_hash"])
-    .where("chain", "=", chain)
-    .executeTakeFirst();
+  const cursor = await db.selectFrom("indexer_cursors").select(["block_number", "block_hash"]).where("chain", "=", chain).executeTakeFirst();
   const events = await db.selectFrom("escrow_events").selectAll().where("chain", "=", chain).orderBy("block_number").orderBy("log_index").execute();
   const tasks = await db.selectFrom("escrow_tasks").selectAll().where("chain", "=", chain).orderBy("task_hash").execute();
   const state = await db.selectFrom("escrow_state").selectAll().where("chain", "=", chain).execute();
@@ -104,7 +100,6 @@ export async function expectTasksMatchContract(db: Db, fixture: EscrowFixture, c
   }
   return rows.length;
 }
-
 
 /** Small seeded PRNG (mulberry32), so a failing scenario can be replayed. */
 export function random(seed: number): () => number {

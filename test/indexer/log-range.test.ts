@@ -45,7 +45,12 @@ describe("indexer log ranges", function () {
       return to;
     };
     expect((await range.fetch(1, 1_000, (to) => node(1, to))).to).to.equal(8);
-    expect(asked).to.deep.equal([[1, 64], [1, 32], [1, 16], [1, 8]]);
+    expect(asked).to.deep.equal([
+      [1, 64],
+      [1, 32],
+      [1, 16],
+      [1, 8],
+    ]);
     expect(range.size).to.equal(10);
     expect((await range.fetch(9, 1_000, (to) => node(9, to))).to).to.equal(18);
     expect(range.size).to.equal(12);

@@ -40,7 +40,13 @@ const SMALL_RANGES = { initial: 3, max: 6 };
  * the served node. Everything is closed and removed afterwards.
  */
 async function withWorkerDatabase(
-  run: (ctx: { fixture: Awaited<ReturnType<typeof activeChainFixture>>; db: Db; sqlitePath: string; chain: ChainConfig; head: number }) => Promise<void>,
+  run: (ctx: {
+    fixture: Awaited<ReturnType<typeof activeChainFixture>>;
+    db: Db;
+    sqlitePath: string;
+    chain: ChainConfig;
+    head: number;
+  }) => Promise<void>,
 ) {
   const fixture = await loadFixture(activeChainFixture);
   const network = await serveNetwork();
@@ -65,7 +71,11 @@ describe("indexer restarts", function () {
     const reference = await freshIndexDump(chain);
 
     // The last seed commits at most two events a transaction: crashes also land between a range's transactions.
-    for (const [seed, maxEventsPerCommit] of [[1, undefined], [2, undefined], [3, 2]] as const) {
+    for (const [seed, maxEventsPerCommit] of [
+      [1, undefined],
+      [2, undefined],
+      [3, 2],
+    ] as const) {
       const rnd = random(seed);
       const db = await memoryDb();
       const crashedAt: IndexerStep[] = [];

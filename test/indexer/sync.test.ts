@@ -121,7 +121,13 @@ describe("indexer sync", function () {
     const head = await hre.ethers.provider.getBlockNumber();
     expect(result.to).to.equal(head - 5);
     expect(result.target).to.equal(head - 5);
-    expect(await db.selectFrom("escrow_events").where("block_number", ">", head - 5).select("log_index").execute()).to.have.length(0);
+    expect(
+      await db
+        .selectFrom("escrow_events")
+        .where("block_number", ">", head - 5)
+        .select("log_index")
+        .execute(),
+    ).to.have.length(0);
     await db.destroy();
   });
 
@@ -133,7 +139,13 @@ describe("indexer sync", function () {
     let n = 0;
     const createTasks = (count: number) =>
       escrow.connect(poster).createTasks(
-        Array.from({ length: count }, () => ({ taskHash: hre.ethers.id(`dense ${n++}`), token, amount: 1n, duration: 86_400n, verifier: hre.ethers.ZeroAddress })),
+        Array.from({ length: count }, () => ({
+          taskHash: hre.ethers.id(`dense ${n++}`),
+          token,
+          amount: 1n,
+          duration: 86_400n,
+          verifier: hre.ethers.ZeroAddress,
+        })),
         { gasLimit: 3_000_000 },
       );
     await hre.network.provider.send("evm_setAutomine", [false]);

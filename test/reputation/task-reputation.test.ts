@@ -34,18 +34,9 @@ describe("TaskReputation", function () {
 
     it("refuses a second initialize, an initialize of the implementation, and a zero admin", async function () {
       const { reputation, reputationAddress, admin } = await loadFixture(registriesFixture);
-      await expect(reputation.initialize(admin.address)).to.be.revertedWithCustomError(
-        reputation,
-        "InvalidInitialization",
-      );
-      const implementation = TaskReputation__factory.connect(
-        await upgrades.erc1967.getImplementationAddress(reputationAddress),
-        admin,
-      );
-      await expect(implementation.initialize(admin.address)).to.be.revertedWithCustomError(
-        reputation,
-        "InvalidInitialization",
-      );
+      await expect(reputation.initialize(admin.address)).to.be.revertedWithCustomError(reputation, "InvalidInitialization");
+      const implementation = TaskReputation__factory.connect(await upgrades.erc1967.getImplementationAddress(reputationAddress), admin);
+      await expect(implementation.initialize(admin.address)).to.be.revertedWithCustomError(reputation, "InvalidInitialization");
       await expect(
         upgrades.deployProxy(await ethers.getContractFactory("TaskReputation", admin), [ethers.ZeroAddress], {
           kind: "uups",
@@ -145,13 +136,11 @@ describe("TaskReputation", function () {
     it("refuses a zero agent with ZeroAddress() and a score above 100 with InvalidScore(score)", async function () {
       const { reputation, writer, agent } = await loadFixture(writerFixture);
       const taskHash = ethers.id("refused");
-      await expect(
-        reputation.connect(writer).recordCompletion(ethers.ZeroAddress, taskHash, true, 50),
-      ).to.be.revertedWithCustomError(reputation, "ZeroAddress");
-      await expect(reputation.connect(writer).recordDispute(ethers.ZeroAddress, taskHash)).to.be.revertedWithCustomError(
+      await expect(reputation.connect(writer).recordCompletion(ethers.ZeroAddress, taskHash, true, 50)).to.be.revertedWithCustomError(
         reputation,
         "ZeroAddress",
       );
+      await expect(reputation.connect(writer).recordDispute(ethers.ZeroAddress, taskHash)).to.be.revertedWithCustomError(reputation, "ZeroAddress");
       for (const score of [101, 255]) {
         await expect(reputation.connect(writer).recordCompletion(agent.address, taskHash, true, score))
           .to.be.revertedWithCustomError(reputation, "InvalidScore")

@@ -13,13 +13,13 @@ import { escrowInterface } from "../../sdk/src/chain";
 
 /** A fetch that lets a test rewrite the API's answer to one route (the service misbehaving). */
 function tampering(path: RegExp, rewrite: (data: Record<string, unknown>) => void): typeof fetch {
-  return (async (input: string | URL | Request, init?: RequestInit) => {
+  return async (input: string | URL | Request, init?: RequestInit) => {
     const response = await fetch(input, init);
     if (!path.test(new URL(String(input)).pathname)) return response;
     const body = (await response.json()) as { success: boolean; data: Record<string, unknown> };
     if (body.success) rewrite(body.data);
     return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
-  });
+  };
 }
 
 /** A JSON-RPC proxy to `upstream` that answers every receipt lookup with null: transactions go through unseen. */
@@ -53,16 +53,19 @@ async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(
 
 /** A fetch that answers the requests `fake` returns an answer for (`data` of a successful envelope); others pass to the API. */
 function faking(fake: (method: string, path: string, body: Record<string, unknown> | undefined) => unknown): typeof fetch {
-  return (async (input: string | URL | Request, init?: RequestInit) => {
+  return async (input: string | URL | Request, init?: RequestInit) => {
     const body = typeof init?.body === "string" ? (JSON.parse(init.body) as Record<string, unknown>) : undefined;
     const data = fake(init?.method ?? "GET", new URL(String(input)).pathname, body);
     if (data === undefined) return fetch(input, init);
     return new Response(JSON.stringify({ success: true, data }), { status: 200, headers: { "content-type": "application/json" } });
-  });
+  };
 }
 
 async function refusal(promise: Promise<unknown>): Promise<ApiError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error, "expected a refusal").to.be.instanceOf(ApiError);
   return error as ApiError;
 }
@@ -104,7 +107,11 @@ describe("MarketClient", function () {
       ],
       ["no pinned escrow", "ESCROW_NOT_PINNED", (o) => ({ ...o, escrows: {} })],
       ["a pinned escrow other than the service's", "ESCROW_MISMATCH", (o) => ({ ...o, escrows: { arc: s.stranger.address } })],
-      ["a funding transaction for another chain", "WRONG_CHAIN", (o) => ({ ...o, fetch: tampering(/^\/api\/v1\/tasks$/, (d) => ((d.unsignedTx as Record<string, unknown>).chainId = 1)) })],
+      [
+        "a funding transaction for another chain",
+        "WRONG_CHAIN",
+        (o) => ({ ...o, fetch: tampering(/^\/api\/v1\/tasks$/, (d) => ((d.unsignedTx as Record<string, unknown>).chainId = 1)) }),
+      ],
       [
         "a funding transaction to another contract",
         "ESCROW_MISMATCH",
@@ -121,8 +128,16 @@ describe("MarketClient", function () {
           }),
         }),
       ],
-      ["a funding transaction from another wallet", "TX_MISMATCH", (o) => ({ ...o, fetch: tampering(/^\/api\/v1\/tasks$/, (d) => ((d.unsignedTx as Record<string, unknown>).from = s.stranger.address)) })],
-      ["a funding transaction carrying value", "TX_MISMATCH", (o) => ({ ...o, fetch: tampering(/^\/api\/v1\/tasks$/, (d) => ((d.unsignedTx as Record<string, unknown>).value = "1")) })],
+      [
+        "a funding transaction from another wallet",
+        "TX_MISMATCH",
+        (o) => ({ ...o, fetch: tampering(/^\/api\/v1\/tasks$/, (d) => ((d.unsignedTx as Record<string, unknown>).from = s.stranger.address)) }),
+      ],
+      [
+        "a funding transaction carrying value",
+        "TX_MISMATCH",
+        (o) => ({ ...o, fetch: tampering(/^\/api\/v1\/tasks$/, (d) => ((d.unsignedTx as Record<string, unknown>).value = "1")) }),
+      ],
     ];
     for (const [what, code, options] of guarded) {
       it(`refuses ${what} (${code}) and sends nothing`, async function () {
@@ -172,9 +187,12 @@ describe("MarketClient", function () {
             if (method === "GET" && path === `/api/v1/tasks/${asked}`) {
               return { meta: { chain: "arc", taskHash: other }, state: { taskId: asked, status: "open", rounds: 0 } };
             }
-            if (path === `/api/v1/a2a/tasks/${asked}/deliver`) return { round: 1, unsignedTx: tx(escrowInterface.encodeFunctionData("submitEvidence", [other, resultHash("the output")])) };
-            if (path === `/api/v1/a2a/tasks/${asked}/verdict`) return { status: "verified", unsignedTx: tx(escrowInterface.encodeFunctionData("completeVerification", [other, true, 100])) };
-            if (path === `/api/v1/a2a/tasks/${asked}/cancel`) return { outcome: "refund", unsignedTx: tx(escrowInterface.encodeFunctionData("cancelTask", [other])) };
+            if (path === `/api/v1/a2a/tasks/${asked}/deliver`)
+              return { round: 1, unsignedTx: tx(escrowInterface.encodeFunctionData("submitEvidence", [other, resultHash("the output")])) };
+            if (path === `/api/v1/a2a/tasks/${asked}/verdict`)
+              return { status: "verified", unsignedTx: tx(escrowInterface.encodeFunctionData("completeVerification", [other, true, 100])) };
+            if (path === `/api/v1/a2a/tasks/${asked}/cancel`)
+              return { outcome: "refund", unsignedTx: tx(escrowInterface.encodeFunctionData("cancelTask", [other])) };
             return undefined;
           }),
         });
@@ -186,16 +204,22 @@ describe("MarketClient", function () {
 
       it("cancelAndRefund (behind market cancel) and settle never cancel the other task", async function () {
         await nothingSent(async () => expect((await refusal(lying(base).cancelAndRefund(asked))).code).to.equal("TX_MISMATCH"));
-        await nothingSent(async () => expect((await refusal(lying(base).settle({ taskHash: asked, action: "cancel" }))).code).to.equal("TX_MISMATCH"));
+        await nothingSent(async () =>
+          expect((await refusal(lying(base).settle({ taskHash: asked, action: "cancel" }))).code).to.equal("TX_MISMATCH"),
+        );
         expect((await new MarketClient(base).getTask(other)).state.status).to.equal("open");
       });
 
       it("deliverResult", async function () {
-        await nothingSent(async () => expect((await refusal(lying(base).deliverResult({ taskHash: asked, output: "the output" }))).code).to.equal("TX_MISMATCH"));
+        await nothingSent(async () =>
+          expect((await refusal(lying(base).deliverResult({ taskHash: asked, output: "the output" }))).code).to.equal("TX_MISMATCH"),
+        );
       });
 
       it("reviewResult", async function () {
-        await nothingSent(async () => expect((await refusal(lying(base).reviewResult({ taskHash: asked, approve: true }))).code).to.equal("TX_MISMATCH"));
+        await nothingSent(async () =>
+          expect((await refusal(lying(base).reviewResult({ taskHash: asked, approve: true }))).code).to.equal("TX_MISMATCH"),
+        );
       });
 
       it("signs for a task hash asked in another letter case", async function () {
@@ -210,9 +234,19 @@ describe("MarketClient", function () {
     it("printing or serialising a client or a runtime shows neither the private key nor the API key", async function () {
       const client = new MarketClient(base);
       await client.postTask(task); // the wallet is connected: its state is in the client too
-      const runtime = new WorkerRuntime({ apiKey: base.apiKey, privateKey: base.executor.privateKey, rpcUrls: base.executor.rpcUrls, executeTask: async () => ({ output: "x" }) });
+      const runtime = new WorkerRuntime({
+        apiKey: base.apiKey,
+        privateKey: base.executor.privateKey,
+        rpcUrls: base.executor.rpcUrls,
+        executeTask: async () => ({ output: "x" }),
+      });
       const secrets = [base.executor.privateKey.slice(2), base.apiKey];
-      for (const shown of [inspect(client, { depth: Infinity, showHidden: true }), JSON.stringify(client), inspect(runtime, { depth: Infinity, showHidden: true }), JSON.stringify(runtime)]) {
+      for (const shown of [
+        inspect(client, { depth: Infinity, showHidden: true }),
+        JSON.stringify(client),
+        inspect(runtime, { depth: Infinity, showHidden: true }),
+        JSON.stringify(runtime),
+      ]) {
         for (const secret of secrets) expect(shown.toLowerCase()).not.to.include(secret.toLowerCase());
       }
     });
@@ -221,7 +255,9 @@ describe("MarketClient", function () {
   describe("createAgent", function () {
     it("refuses a key that is not the API key's wallet (OWNER_MISMATCH 409) and registers nothing", async function () {
       const client = new MarketClient(base);
-      const error = await refusal(client.createAgent({ privateKey: (await s.clientOptions(s.stranger)).executor.privateKey, supportedChains: ["arc"] }));
+      const error = await refusal(
+        client.createAgent({ privateKey: (await s.clientOptions(s.stranger)).executor.privateKey, supportedChains: ["arc"] }),
+      );
       expect(error.code).to.equal("OWNER_MISMATCH");
       expect(error.status).to.equal(409);
       expect(await s.db.selectFrom("agents").selectAll().execute()).to.deep.equal([]);
@@ -246,7 +282,11 @@ describe("MarketClient", function () {
       ["an unknown capability", [{ instructions: "x", reward: "1", capabilities: ["telepathy"] }], "UNKNOWN_CAPABILITY"],
       ["a bad target", [{ instructions: "x", reward: "1", targetExecutor: "0x1234" }], "INVALID_ADDRESS"],
       ["a zone over 128 characters", [{ instructions: "x", reward: "1", zone: "z".repeat(129) }], "ZONE_TOO_LONG"],
-      ["agent verification in bulk", [{ instructions: "x", reward: "1", verificationMode: "agent", verifierAddress: "0x0000000000000000000000000000000000000001" }], "INVALID_VERIFICATION"],
+      [
+        "agent verification in bulk",
+        [{ instructions: "x", reward: "1", verificationMode: "agent", verifierAddress: "0x0000000000000000000000000000000000000001" }],
+        "INVALID_VERIFICATION",
+      ],
       ["a catastrophic regex", [{ instructions: "x", reward: "1", verificationCriteria: { regex_pattern: "(a+)+$" } }], "CRITERIA_REGEX_UNSAFE"],
       [
         "the same public brief twice",
@@ -272,7 +312,14 @@ describe("MarketClient", function () {
       await nothingSent(async () => {
         const error = await refusal(new MarketClient(base).postTasks([{ instructions: "secret", reward: "1", capabilities: ["translation"] }]));
         expect(error.code).to.equal("INVALID_ROWS");
-        expect(error.body.errors).to.deep.equal([{ index: 0, column: "capabilities", code: "NO_EXECUTORS", message: "no agent with a public key and these capabilities is registered on the chain" }]);
+        expect(error.body.errors).to.deep.equal([
+          {
+            index: 0,
+            column: "capabilities",
+            code: "NO_EXECUTORS",
+            message: "no agent with a public key and these capabilities is registered on the chain",
+          },
+        ]);
       });
     });
 
@@ -287,7 +334,11 @@ describe("MarketClient", function () {
   describe("postTasks runs", function () {
     it("approves once, funds one createTasks per chunk, and lists every row", async function () {
       await s.usdc.connect(s.poster).approve(s.escrowAddress, 0n);
-      const inputs = Array.from({ length: 7 }, (_, i) => ({ instructions: `Chunked public brief ${i}`, amountRaw: 1_000n + BigInt(i), privacy: "public" as const }));
+      const inputs = Array.from({ length: 7 }, (_, i) => ({
+        instructions: `Chunked public brief ${i}`,
+        amountRaw: 1_000n + BigInt(i),
+        privacy: "public" as const,
+      }));
       const funded: string[] = [];
       const result = await new MarketClient(base).postTasks(inputs, { chunkSize: 3, onFunded: ({ txHash }) => void funded.push(txHash) });
       expect(result).to.deep.include({ posted: 7, unlisted: 0, failed: 0, skipped: 0, stopped: false, totalRaw: "7021" });
@@ -301,11 +352,14 @@ describe("MarketClient", function () {
       const client = new MarketClient(base);
       await client.postTask({ ...task, instructions: "already listed brief" });
       const before = await s.usdc.balanceOf(s.poster.address);
-      const result = await client.postTasks([
-        { ...task, instructions: "fresh brief one" },
-        { ...task, instructions: "already listed brief" },
-        { ...task, instructions: "fresh brief two" },
-      ], { chunkSize: 1 });
+      const result = await client.postTasks(
+        [
+          { ...task, instructions: "fresh brief one" },
+          { ...task, instructions: "already listed brief" },
+          { ...task, instructions: "fresh brief two" },
+        ],
+        { chunkSize: 1 },
+      );
       expect(result.results.map((r) => r.status)).to.deep.equal(["posted", "failed", "posted"]);
       expect(result.results[1]!.error?.code).to.equal("TASK_HASH_IN_USE");
       expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 2_000_000n);
@@ -321,10 +375,13 @@ describe("MarketClient", function () {
         return fetch(input, init);
       }) as typeof fetch;
       const client = new MarketClient({ ...base, fetch: flaky });
-      const result = await client.postTasks([
-        { ...task, instructions: "listing fails for this one" },
-        { ...task, instructions: "never reached" },
-      ], { chunkSize: 1 });
+      const result = await client.postTasks(
+        [
+          { ...task, instructions: "listing fails for this one" },
+          { ...task, instructions: "never reached" },
+        ],
+        { chunkSize: 1 },
+      );
       expect(result).to.deep.include({ posted: 0, unlisted: 1, skipped: 1, stopped: true });
       const unlisted = result.results[0]!;
       expect(unlisted.indexParams?.taskHash).to.equal(publicTaskHash("listing fails for this one"));
@@ -339,12 +396,14 @@ describe("MarketClient", function () {
     /** A fetch that answers the `nth` request (1-based) matching `method` and `path` with a refusal; others pass. */
     function failingNth(method: string, path: string, nth: number, status: number, code: string, details?: unknown[]): typeof fetch {
       let seen = 0;
-      return (async (input: string | URL | Request, init?: RequestInit) => {
+      return async (input: string | URL | Request, init?: RequestInit) => {
         if ((init?.method ?? "GET") === method && new URL(String(input)).pathname === path && ++seen === nth) {
-          return new Response(JSON.stringify({ success: false, error: { code, message: `${code} (test)`, ...(details ? { details } : {}) } }), { status });
+          return new Response(JSON.stringify({ success: false, error: { code, message: `${code} (test)`, ...(details ? { details } : {}) } }), {
+            status,
+          });
         }
         return fetch(input, init);
-      });
+      };
     }
 
     it("a service failure after a funding stops the run and returns it (never throws away which rows were paid)", async function () {
@@ -389,7 +448,10 @@ describe("MarketClient", function () {
         return fetch(input, init);
       }) as typeof fetch;
       await nothingSent(async () => {
-        const result = await new MarketClient({ ...base, fetch: blobId }).postTask({ instructions: "A private brief kept by ID.", amountRaw: 1_000_000n });
+        const result = await new MarketClient({ ...base, fetch: blobId }).postTask({
+          instructions: "A private brief kept by ID.",
+          amountRaw: 1_000_000n,
+        });
         // This service cannot find the blob by that ID, so it refuses the build: the row fails, nothing paid.
         expect(result.status).to.equal("failed");
         expect(seen.built).to.deep.include({ taskHash: privateTaskHash(seen.uploaded!), rootHash: "blob-7f3a", privacy: "private" });
@@ -402,7 +464,9 @@ describe("MarketClient", function () {
       const wrongHash = `0x${"11".repeat(32)}`;
       const lyingStorage = faking((method, path) => (path === "/api/v1/storage/upload" ? { rootHash: wrongHash, size: 1 } : undefined));
       await nothingSent(async () => {
-        const result = await new MarketClient({ ...base, fetch: lyingStorage }).postTasks([{ instructions: "A private brief.", amountRaw: 1_000_000n }]);
+        const result = await new MarketClient({ ...base, fetch: lyingStorage }).postTasks([
+          { instructions: "A private brief.", amountRaw: 1_000_000n },
+        ]);
         expect(result.results.map((r) => [r.status, r.error?.code])).to.deep.equal([["failed", "STORAGE_MISMATCH"]]);
         expect(result.results[0]!.error!.message).to.contain(wrongHash);
       });
@@ -412,13 +476,16 @@ describe("MarketClient", function () {
       let batches = 0;
       const refusing = (async (input: string | URL | Request, init?: RequestInit) => {
         if (new URL(String(input)).pathname === "/api/v1/tasks/batch") {
-          const answer = ++batches > 3 ? { code: "INTERNAL_ERROR", message: "asked again and again" } : { code: "INVALID_ROWS", message: "refused", details: [] };
+          const answer =
+            ++batches > 3 ? { code: "INTERNAL_ERROR", message: "asked again and again" } : { code: "INVALID_ROWS", message: "refused", details: [] };
           return new Response(JSON.stringify({ success: false, error: answer }), { status: batches > 3 ? 500 : 409 });
         }
         return fetch(input, init);
       }) as typeof fetch;
       await nothingSent(async () => {
-        const result = await new MarketClient({ ...base, fetch: refusing }).postTasks([task, { ...task, instructions: "another public brief" }], { chunkSize: 2 });
+        const result = await new MarketClient({ ...base, fetch: refusing }).postTasks([task, { ...task, instructions: "another public brief" }], {
+          chunkSize: 2,
+        });
         expect(result.results.map((r) => [r.status, r.error?.code])).to.deep.equal([
           ["failed", "INVALID_ROWS"],
           ["failed", "INVALID_ROWS"],
@@ -433,7 +500,13 @@ describe("MarketClient", function () {
       try {
         const before = await s.usdc.balanceOf(s.poster.address);
         const blind = new MarketClient({ ...base, executor: { ...base.executor, rpcUrls: { arc: rpc.url }, confirmTimeoutMs: 500 } });
-        const result = await blind.postTasks([{ ...task, instructions: "sent, receipt never seen" }, { ...task, instructions: "not reached" }], { chunkSize: 1 });
+        const result = await blind.postTasks(
+          [
+            { ...task, instructions: "sent, receipt never seen" },
+            { ...task, instructions: "not reached" },
+          ],
+          { chunkSize: 1 },
+        );
         expect(result).to.deep.include({ posted: 0, unlisted: 1, failed: 0, skipped: 1, stopped: true });
         const row = result.results[0]!;
         expect(row.error?.code).to.equal("TX_UNCONFIRMED");

@@ -26,13 +26,28 @@ const refusal = (code: string, status = 403) => new Response(JSON.stringify({ su
 
 function listed(taskId: string, reward: string) {
   return {
-    meta: { chain: "arc", taskHash: taskId, privacy: "public", reward: { amount: reward, unit: { symbol: "USDC", decimals: 6 } }, requiredCapabilities: [] },
+    meta: {
+      chain: "arc",
+      taskHash: taskId,
+      privacy: "public",
+      reward: { amount: reward, unit: { symbol: "USDC", decimals: 6 } },
+      requiredCapabilities: [],
+    },
     state: { taskId, status: "open", rounds: 0 },
   };
 }
 
 function assigned(taskId: string, worker: string) {
-  return ok({ taskHash: taskId, chain: "arc", escrowAddress: worker, worker, deadline: 0, rounds: 0, brief: { privacy: "public", publicBrief: `brief ${taskId}` }, verification: { mode: "auto" } });
+  return ok({
+    taskHash: taskId,
+    chain: "arc",
+    escrowAddress: worker,
+    worker,
+    deadline: 0,
+    rounds: 0,
+    brief: { privacy: "public", publicBrief: `brief ${taskId}` },
+    verification: { mode: "auto" },
+  });
 }
 
 /** A scripted API: `browse` lists the open tasks, `accept` answers each accept; anything else is refused. */
@@ -41,7 +56,8 @@ function scriptedApi(options: { whoami: string; browse: () => unknown[]; accept:
     const { pathname } = new URL(String(input));
     if (pathname === "/api/v1/api-keys/whoami") return ok({ addresses: [options.whoami] });
     if (pathname === "/api/v1/a2a/register") return ok({ profile: { address: options.whoami, supportedChains: ["arc"], capabilities: [] } });
-    if (pathname.startsWith("/api/v1/a2a/executors/")) return ok({ profile: { address: options.whoami, supportedChains: ["arc"], capabilities: [] } });
+    if (pathname.startsWith("/api/v1/a2a/executors/"))
+      return ok({ profile: { address: options.whoami, supportedChains: ["arc"], capabilities: [] } });
     if (pathname === "/api/v1/a2a/tasks" && (init?.method ?? "GET") === "GET") return ok({ tasks: options.browse(), total: 0 });
     const accept = /^\/api\/v1\/a2a\/tasks\/(0x[0-9a-f]{64})\/accept$/.exec(pathname);
     if (accept) return options.accept(accept[1]!);
@@ -50,7 +66,13 @@ function scriptedApi(options: { whoami: string; browse: () => unknown[]; accept:
   }) as typeof fetch;
 }
 
-function runtimeWith(options: { clock: FakeClock; wallet: { privateKey: string }; fetch: typeof fetch; executeTask: (context: TaskContext) => Promise<{ output: string }>; browseIntervalMs?: number }) {
+function runtimeWith(options: {
+  clock: FakeClock;
+  wallet: { privateKey: string };
+  fetch: typeof fetch;
+  executeTask: (context: TaskContext) => Promise<{ output: string }>;
+  browseIntervalMs?: number;
+}) {
   return new WorkerRuntime({
     apiKey: "sk_test",
     baseUrl: "http://api.invalid",
@@ -153,7 +175,11 @@ describe("WorkerRuntime slots and lifecycle", function () {
     const runtime = runtimeWith({
       clock,
       wallet,
-      fetch: scriptedApi({ whoami: wallet.address, browse: () => [listed(A, "1000")], accept: () => refusal(accepts++ === 0 ? "NEEDS_WRAP" : "NOT_OPEN") }),
+      fetch: scriptedApi({
+        whoami: wallet.address,
+        browse: () => [listed(A, "1000")],
+        accept: () => refusal(accepts++ === 0 ? "NEEDS_WRAP" : "NOT_OPEN"),
+      }),
       executeTask: async () => ({ output: "unused" }),
     });
     await runtime.start();

@@ -44,7 +44,8 @@ describe("WorkerRuntime end to end", function () {
       executeTask,
     }).on((event) => {
       events.push(event);
-      if (process.env.DEBUG_RUNTIME) console.log(JSON.stringify(event, (_k, v) => (typeof v === "bigint" ? v.toString() : v instanceof Error ? v.stack : v)));
+      if (process.env.DEBUG_RUNTIME)
+        console.log(JSON.stringify(event, (_k, v) => (typeof v === "bigint" ? v.toString() : v instanceof Error ? v.stack : v)));
     });
     return { runtime, events };
   }
@@ -62,7 +63,11 @@ describe("WorkerRuntime end to end", function () {
     expect(events[0]).to.deep.include({ type: "registered" });
 
     const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
-    const before = { worker: await s.usdc.balanceOf(s.worker.address), treasury: await s.usdc.balanceOf(s.treasury.address), poster: await s.usdc.balanceOf(s.poster.address) };
+    const before = {
+      worker: await s.usdc.balanceOf(s.worker.address),
+      treasury: await s.usdc.balanceOf(s.treasury.address),
+      poster: await s.usdc.balanceOf(s.poster.address),
+    };
     const result = await poster.postTasks([
       { instructions: "Summarise the public history of the Suez canal.", amountRaw: 3_000_000n, privacy: "public", capabilities: ["summarization"] },
       { instructions: "Summarise the private board minutes: revenue rose 4%.", amountRaw: 5_000_001n, capabilities: ["summarization"] },
@@ -93,7 +98,12 @@ describe("WorkerRuntime end to end", function () {
     });
     await runtime.start();
     const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
-    const posted = await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
+    const posted = await poster.postTask({
+      instructions: "Summarise the supply-chain report for the board.",
+      amountRaw: 1_000_000n,
+      privacy: "public",
+      capabilities: ["summarization"],
+    });
     await until(() => events.some((e) => e.type === "task_finalized" && e.finalize.verificationResult?.passed), 30_000, "finalized and passed");
     await runtime.stop();
     expect(rounds.map((r) => r.round)).to.deep.equal([1, 2]);
@@ -123,7 +133,12 @@ describe("WorkerRuntime end to end", function () {
     });
     await runtime.start();
     const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
-    await poster.postTask({ instructions: "Summarise the supply-chain report for the board.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
+    await poster.postTask({
+      instructions: "Summarise the supply-chain report for the board.",
+      amountRaw: 1_000_000n,
+      privacy: "public",
+      capabilities: ["summarization"],
+    });
     await until(() => stopped !== undefined, 30_000, "the first round");
     await stopped;
     expect(rounds).to.deep.equal([1, 2]);
@@ -137,7 +152,12 @@ describe("WorkerRuntime end to end", function () {
     const { runtime, events } = await runtimeFor(async () => ({ output: "TODO" }));
     await runtime.start();
     const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
-    const posted = await poster.postTask({ instructions: "Summarise the minutes.", amountRaw: 1_000_000n, privacy: "public", capabilities: ["summarization"] });
+    const posted = await poster.postTask({
+      instructions: "Summarise the minutes.",
+      amountRaw: 1_000_000n,
+      privacy: "public",
+      capabilities: ["summarization"],
+    });
     await until(() => events.filter((e) => e.type === "task_finalized").length === 3, 30_000, "three finalized rounds");
     await runtime.stop();
     const finalized = events.filter((e) => e.type === "task_finalized");
@@ -157,7 +177,10 @@ describe("WorkerRuntime end to end", function () {
     const rounds: Array<{ round: number; reasons?: string[] }> = [];
     const { runtime, events } = await runtimeFor(async (context) => {
       rounds.push({ round: context.round, reasons: context.previousAttempt?.reasons });
-      return { output: context.round === 1 ? "A first draft of the summary, short on detail." : "The revised summary names all three findings and their owners." };
+      return {
+        output:
+          context.round === 1 ? "A first draft of the summary, short on detail." : "The revised summary names all three findings and their owners.",
+      };
     });
     await runtime.start();
     const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
@@ -204,7 +227,10 @@ describe("WorkerRuntime end to end", function () {
       escrows: options.escrows,
       executeTask: async () => ({ output: "x" }),
     });
-    const error = await runtime.start().then(() => undefined, (e: unknown) => e);
+    const error = await runtime.start().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).to.be.instanceOf(ApiError);
     expect((error as ApiError).code).to.equal("OWNER_MISMATCH");
     expect((error as ApiError).status).to.equal(409);
@@ -245,7 +271,9 @@ describe("WorkerRuntime end to end", function () {
     expect(runtime.activeExecutions).to.equal(0);
     expect(runtime.statuses()).to.deep.equal({ [posted.taskHash!]: "bidding" });
     const posterKey = (await s.clientOptions(s.poster, keys.posterKey)).apiKey;
-    const { bids } = (await s.call<{ bids: Array<{ agent: string; publicKey: string }> }>("GET", `/api/v1/a2a/tasks/${posted.taskHash}/bids`, { key: posterKey })).body.data;
+    const { bids } = (
+      await s.call<{ bids: Array<{ agent: string; publicKey: string }> }>("GET", `/api/v1/a2a/tasks/${posted.taskHash}/bids`, { key: posterKey })
+    ).body.data;
     expect(bids.map((b) => b.agent)).to.deep.equal([s.worker.address]);
     await runtime.stop();
   });

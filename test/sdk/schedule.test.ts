@@ -14,7 +14,12 @@ function fakeApi(clock: FakeClock, wallet: string, acceptCode: string) {
   const accepts: number[] = [];
   const bids: number[] = [];
   const task = {
-    meta: { chain: "arc", taskHash: `0x${"ab".repeat(32)}`, reward: { amount: "1000", unit: { symbol: "USDC", decimals: 6 } }, requiredCapabilities: [] },
+    meta: {
+      chain: "arc",
+      taskHash: `0x${"ab".repeat(32)}`,
+      reward: { amount: "1000", unit: { symbol: "USDC", decimals: 6 } },
+      requiredCapabilities: [],
+    },
     state: { taskId: `0x${"ab".repeat(32)}`, status: "open", rounds: 0 },
   };
   const ok = (data: unknown) => new Response(JSON.stringify({ success: true, data }), { status: 200 });
@@ -74,9 +79,7 @@ describe("WorkerRuntime retry schedule (fake clock)", function () {
     const fast = api.accepts.filter((t) => t < 10 * MINUTE);
     expect(fast).to.have.length(120);
     expect(fast.every((t, i) => t === i * 5 * SECOND)).to.equal(true);
-    const slowGaps = api.accepts
-      .filter((t) => t >= 10 * MINUTE)
-      .map((t, i, all) => (i === 0 ? t - fast.at(-1)! : t - all[i - 1]!));
+    const slowGaps = api.accepts.filter((t) => t >= 10 * MINUTE).map((t, i, all) => (i === 0 ? t - fast.at(-1)! : t - all[i - 1]!));
     expect(slowGaps.slice(0, 10)).to.deep.equal([
       5 * SECOND, // the attempt at 10:00 is the first outside the fast window
       10 * MINUTE,

@@ -43,7 +43,8 @@ describe("server: A2A JSON-RPC", function () {
     for (const brief of ["Write a limerick about escrow contracts.", "List five prime numbers above one hundred.", "Name three rivers in Europe."]) {
       open.push((await s.post(s.poster, key, s.publicTask(brief))).taskHash);
     }
-    researchTask = (await s.post(s.poster, key, s.publicTask("Research the history of the abacus.", { requiredCapabilities: ["web_research"] }))).taskHash;
+    researchTask = (await s.post(s.poster, key, s.publicTask("Research the history of the abacus.", { requiredCapabilities: ["web_research"] })))
+      .taskHash;
     pinnedTask = (await s.post(s.poster, key, s.publicTask("Only the worker may take this one.", { targetExecutor: s.worker.address }))).taskHash;
   });
   after(async function () {
@@ -68,12 +69,21 @@ describe("server: A2A JSON-RPC", function () {
     return body;
   }
 
-  for (const [dialect, names, v1] of [["legacy", LEGACY, false], ["v1.0", V1, true]] as const) {
+  for (const [dialect, names, v1] of [
+    ["legacy", LEGACY, false],
+    ["v1.0", V1, true],
+  ] as const) {
     describe(`${dialect} names`, function () {
       it(`${names.list}: the open public tasks, with the same metadata as GET /api/v1/a2a/tasks`, async function () {
         const answer = await call(names.list);
         expect(answer.error).to.equal(undefined);
-        const tasks = answer.result.tasks as Array<{ id: string; contextId: string; status: { state: string }; kind?: string; metadata: { market: unknown } }>;
+        const tasks = answer.result.tasks as Array<{
+          id: string;
+          contextId: string;
+          status: { state: string };
+          kind?: string;
+          metadata: { market: unknown };
+        }>;
         expect(tasks.map((t) => t.id)).to.have.members(open);
         for (const task of tasks) {
           expect(task.contextId).to.equal(task.id);
@@ -170,7 +180,17 @@ describe("server: A2A JSON-RPC", function () {
     });
 
     it("-32601 for unknown methods, including names of Object's own properties", async function () {
-      for (const method of ["tasks/delete", "tasks/List", "listtasks", "", "constructor", "toString", "__proto__", "hasOwnProperty", "tasks/resubscribe"]) {
+      for (const method of [
+        "tasks/delete",
+        "tasks/List",
+        "listtasks",
+        "",
+        "constructor",
+        "toString",
+        "__proto__",
+        "hasOwnProperty",
+        "tasks/resubscribe",
+      ]) {
         const answer = await call(method);
         expect(answer.error?.code, method).to.equal(-32601);
       }

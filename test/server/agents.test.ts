@@ -202,7 +202,11 @@ describe("server: agents", function () {
     });
 
     it("capabilities: only agents holding every tag", async function () {
-      expect(addressesOf(await executors("?capabilities=web_research"))).to.have.members([s.worker.address, s.stranger.address, s.agentVerifier.address]);
+      expect(addressesOf(await executors("?capabilities=web_research"))).to.have.members([
+        s.worker.address,
+        s.stranger.address,
+        s.agentVerifier.address,
+      ]);
       expect(addressesOf(await executors("?capabilities=web_research,translation"))).to.have.members([s.worker.address, s.agentVerifier.address]);
       expect(addressesOf(await executors("?capabilities=TRANSLATION,%20web_research"))).to.have.members([s.worker.address, s.agentVerifier.address]);
       expect(addressesOf(await executors("?capabilities=code_review,translation"))).to.deep.equal([]);

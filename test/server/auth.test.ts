@@ -138,7 +138,9 @@ describe("server: authentication", function () {
     });
 
     it("refuses a mixed-case address whose EIP-55 checksum is wrong (400, not a crash)", async function () {
-      const bad = s.poster.address.slice(0, 2) + [...s.poster.address.slice(2)].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join("");
+      const bad =
+        s.poster.address.slice(0, 2) +
+        [...s.poster.address.slice(2)].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join("");
       const answer = await flow.nonce(bad);
       expectError(answer, 400, "VALIDATION_FAILED");
       expect(answer.body.error.details?.[0]?.field).to.equal("body.address");
@@ -290,7 +292,8 @@ describe("server: authentication", function () {
         expect(listedText).to.not.include(key);
         expect(listedText).to.not.include(key.slice(3));
       }
-      for (const k of listed.body.data.keys) expect(Object.keys(k).sort()).to.deep.equal(["createdAt", "id", "lastUsedAt", "name", "prefix", "revokedAt", "wallet"]);
+      for (const k of listed.body.data.keys)
+        expect(Object.keys(k).sort()).to.deep.equal(["createdAt", "id", "lastUsedAt", "name", "prefix", "revokedAt", "wallet"]);
 
       const rows = await s.db.selectFrom("api_keys").selectAll().orderBy("id").execute();
       expect(rows.map((r) => r.key_hash)).to.deep.equal([created.key, other.key].map((k) => createHash("sha256").update(k).digest("hex")));
@@ -413,7 +416,11 @@ describe("server: authentication", function () {
 
     it("revokes every key of the account at once; the session still works", async function () {
       const session = await flow.signIn(s.poster);
-      const keys = [await flow.createKey(bearer(session.token)), await flow.createKey(bearer(session.token)), await flow.createKey(bearer(session.token))];
+      const keys = [
+        await flow.createKey(bearer(session.token)),
+        await flow.createKey(bearer(session.token)),
+        await flow.createKey(bearer(session.token)),
+      ];
       const strangerKey = await s.apiKeyFor(s.stranger);
       const answer = await s.call<{ revoked: number }>("POST", "/api/v1/api-keys/revoke-all", { key: keys[0]!.key });
       expect(answer.status).to.equal(200);
@@ -421,7 +428,9 @@ describe("server: authentication", function () {
       for (const k of keys) expectError(await flow.whoami({ "x-api-key": k.key }), 401, "INVALID_TOKEN");
       expect((await flow.whoami({ "x-api-key": strangerKey })).status).to.equal(200);
       expect((await flow.whoami(bearer(session.token))).status).to.equal(200);
-      expect((await s.call<{ revoked: number }>("POST", "/api/v1/api-keys/revoke-all", { headers: bearer(session.token) })).body.data.revoked).to.equal(0);
+      expect(
+        (await s.call<{ revoked: number }>("POST", "/api/v1/api-keys/revoke-all", { headers: bearer(session.token) })).body.data.revoked,
+      ).to.equal(0);
     });
 
     it("refuses a key without a name, or with unknown fields", async function () {
@@ -551,7 +560,8 @@ describe("server: authentication", function () {
 
     it("with a hop count, takes the client that many hops back in X-Forwarded-For", async function () {
       limited = await startTestServer({ rateLimit: { perIp: 1, perKey: 1_000, windowMs: 60_000 }, trustProxy: 1 });
-      const via = (chain: string) => limited.app.inject({ method: "GET", url: "/health", remoteAddress: "10.0.5.1", headers: { "x-forwarded-for": chain } });
+      const via = (chain: string) =>
+        limited.app.inject({ method: "GET", url: "/health", remoteAddress: "10.0.5.1", headers: { "x-forwarded-for": chain } });
       // One trusted hop: the last address in the header is the client; what the client wrote before it is ignored.
       expect((await via("198.51.100.1, 203.0.113.1")).statusCode).to.equal(200);
       expect((await via("198.51.100.2, 203.0.113.1")).statusCode).to.equal(429);
@@ -560,7 +570,8 @@ describe("server: authentication", function () {
 
     it("ignores X-Forwarded-For unless a proxy is trusted", async function () {
       limited = await startTestServer({ rateLimit: { perIp: 2, perKey: 1_000, windowMs: 60_000 } });
-      const via = (client: string) => limited.app.inject({ method: "GET", url: "/health", remoteAddress: "10.0.4.1", headers: { "x-forwarded-for": client } });
+      const via = (client: string) =>
+        limited.app.inject({ method: "GET", url: "/health", remoteAddress: "10.0.4.1", headers: { "x-forwarded-for": client } });
       expect((await via("203.0.113.1")).statusCode).to.equal(200);
       expect((await via("203.0.113.2")).statusCode).to.equal(200);
       expect((await via("203.0.113.3")).statusCode).to.equal(429);
@@ -592,7 +603,12 @@ describe("server: authentication", function () {
       ];
       for (const headers of requests) {
         await logged.app.inject({ method: "GET", url: "/api/v1/api-keys/whoami", headers });
-        await logged.app.inject({ method: "POST", url: "/api/v1/api-keys", headers: { ...headers, "content-type": "application/json" }, payload: "{bad json" });
+        await logged.app.inject({
+          method: "POST",
+          url: "/api/v1/api-keys",
+          headers: { ...headers, "content-type": "application/json" },
+          payload: "{bad json",
+        });
         await logged.app.inject({ method: "GET", url: "/no/such/route", headers });
       }
       const text = lines.join("");

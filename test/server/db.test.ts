@@ -33,7 +33,10 @@ describe("server: database write races", function () {
     const work = () =>
       a.transaction().execute(async (trx) => {
         runs += 1;
-        const seen = await trx.selectFrom("accounts").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+        const seen = await trx
+          .selectFrom("accounts")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .executeTakeFirstOrThrow();
         if (runs === 1) await b.insertInto("accounts").values({ created_at: 1 }).execute();
         await trx.insertInto("accounts").values({ created_at: 2 }).execute();
         return Number(seen.n);
@@ -64,7 +67,11 @@ describe("server: database write races", function () {
   it("retries unique violations only when asked, and gives up after the last attempt", async function () {
     await a.insertInto("accounts").values({ created_at: 1 }).execute();
     const account = await a.selectFrom("accounts").select("id").executeTakeFirstOrThrow();
-    const link = () => a.insertInto("account_wallets").values({ address: "0x" + "1".repeat(40), account_id: account.id, position: 0, linked_at: 1 }).execute();
+    const link = () =>
+      a
+        .insertInto("account_wallets")
+        .values({ address: "0x" + "1".repeat(40), account_id: account.id, position: 0, linked_at: 1 })
+        .execute();
     await link();
 
     let calls = 0;

@@ -138,7 +138,9 @@ describe("server: discovery", function () {
     });
 
     it("is in the OpenAPI document as /.well-known/agents/{address}.json", async function () {
-      const { paths } = (await s.app.inject({ method: "GET", url: "/openapi.json" })).json<{ paths: Record<string, { get: { parameters: Array<{ name: string; in: string }> } }> }>();
+      const { paths } = (await s.app.inject({ method: "GET", url: "/openapi.json" })).json<{
+        paths: Record<string, { get: { parameters: Array<{ name: string; in: string }> } }>;
+      }>();
       const card = paths["/.well-known/agents/{address}.json"];
       expect(card?.get.parameters.map((p) => [p.name, p.in])).to.deep.equal([["address", "path"]]);
     });

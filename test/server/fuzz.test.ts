@@ -94,7 +94,9 @@ describe("server: fuzzing every route", function () {
   // ---- generators
 
   const printable = (max: number) =>
-    fc.array(fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff })), { maxLength: max }).map((codes) => String.fromCharCode(...codes));
+    fc
+      .array(fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff })), { maxLength: max })
+      .map((codes) => String.fromCharCode(...codes));
   const unicode = fc.string({ unit: "grapheme", maxLength: 40 });
   const huge = fc.integer({ min: 1_000, max: 200_000 }).map((n) => "\u00e9\u4e2d\u{1F600}x".repeat(Math.ceil(n / 4)));
 
@@ -102,62 +104,65 @@ describe("server: fuzzing every route", function () {
   let pool: unknown[] | undefined;
   const plausible = () => fc.constantFrom<unknown>(...(pool ??= plausibleValues()));
   const plausibleValues = (): unknown[] => [
-      s.worker.address,
-      s.poster.address,
-      s.worker.address.toLowerCase(),
-      `0x${s.worker.address.slice(2).toUpperCase()}`,
-      Wallet.createRandom().address,
-      "0xAbCdef0000000000000000000000000000000001", // bad checksum
-      taskHash,
-      `0x${"00".repeat(32)}`,
-      `0x${"ab".repeat(32)}`,
-      "0x",
-      "0x1234",
-      ...CAPABILITY_TAGS.slice(0, 4),
-      ["web_research"],
-      ["web_research", "teleportation"],
-      "web_research,translation",
-      "arc",
-      "base",
-      "0g",
-      "solana",
-      "1000000",
-      "0",
-      "-1",
-      "1e6",
-      "1.5",
-      (2n ** 256n).toString(),
-      3600,
-      "86400",
-      1e12,
-      -1,
-      0.5,
-      "auto",
-      "manual",
-      "agent",
-      "oracle",
-      "public",
-      "private",
-      { min_length: 10 },
-      { regex_pattern: "(a+)+$" },
-      "aGVsbG8=",
-      "",
-      publicKeyFromPrivateKey(privateKeyOf(s.worker)),
-      `04${"00".repeat(64)}`,
-      key,
-      "sk_" + "A".repeat(43),
-      "1",
-      "999999999999",
-      true,
-      null,
-      [],
-      {},
-    ];
+    s.worker.address,
+    s.poster.address,
+    s.worker.address.toLowerCase(),
+    `0x${s.worker.address.slice(2).toUpperCase()}`,
+    Wallet.createRandom().address,
+    "0xAbCdef0000000000000000000000000000000001", // bad checksum
+    taskHash,
+    `0x${"00".repeat(32)}`,
+    `0x${"ab".repeat(32)}`,
+    "0x",
+    "0x1234",
+    ...CAPABILITY_TAGS.slice(0, 4),
+    ["web_research"],
+    ["web_research", "teleportation"],
+    "web_research,translation",
+    "arc",
+    "base",
+    "0g",
+    "solana",
+    "1000000",
+    "0",
+    "-1",
+    "1e6",
+    "1.5",
+    (2n ** 256n).toString(),
+    3600,
+    "86400",
+    1e12,
+    -1,
+    0.5,
+    "auto",
+    "manual",
+    "agent",
+    "oracle",
+    "public",
+    "private",
+    { min_length: 10 },
+    { regex_pattern: "(a+)+$" },
+    "aGVsbG8=",
+    "",
+    publicKeyFromPrivateKey(privateKeyOf(s.worker)),
+    `04${"00".repeat(64)}`,
+    key,
+    "sk_" + "A".repeat(43),
+    "1",
+    "999999999999",
+    true,
+    null,
+    [],
+    {},
+  ];
 
-  const value = () => fc.oneof({ weight: 4, arbitrary: plausible() }, { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) }, unicode, { weight: 1, arbitrary: huge });
+  const value = () =>
+    fc.oneof({ weight: 4, arbitrary: plausible() }, { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) }, unicode, { weight: 1, arbitrary: huge });
 
   /** A deeply nested array or object, as text (a parser's stack is the target). */
-  const deep = fc.tuple(fc.integer({ min: 50, max: 3_000 }), fc.boolean()).map(([n, arrays]) => (arrays ? "[".repeat(n) + "]".repeat(n) : '{"a":'.repeat(n) + "1" + "}".repeat(n)));
+  const deep = fc
+    .tuple(fc.integer({ min: 50, max: 3_000 }), fc.boolean())
+    .map(([n, arrays]) => (arrays ? "[".repeat(n) + "]".repeat(n) : '{"a":'.repeat(n) + "1" + "}".repeat(n)));
 
   const prototypeKeys = fc.constantFrom(
     '{"__proto__":{"admin":true}}',
@@ -170,29 +175,65 @@ describe("server: fuzzing every route", function () {
 
   const bodyFor = (route: RegisteredRoute) => {
     const names = documentedNames(doc, route).body;
-    const field = names.length > 0 ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...names) }, unicode, fc.constantFrom("__proto__", "constructor", "prototype", "toString")) : unicode;
+    const field =
+      names.length > 0
+        ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...names) }, unicode, fc.constantFrom("__proto__", "constructor", "prototype", "toString"))
+        : unicode;
     const object = fc.dictionary(field, value(), { maxKeys: Math.max(3, names.length) });
     const jsonrpc = fc.record(
       {
         jsonrpc: fc.constantFrom<unknown>("2.0", "1.0", 2, null),
         id: fc.oneof(fc.integer(), unicode, fc.constant(null), fc.jsonValue({ maxDepth: 1 })),
-        method: fc.oneof(fc.constantFrom("tasks/list", "tasks/get", "message/send", "tasks/cancel", "ListTasks", "GetTask", "SendMessage", "CancelTask", "toString", "__proto__", "hasOwnProperty"), unicode),
-        params: fc.oneof(fc.dictionary(fc.constantFrom("id", "name", "message", "capabilities", "__proto__"), value()), fc.jsonValue({ maxDepth: 2 })),
+        method: fc.oneof(
+          fc.constantFrom(
+            "tasks/list",
+            "tasks/get",
+            "message/send",
+            "tasks/cancel",
+            "ListTasks",
+            "GetTask",
+            "SendMessage",
+            "CancelTask",
+            "toString",
+            "__proto__",
+            "hasOwnProperty",
+          ),
+          unicode,
+        ),
+        params: fc.oneof(
+          fc.dictionary(fc.constantFrom("id", "name", "message", "capabilities", "__proto__"), value()),
+          fc.jsonValue({ maxDepth: 2 }),
+        ),
       },
       { requiredKeys: [] },
     );
     type Payload = string | Buffer | undefined;
     const weighted = (weight: number, arbitrary: fc.Arbitrary<Payload>) => ({ weight, arbitrary });
     return fc.oneof(
-      weighted(6, object.map((o) => JSON.stringify(o))),
-      weighted(2, fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v))),
-      weighted(route.path === "/a2a/v1" ? 6 : 1, fc.oneof(jsonrpc, fc.array(jsonrpc, { maxLength: 4 })).map((v) => JSON.stringify(v))),
+      weighted(
+        6,
+        object.map((o) => JSON.stringify(o)),
+      ),
+      weighted(
+        2,
+        fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
+      ),
+      weighted(
+        route.path === "/a2a/v1" ? 6 : 1,
+        fc.oneof(jsonrpc, fc.array(jsonrpc, { maxLength: 4 })).map((v) => JSON.stringify(v)),
+      ),
       weighted(1, printable(200)),
       weighted(1, unicode),
-      weighted(1, fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes))),
+      weighted(
+        1,
+        fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
+      ),
       weighted(1, deep),
       weighted(1, prototypeKeys),
-      weighted(1, huge.map((text) => JSON.stringify({ [names[0] ?? "data"]: text }))),
+      weighted(
+        1,
+        huge.map((text) => JSON.stringify({ [names[0] ?? "data"]: text })),
+      ),
       weighted(1, fc.constant(undefined)),
     );
   };
@@ -200,14 +241,24 @@ describe("server: fuzzing every route", function () {
   const pathValue = () =>
     fc.oneof(
       { weight: 3, arbitrary: plausible().map((v) => (typeof v === "string" ? v : JSON.stringify(v))) },
-      { weight: 1, arbitrary: fc.constantFrom(`${s.worker.address}.json`, `${s.worker.address.toLowerCase()}.json`, "..", "%00", ".json", "a".repeat(300)) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(`${s.worker.address}.json`, `${s.worker.address.toLowerCase()}.json`, "..", "%00", ".json", "a".repeat(300)),
+      },
       { weight: 2, arbitrary: unicode },
     );
 
   const queryFor = (route: RegisteredRoute) => {
     const names = documentedNames(doc, route).query;
     const name = names.length > 0 ? fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...names) }, unicode) : unicode;
-    const entry = fc.tuple(name, fc.oneof(plausible().map((v) => (typeof v === "string" ? v : JSON.stringify(v))), unicode, printable(50)));
+    const entry = fc.tuple(
+      name,
+      fc.oneof(
+        plausible().map((v) => (typeof v === "string" ? v : JSON.stringify(v))),
+        unicode,
+        printable(50),
+      ),
+    );
     return fc.array(entry, { maxLength: 4 }).map((entries) => {
       const search = new URLSearchParams();
       for (const [k, v] of entries) search.append(k, v);
@@ -217,12 +268,21 @@ describe("server: fuzzing every route", function () {
   };
 
   /** Mostly well-formed headers, so most requests reach the handlers; sometimes every kind of wrong one. */
-  const sometimes = <T>(arbitrary: fc.Arbitrary<T>, weight: number) => fc.oneof({ weight, arbitrary }, { weight: 10 - weight, arbitrary: fc.constant(undefined) });
+  const sometimes = <T>(arbitrary: fc.Arbitrary<T>, weight: number) =>
+    fc.oneof({ weight, arbitrary }, { weight: 10 - weight, arbitrary: fc.constant(undefined) });
   const headers = () =>
     fc
       .record({
         "x-api-key": sometimes(fc.oneof({ weight: 3, arbitrary: fc.constant(key) }, fc.constant("sk_wrong"), printable(80), fc.constant("")), 5),
-        authorization: sometimes(fc.oneof(fc.constant(`Bearer ${key}`), printable(40).map((t) => `Bearer ${t}`), printable(60), fc.constant("Basic dXNlcjpwYXNz")), 2),
+        authorization: sometimes(
+          fc.oneof(
+            fc.constant(`Bearer ${key}`),
+            printable(40).map((t) => `Bearer ${t}`),
+            printable(60),
+            fc.constant("Basic dXNlcjpwYXNz"),
+          ),
+          2,
+        ),
         "content-type": fc.oneof(
           { weight: 12, arbitrary: fc.constant("application/json") },
           fc.constantFrom(
@@ -253,13 +313,11 @@ describe("server: fuzzing every route", function () {
       payload: route.method === "GET" ? fc.constant(undefined) : bodyFor(route),
     });
   const request = (): fc.Arbitrary<FuzzRequest> =>
-    fc
-      .oneof(...routes.map(requestFor))
-      .map(({ route, params, query, headers: h, payload }) => {
-        let index = 0;
-        const path = route.path.replace(/:([A-Za-z0-9_]+)/g, () => encodeURIComponent(params[index++] ?? ""));
-        return { route, url: `${path}${query}`, headers: h, ...(payload === undefined ? {} : { payload }) };
-      });
+    fc.oneof(...routes.map(requestFor)).map(({ route, params, query, headers: h, payload }) => {
+      let index = 0;
+      const path = route.path.replace(/:([A-Za-z0-9_]+)/g, () => encodeURIComponent(params[index++] ?? ""));
+      return { route, url: `${path}${query}`, headers: h, ...(payload === undefined ? {} : { payload }) };
+    });
 
   // ---- the property
 
@@ -267,7 +325,12 @@ describe("server: fuzzing every route", function () {
   const stats = { requests: 0, byStatus: new Map<number, number>(), accepted: 0 };
 
   async function check(req: FuzzRequest) {
-    const response = await s.app.inject({ method: req.route.method as Method, url: req.url, headers: req.headers, ...(req.payload === undefined ? {} : { payload: req.payload }) });
+    const response = await s.app.inject({
+      method: req.route.method as Method,
+      url: req.url,
+      headers: req.headers,
+      ...(req.payload === undefined ? {} : { payload: req.payload }),
+    });
     stats.requests++;
     stats.byStatus.set(response.statusCode, (stats.byStatus.get(response.statusCode) ?? 0) + 1);
     const where = `${req.route.method} ${req.url.slice(0, 200)} -> ${response.statusCode} ${response.body.slice(0, 300)}`;
@@ -348,9 +411,13 @@ describe("server: fuzzing every route", function () {
     baseline = await stateHash(s, tables);
     await fc.assert(fc.asyncProperty(request(), check), { numRuns: RUNS, endOnFailure: true });
     // Enough of the traffic reached handlers rather than stopping at the parser.
-    const refusedByHandlers = [...stats.byStatus.entries()].filter(([status]) => status === 401 || status === 403 || status === 404 || status === 409).reduce((n, [, c]) => n + c, 0);
+    const refusedByHandlers = [...stats.byStatus.entries()]
+      .filter(([status]) => status === 401 || status === 403 || status === 404 || status === 409)
+      .reduce((n, [, c]) => n + c, 0);
     expect(refusedByHandlers).to.be.above(RUNS / 20);
     expect(stats.byStatus.get(200) ?? 0).to.be.above(0);
-    console.log(`      ${stats.requests} requests; statuses ${JSON.stringify(Object.fromEntries([...stats.byStatus].sort(([a], [b]) => a - b)))}; ${stats.accepted} accepted changes`);
+    console.log(
+      `      ${stats.requests} requests; statuses ${JSON.stringify(Object.fromEntries([...stats.byStatus].sort(([a], [b]) => a - b)))}; ${stats.accepted} accepted changes`,
+    );
   });
 });

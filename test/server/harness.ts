@@ -184,7 +184,10 @@ process.on("exit", () => {
  *   beforeEach(async () => ({ server: s, seeded: { posterKey } } = await seededServer()));
  * The seed ends synced, with nothing in flight.
  */
-export function serverFixture<Seed>(seed: (s: TestServer) => Promise<Seed>, options: TestServerOptions = {}): () => Promise<{ server: TestServer; seeded: Seed }> {
+export function serverFixture<Seed>(
+  seed: (s: TestServer) => Promise<Seed>,
+  options: TestServerOptions = {},
+): () => Promise<{ server: TestServer; seeded: Seed }> {
   async function seededServerFixture() {
     const deployment = await loadFixture(deployEscrowFixture);
     const s = await startServer(deployment, { database: await migratedImage() }, options);
@@ -333,9 +336,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
       key,
       body: { data: Buffer.from(encrypted.ciphertext).toString("base64") },
     });
-    const wrappedKeys = Object.fromEntries(
-      agents.map((a) => [a.address, wrapBriefKey(encrypted.key, publicKeyFromPrivateKey(privateKeyOf(a)))]),
-    );
+    const wrappedKeys = Object.fromEntries(agents.map((a) => [a.address, wrapBriefKey(encrypted.key, publicKeyFromPrivateKey(privateKeyOf(a)))]));
     return {
       fields: {
         taskHash: upload.body.data.rootHash,
@@ -387,7 +388,25 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     return { database: await keepDatabase(), blobs: blobDir };
   }
 
-  return { ...base, app, db, indexer, outbox, chainConfig, sync, call, advanceClock, apiKeyFor, registerAgent, sendAll, publicTask, privateTask, post, close, keep };
+  return {
+    ...base,
+    app,
+    db,
+    indexer,
+    outbox,
+    chainConfig,
+    sync,
+    call,
+    advanceClock,
+    apiKeyFor,
+    registerAgent,
+    sendAll,
+    publicTask,
+    privateTask,
+    post,
+    close,
+    keep,
+  };
 }
 
 export type TestServer = Awaited<ReturnType<typeof startTestServer>>;

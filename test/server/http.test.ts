@@ -139,7 +139,14 @@ describe("server: HTTP edge", function () {
     });
 
     it("UNSUPPORTED_MEDIA_TYPE (415) for bodies that are not JSON", async function () {
-      for (const type of ["text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", "*/*"]) {
+      for (const type of [
+        "text/plain",
+        "application/xml",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/jsonx",
+        "*/*",
+      ]) {
         expectError(await postNonce(NONCE_BODY, { "content-type": type }), 415, "UNSUPPORTED_MEDIA_TYPE");
       }
       const untyped = await s.app.inject({ method: "POST", url: "/api/v1/auth/nonce", payload: NONCE_BODY });
@@ -148,7 +155,7 @@ describe("server: HTTP edge", function () {
     });
 
     it("UNSUPPORTED_CHARSET (415) for a charset other than UTF-8", async function () {
-      for (const charset of ["latin1", "iso-8859-1", "utf-16", "\"windows-1252\"", "ascii"]) {
+      for (const charset of ["latin1", "iso-8859-1", "utf-16", '"windows-1252"', "ascii"]) {
         expectError(await postNonce(NONCE_BODY, { "content-type": `application/json; charset=${charset}` }), 415, "UNSUPPORTED_CHARSET");
       }
       for (const charset of ["utf-8", "UTF-8", "utf8", '"utf-8"']) {
@@ -189,7 +196,12 @@ describe("server: HTTP edge", function () {
     });
 
     it("VALIDATION_FAILED (not the router's own 414/400 body) for an over-long or badly encoded path parameter", async function () {
-      for (const url of [`/api/v1/a2a/executors/${"a".repeat(300)}`, `/.well-known/agents/${"0x".padEnd(500, "f")}.json`, "/api/v1/a2a/executors/%E0%A4%A", "/api/v1/tasks/%zz"]) {
+      for (const url of [
+        `/api/v1/a2a/executors/${"a".repeat(300)}`,
+        `/.well-known/agents/${"0x".padEnd(500, "f")}.json`,
+        "/api/v1/a2a/executors/%E0%A4%A",
+        "/api/v1/tasks/%zz",
+      ]) {
         const response = await s.app.inject({ method: "GET", url });
         expect(response.statusCode, url).to.equal(400);
         expect(response.json().error.code, url).to.equal("VALIDATION_FAILED");
@@ -230,7 +242,10 @@ describe("server: HTTP edge", function () {
 
     const request = (declaredLength: number, body: string) =>
       `POST /api/v1/auth/nonce HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${declaredLength}\r\n\r\n${body}`;
-    const loggedErrors = () => lines.map((l) => JSON.parse(l) as { level: number; res?: { statusCode: number } }).filter((l) => l.level >= 50 || (l.res?.statusCode ?? 0) >= 500);
+    const loggedErrors = () =>
+      lines
+        .map((l) => JSON.parse(l) as { level: number; res?: { statusCode: number } })
+        .filter((l) => l.level >= 50 || (l.res?.statusCode ?? 0) >= 500);
 
     it("BODY_LENGTH_MISMATCH when the body ends before Content-Length (the client closes its side)", async function () {
       const answer = await rawRequest(port, request(Buffer.byteLength(NONCE_BODY) + 10, NONCE_BODY), { end: true });
@@ -333,10 +348,10 @@ describe("server: HTTP edge", function () {
       expectError(never, 503, "NOT_READY");
 
       await s.sync();
-      const ready = await s.call<{ ready: boolean; chains: Array<{ chain: string; lagBlocks: number; headBlock: number; indexedBlock: number; ready: boolean }> }>(
-        "GET",
-        "/health/ready",
-      );
+      const ready = await s.call<{
+        ready: boolean;
+        chains: Array<{ chain: string; lagBlocks: number; headBlock: number; indexedBlock: number; ready: boolean }>;
+      }>("GET", "/health/ready");
       expect(ready.status).to.equal(200);
       expect(ready.body.data.ready).to.equal(true);
       expect(ready.body.data.chains).to.have.length(1);

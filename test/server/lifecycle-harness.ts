@@ -20,9 +20,7 @@ export function lifecycle(s: TestServer) {
 
   /** Delivers `output` as `agent`: stores it, signs the evidence transaction, and finalizes. */
   async function deliverAndFinalize(agent: HardhatEthersSigner, key: string, taskHash: string, output: string): Promise<Finalized> {
-    const delivered = expectOk(
-      await s.call<Delivered>("POST", `/api/v1/a2a/tasks/${taskHash}/deliver`, { key, body: { output } }),
-    );
+    const delivered = expectOk(await s.call<Delivered>("POST", `/api/v1/a2a/tasks/${taskHash}/deliver`, { key, body: { output } }));
     const txHash = await sign(agent, delivered.unsignedTx);
     return expectOk(await s.call<Finalized>("POST", `/api/v1/a2a/tasks/${taskHash}/finalize`, { key, body: { txHash } }));
   }

@@ -58,7 +58,10 @@ describe("server: the listing codec (listed fields <-> listings row <-> task met
     return db.selectFrom("listings").selectAll().where("task_hash", "=", origin.taskHash).executeTakeFirstOrThrow();
   }
 
-  for (const [name, fields] of [["every field set", everything], ["no optional field set", bare]] as const) {
+  for (const [name, fields] of [
+    ["every field set", everything],
+    ["no optional field set", bare],
+  ] as const) {
     it(`reads back what it wrote, through the database: ${name}`, async function () {
       const row = await roundTrip(fields);
       expect(listedFields(row)).to.deep.equal(fields);
@@ -94,7 +97,15 @@ describe("server: the listing codec (listed fields <-> listings row <-> task met
   it("leaves out unset fields (never null) and shows the start of a long public brief, marked truncated", async function () {
     const meta = listingMeta(await roundTrip(bare), 1_800_000_000);
     expect(Object.values(meta)).to.not.include(null);
-    expect(meta).to.not.have.any.keys("routingSummary", "rootHash", "verificationCriteria", "verifierAddress", "targetExecutor", "targetExecutorType", "serviceId");
+    expect(meta).to.not.have.any.keys(
+      "routingSummary",
+      "rootHash",
+      "verificationCriteria",
+      "verifierAddress",
+      "targetExecutor",
+      "targetExecutorType",
+      "serviceId",
+    );
     expect(meta.publicBrief).to.have.length(PUBLIC_BRIEF_PREVIEW_CHARS);
     expect(meta.publicBriefTruncated).to.equal(true);
     expect(meta.requiredCapabilities).to.deep.equal([]);

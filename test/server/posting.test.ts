@@ -27,7 +27,10 @@ describe("posting: build, upload and list", function () {
   let posterKey: string;
 
   beforeEach(async function () {
-    ({ server: s, seeded: { posterKey } } = await postingServer());
+    ({
+      server: s,
+      seeded: { posterKey },
+    } = await postingServer());
   });
   afterEach(async function () {
     await s.close();
@@ -94,9 +97,17 @@ describe("posting: build, upload and list", function () {
         "VERIFIER_NOT_ALLOWED",
       ],
       // Funded, the zero address reads as "no verifier" and the listing would be refused after payment.
-      ["a zero verifier address", () => s.publicTask(brief, { verificationMode: "agent", verifierAddress: hre.ethers.ZeroAddress }), "INVALID_ADDRESS"],
+      [
+        "a zero verifier address",
+        () => s.publicTask(brief, { verificationMode: "agent", verifierAddress: hre.ethers.ZeroAddress }),
+        "INVALID_ADDRESS",
+      ],
       ["a task pinned to the zero address", () => s.publicTask(brief, { targetExecutor: hre.ethers.ZeroAddress }), "INVALID_ADDRESS"],
-      ["a verifier outside agent mode", () => s.publicTask(brief, { verificationMode: "manual", verifierAddress: s.agentVerifier.address }), "VERIFIER_MODE_MISMATCH"],
+      [
+        "a verifier outside agent mode",
+        () => s.publicTask(brief, { verificationMode: "manual", verifierAddress: s.agentVerifier.address }),
+        "VERIFIER_MODE_MISMATCH",
+      ],
       ["a public task with wrapped keys", () => s.publicTask(brief, { wrappedKeys: { [s.worker.address]: "ab" } }), "PUBLIC_TASK_KEYS"],
       ["a public task with a custody blob", () => s.publicTask(brief, { keyCustodyBlob: "ab" }), "PUBLIC_TASK_KEYS"],
       ["a public task without its brief", () => s.publicTask(brief, { publicBrief: undefined }), "PUBLIC_BRIEF_REQUIRED"],
@@ -180,7 +191,10 @@ describe("posting: build, upload and list", function () {
       });
 
       it("refuses agent mode without the verifier's wrap even with a custody copy (VERIFIER_KEY_MISSING): the verifier never accepts", async function () {
-        const { fields, aesKey } = await s.privateTask(brief, [s.worker], posterKey, { verificationMode: "agent", verifierAddress: s.agentVerifier.address });
+        const { fields, aesKey } = await s.privateTask(brief, [s.worker], posterKey, {
+          verificationMode: "agent",
+          verifierAddress: s.agentVerifier.address,
+        });
         const custodyCopy = wrapBriefKey(aesKey, publicKeyFromPrivateKey(hre.ethers.Wallet.createRandom().privateKey));
         expectError(await build({ ...fields, keyCustodyBlob: custodyCopy }), "VERIFIER_KEY_MISSING");
       });
@@ -217,7 +231,9 @@ describe("posting: build, upload and list", function () {
     it("builds one createTasks call and one approval of the total", async function () {
       await s.usdc.connect(s.poster).approve(s.escrowAddress, 0n);
       const tasks = briefs(3).map((b) => ({ ...s.publicTask(b), amount: "1000000", duration: 3600 }));
-      const plan = expectOk(await s.call<Plan & { taskHashes: string[]; total: string }>("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks } }));
+      const plan = expectOk(
+        await s.call<Plan & { taskHashes: string[]; total: string }>("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks } }),
+      );
       expect(plan.total).to.equal("3000000");
       const call = escrowInterface.parseTransaction({ data: plan.unsignedTx.data });
       expect(call?.name).to.equal("createTasks");
@@ -406,11 +422,14 @@ describe("posting: build, upload and list", function () {
     it("browses only tasks whose required capabilities the caller holds, at most the first 4,000 characters", async function () {
       const long = `${"x".repeat(4100)} long brief`;
       const open = await s.post(s.poster, posterKey, s.publicTask(long));
-      const needsBoth = await s.post(s.poster, posterKey, s.publicTask("needs two tags", { requiredCapabilities: ["web_research", "summarization"] }));
+      const needsBoth = await s.post(
+        s.poster,
+        posterKey,
+        s.publicTask("needs two tags", { requiredCapabilities: ["web_research", "summarization"] }),
+      );
       const needsOne = await s.post(s.poster, posterKey, s.publicTask("needs one tag", { requiredCapabilities: ["web_research"] }));
       type Browse = { tasks: Array<{ meta: { publicBrief: string; publicBriefTruncated: boolean }; state: { taskId: string } }>; total: number };
-      const ids = async (query: string) =>
-        expectOk(await s.call<Browse>("GET", `/api/v1/a2a/tasks${query}`)).tasks.map((t) => t.state.taskId);
+      const ids = async (query: string) => expectOk(await s.call<Browse>("GET", `/api/v1/a2a/tasks${query}`)).tasks.map((t) => t.state.taskId);
       expect(await ids("")).to.have.members([open.taskHash]);
       expect(await ids("?capabilities=web_research")).to.have.members([open.taskHash, needsOne.taskHash]);
       expect(await ids("?capabilities=web_research,summarization")).to.have.members([open.taskHash, needsOne.taskHash, needsBoth.taskHash]);
@@ -445,7 +464,10 @@ describe("posting: build, upload and list", function () {
       for (let i = 0; i < all.length; i += 20) {
         const chunk = all.slice(i, i + 20);
         const plan = expectOk(
-          await s.call<Plan>("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks: chunk.map((t) => ({ ...t, amount: "1000", duration: 3600 })) } }),
+          await s.call<Plan>("POST", "/api/v1/tasks/batch", {
+            key: posterKey,
+            body: { tasks: chunk.map((t) => ({ ...t, amount: "1000", duration: 3600 })) },
+          }),
         );
         const txHash = await s.sendAll(s.poster, plan.transactions);
         expectOk(await list({ txHash, tasks: chunk }));
@@ -468,7 +490,13 @@ describe("posting: build, upload and list", function () {
 
     it("shows the poster's own tasks with their state, and one task by hash", async function () {
       const posted = await s.post(s.poster, posterKey, s.publicTask(brief));
-      const mine = expectOk(await s.call<{ tasks: Array<{ meta: { poster: string; reward: { amount: string; unit: { symbol: string } } }; state: { status: string } }> }>("GET", "/api/v1/a2a/tasks/posted", { key: posterKey }));
+      const mine = expectOk(
+        await s.call<{ tasks: Array<{ meta: { poster: string; reward: { amount: string; unit: { symbol: string } } }; state: { status: string } }> }>(
+          "GET",
+          "/api/v1/a2a/tasks/posted",
+          { key: posterKey },
+        ),
+      );
       expect(mine.tasks).to.have.length(1);
       expect(mine.tasks[0]!.meta.poster).to.equal(s.poster.address);
       expect(mine.tasks[0]!.meta.reward).to.deep.include({ amount: "5000000" });
@@ -484,7 +512,12 @@ describe("posting: build, upload and list", function () {
 
   it("never keeps a half-written listing when a private brief's keys are refused", async function () {
     const encrypted = encryptBrief("secret");
-    const upload = expectOk(await s.call<{ rootHash: string }>("POST", "/api/v1/storage/upload", { key: posterKey, body: { data: Buffer.from(encrypted.ciphertext).toString("base64") } }));
+    const upload = expectOk(
+      await s.call<{ rootHash: string }>("POST", "/api/v1/storage/upload", {
+        key: posterKey,
+        body: { data: Buffer.from(encrypted.ciphertext).toString("base64") },
+      }),
+    );
     const fields = {
       taskHash: upload.rootHash,
       rootHash: upload.rootHash,

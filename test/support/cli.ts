@@ -54,7 +54,11 @@ export interface CliProcess {
  * The environment that makes the CLI act as `signer` on the stack, with `apiKey` (else a new key); `extra` adds or
  * overrides variables.
  */
-export async function cliEnv(s: Stack, signer: HardhatEthersSigner, options: { apiKey?: string; extra?: Record<string, string> } = {}): Promise<NodeJS.ProcessEnv> {
+export async function cliEnv(
+  s: Stack,
+  signer: HardhatEthersSigner,
+  options: { apiKey?: string; extra?: Record<string, string> } = {},
+): Promise<NodeJS.ProcessEnv> {
   const client = await s.clientOptions(signer, options.apiKey);
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) if (!name.startsWith("MARKET_")) env[name] = value;
@@ -134,8 +138,7 @@ export function readResults(file: string): Array<Record<string, string>> {
       else if (c === ",") {
         cells.push(cell);
         cell = "";
-      }
-      else cell += c;
+      } else cell += c;
     }
     cells.push(cell);
     return Object.fromEntries(columns.map((name, i) => [name, cells[i] ?? ""]));

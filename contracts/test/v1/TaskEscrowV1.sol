@@ -97,10 +97,7 @@ contract TaskEscrowV1 is ITaskEscrowV1, Initializable, UUPSUpgradeable, Reentran
         address token_
     ) external initializer {
         if (
-            admin_ == address(0) ||
-            marketplaceVerifier == address(0) ||
-            treasury_ == address(0) ||
-            token_ == address(0)
+            admin_ == address(0) || marketplaceVerifier == address(0) || treasury_ == address(0) || token_ == address(0)
         ) revert ZeroAddress();
         if (feeBps_ > MAX_FEE_BPS) revert FeeExceedsMax(feeBps_, MAX_FEE_BPS);
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
@@ -525,8 +522,7 @@ contract TaskEscrowV1 is ITaskEscrowV1, Initializable, UUPSUpgradeable, Reentran
         task.ending = t.ending;
         if (task.status == Status.Failed) {
             task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + APPEAL_WINDOW, t.deadline));
-        }
-        else if (task.status == Status.Disputed) {
+        } else if (task.status == Status.Disputed) {
             task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + RULING_WINDOW, t.deadline));
         } else if (task.status == Status.Escalated) task.windowEndsAt = _toBlockTime($, t.phaseAt + RULING_WINDOW);
     }

@@ -261,7 +261,12 @@ export class WorkerRuntime {
       wrap = previous?.wrap ?? { firstRefusedAt: now, slowRetries: 0 };
       if (now - wrap.firstRefusedAt >= 10 * 60_000) wrap = { ...wrap, slowRetries: wrap.slowRetries + 1 };
     }
-    if (!previous) this.emit({ type: "task_failed", taskId: taskHash, error: { code: error.code, message: `${error.message} (retrying in ${Math.round(plan.afterMs / 1000)} s)` } });
+    if (!previous)
+      this.emit({
+        type: "task_failed",
+        taskId: taskHash,
+        error: { code: error.code, message: `${error.message} (retrying in ${Math.round(plan.afterMs / 1000)} s)` },
+      });
     const entry: Pending = { ...(wrap ? { wrap } : {}) };
     const fire = () => {
       if (!this.running || this.pending.get(taskHash) !== entry) return;
@@ -308,7 +313,11 @@ export class WorkerRuntime {
    * Runs the task in its slot: open the brief, execute, deliver and finalize, again after a failed round; `resume`
    * continues a task whose round failed on a verdict that came later.
    */
-  private execute(task: TaskView, assigned: AssignedTask, resume?: Awaiting & { previousAttempt: NonNullable<TaskContext["previousAttempt"]> }): void {
+  private execute(
+    task: TaskView,
+    assigned: AssignedTask,
+    resume?: Awaiting & { previousAttempt: NonNullable<TaskContext["previousAttempt"]> },
+  ): void {
     const taskHash = task.meta.taskHash;
     const record = { status: "assigned" as ExecutionStatus, done: Promise.resolve() };
     this.executions.set(taskHash, record);
@@ -326,12 +335,16 @@ export class WorkerRuntime {
             chain: assigned.chain,
             reward: { amount: task.meta.reward.amount, symbol: task.meta.reward.unit.symbol },
             capabilities: task.meta.requiredCapabilities,
-            verification: { mode: assigned.verification.mode, ...(assigned.verification.criteria ? { criteria: assigned.verification.criteria } : {}) },
+            verification: {
+              mode: assigned.verification.mode,
+              ...(assigned.verification.criteria ? { criteria: assigned.verification.criteria } : {}),
+            },
             deadline: assigned.deadline,
             round,
             ...(previousAttempt ? { previousAttempt } : {}),
           });
-          if (typeof output !== "string" || output.length === 0) throw clientError("VALIDATION_FAILED", "executeTask must return { output } with a non-empty string.");
+          if (typeof output !== "string" || output.length === 0)
+            throw clientError("VALIDATION_FAILED", "executeTask must return { output } with a non-empty string.");
           record.status = "submitted";
           const finalized: Finalized = await this.client.deliverResult({ taskHash, output });
           const result = finalized.verificationResult;
@@ -353,7 +366,8 @@ export class WorkerRuntime {
           return;
         }
       } catch (error) {
-        const e = error instanceof ApiError ? { code: error.code, message: error.message } : { code: "EXECUTION_FAILED", message: (error as Error).message };
+        const e =
+          error instanceof ApiError ? { code: error.code, message: error.message } : { code: "EXECUTION_FAILED", message: (error as Error).message };
         // Held but undelivered: the task stays assigned to this agent on chain.
         this.emit({ type: "task_failed", taskId: taskHash, error: e });
       } finally {

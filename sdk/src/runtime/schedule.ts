@@ -45,7 +45,12 @@ export interface WrapState {
   slowRetries: number;
 }
 
-export function planAfterRefusal(code: string, now: number, wrap: WrapState | undefined, details?: ReadonlyArray<Record<string, unknown>>): AcceptPlan {
+export function planAfterRefusal(
+  code: string,
+  now: number,
+  wrap: WrapState | undefined,
+  details?: ReadonlyArray<Record<string, unknown>>,
+): AcceptPlan {
   switch (code) {
     case "NEEDS_WRAP": {
       const state = wrap ?? { firstRefusedAt: now, slowRetries: 0 };

@@ -216,4 +216,3 @@ export async function down(db: Kysely<any>): Promise<void> {
 function isPostgres(db: Kysely<any>): boolean {
   return db.getExecutor().adapter.constructor.name === "PostgresAdapter";
 }
-

@@ -118,7 +118,16 @@ async function recompute(db: Kysely<any>, worker: string): Promise<void> {
     .execute();
 
   const clamp = (n: number) => Math.min(100, Math.max(0, n));
-  const state: State = { reputation: 50, tasks_completed: 0, failed_rounds: 0, disputes: 0, disputes_lost: 0, earnings: 0n, raw_score: 0, last_settled_at: null };
+  const state: State = {
+    reputation: 50,
+    tasks_completed: 0,
+    failed_rounds: 0,
+    disputes: 0,
+    disputes_lost: 0,
+    earnings: 0n,
+    raw_score: 0,
+    last_settled_at: null,
+  };
   let counted = false;
   const tags = new Map<string, { completions: number; failures: number }>();
   const countTags = async (taskHash: string, completion: boolean) => {
@@ -166,6 +175,14 @@ async function recompute(db: Kysely<any>, worker: string): Promise<void> {
 
   await db.deleteFrom("reputation").where("address", "=", worker).execute();
   await db.deleteFrom("capability_stats").where("address", "=", worker).execute();
-  if (counted) await db.insertInto("reputation").values({ address: worker, ...state, earnings: state.earnings.toString() }).execute();
-  for (const [tag, stats] of tags) await db.insertInto("capability_stats").values({ address: worker, tag, ...stats }).execute();
+  if (counted)
+    await db
+      .insertInto("reputation")
+      .values({ address: worker, ...state, earnings: state.earnings.toString() })
+      .execute();
+  for (const [tag, stats] of tags)
+    await db
+      .insertInto("capability_stats")
+      .values({ address: worker, tag, ...stats })
+      .execute();
 }

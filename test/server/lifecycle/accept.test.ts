@@ -25,7 +25,10 @@ describe("lifecycle: accept", function () {
       s = await startTestServer(options);
       posterKey = await s.apiKeyFor(s.poster);
     } else {
-      ({ server: s, seeded: { posterKey } } = await posterServer());
+      ({
+        server: s,
+        seeded: { posterKey },
+      } = await posterServer());
     }
     // The API clock follows chain time from the start: offers expire on it. A fresh block first, since the chain's
     // next timestamp may jump ahead (earlier tests moved its clock) and would otherwise end a window at once.
@@ -39,7 +42,8 @@ describe("lifecycle: accept", function () {
     s = undefined;
   });
 
-  const postPublic = (server: TestServer, extra: Record<string, unknown> = {}) => server.post(server.poster, posterKey, server.publicTask(brief(), extra), AMOUNT);
+  const postPublic = (server: TestServer, extra: Record<string, unknown> = {}) =>
+    server.post(server.poster, posterKey, server.publicTask(brief(), extra), AMOUNT);
   const assignedOnChain = async (server: TestServer, taskHash: string) => server.escrow.queryFilter(server.escrow.filters.WorkerAssigned(taskHash));
 
   describe("refusals", function () {
@@ -93,7 +97,11 @@ describe("lifecycle: accept", function () {
 
       // A hosted agent: its own wallet, registered under the poster's account.
       const hostedKey = await server.apiKeyFor(server.newAdmin);
-      const account = await server.db.selectFrom("account_wallets").select("account_id").where("address", "=", server.poster.address).executeTakeFirstOrThrow();
+      const account = await server.db
+        .selectFrom("account_wallets")
+        .select("account_id")
+        .where("address", "=", server.poster.address)
+        .executeTakeFirstOrThrow();
       const at = Date.now();
       await server.db
         .insertInto("agents")
@@ -116,7 +124,11 @@ describe("lifecycle: accept", function () {
     it("VERIFIER_CANNOT_EXECUTE: the task's verifier agent tries to take it", async function () {
       const server = await boot();
       const verifierKey = await server.registerAgent(server.agentVerifier);
-      const { taskHash } = await postPublic(server, { verificationMode: "agent", verificationCriteria: undefined, verifierAddress: server.agentVerifier.address });
+      const { taskHash } = await postPublic(server, {
+        verificationMode: "agent",
+        verificationCriteria: undefined,
+        verifierAddress: server.agentVerifier.address,
+      });
       expectError(await t.accept(verifierKey, taskHash), "VERIFIER_CANNOT_EXECUTE");
     });
 
@@ -131,7 +143,11 @@ describe("lifecycle: accept", function () {
       const server = await boot();
       const baseKey = await server.registerAgent(server.worker, [], { supportedChains: ["base"] });
       const legacyKey = await server.registerAgent(server.stranger, [], { supportedChains: undefined });
-      const legacy = await server.db.selectFrom("agents").select("supported_chains").where("address", "=", server.stranger.address).executeTakeFirstOrThrow();
+      const legacy = await server.db
+        .selectFrom("agents")
+        .select("supported_chains")
+        .where("address", "=", server.stranger.address)
+        .executeTakeFirstOrThrow();
       expect(legacy.supported_chains).to.equal(null);
       const { taskHash } = await postPublic(server);
       expectError(await t.accept(baseKey, taskHash), "CHAIN_UNSUPPORTED");
@@ -226,7 +242,11 @@ describe("lifecycle: accept", function () {
       const { taskHash } = await server.post(server.poster, posterKey, { ...fields, keyCustodyBlob: wrapBriefKey(aesKey, custodyPublicKey) }, AMOUNT);
       // The custody key rotated since: the listing's copy was wrapped to a key the service no longer holds.
       const oldCustody = publicKeyFromPrivateKey(hre.ethers.Wallet.createRandom().privateKey);
-      await server.db.updateTable("listings").set({ key_custody_blob: wrapBriefKey(aesKey, oldCustody) }).where("task_hash", "=", taskHash).execute();
+      await server.db
+        .updateTable("listings")
+        .set({ key_custody_blob: wrapBriefKey(aesKey, oldCustody) })
+        .where("task_hash", "=", taskHash)
+        .execute();
       expectError(await t.accept(agentKey, taskHash), "NEEDS_WRAP");
       expect(await server.db.selectFrom("task_keys").selectAll().where("task_hash", "=", taskHash).execute()).to.have.length(0);
       expect(await server.db.selectFrom("assignments").selectAll().execute()).to.have.length(0);
@@ -273,7 +293,9 @@ describe("lifecycle: accept", function () {
       expectError(notHeld, "WRONG_STATE");
       expect((notHeld.body.error as { reason?: string }).reason).to.equal("no_offer");
       expectError(await t.accept(workerKey, taskHash), "OFFER_HELD");
-      expect(expectOk(await s!.call<{ declined: boolean }>("POST", `/api/v1/a2a/tasks/${taskHash}/decline`, { key: strangerKey })).declined).to.equal(true);
+      expect(expectOk(await s!.call<{ declined: boolean }>("POST", `/api/v1/a2a/tasks/${taskHash}/decline`, { key: strangerKey })).declined).to.equal(
+        true,
+      );
       expectError(await s!.call("POST", `/api/v1/a2a/tasks/${taskHash}/decline`, { key: strangerKey }), "WRONG_STATE");
 
       expect(expectOk(await t.accept(workerKey, taskHash)).worker).to.equal(s!.worker.address);
@@ -286,14 +308,37 @@ describe("lifecycle: accept", function () {
       const at = await time.latest();
       await server.db
         .insertInto("reputation")
-        .values({ address: server.stranger.address, reputation: 60, tasks_completed: 2, failed_rounds: 0, disputes: 0, disputes_lost: 0, earnings: "0", raw_score: 20, last_settled_at: at })
+        .values({
+          address: server.stranger.address,
+          reputation: 60,
+          tasks_completed: 2,
+          failed_rounds: 0,
+          disputes: 0,
+          disputes_lost: 0,
+          earnings: "0",
+          raw_score: 20,
+          last_settled_at: at,
+        })
         .execute();
       // 10 decayed points plus one badge (25) beat 20 decayed points.
       await server.db
         .insertInto("reputation")
-        .values({ address: server.worker.address, reputation: 55, tasks_completed: 5, failed_rounds: 0, disputes: 0, disputes_lost: 0, earnings: "0", raw_score: 20, last_settled_at: at - 8 * DAY })
+        .values({
+          address: server.worker.address,
+          reputation: 55,
+          tasks_completed: 5,
+          failed_rounds: 0,
+          disputes: 0,
+          disputes_lost: 0,
+          earnings: "0",
+          raw_score: 20,
+          last_settled_at: at - 8 * DAY,
+        })
         .execute();
-      await server.db.insertInto("capability_stats").values({ address: server.worker.address, tag: "summarization", completions: 5, failures: 0 }).execute();
+      await server.db
+        .insertInto("capability_stats")
+        .values({ address: server.worker.address, tag: "summarization", completions: 5, failures: 0 })
+        .execute();
 
       const { taskHash } = await postPublic(server, { requiredCapabilities: ["summarization"] });
       const offers = await server.db.selectFrom("offers").select(["agent_address", "rank"]).where("task_hash", "=", taskHash).execute();

@@ -18,7 +18,10 @@ describe("lifecycle: delivery", function () {
   let strangerKey: string;
 
   beforeEach(async function () {
-    ({ server: s, seeded: { agentKey, posterKey, strangerKey } } = await partiesAndStrangerServer());
+    ({
+      server: s,
+      seeded: { agentKey, posterKey, strangerKey },
+    } = await partiesAndStrangerServer());
     t = steps(s);
   });
   afterEach(async function () {
@@ -26,7 +29,8 @@ describe("lifecycle: delivery", function () {
   });
 
   const post = () => t.postPublic(posterKey);
-  const relay = (key: string, taskHash: string, signedTx: string) => s.call<{ txHash: string }>("POST", `/api/v1/a2a/tasks/${taskHash}/evidence`, { key, body: { signedTx } });
+  const relay = (key: string, taskHash: string, signedTx: string) =>
+    s.call<{ txHash: string }>("POST", `/api/v1/a2a/tasks/${taskHash}/evidence`, { key, body: { signedTx } });
   const rebroadcast = (key: string, taskHash: string) => s.call<{ txHash: string }>("POST", `/api/v1/a2a/tasks/${taskHash}/rebroadcast`, { key });
   const deliverAnswer = (key: string, taskHash: string, output = PASSING) =>
     s.call("POST", `/api/v1/a2a/tasks/${taskHash}/deliver`, { key, body: { output } });
@@ -56,7 +60,10 @@ describe("lifecycle: delivery", function () {
     const nothing = await t.finalize(agentKey, taskHash);
     expectError(nothing, "WRONG_STATE");
     expect((nothing.body.error as { reason?: string }).reason).to.equal("assigned");
-    const stray = await t.signRaw(s.worker, { to: s.escrowAddress, data: s.escrow.interface.encodeFunctionData("submitEvidence", [taskHash, resultHash(PASSING)]) });
+    const stray = await t.signRaw(s.worker, {
+      to: s.escrowAddress,
+      data: s.escrow.interface.encodeFunctionData("submitEvidence", [taskHash, resultHash(PASSING)]),
+    });
     expectError(await relay(agentKey, taskHash, stray), "WRONG_STATE");
     expectError(await rebroadcast(agentKey, taskHash), "WRONG_STATE");
 
@@ -99,7 +106,10 @@ describe("lifecycle: delivery", function () {
   it("EVIDENCE_MISMATCH: a relayed transaction that is not exactly submitEvidence of the delivered output from the worker", async function () {
     const taskHash = await accepted();
     const delivered = await t.deliver(agentKey, taskHash, PASSING);
-    const otherHash = { to: s.escrowAddress, data: s.escrow.interface.encodeFunctionData("submitEvidence", [taskHash, resultHash("another output")]) };
+    const otherHash = {
+      to: s.escrowAddress,
+      data: s.escrow.interface.encodeFunctionData("submitEvidence", [taskHash, resultHash("another output")]),
+    };
 
     expectError(await relay(agentKey, taskHash, await t.signRaw(s.worker, otherHash)), "EVIDENCE_MISMATCH");
     expectError(await relay(agentKey, taskHash, await t.signRaw(s.stranger, delivered.unsignedTx)), "EVIDENCE_MISMATCH");
@@ -162,7 +172,8 @@ describe("lifecycle: delivery", function () {
     await t.settle(s.worker, agentKey, taskHash, "release", "reopen");
     expectOk(await t.accept(strangerKey, taskHash));
 
-    const view = async (key: string) => expectOk(await s.call<{ state: { resultData?: { output?: string } } }>("GET", `/api/v1/tasks/${taskHash}`, { key }));
+    const view = async (key: string) =>
+      expectOk(await s.call<{ state: { resultData?: { output?: string } } }>("GET", `/api/v1/tasks/${taskHash}`, { key }));
     expect((await view(strangerKey)).state.resultData).to.equal(undefined);
     expect((await view(posterKey)).state.resultData).to.equal(undefined);
     expectError(await t.finalize(strangerKey, taskHash), "WRONG_STATE");

@@ -16,7 +16,10 @@ describe("lifecycle: the eight endings", function () {
   let start: Balances;
 
   beforeEach(async function () {
-    ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
+    ({
+      server: s,
+      seeded: { agentKey, posterKey },
+    } = await partiesServer());
     t = steps(s);
     start = await t.balances();
   });

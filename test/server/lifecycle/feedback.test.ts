@@ -22,7 +22,10 @@ describe("lifecycle: reviews, messages and bids", function () {
   let posterKey: string;
 
   beforeEach(async function () {
-    ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
+    ({
+      server: s,
+      seeded: { agentKey, posterKey },
+    } = await partiesServer());
     t = steps(s);
   });
   afterEach(async function () {
@@ -39,7 +42,10 @@ describe("lifecycle: reviews, messages and bids", function () {
 
   describe("reviews", function () {
     const review = (key: string, taskHash: string, rating: number, comment?: string) =>
-      s.call<{ taskHash: string; agent: string; rating: number }>("POST", `/api/v1/a2a/tasks/${taskHash}/review`, { key, body: { rating, ...(comment ? { comment } : {}) } });
+      s.call<{ taskHash: string; agent: string; rating: number }>("POST", `/api/v1/a2a/tasks/${taskHash}/review`, {
+        key,
+        body: { rating, ...(comment ? { comment } : {}) },
+      });
     const reviews = () =>
       s.call<{ reviews: Array<{ taskHash: string; poster: string; rating: number; comment: string | null }>; averageRating: number | null }>(
         "GET",
@@ -84,7 +90,8 @@ describe("lifecycle: reviews, messages and bids", function () {
   });
 
   describe("task messages", function () {
-    const send = (key: string, taskHash: string, body: string) => s.call<Message>("POST", `/api/v1/a2a/tasks/${taskHash}/messages`, { key, body: { body } });
+    const send = (key: string, taskHash: string, body: string) =>
+      s.call<Message>("POST", `/api/v1/a2a/tasks/${taskHash}/messages`, { key, body: { body } });
     const read = (key: string, taskHash: string) => s.call<{ messages: Message[] }>("GET", `/api/v1/a2a/tasks/${taskHash}/messages`, { key });
 
     it("NO_AGENT_ASSIGNED before an agent takes the task; NOT_TASK_PARTY for anyone but the poster and the executor", async function () {
@@ -121,7 +128,10 @@ describe("lifecycle: reviews, messages and bids", function () {
 
   describe("bids", function () {
     const bid = (key: string, taskHash: string, message?: string) =>
-      s.call<{ taskHash: string; agent: string; wrapped: boolean }>("POST", `/api/v1/a2a/tasks/${taskHash}/bid`, { key, body: message ? { message } : {} });
+      s.call<{ taskHash: string; agent: string; wrapped: boolean }>("POST", `/api/v1/a2a/tasks/${taskHash}/bid`, {
+        key,
+        body: message ? { message } : {},
+      });
     const bids = (key: string, taskHash: string) =>
       s.call<{ bids: Array<{ agent: string; message: string | null; publicKey: string | null; capabilities: string[]; reputation: number }> }>(
         "GET",
@@ -147,22 +157,37 @@ describe("lifecycle: reviews, messages and bids", function () {
         [s.worker.address, null],
       ]);
       const bidder = listed[0]!;
-      expect(bidder).to.deep.include({ publicKey: publicKeyFromPrivateKey(privateKeyOf(s.stranger)), capabilities: ["summarization"], reputation: 50 });
+      expect(bidder).to.deep.include({
+        publicKey: publicKeyFromPrivateKey(privateKeyOf(s.stranger)),
+        capabilities: ["summarization"],
+        reputation: 50,
+      });
 
       const wrapped = wrapBriefKey(aesKey, bidder.publicKey!);
-      expectError(await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: bidderKey, body: { wrappedKeys: { [s.stranger.address]: wrapped } } }), "NOT_POSTER");
+      expectError(
+        await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: bidderKey, body: { wrappedKeys: { [s.stranger.address]: wrapped } } }),
+        "NOT_POSTER",
+      );
       // Any case of the address and of the hex, as in wrappedKeys at listing: stored checksummed, lowercase, without 0x.
       const lowercase = { [s.stranger.address.toLowerCase()]: `0x${wrapped.toUpperCase()}` };
-      expect(expectOk(await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: posterKey, body: { wrappedKeys: lowercase } }))).to.deep.equal({
+      expect(
+        expectOk(await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: posterKey, body: { wrappedKeys: lowercase } })),
+      ).to.deep.equal({
         taskHash,
         agents: [s.stranger.address],
       });
       expect(expectOk(await bid(bidderKey, taskHash)).wrapped).to.equal(true);
       // Keys go only to registered agents, and only on private tasks.
-      const unregistered = await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, { key: posterKey, body: { wrappedKeys: { [s.newAdmin.address]: wrapped } } });
+      const unregistered = await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/keys`, {
+        key: posterKey,
+        body: { wrappedKeys: { [s.newAdmin.address]: wrapped } },
+      });
       expectError(unregistered, "EXECUTOR_NOT_FOUND");
       const { taskHash: publicHash } = await s.post(s.poster, posterKey, s.publicTask(brief()), AMOUNT);
-      expectError(await s.call("POST", `/api/v1/a2a/tasks/${publicHash}/keys`, { key: posterKey, body: { wrappedKeys: { [s.stranger.address]: wrapped } } }), "PUBLIC_TASK_KEYS");
+      expectError(
+        await s.call("POST", `/api/v1/a2a/tasks/${publicHash}/keys`, { key: posterKey, body: { wrappedKeys: { [s.stranger.address]: wrapped } } }),
+        "PUBLIC_TASK_KEYS",
+      );
       expect(expectOk(await bid(bidderKey, publicHash)).wrapped).to.equal(true);
 
       const accepted = expectOk(await t.accept(bidderKey, taskHash));

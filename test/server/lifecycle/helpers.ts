@@ -45,7 +45,12 @@ export function steps(s: TestServer) {
 
   /** A public task with a fresh brief, funded and listed by the poster: `auto` with CRITERIA, or `manual`. */
   const postPublic = (posterKey: string, mode: "auto" | "manual" = "auto") =>
-    s.post(s.poster, posterKey, s.publicTask(brief(), mode === "auto" ? { verificationCriteria: CRITERIA } : { verificationMode: "manual", verificationCriteria: undefined }), AMOUNT);
+    s.post(
+      s.poster,
+      posterKey,
+      s.publicTask(brief(), mode === "auto" ? { verificationCriteria: CRITERIA } : { verificationMode: "manual", verificationCriteria: undefined }),
+      AMOUNT,
+    );
 
   /** POST .../accept, answered with the whole assignment. */
   const accept = (key: string, taskHash: string) => s.call<Assigned>("POST", `/api/v1/a2a/tasks/${taskHash}/accept`, { key });
@@ -114,15 +119,28 @@ export function steps(s: TestServer) {
 
   /** The caller's posted task as GET /api/v1/a2a/tasks/posted shows it. */
   async function posted(key: string, taskHash: string) {
-    const page = expectOk(
-      await s.call<PostedAnswer>("GET", "/api/v1/a2a/tasks/posted", { key }),
-    );
+    const page = expectOk(await s.call<PostedAnswer>("GET", "/api/v1/a2a/tasks/posted", { key }));
     const task = page.tasks.find((t) => t.meta.taskHash === taskHash.toLowerCase());
     expect(task, `posted task ${taskHash}`).to.not.equal(undefined);
     return task!;
   }
 
-  return { ...l, postPublic, accept, escrowRow, expectState, expectAwaitingVerdict, balances, deliver, deliverOnChain, finalize, action, signRaw, travel, posted };
+  return {
+    ...l,
+    postPublic,
+    accept,
+    escrowRow,
+    expectState,
+    expectAwaitingVerdict,
+    balances,
+    deliver,
+    deliverOnChain,
+    finalize,
+    action,
+    signRaw,
+    travel,
+    posted,
+  };
 }
 
 export type Steps = ReturnType<typeof steps>;

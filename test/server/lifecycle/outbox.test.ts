@@ -111,7 +111,9 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect(reason.revert).to.deep.equal({ name: "TaskNotFound", args: [unknown] });
     expect(reason.txHash).to.equal(undefined);
 
-    const mined = results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<{ receipt: { status: number | null } }>).value);
+    const mined = results
+      .filter((r) => r.status === "fulfilled")
+      .map((r) => (r as PromiseFulfilledResult<{ receipt: { status: number | null } }>).value);
     expect(mined).to.have.length(10);
     for (const m of mined) expect(m.receipt.status).to.equal(1);
     const recorded = await rows();
@@ -419,7 +421,16 @@ describe("lifecycle: the verifier key's outbox", function () {
 
     // An entry of the previous key, open, long due for a fee bump, at a nonce the current key has used.
     const old = hre.ethers.Wallet.createRandom();
-    const raw = await old.signTransaction({ to: s.escrowAddress, data: "0x", nonce: 0, gasLimit: 100_000, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, chainId: s.chainConfig.chainId, type: 2 });
+    const raw = await old.signTransaction({
+      to: s.escrowAddress,
+      data: "0x",
+      nonce: 0,
+      gasLimit: 100_000,
+      maxFeePerGas: 1n,
+      maxPriorityFeePerGas: 1n,
+      chainId: s.chainConfig.chainId,
+      type: 2,
+    });
     const hash = Transaction.from(raw).hash!;
     const at = Date.now() - 3_600_000;
     const inserted = await s.db

@@ -36,11 +36,26 @@ describe("lifecycle: reputation", function () {
 
     it("applyReputation: +1 per settled task up to 100, -10 per failed round or lost dispute down to 0", function () {
       const cases: Array<[string, ReputationState, Parameters<typeof applyReputation>[1], Partial<ReputationState>]> = [
-        ["settled from 50", state(), { kind: "settled", payout: 7n, at: 1_000 }, { reputation: 51, tasksCompleted: 1, earnings: "7", rawScore: 10, lastSettledAt: 1_000 }],
+        [
+          "settled from 50",
+          state(),
+          { kind: "settled", payout: 7n, at: 1_000 },
+          { reputation: 51, tasksCompleted: 1, earnings: "7", rawScore: 10, lastSettledAt: 1_000 },
+        ],
         ["settled from 99", state({ reputation: 99 }), { kind: "settled", payout: 1n, at: 5 }, { reputation: 100 }],
-        ["settled at 100 stays 100", state({ reputation: 100, tasksCompleted: 9 }), { kind: "settled", payout: 1n, at: 5 }, { reputation: 100, tasksCompleted: 10 }],
+        [
+          "settled at 100 stays 100",
+          state({ reputation: 100, tasksCompleted: 9 }),
+          { kind: "settled", payout: 1n, at: 5 },
+          { reputation: 100, tasksCompleted: 10 },
+        ],
         ["settled keeps the latest time", state({ lastSettledAt: 2_000 }), { kind: "settled", payout: 1n, at: 1_000 }, { lastSettledAt: 2_000 }],
-        ["earnings add as bigints", state({ earnings: "18446744073709551616" }), { kind: "settled", payout: 1n, at: 1 }, { earnings: "18446744073709551617" }],
+        [
+          "earnings add as bigints",
+          state({ earnings: "18446744073709551616" }),
+          { kind: "settled", payout: 1n, at: 1 },
+          { earnings: "18446744073709551617" },
+        ],
         ["failed round from 50", state(), { kind: "failedRound" }, { reputation: 40, failedRounds: 1 }],
         ["failed round from 10 to 0", state({ reputation: 10 }), { kind: "failedRound" }, { reputation: 0 }],
         ["failed round from 5 stops at 0", state({ reputation: 5 }), { kind: "failedRound" }, { reputation: 0 }],
@@ -101,7 +116,10 @@ describe("lifecycle: reputation", function () {
     let posterKey: string;
 
     beforeEach(async function () {
-      ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
+      ({
+        server: s,
+        seeded: { agentKey, posterKey },
+      } = await partiesServer());
       t = steps(s);
     });
     afterEach(async function () {
@@ -110,10 +128,20 @@ describe("lifecycle: reputation", function () {
 
     const reputation = async (address = s.worker.address) => expectOk(await s.call<Reputation>("GET", `/api/v1/reputation/${address}`));
     const badges = async () =>
-      expectOk(await s.call<{ stats: Array<{ tag: string; completions: number; failures: number }>; badges: Array<{ tag: string; kind: string }> }>("GET", `/api/v1/reputation/${s.worker.address}/badges`));
+      expectOk(
+        await s.call<{ stats: Array<{ tag: string; completions: number; failures: number }>; badges: Array<{ tag: string; kind: string }> }>(
+          "GET",
+          `/api/v1/reputation/${s.worker.address}/badges`,
+        ),
+      );
 
     async function accepted(capabilities: string[] = []) {
-      const { taskHash } = await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA, requiredCapabilities: capabilities }), AMOUNT);
+      const { taskHash } = await s.post(
+        s.poster,
+        posterKey,
+        s.publicTask(brief(), { verificationCriteria: CRITERIA, requiredCapabilities: capabilities }),
+        AMOUNT,
+      );
       expectOk(await t.accept(agentKey, taskHash));
       return taskHash;
     }
@@ -123,15 +151,36 @@ describe("lifecycle: reputation", function () {
       await s.sync();
       return taskHash;
     }
-    async function seed(address: string, changes: { reputation?: number; raw_score?: number; last_settled_at?: number | null; tasks_completed?: number }) {
+    async function seed(
+      address: string,
+      changes: { reputation?: number; raw_score?: number; last_settled_at?: number | null; tasks_completed?: number },
+    ) {
       await s.db
         .insertInto("reputation")
-        .values({ address, reputation: 50, tasks_completed: 0, failed_rounds: 0, disputes: 0, disputes_lost: 0, earnings: "0", raw_score: 0, last_settled_at: null, ...changes })
+        .values({
+          address,
+          reputation: 50,
+          tasks_completed: 0,
+          failed_rounds: 0,
+          disputes: 0,
+          disputes_lost: 0,
+          earnings: "0",
+          raw_score: 0,
+          last_settled_at: null,
+          ...changes,
+        })
         .execute();
     }
 
     it("starts at 50 and gains 1 per settled task", async function () {
-      expect(await reputation()).to.deep.include({ reputation: 50, rawScore: 0, decayedScore: 0, decayFactor: 1, daysSinceLastTask: null, offChainTasksCompleted: 0 });
+      expect(await reputation()).to.deep.include({
+        reputation: 50,
+        rawScore: 0,
+        decayedScore: 0,
+        decayFactor: 1,
+        daysSinceLastTask: null,
+        offChainTasksCompleted: 0,
+      });
       await settleOne();
       expect(await reputation()).to.deep.include({ reputation: 51, rawScore: 10, decayedScore: 10, offChainTasksCompleted: 1, offChainDisputes: 0 });
       await settleOne();
@@ -185,8 +234,17 @@ describe("lifecycle: reputation", function () {
       await expectDecay(5, 0.5, 7);
       s.advanceClock(WEEK * 1000);
       await expectDecay(2.5, 0.25, 14);
-      const board = expectOk(await s.call<{ agents: Array<{ address: string; decayedScore: number; rawScore: number }> }>("GET", "/api/v1/reputation/leaderboard"));
-      expect(board.agents).to.deep.include({ address: s.worker.address, displayName: null, decayedScore: 2.5, rawScore: 10, reputation: 51, tasksCompleted: 1 });
+      const board = expectOk(
+        await s.call<{ agents: Array<{ address: string; decayedScore: number; rawScore: number }> }>("GET", "/api/v1/reputation/leaderboard"),
+      );
+      expect(board.agents).to.deep.include({
+        address: s.worker.address,
+        displayName: null,
+        decayedScore: 2.5,
+        rawScore: 10,
+        reputation: 51,
+        tasksCompleted: 1,
+      });
     });
 
     it("the leaderboard is sorted by decayed score, not raw score", async function () {
@@ -198,7 +256,9 @@ describe("lifecycle: reputation", function () {
       await seed(b!, { raw_score: 20, last_settled_at: now - DAY }); // 20
       await seed(c!, { raw_score: 30, last_settled_at: now - 8 * DAY }); // 15
       await seed(d!, { raw_score: 0, reputation: 90 }); // nothing settled: not listed
-      const board = expectOk(await s.call<{ agents: Array<{ address: string; decayedScore: number; rawScore: number }> }>("GET", "/api/v1/reputation/leaderboard"));
+      const board = expectOk(
+        await s.call<{ agents: Array<{ address: string; decayedScore: number; rawScore: number }> }>("GET", "/api/v1/reputation/leaderboard"),
+      );
       expect(board.agents.map((x) => [x.address, x.decayedScore, x.rawScore])).to.deep.equal([
         [b, 20, 20],
         [c, 15, 30],
@@ -242,7 +302,14 @@ describe("lifecycle: reputation", function () {
         try {
           await migrateToLatest(fresh);
           const chain = { ...s.chainConfig, startBlock };
-          const indexer = createIndexer({ db: fresh, chain, provider: hre.ethers.provider, pollIntervalMs: 20, blockRange, projections: defaultProjections() });
+          const indexer = createIndexer({
+            db: fresh,
+            chain,
+            provider: hre.ethers.provider,
+            pollIntervalMs: 20,
+            blockRange,
+            projections: defaultProjections(),
+          });
           while (!(await indexer.syncOnce()).caughtUp);
           return await fresh.selectFrom("reputation").selectAll().execute();
         } finally {
@@ -262,7 +329,11 @@ describe("lifecycle: reputation", function () {
         stats: await s.db.selectFrom("capability_stats").selectAll().orderBy("address").orderBy("tag").execute(),
       });
       const assignedBy = async (taskHash: string) =>
-        (await s.db.selectFrom("escrow_tasks").select(["worker", "assigned_by"]).where("task_hash", "=", taskHash.toLowerCase()).executeTakeFirstOrThrow());
+        await s.db
+          .selectFrom("escrow_tasks")
+          .select(["worker", "assigned_by"])
+          .where("task_hash", "=", taskHash.toLowerCase())
+          .executeTakeFirstOrThrow();
       const send = async (sent: Promise<{ wait(): Promise<unknown> }>) => {
         await (await sent).wait();
       };
@@ -279,7 +350,8 @@ describe("lifecycle: reputation", function () {
         await send(s.escrow.connect(s.verifier).completeVerification(taskHash, passed, passed ? 90 : 10));
       };
       const listed = async (capabilities: string[]) =>
-        (await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA, requiredCapabilities: capabilities }), AMOUNT)).taskHash;
+        (await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA, requiredCapabilities: capabilities }), AMOUNT))
+          .taskHash;
       /** A task funded on chain and never listed: 1 raw unit, so the 10% fee rounds down to nothing. */
       const oneUnit = async (name: string) => {
         const taskHash = hre.ethers.id(`one unit ${name} ${Date.now()}`);
@@ -317,7 +389,14 @@ describe("lifecycle: reputation", function () {
           const listings = await s.db.selectFrom("listings").selectAll().execute();
           if (listings.length > 0) await fresh.insertInto("listings").values(listings).execute();
           const blockRange = { initial: size, max: size };
-          const indexer = createIndexer({ db: fresh, chain: s.chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, blockRange, projections: defaultProjections() });
+          const indexer = createIndexer({
+            db: fresh,
+            chain: s.chainConfig,
+            provider: hre.ethers.provider,
+            pollIntervalMs: 20,
+            blockRange,
+            projections: defaultProjections(),
+          });
           while (!(await indexer.syncOnce()).caughtUp);
           return {
             reputation: await fresh.selectFrom("reputation").selectAll().orderBy("address").execute(),
@@ -332,7 +411,14 @@ describe("lifecycle: reputation", function () {
         const hashes = await workedOnChain("poster");
         for (const taskHash of hashes) expect(await assignedBy(taskHash)).to.deep.equal({ worker: s.worker.address, assigned_by: s.poster.address });
         expect(await rows()).to.deep.equal({ reputation: [], stats: [] });
-        expect(await reputation()).to.deep.include({ reputation: 50, rawScore: 0, decayedScore: 0, daysSinceLastTask: null, offChainTasksCompleted: 0, offChainDisputes: 0 });
+        expect(await reputation()).to.deep.include({
+          reputation: 50,
+          rawScore: 0,
+          decayedScore: 0,
+          daysSinceLastTask: null,
+          offChainTasksCompleted: 0,
+          offChainDisputes: 0,
+        });
         expect(await badges()).to.deep.equal({ stats: [], badges: [] });
         const board = expectOk(await s.call<{ agents: unknown[] }>("GET", "/api/v1/reputation/leaderboard"));
         expect(board.agents).to.deep.equal([]);
@@ -343,7 +429,8 @@ describe("lifecycle: reputation", function () {
 
       it("the same work counts when the marketplace assigned it: marketplaceAssign by the verifier key, or accept through the API", async function () {
         const hashes = await workedOnChain("marketplace");
-        for (const taskHash of hashes) expect(await assignedBy(taskHash)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
+        for (const taskHash of hashes)
+          expect(await assignedBy(taskHash)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
         // 50, a failed round -10, paid +1, paid +1, the dispute lost -10.
         expect(await reputation()).to.deep.include({ reputation: 32, rawScore: 20, offChainTasksCompleted: 2, offChainDisputes: 1 });
 
@@ -447,12 +534,22 @@ describe("lifecycle: reputation", function () {
         // A database of its own, indexed to the head by the current projections.
         const { db, drop } = await testDatabase();
         try {
-          await db.insertInto("listings").values(await s.db.selectFrom("listings").selectAll().execute()).execute();
-          const indexer = createIndexer({ db, chain: s.chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
+          await db
+            .insertInto("listings")
+            .values(await s.db.selectFrom("listings").selectAll().execute())
+            .execute();
+          const indexer = createIndexer({
+            db,
+            chain: s.chainConfig,
+            provider: hre.ethers.provider,
+            pollIntervalMs: 20,
+            projections: defaultProjections(),
+          });
           while (!(await indexer.syncOnce()).caughtUp);
           const tasks = async () => db.selectFrom("escrow_tasks").selectAll().orderBy("chain").orderBy("task_hash").execute();
           const projected = { tasks: await tasks(), reputation: await db.selectFrom("reputation").selectAll().orderBy("address").execute() };
-          const stats = async (address: string) => db.selectFrom("capability_stats").selectAll().where("address", "=", address).orderBy("tag").execute();
+          const stats = async (address: string) =>
+            db.selectFrom("capability_stats").selectAll().where("address", "=", address).orderBy("tag").execute();
           const projectedStats = await stats(s.worker.address);
           expect(projected.reputation.map((r) => [r.address, r.tasks_completed])).to.have.deep.members([
             [s.worker.address, 2],
@@ -474,7 +571,8 @@ describe("lifecycle: reputation", function () {
 
           await migrateToLatest(db);
           expect(await tasks()).to.deep.equal(projected.tasks);
-          const byAddress = async (address: string) => db.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirstOrThrow();
+          const byAddress = async (address: string) =>
+            db.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirstOrThrow();
           expect(await byAddress(s.worker.address)).to.deep.equal(projected.reputation.find((r) => r.address === s.worker.address));
           expect(await stats(s.worker.address)).to.deep.equal(projectedStats);
           expect(await byAddress(s.stranger.address)).to.include({ reputation: 77, tasks_completed: 1 });
@@ -514,7 +612,13 @@ describe("lifecycle: reputation", function () {
         await migrateToLatest(fresh);
         const listings = await s.db.selectFrom("listings").selectAll().execute();
         await fresh.insertInto("listings").values(listings).execute();
-        const indexer = createIndexer({ db: fresh, chain: s.chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
+        const indexer = createIndexer({
+          db: fresh,
+          chain: s.chainConfig,
+          provider: hre.ethers.provider,
+          pollIntervalMs: 20,
+          projections: defaultProjections(),
+        });
         while (!(await indexer.syncOnce()).caughtUp);
         expect({
           reputation: await fresh.selectFrom("reputation").selectAll().orderBy("address").execute(),

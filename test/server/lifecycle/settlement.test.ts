@@ -15,7 +15,10 @@ describe("lifecycle: settlement pre-checks", function () {
   let strangerKey: string;
 
   beforeEach(async function () {
-    ({ server: s, seeded: { agentKey, posterKey, strangerKey } } = await partiesAndStrangerServer());
+    ({
+      server: s,
+      seeded: { agentKey, posterKey, strangerKey },
+    } = await partiesAndStrangerServer());
     t = steps(s);
   });
   afterEach(async function () {

@@ -6,7 +6,22 @@ import { expect } from "chai";
 import { type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { ADVISORY_VERIFY_PER_MINUTE } from "../../../server/verification";
-import { AMOUNT, brief, CRITERIA, Ending, EscrowStatus, FAILING, FEE, partiesServer, PASSING, PAYOUT, steps, type Balances, type Steps, type UnsignedTx } from "./helpers";
+import {
+  AMOUNT,
+  brief,
+  CRITERIA,
+  Ending,
+  EscrowStatus,
+  FAILING,
+  FEE,
+  partiesServer,
+  PASSING,
+  PAYOUT,
+  steps,
+  type Balances,
+  type Steps,
+  type UnsignedTx,
+} from "./helpers";
 
 interface VerdictAnswer {
   taskHash: string;
@@ -30,7 +45,10 @@ describe("lifecycle: verdicts", function () {
   let start: Balances;
 
   beforeEach(async function () {
-    ({ server: s, seeded: { agentKey, posterKey } } = await partiesServer());
+    ({
+      server: s,
+      seeded: { agentKey, posterKey },
+    } = await partiesServer());
     t = steps(s);
     start = await t.balances();
   });
@@ -43,7 +61,12 @@ describe("lifecycle: verdicts", function () {
   const verify = (key: string, body: Record<string, unknown>) => s.call<VerifyAnswer>("POST", "/api/v1/verification/verify", { key, body });
 
   async function expectPaidOut() {
-    expect(await t.balances()).to.deep.equal({ poster: start.poster - AMOUNT, worker: start.worker + PAYOUT, treasury: start.treasury + FEE, escrow: start.escrow });
+    expect(await t.balances()).to.deep.equal({
+      poster: start.poster - AMOUNT,
+      worker: start.worker + PAYOUT,
+      treasury: start.treasury + FEE,
+      escrow: start.escrow,
+    });
   }
 
   /** A manual task accepted and delivered (evidence on chain), finalized: awaiting the poster's verdict. */
@@ -167,7 +190,10 @@ describe("lifecycle: verdicts", function () {
     });
 
     it("NOTHING_TO_VERIFY: a private manual task without criteria or routing summary", async function () {
-      const { fields } = await s.privateTask(brief("A private brief."), [s.worker], posterKey, { verificationMode: "manual", verificationCriteria: undefined });
+      const { fields } = await s.privateTask(brief("A private brief."), [s.worker], posterKey, {
+        verificationMode: "manual",
+        verificationCriteria: undefined,
+      });
       const { taskHash } = await s.post(s.poster, posterKey, fields, AMOUNT);
       expectOk(await t.accept(agentKey, taskHash));
       await t.deliverOnChain(s.worker, agentKey, taskHash, PASSING);
@@ -199,7 +225,13 @@ describe("lifecycle: verdicts", function () {
       await t.expectState(taskHash, "submitted", EscrowStatus.Submitted);
 
       const settled = expectOk(await verify(posterKey, { taskHash }));
-      expect(settled).to.deep.equal({ taskHash, settled: true, status: "verified", round: 1, verificationResult: { passed: true, score: 100, reasons: [] } });
+      expect(settled).to.deep.equal({
+        taskHash,
+        settled: true,
+        status: "verified",
+        round: 1,
+        verificationResult: { passed: true, score: 100, reasons: [] },
+      });
       await t.expectState(taskHash, "verified", EscrowStatus.Verified, Ending.VerificationPassed);
       await expectPaidOut();
 
@@ -224,7 +256,10 @@ describe("lifecycle: verdicts", function () {
       const { taskHash: auto } = await t.postPublic(posterKey);
       expectOk(await t.accept(agentKey, auto));
       await t.deliverOnChain(s.worker, agentKey, auto, PASSING);
-      expect(expectOk(await verify(posterKey, { taskHash: auto, verificationCriteria: { min_length: 5000 } }))).to.deep.include({ settled: false, status: "submitted" });
+      expect(expectOk(await verify(posterKey, { taskHash: auto, verificationCriteria: { min_length: 5000 } }))).to.deep.include({
+        settled: false,
+        status: "submitted",
+      });
       await t.expectState(auto, "submitted", EscrowStatus.Submitted);
     });
   });
