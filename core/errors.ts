@@ -41,7 +41,10 @@ export const ERROR_CODES = define({
   WALLET_ALREADY_LINKED: { status: 409, description: "The wallet is linked to another account." },
 
   // ---- posting
-  CHAIN_NOT_POSTABLE: { status: 400, description: "New tasks are posted only on `arc`." },
+  CHAIN_NOT_POSTABLE: {
+    status: 400,
+    description: "New tasks are not posted on this chain here (the server's `POSTABLE_CHAINS`; default `arc` only).",
+  },
   CHAIN_NOT_CONFIGURED: { status: 400, description: "The chain is not configured on this server." },
   INVALID_TASK_HASH: { status: 400, description: "The task hash is not 32-byte hex, or is zero." },
   TASK_HASH_IN_USE: { status: 409, description: "The task hash is already listed (a public brief is reserved marketplace-wide); change the text." },

@@ -25,6 +25,7 @@ import { a2aRoutes } from "./a2a";
 import { discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
 import { reputationRoutes } from "./reputation";
+import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
 
@@ -34,7 +35,7 @@ export interface AppDeps {
   db: Db;
   chains: ChainRegistry;
   blobs: BlobStore;
-  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> & Partial<Pick<ServerConfig, "trustProxy">>;
+  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> & Partial<Pick<ServerConfig, "trustProxy" | "identity">>;
   /** The marketplace verifier key's outbox per chain; without one a chain cannot assign or judge. */
   outboxes?: ReadonlyMap<string, Outbox>;
   /** Clock in milliseconds; tests move it. */
@@ -46,6 +47,9 @@ export interface AppDeps {
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Identity minting when the configuration names none (server/config.ts reads IDENTITY_*). */
+const DEFAULT_IDENTITY: ServerConfig["identity"] = { chain: "0g", retryMs: 30_000, maxRetryMs: 3_600_000 };
 
 /** Fastify's `trustProxy`; a hop count trusts the nearest `hops` proxies. */
 function trustedProxies(setting: ServerConfig["trustProxy"] | undefined): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -148,6 +152,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
   const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs });
   const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs };
+  const identity = createIdentityLookup({ db, chains });
+  // Hosted-agent deploys mint identity tokens through it (identityMinting.requestMint); retries run in the background.
+  const identityMinting = createIdentityMinting({ db, chains, outboxes, now, logger: app.log, ...(deps.config.identity ?? DEFAULT_IDENTITY) });
+  identityMinting.start();
+  app.addHook("onClose", () => identityMinting.stop());
 
   await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey });
   await app.register(authRoutes, { auth });
@@ -155,7 +164,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
   await app.register(agentRoutes, { auth, agents });
   await app.register(a2aRoutes, { queries });
-  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents });
+  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity });
   await app.register(marketplaceRoutes, {
     auth,
     accepting: createAccepting(market),
@@ -165,7 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
   await app.register(feedbackRoutes, { auth, db, chains, now });
-  await app.register(reputationRoutes, { db, chains, now });
+  await app.register(reputationRoutes, { db, now });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
-import { CHAIN_NAMES, chainEnvPrefix, type ChainName } from "../core/chains";
+import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "../core/chains";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
 export interface ChainConfig {
@@ -14,8 +14,18 @@ export interface ChainConfig {
   startBlock: number;
   /** Blocks behind the head the indexer stays; 0 on a local automining chain. */
   confirmations: number;
-  /** New tasks are posted on `arc` only. */
+  /** Whether new tasks may be posted on this chain (`POSTABLE_CHAINS`; default `arc` only). */
   postable: boolean;
+  /** The ERC-8004-compatible identity NFT on this chain (its proxy and deployment block), when deployed. */
+  identity?: RegistryConfig;
+  /** The reputation registry the chain's escrow writes at settlement, when deployed. */
+  reputation?: RegistryConfig;
+}
+
+/** A registry beside a chain's escrow: the indexer reads its events from `block` on. */
+export interface RegistryConfig {
+  address: string;
+  block: number;
 }
 
 export interface RateLimitConfig {
@@ -53,10 +63,23 @@ export interface ServerConfig {
   /** Run the indexer in a worker thread (default) or on the API's event loop. */
   indexerInWorker: boolean;
   logLevel: string;
+  /** Identity minting for hosted agents (server/identity): the chain the token is minted on, and its retry back-off. */
+  identity: IdentityConfig;
+}
+
+export interface IdentityConfig {
+  /** The chain identity tokens are minted on (`0g`); minting needs its identity contract and the verifier key's outbox. */
+  chain: ChainName;
+  /** First pause after a failed mint (ms); doubles per failure up to `maxRetryMs`. */
+  retryMs: number;
+  maxRetryMs: number;
 }
 
 /** One browse interval of the worker runtime: the offered agent sees the task at its next browse. */
 export const DEFAULT_OFFER_WINDOW_MS = 15_000;
+
+/** Chains new tasks are posted on when `POSTABLE_CHAINS` is not set. */
+export const DEFAULT_POSTABLE_CHAINS: readonly ChainName[] = ["arc"];
 
 export const DEFAULT_RATE_LIMIT: RateLimitConfig = { perIp: 1200, perKey: 600, windowMs: 60_000 };
 
@@ -64,12 +87,15 @@ export const DEFAULT_RATE_LIMIT: RateLimitConfig = { perIp: 1200, perKey: 600, w
  * Reads the configuration from the environment. Per chain `<C>` (`ARC`, `0G`, `BASE`):
  * `CHAIN_<C>_RPC_URL` enables it; `CHAIN_<C>_DEPLOYMENT` names a `deployments/<network>.json` record (default: the
  * chain's name), and `CHAIN_<C>_ESCROW`, `CHAIN_<C>_TOKEN`, `CHAIN_<C>_CHAIN_ID`, `CHAIN_<C>_START_BLOCK`,
- * `CHAIN_<C>_CONFIRMATIONS` override or replace it.
+ * `CHAIN_<C>_CONFIRMATIONS` override or replace it; `CHAIN_<C>_IDENTITY` and `CHAIN_<C>_REPUTATION` name the registries
+ * beside the escrow (default: the record's `identity` and `reputation`). `POSTABLE_CHAINS` lists the chains new tasks
+ * may be posted on (default `arc`).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   const dataDir = env.MARKET_DATA_DIR ?? path.resolve(__dirname, "..", "data");
   const port = integer(env.PORT, 3000, "PORT");
   const host = env.HOST ?? "127.0.0.1";
+  const postable = chainList(env.POSTABLE_CHAINS, DEFAULT_POSTABLE_CHAINS, "POSTABLE_CHAINS");
   return {
     host,
     port,
@@ -78,7 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     sqlitePath: env.SQLITE_PATH ?? path.join(dataDir, "market.sqlite"),
     blobDir: env.BLOB_DIR ?? path.join(dataDir, "blobs"),
     chains: CHAIN_NAMES.flatMap((name) => {
-      const chain = chainFromEnv(name, env);
+      const chain = chainFromEnv(name, env, postable);
       return chain ? [chain] : [];
     }),
     verifierKey: env.MARKET_VERIFIER_PRIVATE_KEY || undefined,
@@ -93,10 +119,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
     logLevel: env.LOG_LEVEL ?? "info",
+    identity: {
+      chain: chainList(env.IDENTITY_CHAIN, ["0g"], "IDENTITY_CHAIN")[0]!,
+      retryMs: integer(env.IDENTITY_MINT_RETRY_MS, 30_000, "IDENTITY_MINT_RETRY_MS"),
+      maxRetryMs: integer(env.IDENTITY_MINT_MAX_RETRY_MS, 3_600_000, "IDENTITY_MINT_MAX_RETRY_MS"),
+    },
   };
 }
 
-function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv): ChainConfig | undefined {
+/** A comma-separated list of chain names (`arc,0g`); unset or empty: the default. */
+function chainList(value: string | undefined, fallback: readonly ChainName[], name: string): ChainName[] {
+  const entries = (value ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  if (entries.length === 0) return [...fallback];
+  const bad = entries.find((entry) => !isChainName(entry));
+  if (bad !== undefined) throw new Error(`${name} must list chains among ${CHAIN_NAMES.join(", ")}, got ${JSON.stringify(bad)}`);
+  return entries.filter(isChainName);
+}
+
+function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv, postable: readonly ChainName[]): ChainConfig | undefined {
   const prefix = chainEnvPrefix(name);
   const rpcUrl = env[`${prefix}RPC_URL`];
   if (!rpcUrl) return undefined;
@@ -115,8 +158,24 @@ function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv): ChainConfig | un
     token: getAddress(token),
     startBlock: integer(env[`${prefix}START_BLOCK`], recorded?.block ?? 0, `${prefix}START_BLOCK`),
     confirmations: integer(env[`${prefix}CONFIRMATIONS`], 0, `${prefix}CONFIRMATIONS`),
-    postable: name === "arc",
+    postable: postable.includes(name),
+    ...registry("identity", env[`${prefix}IDENTITY`], recorded?.identity),
+    ...registry("reputation", env[`${prefix}REPUTATION`], recorded?.reputation),
   };
+}
+
+/**
+ * A registry from its variable (an address: read from the chain's start block) or the deployment record (read from
+ * the registry's deployment block); none when neither names one.
+ */
+function registry(
+  key: "identity" | "reputation",
+  address: string | undefined,
+  recorded: { proxy: string; block: number } | undefined,
+): Partial<Pick<ChainConfig, "identity" | "reputation">> {
+  if (address)
+    return { [key]: { address: getAddress(address), block: recorded && getAddress(recorded.proxy) === getAddress(address) ? recorded.block : 0 } };
+  return recorded ? { [key]: { address: getAddress(recorded.proxy), block: recorded.block } } : {};
 }
 
 /** `TRUST_PROXY`: unset or `false`, `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */

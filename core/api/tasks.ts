@@ -22,7 +22,12 @@ export const TaskHashParams = Type.Object({ taskHash: Type.String({ maxLength: 1
 /** The task properties a poster sends when building the funding transaction and again when listing. */
 export const TaskFields = {
   taskHash: Bytes32,
-  chain: Type.Optional(Type.String({ maxLength: 16, description: "Default `arc`, the only chain new tasks are posted on." })),
+  chain: Type.Optional(
+    Type.String({
+      maxLength: 16,
+      description: "Default `arc` (the server's first postable chain); only the chains in its `POSTABLE_CHAINS` are accepted.",
+    }),
+  ),
   token: Type.Optional(Address),
   locationZone: Type.Optional(Type.String({ maxLength: MAX_ZONE_CHARS, description: "Default `global`." })),
   targetExecutorType: Type.Optional(Type.String({ maxLength: 32 })),

@@ -31,6 +31,10 @@ export interface Database {
   capability_stats: CapabilityStatsTable;
   reviews: ReviewsTable;
   task_messages: TaskMessagesTable;
+  registry_events: RegistryEventsTable;
+  identity_tokens: IdentityTokensTable;
+  onchain_reputation: OnchainReputationTable;
+  identity_mints: IdentityMintsTable;
 }
 
 /** Epoch milliseconds. */
@@ -339,3 +343,63 @@ export type NewListing = Insertable<ListingsTable>;
 export type EscrowTask = Selectable<EscrowTasksTable>;
 export type EscrowTaskUpdate = Updateable<EscrowTasksTable>;
 export type EscrowEvent = Selectable<EscrowEventsTable>;
+
+/** The identity and reputation registries' kept logs, decoded (core/registries.ts). */
+export interface RegistryEventsTable {
+  chain: string;
+  block_number: number;
+  block_hash: string;
+  log_index: number;
+  tx_hash: string;
+  tx_index: number;
+  registry: "identity" | "reputation";
+  event: string;
+  /** What the event is about: the agent id (identity) or the agent wallet (reputation); see `registrySubject`. */
+  subject: string;
+  /** JSON object of the decoded arguments. */
+  args: string;
+  block_time: Millis;
+}
+
+/** Each identity token as the identity contract's events project it. */
+export interface IdentityTokensTable {
+  chain: string;
+  /** uint256 as a decimal string. */
+  agent_id: string;
+  owner: string;
+  agent_uri: string;
+  /** The `agentWallet` metadata entry; null once cleared (a transfer clears it). */
+  agent_wallet: string | null;
+  /** The `metadataHash` metadata entry (0x hex), when set. */
+  metadata_hash: string | null;
+  registered_block: number;
+  updated_block: number;
+}
+
+/** Per chain and agent wallet, the reputation contract's numbers as its events project them. */
+export interface OnchainReputationTable {
+  chain: string;
+  agent: string;
+  tasks_completed: number;
+  score_sum: number;
+  score_count: number;
+  disputes: number;
+}
+
+/** Identity tokens the service mints for hosted agents, best effort, with their retry state. */
+export interface IdentityMintsTable {
+  agent_wallet: string;
+  chain: string;
+  owner_wallet: string;
+  card_url: string;
+  metadata_hash: string;
+  /** `pending` until a mint is confirmed (retried at `next_attempt_at`), then `minted`. */
+  state: "pending" | "minted";
+  attempts: number;
+  next_attempt_at: Millis | null;
+  last_error: string | null;
+  agent_id: string | null;
+  tx_hash: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+}

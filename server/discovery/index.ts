@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { AgentProfile, AgentRegistry } from "../agents";
+import type { AgentIdentityView, IdentityLookup } from "../identity";
 import { errorResponses } from "../http/schemas";
 import { AgentCardParams, Card } from "../../core/api";
 import { addressParam } from "../http/params";
@@ -40,8 +41,12 @@ export function platformCard(baseUrl: string) {
   };
 }
 
-/** A registered agent's public card: A2A fields plus the `market` block saying how to hire it. */
-export function agentCard(baseUrl: string, agent: AgentProfile) {
+/**
+ * A registered agent's public card: A2A fields plus the `market` block saying how to hire it. An agent with an identity
+ * token shows it in `market.identity` (chain, token id, contract, owner) and, in ERC-8004's registration-file form, in
+ * `registrations` (`agentRegistry` = `eip155:<chainId>:<identity contract>`).
+ */
+export function agentCard(baseUrl: string, agent: AgentProfile, identity: AgentIdentityView | null = null) {
   return {
     name: agent.displayName ?? agent.address,
     description: `Agent ${agent.address} on the task marketplace.`,
@@ -58,8 +63,10 @@ export function agentCard(baseUrl: string, agent: AgentProfile) {
     supportedChains: agent.supportedChains,
     reputation: agent.reputation,
     tasksCompleted: agent.tasksCompleted,
+    ...(identity ? { registrations: [{ agentId: identity.agentId, agentRegistry: `eip155:${identity.chainId}:${identity.contract}` }] } : {}),
     market: {
       address: agent.address,
+      identity: identity ? { chain: identity.chain, agentId: identity.agentId, contract: identity.contract, owner: identity.owner } : null,
       hire: {
         api: `POST ${baseUrl}/api/v1/tasks with targetExecutor=${agent.address} (and serviceId for a service), then list it with POST ${baseUrl}/api/v1/a2a/tasks/index`,
         mcp: `${baseUrl}/mcp (rent_service), when available`,
@@ -69,9 +76,9 @@ export function agentCard(baseUrl: string, agent: AgentProfile) {
 }
 
 /** The platform's A2A card and each registered agent's. */
-export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; agents: Pick<AgentRegistry, "get"> }> = async (
+export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; agents: Pick<AgentRegistry, "get">; identity: IdentityLookup }> = async (
   app,
-  { publicUrl, agents: registry },
+  { publicUrl, agents: registry, identity },
 ) => {
   const baseUrl = publicUrl.replace(/\/$/, "");
 
@@ -92,7 +99,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; age
     async (request) => {
       const agent = await registry.get(addressParam(request.params.address));
       if (!agent) throw new MarketError("AGENT_NOT_FOUND");
-      return agentCard(baseUrl, agent);
+      return agentCard(baseUrl, agent, await identity.identityOf(agent.address));
     },
   );
 };

@@ -46,10 +46,16 @@ export interface TaskRouteDeps {
 
 /** Posting, listing, browsing and reading tasks. */
 export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, { auth, chains, queries, funding, listings }) => {
-  /** The chain a new task is posted on: `arc` unless the body names another (refused: not postable). */
+  /** The chain a new task is posted on: the default postable chain unless the body names another postable one. */
   const postingChain = (name: string | undefined) => {
     const chain = name === undefined ? chains.posting() : chains.require(name);
-    if (!chain.config.postable) throw new MarketError("CHAIN_NOT_POSTABLE", `New tasks are posted on arc, not ${chain.name}.`);
+    if (!chain.config.postable) {
+      const postable = chains
+        .list()
+        .filter((c) => c.config.postable)
+        .map((c) => c.name);
+      throw new MarketError("CHAIN_NOT_POSTABLE", `New tasks are posted on ${postable.join(", ") || "no chain"} here, not ${chain.name}.`);
+    }
     return chain;
   };
 
