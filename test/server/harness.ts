@@ -16,6 +16,7 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import type { LightMyRequestResponse } from "fastify";
 import { deployEscrowFixture } from "../fixtures/escrow";
+import { registriesFixture } from "../fixtures/registries";
 import { buildApp, type App, type AppDeps } from "../../server/app";
 import type { BuiltTask, ListingOutcome, NonceAnswer, Session, CreatedApiKey, Uploaded, UnsignedTx } from "../../core/api";
 import { createDatabase, migrateToLatest, type Db } from "../../server/db";
@@ -61,6 +62,12 @@ export interface TestServerOptions {
   blobs?: BlobStore;
   /** Leave out the verifier key's outbox (the service cannot assign or judge). */
   withoutVerifierKey?: boolean;
+  /**
+   * Deploy the identity NFT and the reputation registry beside the escrow and wire them (test/fixtures/registries.ts):
+   * the escrow writes reputation at settlement, the verifier key mints identities, and the indexer reads both. With
+   * `arc: { name: "0g" }` the server's one chain is `0g`, postable, as a deployment that posts on `0g` has it.
+   */
+  registries?: boolean;
 }
 
 /**
@@ -166,9 +173,23 @@ export async function testDatabase(): Promise<{ db: Db; drop(): Promise<void> }>
 
 type EscrowDeployment = Awaited<ReturnType<typeof deployEscrowFixture>>;
 
+/** The registries of a deployment that has them, as the server's chain configuration names them. */
+function registriesOf(base: EscrowDeployment): Pick<ChainConfig, "identity" | "reputation"> {
+  const { identity, reputation } = base.deployment;
+  return {
+    ...(identity ? { identity: { address: identity.proxy, block: identity.block } } : {}),
+    ...(reputation ? { reputation: { address: reputation.proxy, block: reputation.block } } : {}),
+  };
+}
+
+/** The chain a server starts on: the deployed escrow, with the registries beside it when asked for. */
+async function deployedFixture(options: TestServerOptions): Promise<EscrowDeployment> {
+  return options.registries ? loadFixture(registriesFixture) : loadFixture(deployEscrowFixture);
+}
+
 /** A test server on the deployed escrow (the chain as `loadFixture` left it), its database a copy of a migrated one. */
 export async function startTestServer(options: TestServerOptions = {}) {
-  return startServer(await loadFixture(deployEscrowFixture), { database: await migratedImage() }, options);
+  return startServer(await deployedFixture(options), { database: await migratedImage() }, options);
 }
 
 const keptBlobDirs: string[] = [];
@@ -189,7 +210,7 @@ export function serverFixture<Seed>(
   options: TestServerOptions = {},
 ): () => Promise<{ server: TestServer; seeded: Seed }> {
   async function seededServerFixture() {
-    const deployment = await loadFixture(deployEscrowFixture);
+    const deployment = await deployedFixture(options);
     const s = await startServer(deployment, { database: await migratedImage() }, options);
     let images: Required<ServerImages> | undefined;
     try {
@@ -225,6 +246,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     startBlock: base.deployment.block,
     confirmations: 0,
     postable: true,
+    ...registriesOf(base),
     ...options.arc,
   };
   const extra = (options.extraChains ?? []).map((c): ChainConfig => ({ ...chainConfig, postable: false, ...c }));
@@ -236,7 +258,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   let skewMs = 0;
   const now = () => Math.max(Date.now(), chainTimeMs) + skewMs;
   const verifierWallet = new hre.ethers.Wallet(privateKeyOf(base.verifier), hre.ethers.provider);
-  const outbox = createOutbox({ db, chain: chains.require("arc"), signer: verifierWallet, now, pollMs: 20 });
+  const outbox = createOutbox({ db, chain: chains.require(chainConfig.name), signer: verifierWallet, now, pollMs: 20 });
   const app: App = await buildApp({
     db,
     chains,
@@ -248,7 +270,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
       custodyKey: options.custodyKey,
       trustProxy: options.trustProxy,
     },
-    outboxes: options.withoutVerifierKey ? new Map() : new Map([["arc", outbox]]),
+    outboxes: options.withoutVerifierKey ? new Map() : new Map([[chainConfig.name, outbox]]),
     now,
     logger: options.logger ?? false,
     indexerWaitMs: 5_000,
@@ -260,7 +282,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   async function sync() {
     const head = await hre.ethers.provider.getBlockNumber();
     for (let i = 0; ; i++) {
-      const cursor = await db.selectFrom("indexer_cursors").select("block_number").where("chain", "=", "arc").executeTakeFirst();
+      const cursor = await db.selectFrom("indexer_cursors").select("block_number").where("chain", "=", chainConfig.name).executeTakeFirst();
       if (cursor && Number(cursor.block_number) >= head) break;
       if (i > 1000) throw new Error("the indexer did not catch up");
       await new Promise((resolve) => setTimeout(resolve, 5));
