@@ -143,7 +143,7 @@ function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv, postable: readonl
   const prefix = chainEnvPrefix(name);
   const rpcUrl = env[`${prefix}RPC_URL`];
   if (!rpcUrl) return undefined;
-  const recorded = readDeployment(env[`${prefix}DEPLOYMENT`] ?? name);
+  const recorded = readDeployment(env[`${prefix}DEPLOYMENT`] ?? name, env.DEPLOYMENTS_DIR || undefined);
   const escrow = env[`${prefix}ESCROW`] ?? recorded?.proxy;
   const token = env[`${prefix}TOKEN`] ?? recorded?.token;
   const chainId = env[`${prefix}CHAIN_ID`] ? integer(env[`${prefix}CHAIN_ID`], 0, `${prefix}CHAIN_ID`) : recorded?.chainId;
