@@ -1,15 +1,20 @@
 /**
- * `npm start`: the product on an embedded default. Starts a local Hardhat chain on 127.0.0.1:8545, deploys mock USDC
- * and the escrow with the real deploy code, funds demo accounts with mock USDC, starts the indexer and the API on
- * 127.0.0.1:3000 over SQLite (data/local/, reset at every start since the chain is new), prints the addresses and
- * ready API keys for a demo poster and a demo agent, and runs until Ctrl-C.
+ * `npm start`: the product on an embedded default. Starts a local Hardhat chain as `arc` on 127.0.0.1:8545 and a
+ * second one as `0g` on 127.0.0.1:8546 (`MARKET_0G_CHAIN_PORT`), deploys mock USDC and the escrow on `arc` with the
+ * real deploy code, and on `0g` the escrow 2.0.0 with the identity NFT and the reputation registry, wired, with the
+ * real registries deploy command (deploy/deploy-registries.ts); funds demo accounts with mock USDC on both, starts an
+ * indexer per chain and the API on 127.0.0.1:3000 over SQLite (data/local/, reset at every start since the chains are
+ * new), prints the addresses and ready API keys for a demo poster and a demo agent, and runs until Ctrl-C.
  */
+import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
+import { JsonRpcProvider, Wallet } from "ethers";
 import { deployEscrow } from "../deploy/escrow";
+import { readDeployment, type EscrowDeployment } from "../deploy/deployments";
 import { MockUSDC__factory } from "../typechain-types";
-import { startLocalChain } from "./lib/local-chain";
+import { startLocalChain, type LocalChain } from "./lib/local-chain";
 import { loadConfig, startServer } from "../server";
 import { createAuth } from "../server/auth";
 import { createAgentRegistry } from "../server/agents";
@@ -17,6 +22,8 @@ import { CAPABILITY_TAGS } from "../core/capabilities";
 import { publicKeyFromPrivateKey } from "../core/crypto";
 
 const CHAIN_PORT = Number(process.env.MARKET_CHAIN_PORT ?? 8545);
+/** The `0g` chain's port: the one setting that moves it (node, deployment, server and the printed exports). */
+const ZERO_G_CHAIN_PORT = Number(process.env.MARKET_0G_CHAIN_PORT ?? 8546);
 const API_PORT = Number(process.env.PORT ?? 3000);
 const DEMO_USDC = 10_000n * 10n ** 6n;
 const DATA_DIR = path.resolve(__dirname, "..", "data", "local");
@@ -24,20 +31,34 @@ const DATA_DIR = path.resolve(__dirname, "..", "data", "local");
 async function main() {
   if (hre.network.name !== "localhost") throw new Error("run with --network localhost (npm start does)");
   const chain = await startLocalChain({ port: CHAIN_PORT });
+  const zeroG = await startLocalChain({ port: ZERO_G_CHAIN_PORT });
+  rmSync(DATA_DIR, { recursive: true, force: true });
   const { deployment } = await deployEscrow(hre, { log: (line) => console.log(`  ${line}`) });
   const signers = await hre.ethers.getSigners();
   const demo = signers.slice(3, 8);
   const usdc = MockUSDC__factory.connect(deployment.token, signers[0]);
   for (const account of demo) await (await usdc.mint(account.address, DEMO_USDC)).wait();
   const keys = chain.accounts;
+  const zeroGDeployment = await deployZeroG(
+    zeroG,
+    demo.map((s) => s.address),
+  );
 
-  rmSync(DATA_DIR, { recursive: true, force: true });
   const config = loadConfig({
     ...process.env,
     PORT: String(API_PORT),
     MARKET_DATA_DIR: DATA_DIR,
     CHAIN_ARC_RPC_URL: chain.url,
     CHAIN_ARC_DEPLOYMENT: deployment.network,
+    // The local 0g record lives under data/local/ (a real deployments/0g.json is never touched): named here in full.
+    CHAIN_0G_RPC_URL: zeroG.url,
+    CHAIN_0G_DEPLOYMENT: "local-0g-unrecorded",
+    CHAIN_0G_ESCROW: zeroGDeployment.proxy,
+    CHAIN_0G_TOKEN: zeroGDeployment.token,
+    CHAIN_0G_CHAIN_ID: String(zeroGDeployment.chainId),
+    CHAIN_0G_START_BLOCK: String(zeroGDeployment.block),
+    CHAIN_0G_IDENTITY: zeroGDeployment.identity!.proxy,
+    CHAIN_0G_REPUTATION: zeroGDeployment.reputation!.proxy,
     MARKET_VERIFIER_PRIVATE_KEY: keys[1],
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
   });
@@ -52,13 +73,14 @@ async function main() {
   await createAgentRegistry({ db: server.db, now: Date.now }).register(agent.address, agentAccount, {
     publicKey: publicKeyFromPrivateKey(keys[4]!),
     capabilities: [...CAPABILITY_TAGS],
-    supportedChains: ["arc"],
+    supportedChains: ["arc", "0g"],
     displayName: "Demo agent",
   });
 
   const stop = () => {
     void server.stop().finally(() => {
       chain.stop();
+      zeroG.stop();
       process.exit(0);
     });
   };
@@ -76,14 +98,22 @@ Treasury      ${deployment.treasury}
 Fee           ${deployment.feeBps} bps
 Deployment    deployments/${deployment.network}.json
 
+0g chain      ${zeroG.url}  (chainId ${zeroGDeployment.chainId}; tasks are posted on it with POSTABLE_CHAINS=arc,0g)
+Escrow        ${zeroGDeployment.proxy}  (v${zeroGDeployment.version}, writes reputation)
+Mock USDC     ${zeroGDeployment.token}
+Identity      ${zeroGDeployment.identity!.proxy}  (ERC-8004 identity NFT; minter ${zeroGDeployment.identity!.minters.join(", ")})
+Reputation    ${zeroGDeployment.reputation!.proxy}  (written by the escrow at settlement)
+Deployment    ${path.relative(process.cwd(), path.join(ZERO_G_DEPLOYMENTS, "0g.json"))}
+
 For the SDK and the market CLI:
   export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy}
+  export MARKET_RPC_0G=${zeroG.url} MARKET_ESCROW_0G=${zeroGDeployment.proxy}
 
 Demo poster   ${poster.address}
   MARKET_API_KEY=${posterKey.key}
   MARKET_PRIVATE_KEY=${keys[3]}
-Demo agent    ${agent.address}  (registered on arc with every capability)
-  MARKET_API_KEY=${agentKey.key}
+Demo agent    ${agent.address}  (registered on arc and 0g with every capability)
+  MARKET_API_KEY=${agentKey.key}  (also on 0g)
   MARKET_PRIVATE_KEY=${keys[4]}
 
 Other demo accounts, ${DEMO_USDC / 10n ** 6n} USDC each (well-known Hardhat test keys: never use them elsewhere):
@@ -94,6 +124,40 @@ ${demo
 
 Press Ctrl-C to stop.`);
   await new Promise(() => {});
+}
+
+/** Where the local 0g deployment record is written (reset with the rest of data/local/). */
+const ZERO_G_DEPLOYMENTS = path.join(DATA_DIR, "deployments");
+
+/**
+ * Puts the escrow 2.0.0, the identity NFT and the reputation registry on the local `0g` chain with the registries
+ * deploy command, as on the real network (`hardhat run deploy/deploy-registries.ts --network 0g`), and funds the demo
+ * accounts with its mock USDC.
+ */
+async function deployZeroG(zeroG: LocalChain, demo: string[]): Promise<EscrowDeployment> {
+  execFileSync(process.execPath, [require.resolve("hardhat/internal/cli/cli"), "run", "--network", "0g", "deploy/deploy-registries.ts"], {
+    cwd: path.resolve(__dirname, ".."),
+    stdio: ["ignore", "ignore", "inherit"],
+    env: {
+      ...process.env,
+      HARDHAT_NETWORK: "",
+      CHAIN_0G_RPC_URL: zeroG.url,
+      CHAIN_0G_CHAIN_ID: "",
+      DEPLOYER_PRIVATE_KEY: "",
+      DEPLOYMENTS_DIR: ZERO_G_DEPLOYMENTS,
+    },
+  });
+  const deployment = readDeployment("0g", ZERO_G_DEPLOYMENTS);
+  if (!deployment?.identity || !deployment.reputation) throw new Error("the 0g registries deployment wrote no record");
+  console.log(`  0g: escrow ${deployment.proxy}, identity ${deployment.identity.proxy}, reputation ${deployment.reputation.proxy}`);
+  const provider = new JsonRpcProvider(zeroG.url, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  try {
+    const usdc = MockUSDC__factory.connect(deployment.token, new Wallet(zeroG.accounts[0]!, provider));
+    for (const account of demo) await (await usdc.mint(account, DEMO_USDC)).wait();
+  } finally {
+    provider.destroy();
+  }
+  return deployment;
 }
 
 main().catch((error: unknown) => {
