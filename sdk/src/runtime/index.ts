@@ -58,7 +58,7 @@ export interface WorkerRuntimeOptions {
   baseUrl?: string;
   escrows?: PinnedEscrows;
   fetch?: typeof fetch;
-  /** Default 15 s. */
+  /** Milliseconds between browses (default 15 s); a task leaving its slot also browses at once. */
   browseIntervalMs?: number;
   clock?: Clock;
 }
@@ -78,8 +78,8 @@ interface Awaiting {
 }
 
 /**
- * Turns an async function into a paid worker: registers the wallet as an agent, browses every 15 s, accepts what it
- * can open and is allowed to take, runs `executeTask`, delivers (signing its own evidence transaction) and finalizes,
+ * Turns an async function into a paid worker: registers the wallet as an agent, browses every 15 s and whenever a
+ * slot frees, accepts what it can open and is allowed to take (one accept per free slot, all at once), runs `executeTask`, delivers (signing its own evidence transaction) and finalizes,
  * and delivers again after a failed round while rounds remain.
  *
  * Refusals follow the spec's schedule: `NEEDS_WRAP` is bid on and retried every 5 s for 10 minutes without holding a
@@ -99,6 +99,9 @@ export class WorkerRuntime {
   private readonly dropped = new Set<string>();
   private readonly bids = new Set<string>();
   private browseHandle: unknown;
+  /** A browse is under way; `browseAgain` asks for another right after it (a slot freed meanwhile). */
+  private browsing = false;
+  private browseAgain = false;
   private running = false;
   private profile?: AgentProfile;
 
@@ -187,11 +190,26 @@ export class WorkerRuntime {
 
   private scheduleBrowse(ms: number) {
     if (!this.running) return;
+    if (this.browseHandle !== undefined) this.clock.clearTimeout(this.browseHandle);
     this.browseHandle = this.clock.setTimeout(() => {
+      this.browseHandle = undefined;
+      this.browsing = true;
       this.browse()
         .catch((error: unknown) => this.emit({ type: "error", error: error as Error }))
-        .finally(() => this.scheduleBrowse(this.#options.browseIntervalMs ?? RUNTIME_BROWSE_INTERVAL_MS));
+        .finally(() => {
+          this.browsing = false;
+          const again = this.browseAgain && this.hasSlot();
+          this.browseAgain = false;
+          this.scheduleBrowse(again ? 0 : (this.#options.browseIntervalMs ?? RUNTIME_BROWSE_INTERVAL_MS));
+        });
     }, ms);
+  }
+
+  /** A task left its slot: browse again at once rather than on the next tick (after the browse under way, if any). */
+  private refill() {
+    if (!this.running || !this.hasSlot()) return;
+    if (this.browsing) this.browseAgain = true;
+    else this.scheduleBrowse(0);
   }
 
   private hasSlot(): boolean {
@@ -207,10 +225,14 @@ export class WorkerRuntime {
       .filter((t) => ![this.executions, this.awaiting, this.pending, this.dropped].some((held) => held.has(t.meta.taskHash)))
       .filter((t) => this.declaredChains.includes(t.meta.chain))
       .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
-    for (const task of candidates) {
-      if (!this.hasSlot() || !this.running) break;
-      await this.tryAccept(task);
-    }
+    // One accept per free slot at a time, all slots at once: an accept waits for its assignment on chain, so taking
+    // them one after another would leave the other slots idle for as long. A refused accept frees its slot for the
+    // next candidate.
+    const lane = async () => {
+      while (this.running && this.hasSlot() && candidates.length > 0) await this.tryAccept(candidates.shift()!);
+    };
+    const free = (this.#options.maxConcurrentTasks ?? 1) - this.executions.size - this.accepting.size;
+    await Promise.all(Array.from({ length: Math.max(0, free) }, lane));
   }
 
   /** Accepts a task in a slot of its own while the accept is in flight. */
@@ -372,6 +394,7 @@ export class WorkerRuntime {
         this.emit({ type: "task_failed", taskId: taskHash, error: e });
       } finally {
         this.executions.delete(taskHash);
+        this.refill();
       }
     })();
   }
