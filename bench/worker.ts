@@ -4,6 +4,8 @@
  * deliver with the agent's evidence transaction, finalize, verified and paid by the service). Runs a Hardhat node and
  * the API server as child processes on loopback, stops them at the end, and writes bench/worker.json.
  *   npm run bench:worker
+ * BENCH_TASKS and BENCH_LIMIT_MS change the task count and the time limit (the figures in bench/worker.json are for the
+ * defaults); DEBUG_RUNTIME=1 prints every runtime event with its time.
  */
 import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
