@@ -12,6 +12,7 @@ import { expect } from "chai";
 import { JsonRpcProvider } from "ethers";
 import { freePort } from "../../scripts/lib/local-chain";
 import { MockUSDC__factory } from "../../typechain-types";
+import { MarketClient } from "../../sdk/src/client";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "../..");
@@ -118,6 +119,52 @@ describe("npm start", function () {
     expect(existsSync(path.join(work, "data", "market.sqlite"))).to.equal(true);
     expect((await fetch(`http://127.0.0.1:${apiPort}/health`)).status).to.equal(200);
     provider.destroy();
+  });
+
+  it("compares deadlines with chain time: a task expires through the API when the chain's clock passes its deadline", async () => {
+    const printed = (name: string, after: string) => {
+      const block = first.output().slice(first.output().indexOf(after));
+      return new RegExp(`${name}=(\\S+)`).exec(block)![1]!;
+    };
+    const rpc = `http://127.0.0.1:${chainPort}`;
+    const client = new MarketClient({
+      apiKey: printed("MARKET_API_KEY", "Demo poster"),
+      baseUrl: `http://127.0.0.1:${apiPort}`,
+      executor: { privateKey: printed("MARKET_PRIVATE_KEY", "Demo poster"), rpcUrls: { arc: rpc } },
+      escrows: { arc: printed("MARKET_ESCROW_ARC", "export") },
+    });
+    const posted = await client.postTask({
+      instructions: "Name three uses of a printing press",
+      amountRaw: 1_000_000n,
+      privacy: "public",
+      durationSeconds: 3600,
+    });
+    expect(posted.status).to.equal("posted");
+    const taskHash = posted.taskHash!;
+    /** The task's status once the indexer has it. */
+    const statusNow = () =>
+      client.getTask(taskHash).then(
+        (t) => t.state.status,
+        () => "not indexed",
+      );
+    const until = async (wanted: (status: string) => boolean) => {
+      const deadline = Date.now() + 10_000;
+      let status = await statusNow();
+      while (!wanted(status) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        status = await statusNow();
+      }
+      return status;
+    };
+    expect(await until((s) => s !== "not indexed")).to.equal("open");
+
+    const provider = new JsonRpcProvider(rpc);
+    await provider.send("evm_increaseTime", [2 * 3600]);
+    await provider.send("evm_mine", []);
+    provider.destroy();
+    expect(await until((s) => s !== "open")).to.equal("expired");
+    const browse = await client.browseA2ATasks();
+    expect(browse.tasks.map((t) => t.meta.taskHash)).to.not.include(taskHash);
   });
 
   it("refuses a second start on other ports over the same data folder", async () => {
