@@ -3,7 +3,7 @@
  * "Bulk row columns" table. CSV cells arrive as strings, JSON Lines values as JSON; an empty string or null is an
  * empty cell (the default applies).
  */
-import { CAPABILITY_TAGS, checkCapabilities, parseCapabilityList, type CapabilityTag } from "../capabilities";
+import { CAPABILITY_TAG_RULE, checkCapabilities, parseCapabilityList } from "../capabilities";
 import type { Checked } from "../issues";
 import { DEFAULT_BULK_DURATION_SECONDS, DEFAULT_ZONE, MAX_UPLOAD_BYTES } from "../limits";
 import { parseRawAmount, parseUsdcDecimal } from "../money";
@@ -23,7 +23,7 @@ export interface BulkRow {
   verification: BulkVerification;
   zone: string;
   routingSummary?: string;
-  capabilities: CapabilityTag[];
+  capabilities: string[];
   /** Checksummed address of the only agent that may take the task. */
   target?: string;
 }
@@ -54,7 +54,7 @@ export const BulkRowIssue = {
   REWARD_REQUIRED: "REWARD_REQUIRED",
   REWARD_AND_AMOUNT: "REWARD_AND_AMOUNT",
   INVALID_VERIFICATION: "INVALID_VERIFICATION",
-  UNKNOWN_CAPABILITY: "UNKNOWN_CAPABILITY",
+  INVALID_CAPABILITY: "INVALID_CAPABILITY",
   DUPLICATE_BRIEF: "DUPLICATE_BRIEF",
 } as const;
 
@@ -192,7 +192,7 @@ function readCapabilities(
   value: unknown,
   options: BulkRowOptions,
   fail: (column: BulkColumn, code: string, message: string) => void,
-): CapabilityTag[] | undefined {
+): string[] | undefined {
   if (value === undefined || value === null || (typeof value === "string" && value.trim() === "")) return [];
   let list;
   if (typeof value === "string") list = parseCapabilityList(value, { allowComma: options.allowCommaInCapabilities ?? false });
@@ -201,11 +201,11 @@ function readCapabilities(
     fail("capabilities", BulkRowIssue.INVALID_VALUE, "capabilities must be text (tags separated by ;) or a list of tags");
     return undefined;
   }
-  if (list.unknown.length > 0) {
+  if (list.invalid.length > 0) {
     fail(
       "capabilities",
-      BulkRowIssue.UNKNOWN_CAPABILITY,
-      `unknown capability tag${list.unknown.length > 1 ? "s" : ""}: ${list.unknown.join(", ")} (known: ${CAPABILITY_TAGS.join(", ")})`,
+      BulkRowIssue.INVALID_CAPABILITY,
+      `malformed capability tag${list.invalid.length > 1 ? "s" : ""}: ${list.invalid.join(", ")} (${CAPABILITY_TAG_RULE})`,
     );
     return undefined;
   }

@@ -104,11 +104,11 @@ describe("core/bulk: task files", () => {
         `brief,1,,,,,,${"s".repeat(501)},,`,
         [{ column: "routing_summary", code: TaskFieldIssue.ROUTING_SUMMARY_TOO_LONG }],
       ],
-      ["unknown capability", "brief,1,,,,,,,translation;cooking,", [{ column: "capabilities", code: BulkRowIssue.UNKNOWN_CAPABILITY }]],
+      ["malformed capability", "brief,1,,,,,,,translation;two words,", [{ column: "capabilities", code: BulkRowIssue.INVALID_CAPABILITY }]],
       [
         "comma-separated tags outside the CLI",
         'brief,1,,,,,,,"translation,testing",',
-        [{ column: "capabilities", code: BulkRowIssue.UNKNOWN_CAPABILITY }],
+        [{ column: "capabilities", code: BulkRowIssue.INVALID_CAPABILITY }],
       ],
       ["bad target", "brief,1,,,,,,,,0x1234", [{ column: "target", code: TaskFieldIssue.INVALID_ADDRESS }]],
       ["bad target checksum", `brief,1,,,,,,,,${TARGET.slice(0, -1)}e`, [{ column: "target", code: TaskFieldIssue.INVALID_ADDRESS }]],
