@@ -5,6 +5,11 @@
  * real registries deploy command (deploy/deploy-registries.ts); funds demo accounts with mock USDC on both, starts an
  * indexer per chain and the API on 127.0.0.1:3000 over SQLite (data/local/, reset at every start since the chains are
  * new), prints the addresses and ready API keys for a demo poster and a demo agent, and runs until Ctrl-C.
+ * `MARKET_CHAIN_PORT` moves `arc`'s chain and every `--network localhost` command with it; `MARKET_LOCAL_DATA_DIR` moves
+ * the data folder.
+ *
+ * It touches nothing until every port is free and it holds the lock on the data folder, so a second `npm start` on
+ * the same ports or folder refuses with one line instead of taking over the first one's chains and data.
  */
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
@@ -14,22 +19,46 @@ import { JsonRpcProvider, Wallet } from "ethers";
 import { deployEscrow } from "../deploy/escrow";
 import { readDeployment, type EscrowDeployment } from "../deploy/deployments";
 import { MockUSDC__factory } from "../typechain-types";
-import { startLocalChain, type LocalChain } from "./lib/local-chain";
+import { lockDirectory, portIsFree, startLocalChain, type LocalChain } from "./lib/local-chain";
 import { loadConfig, startServer } from "../server";
 import { createAuth } from "../server/auth";
 import { createAgentRegistry } from "../server/agents";
 import { CAPABILITY_TAGS } from "../core/capabilities";
 import { publicKeyFromPrivateKey } from "../core/crypto";
 
-const CHAIN_PORT = Number(process.env.MARKET_CHAIN_PORT ?? 8545);
 /** The `0g` chain's port: the one setting that moves it (node, deployment, server and the printed exports). */
 const ZERO_G_CHAIN_PORT = Number(process.env.MARKET_0G_CHAIN_PORT ?? 8546);
 const API_PORT = Number(process.env.PORT ?? 3000);
 const DEMO_USDC = 10_000n * 10n ** 6n;
-const DATA_DIR = path.resolve(__dirname, "..", "data", "local");
+const DATA_DIR = path.resolve(process.env.MARKET_LOCAL_DATA_DIR ?? path.join(__dirname, "..", "data", "local"));
+
+/** The port of the `localhost` network (hardhat.config.ts: `MARKET_CHAIN_PORT`, default 8545), which must be local. */
+function chainPort(): number {
+  const config = hre.network.config as { url?: string };
+  const url = new URL(config.url ?? "http://127.0.0.1:8545");
+  if (!["127.0.0.1", "localhost"].includes(url.hostname)) throw new Error(`LOCAL_RPC_URL ${url.href} is not on 127.0.0.1`);
+  return Number(url.port || 80);
+}
 
 async function main() {
   if (hre.network.name !== "localhost") throw new Error("run with --network localhost (npm start does)");
+  const CHAIN_PORT = chainPort();
+  for (const [port, variable] of [
+    [CHAIN_PORT, "MARKET_CHAIN_PORT"],
+    [ZERO_G_CHAIN_PORT, "MARKET_0G_CHAIN_PORT"],
+    [API_PORT, "PORT"],
+  ] as const) {
+    if (!(await portIsFree(port))) {
+      throw new Error(
+        `npm start: port ${port} on 127.0.0.1 is in use (another npm start?); nothing was changed. Stop it, or set ${variable} (and MARKET_LOCAL_DATA_DIR) to run a second stack.`,
+      );
+    }
+  }
+  try {
+    lockDirectory(DATA_DIR);
+  } catch (error) {
+    throw new Error(`npm start: ${(error as Error).message}; nothing was changed. Stop it, or set MARKET_LOCAL_DATA_DIR.`, { cause: error });
+  }
   const chain = await startLocalChain({ port: CHAIN_PORT });
   const zeroG = await startLocalChain({ port: ZERO_G_CHAIN_PORT });
   rmSync(DATA_DIR, { recursive: true, force: true });
@@ -105,8 +134,8 @@ Identity      ${zeroGDeployment.identity!.proxy}  (ERC-8004 identity NFT; minter
 Reputation    ${zeroGDeployment.reputation!.proxy}  (written by the escrow at settlement)
 Deployment    ${path.relative(process.cwd(), path.join(ZERO_G_DEPLOYMENTS, "0g.json"))}
 
-For the SDK and the market CLI:
-  export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy}
+For the SDK and the market CLI (and \`npx hardhat --network localhost escrow:<operation>\`):
+  export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy} MARKET_CHAIN_PORT=${CHAIN_PORT}
   export MARKET_RPC_0G=${zeroG.url} MARKET_ESCROW_0G=${zeroGDeployment.proxy}
 
 Demo poster   ${poster.address}

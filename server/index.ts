@@ -1,6 +1,7 @@
 import type { ServerConfig } from "./config";
 import { createDatabase, migrateToLatest, type Db } from "./db";
 import { createChains, type ChainRegistry } from "./chains";
+import { createChainClock } from "./chains/clock";
 import { createBlobStore } from "./storage/blob-store";
 import { buildApp } from "./app";
 import type { App } from "./http/types";
@@ -30,6 +31,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const db = createDatabase(config);
   await migrateToLatest(db);
   const chains = createChains(config.chains);
+  // Deadlines and windows are compared with chain time (server/chains/clock.ts).
+  const clock = createChainClock(chains.list(), { intervalMs: Math.max(config.pollIntervalMs, 250) });
+  clock.start();
+  const now = () => clock.now();
   // The marketplace verifier key sends assignments and verdicts, one outbox (nonce sequence) per chain.
   const outboxes = new Map<string, Outbox>();
   const app = await buildApp({
@@ -38,12 +43,13 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     blobs: createBlobStore(config.blobDir),
     config,
     outboxes,
+    now,
     logger: config.logLevel === "silent" ? false : { level: config.logLevel },
   });
   if (config.verifierKey) {
     for (const chain of chains.list()) {
       const signer = new Wallet(config.verifierKey, chain.provider);
-      const outbox = createOutbox({ db, chain, signer, now: Date.now, logger: app.log });
+      const outbox = createOutbox({ db, chain, signer, now, logger: app.log });
       outbox.start();
       outboxes.set(chain.name, outbox);
     }
@@ -86,6 +92,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     url: `http://${config.host}:${port}`,
     async stop() {
       await app.close();
+      clock.stop();
       await Promise.all([...outboxes.values()].map((o) => o.stop()));
       await Promise.all(indexers.map((i) => i.stop()));
       for (const chain of chains.list()) chain.provider.destroy?.();

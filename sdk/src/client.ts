@@ -93,7 +93,8 @@ export class MarketClient {
   async settlement(chain?: string): Promise<Settlement> {
     this.settlements ??= this.http.get<SettlementAnswer>("/api/v1/health/settlement").then((r) => r.chains);
     const chains = await this.settlements;
-    const found = chain ? chains.find((c) => c.chain === chain) : chains.find((c) => c.postable);
+    // The posting chain, paused or not (a paused escrow refuses each call with EscrowPaused).
+    const found = chain ? chains.find((c) => c.chain === chain) : chains.find((c) => c.postable || c.notPostableReason === "ESCROW_PAUSED");
     if (!found) throw clientError("WRONG_CHAIN", chain ? `The service does not settle on ${chain}.` : "The service has no postable chain.");
     return found;
   }
@@ -256,6 +257,15 @@ export class MarketClient {
 
   private async postingContext() {
     const settlement = await this.settlement();
+    // Asked afresh: a pause is refused before the approval, not by the funding's revert after it.
+    const now = await this.http.get<SettlementAnswer>("/api/v1/health/settlement");
+    if (now.chains.find((c) => c.chain === settlement.chain)?.notPostableReason === "ESCROW_PAUSED") {
+      throw clientError(
+        "ESCROW_PAUSED",
+        `The ${settlement.chain} escrow is paused (EscrowPaused()): no task can be funded until it is unpaused; nothing was sent.`,
+        { reason: "EscrowPaused" },
+      );
+    }
     return { http: this.http, settlement, chain: await this.wallet(settlement.chain) };
   }
 

@@ -157,13 +157,17 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       schema: {
         tags: ["auth"],
         summary: "The wallet address(es) the credential acts as; for an API key just one",
+        description:
+          "An API key: the one wallet it acts as. A session: every wallet linked to the account, the wallet that signed in first (the one it acts as), then the others in the order they were linked.",
         security: CREDENTIALS,
         response: { 200: Envelope(WhoAmI), ...errorResponses(401) },
       },
     },
     async (request) => {
       const p = await auth.required(request);
-      return ok({ addresses: [asAddress(p.wallet)], accountId: p.accountId, via: p.kind, ...(p.keyId === undefined ? {} : { keyId: p.keyId }) });
+      const linked = p.kind === "session" ? await auth.accounts.walletsOf(p.accountId) : [];
+      const addresses = [p.wallet, ...linked.filter((w) => w !== p.wallet)].map(asAddress);
+      return ok({ addresses, accountId: p.accountId, via: p.kind, ...(p.keyId === undefined ? {} : { keyId: p.keyId }) });
     },
   );
 };

@@ -9,6 +9,24 @@ import { MarketError } from "../../core/errors";
 export const AGENT_CARD_PATH = "/.well-known/agents/{address}.json";
 const PROTOCOL_VERSION = "0.3.0";
 
+/**
+ * Where and how a card's A2A endpoint is reached, readable by both generations of clients: the v1.0 fields
+ * (`supportedInterfaces`, JSON-RPC at protocol 1.0: `SendMessage`, `ListTasks`, `GetTask`, `CancelTask`) beside the
+ * v0.3 ones (`url`, `preferredTransport`, `protocolVersion` 0.3.0: `message/send`, `tasks/*`); the endpoint answers both.
+ */
+function endpointFields(baseUrl: string) {
+  const url = `${baseUrl}/a2a/v1`;
+  return {
+    supportedInterfaces: [
+      { url, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+      { url, protocolBinding: "JSONRPC", protocolVersion: PROTOCOL_VERSION },
+    ],
+    url,
+    preferredTransport: "JSONRPC",
+    protocolVersion: PROTOCOL_VERSION,
+  };
+}
+
 /** The platform card: where the API, its OpenAPI document, the A2A endpoint and agent cards are. */
 export function platformCard(baseUrl: string) {
   return {
@@ -16,9 +34,7 @@ export function platformCard(baseUrl: string) {
     description:
       "Task marketplace for AI agents: posters lock a USDC reward in an on-chain escrow; agents take tasks, deliver, and " +
       "are paid when the result passes verification.",
-    url: `${baseUrl}/a2a/v1`,
-    preferredTransport: "JSONRPC",
-    protocolVersion: PROTOCOL_VERSION,
+    ...endpointFields(baseUrl),
     version: "1.0.0",
     capabilities: { streaming: false, pushNotifications: false },
     defaultInputModes: ["application/json"],
@@ -50,8 +66,7 @@ export function agentCard(baseUrl: string, agent: AgentProfile, identity: AgentI
   return {
     name: agent.displayName ?? agent.address,
     description: `Agent ${agent.address} on the task marketplace.`,
-    url: `${baseUrl}/a2a/v1`,
-    protocolVersion: PROTOCOL_VERSION,
+    ...endpointFields(baseUrl),
     version: "1.0.0",
     capabilities: { streaming: false, pushNotifications: false },
     defaultInputModes: ["text/plain"],

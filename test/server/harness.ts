@@ -68,6 +68,8 @@ export interface TestServerOptions {
    * `arc: { name: "0g" }` the server's one chain is `0g`, postable, as a deployment that posts on `0g` has it.
    */
   registries?: boolean;
+  /** Base URL written into cards (default PUBLIC_URL): a test that listens on a port of its own names it here. */
+  publicUrl?: string;
 }
 
 /**
@@ -264,7 +266,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     chains,
     blobs: options.blobs ?? createBlobStore(blobDir),
     config: {
-      publicUrl: PUBLIC_URL,
+      publicUrl: options.publicUrl ?? PUBLIC_URL,
       rateLimit: options.rateLimit ?? { perIp: 1e9, perKey: 1e9, windowMs: 60_000 },
       offerWindowMs: options.offerWindowMs ?? 0,
       custodyKey: options.custodyKey,
