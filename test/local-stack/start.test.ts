@@ -26,17 +26,39 @@ interface Exit {
 
 /** Starts `npm start`'s script with `env`; resolves with the process once it prints that it is ready. */
 async function startStack(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [CLI, "run", "--network", "localhost", "scripts/start.ts"], { cwd: ROOT, env });
+  // Its own process group: `hardhat run` starts the script in a child process, which a signal to the CLI alone would orphan.
+  const child = spawn(process.execPath, [CLI, "run", "--network", "localhost", "scripts/start.ts"], { cwd: ROOT, env, detached: true });
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const deadline = Date.now() + 120_000;
   while (!output.includes("Press Ctrl-C")) {
-    if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${output}`);
-    if (Date.now() > deadline) throw new Error(`npm start was not ready in time:\n${output}`);
+    const failure =
+      child.exitCode !== null ? `npm start exited (${child.exitCode})` : Date.now() > deadline ? "npm start was not ready in time" : undefined;
+    if (failure) {
+      await stopGroup(child);
+      throw new Error(`${failure}:\n${output}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   return { child, output: () => output };
+}
+
+/** Stops a started stack and everything it started (the script and its chains): SIGTERM to the group, SIGKILL after 20 s. */
+async function stopGroup(child: ChildProcess): Promise<void> {
+  const group = -(child.pid as number);
+  const alive = () => {
+    try {
+      process.kill(group, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (alive()) process.kill(group, "SIGTERM");
+  const deadline = Date.now() + 20_000;
+  while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+  if (alive()) process.kill(group, "SIGKILL");
 }
 
 /** Runs a second start to its end (it must refuse at once). */
@@ -81,11 +103,7 @@ describe("npm start", function () {
   });
 
   after(async () => {
-    if (first?.child.exitCode === null) {
-      const exited = new Promise((resolve) => first.child.once("exit", resolve));
-      first.child.kill("SIGTERM");
-      await exited;
-    }
+    if (first) await stopGroup(first.child);
     rmSync(work, { recursive: true, force: true });
   });
 
