@@ -87,7 +87,8 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
 
   // Briefs of the next chunk are prepared (encrypted, uploaded, keys wrapped) while the current one is funded and
   // listed: preparing spends nothing, and the client's CPU work overlaps the chain's and the service's.
-  const prepareChunk = (start: number) => tally.timed("prepareMs", () => prepareRows(ctx, rows.slice(start, start + chunkSize), recipients));
+  const prepareChunk = (start: number) =>
+    tally.timed("prepareMs", () => prepareRows(ctx, rows.slice(start, start + chunkSize), recipients, options.onBriefKey));
   let next = rows.length > 0 ? prepareChunk(0) : undefined;
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
     let chunk: PreparedRow[] = [];
@@ -138,8 +139,13 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   return tally.summary(totalRaw, stopped);
 }
 
-function prepareRows(ctx: PostingContext, rows: readonly CheckedRow[], recipients: Recipients): Promise<PreparedRow[]> {
-  return Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients)));
+function prepareRows(
+  ctx: PostingContext,
+  rows: readonly CheckedRow[],
+  recipients: Recipients,
+  onBriefKey: PostTasksOptions["onBriefKey"],
+): Promise<PreparedRow[]> {
+  return Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients, onBriefKey)));
 }
 
 function asFailure(error: unknown): Failure {
