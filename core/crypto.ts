@@ -93,6 +93,29 @@ export function wrapBriefKey(key: Uint8Array, recipientPublicKey: string): strin
  */
 export function wrapBriefKeys(key: Uint8Array, recipientPublicKeys: readonly string[]): string[] {
   checkBriefKey(key);
+  return sealToMany(key, recipientPublicKeys);
+}
+
+/** Opens a wrapped brief key with the agent's private key (hex, with or without 0x). */
+export function unwrapBriefKey(wrappedKeyHex: string, privateKeyHex: string): Uint8Array {
+  const hex = strip0x(wrappedKeyHex);
+  if (!/^[0-9a-fA-F]*$/.test(hex) || hex.length !== WRAPPED_KEY_BYTES * 2) {
+    throw new CryptoError("KEY_UNWRAP_FAILED", `wrapped key must be ${WRAPPED_KEY_BYTES * 2} hex characters`);
+  }
+  return openSealed(hex, privateKeyHex);
+}
+
+/**
+ * ECIES-encrypts any bytes to a public key, in the wrapped-key layout above (ephemeral key || nonce || tag ||
+ * ciphertext of the same length as the input), as hex without 0x. Brief keys use it; so do the copies of a hosted
+ * agent's secrets made for its owner.
+ */
+export function sealToPublicKey(plaintext: Uint8Array, recipientPublicKey: string): string {
+  return sealToMany(plaintext, [recipientPublicKey])[0]!;
+}
+
+/** ECIES to each recipient with one shared ephemeral key (see wrapBriefKeys). */
+function sealToMany(plaintext: Uint8Array, recipientPublicKeys: readonly string[]): string[] {
   const recipients = recipientPublicKeys.map((publicKey) => recipientPoint(normalizePublicKey(publicKey)));
   const ephemeralSecret = scalarOf(secp256k1.utils.randomSecretKey());
   const ephemeral = Buffer.from(secp256k1.Point.BASE.multiply(ephemeralSecret).toBytes(false));
@@ -100,30 +123,31 @@ export function wrapBriefKeys(key: Uint8Array, recipientPublicKeys: readonly str
     const shared = Buffer.from(recipient.multiply(ephemeralSecret).toBytes(false));
     const nonce = randomBytes(WRAP_NONCE_BYTES);
     const cipher = createCipheriv("aes-256-gcm", wrapKey(ephemeral, shared), nonce);
-    const body = Buffer.concat([cipher.update(key), cipher.final()]);
+    const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
     return Buffer.concat([ephemeral, nonce, cipher.getAuthTag(), body]).toString("hex");
   });
 }
 
-/** Opens a wrapped brief key with the agent's private key (hex, with or without 0x). */
-export function unwrapBriefKey(wrappedKeyHex: string, privateKeyHex: string): Uint8Array {
+/** Opens what `sealToPublicKey` sealed, with the recipient's private key. */
+export function openSealed(sealedHex: string, privateKeyHex: string): Uint8Array {
   const secret = privateKeyBytes(privateKeyHex);
-  const hex = strip0x(wrappedKeyHex);
-  if (!/^[0-9a-fA-F]*$/.test(hex) || hex.length !== WRAPPED_KEY_BYTES * 2) {
-    throw new CryptoError("KEY_UNWRAP_FAILED", `wrapped key must be ${WRAPPED_KEY_BYTES * 2} hex characters`);
+  const hex = strip0x(sealedHex);
+  const header = 65 + WRAP_NONCE_BYTES + BRIEF_TAG_BYTES;
+  if (!/^[0-9a-fA-F]*$/.test(hex) || hex.length % 2 !== 0 || hex.length < header * 2) {
+    throw new CryptoError("KEY_UNWRAP_FAILED", `sealed data must be at least ${header * 2} hex characters`);
   }
   const bytes = Buffer.from(hex, "hex");
   const ephemeral = bytes.subarray(0, 65);
   const nonce = bytes.subarray(65, 65 + WRAP_NONCE_BYTES);
-  const tag = bytes.subarray(65 + WRAP_NONCE_BYTES, 65 + WRAP_NONCE_BYTES + BRIEF_TAG_BYTES);
-  const body = bytes.subarray(65 + WRAP_NONCE_BYTES + BRIEF_TAG_BYTES);
+  const tag = bytes.subarray(65 + WRAP_NONCE_BYTES, header);
+  const body = bytes.subarray(header);
   try {
     const shared = Buffer.from(secp256k1.getSharedSecret(secret, ephemeral, false));
     const decipher = createDecipheriv("aes-256-gcm", wrapKey(ephemeral, shared), nonce);
     decipher.setAuthTag(tag);
     return new Uint8Array(Buffer.concat([decipher.update(body), decipher.final()]));
   } catch (cause) {
-    throw new CryptoError("KEY_UNWRAP_FAILED", "wrapped key does not open with this private key", { cause });
+    throw new CryptoError("KEY_UNWRAP_FAILED", "sealed data does not open with this private key", { cause });
   }
 }
 

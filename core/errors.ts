@@ -143,6 +143,26 @@ export const ERROR_CODES = define({
   OWNER_MISMATCH: { status: 409, client: true, description: "The private key's wallet is not the API key's wallet; nothing was registered." },
   INVALID_PUBLIC_KEY: { status: 400, description: "The public key is not an uncompressed secp256k1 key (130 hex characters)." },
 
+  // ---- hosted agents (docs/hosted-agents.md)
+  HOSTED_AGENT_TOKEN_REFUSED: {
+    status: 403,
+    description:
+      "A hosted agent's own token (`ha_...`) works tasks as its agent; it cannot manage the account (API keys, deploys, its owner's routes). Use a session or an API key of the account.",
+  },
+  HOSTING_UNAVAILABLE: { status: 503, description: "Hosted agents are not configured on this server (no master key)." },
+  DEPLOY_FEE_NOT_PAID: {
+    status: 402,
+    description:
+      "The deploy fee is not paid; `reason` names why: FEE_TX_MISSING, NOT_CONFIRMED, REVERTED, WRONG_RECIPIENT, TOO_SMALL, PAYER_NOT_LINKED or ALREADY_CREDITED.",
+  },
+  HOSTED_AGENT_NOT_FOUND: { status: 404, description: "No hosted agent with this id (or it was deleted)." },
+  NOT_AGENT_OWNER: { status: 403, description: "Only the hosted agent's owner may do this." },
+  AGENT_RUNNING: { status: 409, description: "The hosted agent is running; stop it first." },
+  AGENT_QUOTA_EXCEEDED: { status: 409, description: "The account has as many hosted agents as it may have; delete one first." },
+  BRIDGE_UNAVAILABLE: { status: 400, description: "Withdrawals go to the owner's address on the settlement chain; bridging out is not offered." },
+  NOTHING_TO_WITHDRAW: { status: 409, description: "The agent's wallet holds less of the settlement token than asked (or none)." },
+  KEY_EXPORT_NOT_RECORDED: { status: 503, description: "The export could not be recorded, so the key was not released; retry.", retryable: true },
+
   // ---- client-side (SDK, CLI)
   WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },
   WRONG_RPC: { status: 0, client: true, description: "No RPC URL configured for the chain, or it answers for another chain." },

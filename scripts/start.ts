@@ -12,7 +12,8 @@
  * the same ports or folder refuses with one line instead of taking over the first one's chains and data.
  */
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
 import { JsonRpcProvider, Wallet } from "ethers";
@@ -25,6 +26,7 @@ import { createAuth } from "../server/auth";
 import { createAgentRegistry } from "../server/agents";
 import { CAPABILITY_TAGS } from "../core/capabilities";
 import { publicKeyFromPrivateKey } from "../core/crypto";
+import { MarketClient } from "../sdk/src/client";
 
 /** The `0g` chain's port: the one setting that moves it (node, deployment, server and the printed exports). */
 const ZERO_G_CHAIN_PORT = Number(process.env.MARKET_0G_CHAIN_PORT ?? 8546);
@@ -73,7 +75,13 @@ async function main() {
     demo.map((s) => s.address),
   );
 
+  // A master key for this data directory: it seals the hosted agents' secrets (docs/hosted-agents.md).
+  mkdirSync(DATA_DIR, { recursive: true });
+  const masterKeyFile = path.join(DATA_DIR, "master.key");
+  writeFileSync(masterKeyFile, randomBytes(32).toString("hex"), { mode: 0o600 });
   const config = loadConfig({
+    // Local models (Ollama, vLLM on this machine) are on loopback.
+    HOSTED_ALLOW_PRIVATE_NETWORKS: "true",
     ...process.env,
     PORT: String(API_PORT),
     MARKET_DATA_DIR: DATA_DIR,
@@ -90,6 +98,7 @@ async function main() {
     CHAIN_0G_REPUTATION: zeroGDeployment.reputation!.proxy,
     MARKET_VERIFIER_PRIVATE_KEY: keys[1],
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    MARKET_MASTER_KEY_FILE: process.env.MARKET_MASTER_KEY ? "" : masterKeyFile,
   });
   const server = await startServer(config);
 
@@ -105,6 +114,38 @@ async function main() {
     supportedChains: ["arc", "0g"],
     displayName: "Demo agent",
   });
+
+  // A demo hosted agent on the model named by MARKET_MODEL_BASE_URL, owned by the third demo account.
+  const modelUrl = process.env.MARKET_MODEL_BASE_URL;
+  let hostedLine =
+    "Hosted agent  set MARKET_MODEL_BASE_URL (optionally MARKET_MODEL_NAME, MARKET_MODEL_API_KEY) to an OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama, to deploy a demo hosted agent";
+  if (modelUrl) {
+    const ownerSigner = demo[2]!;
+    const ownerAccount = await auth.accounts.accountForWallet(ownerSigner.address);
+    const ownerKey = await auth.apiKeys.createApiKey(ownerAccount, "demo hosted-agent owner");
+    const owner = new MarketClient({
+      apiKey: ownerKey.key,
+      baseUrl: server.url,
+      executor: { privateKey: keys[5]!, rpcUrls: { arc: chain.url } },
+      escrows: { arc: deployment.proxy },
+    });
+    const { agent } = await owner.deployAgent({
+      displayName: "Demo hosted agent",
+      instructions: "You are a careful assistant. Answer the task completely and concretely.",
+      model: {
+        baseUrl: modelUrl,
+        name: process.env.MARKET_MODEL_NAME ?? "llama3.2",
+        ...(process.env.MARKET_MODEL_API_KEY ? { apiKey: process.env.MARKET_MODEL_API_KEY } : {}),
+      },
+      capabilities: [...CAPABILITY_TAGS],
+      start: false,
+    });
+    // Gas for its own transactions (submitEvidence); on arc gas is paid in USDC.
+    await (await signers[0]!.sendTransaction({ to: agent.address, value: 10n ** 18n })).wait();
+    const started = await owner.startAgent({ agentId: agent.id });
+    hostedLine = `Hosted agent  #${agent.id} ${agent.address} on ${modelUrl} (${started.state}${started.lastError ? `: ${started.lastError}` : ""}), owned by ${ownerSigner.address}
+  owner MARKET_API_KEY=${ownerKey.key}`;
+  }
 
   const stop = () => {
     void server.stop().finally(() => {
@@ -144,6 +185,8 @@ Demo poster   ${poster.address}
 Demo agent    ${agent.address}  (registered on arc and 0g with every capability)
   MARKET_API_KEY=${agentKey.key}  (also on 0g)
   MARKET_PRIVATE_KEY=${keys[4]}
+
+${hostedLine}
 
 Other demo accounts, ${DEMO_USDC / 10n ** 6n} USDC each (well-known Hardhat test keys: never use them elsewhere):
 ${demo

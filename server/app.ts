@@ -16,16 +16,18 @@ import { memoizedSchemaCompilers } from "./http/schema-compilers";
 import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
-import { createFunding, createListings, createTaskQueries, taskRoutes } from "./tasks";
+import { createFunding, createListings, createTaskQueries, heldTaskRoutes, taskRoutes } from "./tasks";
 import { createAutoVerification, verificationRoutes } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
 import { storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
-import { discoveryRoutes } from "./discovery";
+import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
 import { reputationRoutes } from "./reputation";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
+import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
+import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
 
@@ -35,7 +37,12 @@ export interface AppDeps {
   db: Db;
   chains: ChainRegistry;
   blobs: BlobStore;
-  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> & Partial<Pick<ServerConfig, "trustProxy" | "identity">>;
+  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> &
+    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & { hosted?: HostedConfig };
+  /** Hosted agents, built by the caller to attach their runners once the API listens; built here (never attached) when absent. */
+  hosting?: Hosting;
+  /** Address of the configured marketplace verifier key (GET /health/bridge compares it with each escrow's). */
+  verifierAddress?: string;
   /** The marketplace verifier key's outbox per chain; without one a chain cannot assign or judge. */
   outboxes?: ReadonlyMap<string, Outbox>;
   /** Clock in milliseconds; tests move it. */
@@ -175,6 +182,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, now });
+  await app.register(heldTaskRoutes, { auth, queries });
+  const hosting =
+    deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
+  // A hosted deploy asks for the agent's identity token (best effort: the mint is recorded and retried, never fails the deploy).
+  hosting.onDeployed(async (agent) => {
+    await identityMinting.requestMint({
+      agentWallet: agent.address,
+      agentPublicKey: agent.publicKey,
+      ownerWallet: agent.ownerAddress,
+      cardUrl: `${deps.config.publicUrl}${AGENT_CARD_PATH.replace("{address}", agent.address)}`,
+    });
+  });
+  await app.register(hostedRoutes, { auth, agents: hosting.agents, store: hosting.store });
+  await app.register(bridgeHealthRoutes, {
+    chains,
+    sponsor: hosting.sponsor,
+    ...(deps.verifierAddress ? { verifierAddress: deps.verifierAddress } : {}),
+  });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

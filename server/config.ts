@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
@@ -36,6 +37,40 @@ export interface RateLimitConfig {
   windowMs: number;
 }
 
+/** Hosted agents (docs/hosted-agents.md): custody, the deploy fee, and the bounds of the runner. */
+export interface HostedConfig {
+  /** 32-byte key (64 hex) that seals custodied secrets (AES-256-GCM); hosted agents are off without it. Never logged. */
+  masterKey?: string;
+  /** Deploy fee in raw units of the settlement token, paid to the treasury on the settlement chain; 0: free. */
+  deployFeeRaw: bigint;
+  /** Deploys per account per hour. */
+  deploysPerHour: number;
+  /** Hosted agents an account may have (deleted ones not counted). */
+  maxAgentsPerAccount: number;
+  /** Tasks one agent works at once. */
+  agentConcurrency: number;
+  /** Tasks all hosted agents of this server work at once. */
+  serverConcurrency: number;
+  /** Model calls per task (the tool-call loop's step limit). */
+  maxSteps: number;
+  /** Time one task may take from the first model call to the answer (ms). */
+  taskBudgetMs: number;
+  /** Time one model call may take (ms). */
+  modelTimeoutMs: number;
+  /** Model calls per agent per minute. */
+  modelCallsPerMinute: number;
+  /** How often a running agent browses (ms). */
+  browseIntervalMs: number;
+  /** How often a running agent looks for escalated work it may release (`releaseUnjudgedWork`) (ms). */
+  releaseCheckMs: number;
+  /** Let models and tools be reached on loopback and private networks (local models; tests). Off by default. */
+  allowPrivateNetworks: boolean;
+  /** The gas sponsor switch: `paused` (default) or `on`. */
+  gasSponsor: "on" | "paused";
+  /** The wallet that pays sponsored gas. Never logged. */
+  gasSponsorKey?: string;
+}
+
 export interface ServerConfig {
   host: string;
   port: number;
@@ -63,6 +98,7 @@ export interface ServerConfig {
   /** Run the indexer in a worker thread (default) or on the API's event loop. */
   indexerInWorker: boolean;
   logLevel: string;
+  hosted: HostedConfig;
   /** Identity minting for hosted agents (server/identity): the chain the token is minted on, and its retry back-off. */
   identity: IdentityConfig;
 }
@@ -82,6 +118,22 @@ export const DEFAULT_OFFER_WINDOW_MS = 15_000;
 export const DEFAULT_POSTABLE_CHAINS: readonly ChainName[] = ["arc"];
 
 export const DEFAULT_RATE_LIMIT: RateLimitConfig = { perIp: 1200, perKey: 600, windowMs: 60_000 };
+
+export const DEFAULT_HOSTED: HostedConfig = {
+  deployFeeRaw: 0n,
+  deploysPerHour: 5,
+  maxAgentsPerAccount: 10,
+  agentConcurrency: 2,
+  serverConcurrency: 8,
+  maxSteps: 8,
+  taskBudgetMs: 300_000,
+  modelTimeoutMs: 60_000,
+  modelCallsPerMinute: 30,
+  browseIntervalMs: 15_000,
+  releaseCheckMs: 600_000,
+  allowPrivateNetworks: false,
+  gasSponsor: "paused",
+};
 
 /**
  * Reads the configuration from the environment. Per chain `<C>` (`ARC`, `0G`, `BASE`):
@@ -124,6 +176,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
       retryMs: integer(env.IDENTITY_MINT_RETRY_MS, 30_000, "IDENTITY_MINT_RETRY_MS"),
       maxRetryMs: integer(env.IDENTITY_MINT_MAX_RETRY_MS, 3_600_000, "IDENTITY_MINT_MAX_RETRY_MS"),
     },
+    hosted: hostedFromEnv(env),
+  };
+}
+
+/**
+ * `MARKET_MASTER_KEY` (64 hex) or `MARKET_MASTER_KEY_FILE` (a file holding it), `HOSTED_DEPLOY_FEE_RAW`,
+ * `HOSTED_DEPLOYS_PER_HOUR`, `HOSTED_MAX_AGENTS_PER_ACCOUNT`, `HOSTED_AGENT_CONCURRENCY`, `HOSTED_SERVER_CONCURRENCY`,
+ * `HOSTED_MAX_STEPS`, `HOSTED_TASK_BUDGET_MS`, `HOSTED_MODEL_TIMEOUT_MS`, `HOSTED_MODEL_CALLS_PER_MINUTE`,
+ * `HOSTED_BROWSE_INTERVAL_MS`, `HOSTED_RELEASE_CHECK_MS`, `HOSTED_ALLOW_PRIVATE_NETWORKS`, `MARKET_GAS_SPONSOR` (`on`/`paused`),
+ * `MARKET_GAS_SPONSOR_PRIVATE_KEY`.
+ */
+function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
+  const file = env.MARKET_MASTER_KEY_FILE;
+  const masterKey = (env.MARKET_MASTER_KEY || (file ? readFileSync(file, "utf8") : "")).trim().replace(/^0x/i, "");
+  if (masterKey && !/^[0-9a-fA-F]{64}$/.test(masterKey)) throw new Error("MARKET_MASTER_KEY must be 32 bytes as 64 hex characters");
+  const fee = env.HOSTED_DEPLOY_FEE_RAW?.trim() || "0";
+  if (!/^[0-9]{1,78}$/.test(fee)) throw new Error(`HOSTED_DEPLOY_FEE_RAW must be a whole number of raw units, got ${JSON.stringify(fee)}`);
+  const sponsor = (env.MARKET_GAS_SPONSOR ?? "paused").trim().toLowerCase();
+  if (sponsor !== "on" && sponsor !== "paused") throw new Error(`MARKET_GAS_SPONSOR must be on or paused, got ${JSON.stringify(sponsor)}`);
+  const d = DEFAULT_HOSTED;
+  return {
+    ...(masterKey ? { masterKey } : {}),
+    deployFeeRaw: BigInt(fee),
+    deploysPerHour: integer(env.HOSTED_DEPLOYS_PER_HOUR, d.deploysPerHour, "HOSTED_DEPLOYS_PER_HOUR"),
+    maxAgentsPerAccount: integer(env.HOSTED_MAX_AGENTS_PER_ACCOUNT, d.maxAgentsPerAccount, "HOSTED_MAX_AGENTS_PER_ACCOUNT"),
+    agentConcurrency: Math.max(1, integer(env.HOSTED_AGENT_CONCURRENCY, d.agentConcurrency, "HOSTED_AGENT_CONCURRENCY")),
+    serverConcurrency: Math.max(1, integer(env.HOSTED_SERVER_CONCURRENCY, d.serverConcurrency, "HOSTED_SERVER_CONCURRENCY")),
+    maxSteps: Math.max(1, integer(env.HOSTED_MAX_STEPS, d.maxSteps, "HOSTED_MAX_STEPS")),
+    taskBudgetMs: integer(env.HOSTED_TASK_BUDGET_MS, d.taskBudgetMs, "HOSTED_TASK_BUDGET_MS"),
+    modelTimeoutMs: integer(env.HOSTED_MODEL_TIMEOUT_MS, d.modelTimeoutMs, "HOSTED_MODEL_TIMEOUT_MS"),
+    modelCallsPerMinute: integer(env.HOSTED_MODEL_CALLS_PER_MINUTE, d.modelCallsPerMinute, "HOSTED_MODEL_CALLS_PER_MINUTE"),
+    browseIntervalMs: integer(env.HOSTED_BROWSE_INTERVAL_MS, d.browseIntervalMs, "HOSTED_BROWSE_INTERVAL_MS"),
+    releaseCheckMs: integer(env.HOSTED_RELEASE_CHECK_MS, d.releaseCheckMs, "HOSTED_RELEASE_CHECK_MS"),
+    allowPrivateNetworks: env.HOSTED_ALLOW_PRIVATE_NETWORKS === "true",
+    gasSponsor: sponsor,
+    ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
   };
 }
 

@@ -9,6 +9,8 @@ import { createIndexer, superviseIndexerWorker, type IndexerLogger } from "./ind
 import { defaultProjections, DEFAULT_PROJECTIONS_MODULE } from "./projections";
 import { createOutbox, type Outbox } from "./outbox";
 import { Wallet } from "ethers";
+import { createHosting, type RunnerLogger } from "./hosted";
+import { createAgentTokens } from "./auth";
 
 export { loadConfig, type ServerConfig, type ChainConfig } from "./config";
 export { buildApp, type App, type AppDeps } from "./app";
@@ -37,6 +39,16 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const now = () => clock.now();
   // The marketplace verifier key sends assignments and verdicts, one outbox (nonce sequence) per chain.
   const outboxes = new Map<string, Outbox>();
+  // Hosted agents log through the API's logger, which exists once the app is built.
+  let log: RunnerLogger = { info: () => undefined, warn: () => undefined };
+  const hosting = createHosting({
+    db,
+    chains,
+    config: config.hosted,
+    tokens: createAgentTokens({ db, now: Date.now }),
+    now: Date.now,
+    logger: { info: (obj, msg) => log.info(obj, msg), warn: (obj, msg) => log.warn(obj, msg) },
+  });
   const app = await buildApp({
     db,
     chains,
@@ -44,8 +56,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     config,
     outboxes,
     now,
+    hosting,
+    ...(config.verifierKey ? { verifierAddress: new Wallet(config.verifierKey).address } : {}),
     logger: config.logLevel === "silent" ? false : { level: config.logLevel },
   });
+  log = app.log;
   if (config.verifierKey) {
     for (const chain of chains.list()) {
       const signer = new Wallet(config.verifierKey, chain.provider);
@@ -54,7 +69,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       outboxes.set(chain.name, outbox);
     }
   }
-  const log: IndexerLogger = app.log;
+  const indexerLog: IndexerLogger = app.log;
   const inWorker = config.indexerInWorker && (config.databaseUrl !== undefined || config.sqlitePath !== ":memory:");
   const indexers = chains.list().map((chain) => {
     if (inWorker) {
@@ -65,7 +80,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         chain: chain.config,
         pollIntervalMs: config.pollIntervalMs,
         projections: DEFAULT_PROJECTIONS_MODULE,
-        logger: log,
+        logger: indexerLog,
         onError: (error) => app.log.error({ err: error, chain: chain.name }, "indexer error"),
       });
       return { stop: () => worker.stop() };
@@ -75,7 +90,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       chain: chain.config,
       provider: chain.provider,
       pollIntervalMs: config.pollIntervalMs,
-      logger: log,
+      logger: indexerLog,
       projections: defaultProjections(),
     });
     indexer.start();
@@ -85,12 +100,20 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
+  // Running hosted agents come back: their runners call this API on loopback as their agents.
+  const loopbackHost = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  await hosting.attach({
+    apiUrl: `http://${loopbackHost.includes(":") ? `[${loopbackHost}]` : loopbackHost}:${port}`,
+    rpcUrls: Object.fromEntries(chains.list().map((c) => [c.name, c.config.rpcUrl])),
+    escrows: Object.fromEntries(chains.list().map((c) => [c.name, c.config.escrow])),
+  });
   return {
     app,
     db,
     chains,
     url: `http://${config.host}:${port}`,
     async stop() {
+      await hosting.close();
       await app.close();
       clock.stop();
       await Promise.all([...outboxes.values()].map((o) => o.stop()));

@@ -183,6 +183,10 @@ export const BrowseQuery = Type.Object({ capabilities: Type.Optional(Type.String
 export const BrowseAnswer = Type.Object({ tasks: Type.Array(TaskView), total: Type.Integer() });
 export type BrowseAnswer = Static<typeof BrowseAnswer>;
 
+/** GET /api/v1/a2a/tasks/held: the tasks a worker holds that have not ended. */
+export const HeldTasksAnswer = Type.Object({ tasks: Type.Array(TaskView) });
+export type HeldTasksAnswer = Static<typeof HeldTasksAnswer>;
+
 /** GET /api/v1/a2a/tasks/posted. */
 export const PostedQuery = Type.Object(
   {

@@ -64,7 +64,7 @@ export async function connectChain(
   privateKey: string,
   rpcUrls: RpcUrls,
   pinned: PinnedEscrows,
-  connection: { confirmTimeoutMs?: number } = {},
+  connection: { confirmTimeoutMs?: number; beforeSend?: (tx: { chain: ChainName; from: string; to: string; data: string }) => Promise<void> } = {},
 ): Promise<ChainWallet> {
   const chain = settlement.chain;
   const rpcUrl = rpcUrls[chain];
@@ -104,6 +104,7 @@ export async function connectChain(
       if (unsigned) guard(unsigned, { chainId: settlement.chainId, from: wallet.address, to: expected.to, data: expected.data, escrow });
       const nonce = options.nonce === undefined ? {} : { nonce: options.nonce };
       const run = queue.then(async () => {
+        await connection.beforeSend?.({ chain, from: wallet.address, to: expected.to, data: expected.data });
         // Signed before it is broadcast, so its hash is known whatever happens next: a transaction that may be mined
         // is never reported as not sent.
         let populated;

@@ -77,14 +77,14 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       schema: {
         tags: ["auth"],
         summary: "Create an API key (shown once) acting as the account's first linked wallet",
-        description: "Needs a signed-in session or another API key of the account.",
+        description: "Needs a signed-in session or another API key of the account; a hosted agent's token gets `HOSTED_AGENT_TOKEN_REFUSED`.",
         security: CREDENTIALS,
         body: CreateApiKeyBody,
         response: { 200: Envelope(CreatedApiKey), ...errorResponses(401, 403) },
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       const created = await apiKeys.createApiKey(principal.accountId, request.body.name);
       return ok({ ...created, wallet: asAddress(created.wallet) });
     },
@@ -101,7 +101,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       const rows = await apiKeys.listApiKeys(principal.accountId);
       return ok({
         keys: rows.map((r) => ({
@@ -129,7 +129,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       await apiKeys.revokeApiKey(principal.accountId, Number(request.params.id));
       return ok({ revoked: true });
     },
@@ -146,7 +146,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       return ok({ revoked: await apiKeys.revokeAllApiKeys(principal.accountId) });
     },
   );

@@ -25,7 +25,9 @@ import { createBlobStore, type BlobStore } from "../../server/storage/blob-store
 import { createIndexer } from "../../server/indexer";
 import { defaultProjections } from "../../server/projections";
 import { createOutbox } from "../../server/outbox";
-import type { ChainConfig, ServerConfig } from "../../server/config";
+import { DEFAULT_HOSTED, type ChainConfig, type HostedConfig, type ServerConfig } from "../../server/config";
+import { createHosting, type Hosting } from "../../server/hosted";
+import { createAgentTokens } from "../../server/auth";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
 
@@ -70,7 +72,12 @@ export interface TestServerOptions {
   registries?: boolean;
   /** Base URL written into cards (default PUBLIC_URL): a test that listens on a port of its own names it here. */
   publicUrl?: string;
+  /** Hosted-agent settings over the test defaults (a master key, private networks allowed, fast browsing). */
+  hosted?: Partial<HostedConfig>;
 }
+
+/** A fixed test master key: hosted agents are on in every test server. */
+export const TEST_MASTER_KEY = "11".repeat(32);
 
 /**
  * A database's whole state, to start other databases from: SQLite's file bytes, or, when TEST_DATABASE_URL names a
@@ -261,6 +268,23 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   const now = () => Math.max(Date.now(), chainTimeMs) + skewMs;
   const verifierWallet = new hre.ethers.Wallet(privateKeyOf(base.verifier), hre.ethers.provider);
   const outbox = createOutbox({ db, chain: chains.require(chainConfig.name), signer: verifierWallet, now, pollMs: 20 });
+  const hostedConfig: HostedConfig = {
+    ...DEFAULT_HOSTED,
+    masterKey: TEST_MASTER_KEY,
+    allowPrivateNetworks: true,
+    browseIntervalMs: 100,
+    ...options.hosted,
+  };
+  // Runners log through the app's logger, which exists once the app is built.
+  const logTo: { app?: App["log"] } = {};
+  const hosting: Hosting = createHosting({
+    db,
+    chains,
+    config: hostedConfig,
+    tokens: createAgentTokens({ db, now }),
+    now,
+    logger: { info: (obj, msg) => logTo.app?.info(obj, msg), warn: (obj, msg) => logTo.app?.warn(obj, msg) },
+  });
   const app: App = await buildApp({
     db,
     chains,
@@ -276,7 +300,10 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     now,
     logger: options.logger ?? false,
     indexerWaitMs: 5_000,
+    hosting,
+    verifierAddress: base.verifier.address,
   });
+  logTo.app = app.log;
   const indexer = createIndexer({ db, chain: chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
   indexer.start();
 
@@ -395,6 +422,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   }
 
   async function stop() {
+    await hosting.close();
     await indexer.stop();
     await outbox.stop();
     await app.close();
@@ -418,6 +446,8 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     db,
     indexer,
     outbox,
+    hosting,
+    hostedConfig,
     chainConfig,
     sync,
     call,

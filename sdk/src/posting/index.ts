@@ -88,7 +88,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   // The next chunk is staged (briefs encrypted, uploaded and keys wrapped, then its funding built by the API) while the
   // current one is approved, funded and listed: staging pays nothing, and the client's CPU work and the API's checks
   // overlap the chain's mining and the listing.
-  const stage = (start: number) => stageChunk(ctx, rows.slice(start, start + chunkSize), recipients, tally);
+  const stage = (start: number) => stageChunk(ctx, rows.slice(start, start + chunkSize), recipients, tally, options.onBriefKey);
   let next = rows.length > 0 ? stage(0) : undefined;
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
     const staged = await next!;
@@ -140,10 +140,16 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
 type Staged = { prepared: PreparedRow[]; built?: Awaited<ReturnType<typeof buildFunding>>; error?: unknown };
 
 /** Prepares and builds a chunk; never rejects (a failure comes back as `error`, with the rows prepared so far). */
-async function stageChunk(ctx: PostingContext, rows: readonly CheckedRow[], recipients: Recipients, tally: Tally): Promise<Staged> {
+async function stageChunk(
+  ctx: PostingContext,
+  rows: readonly CheckedRow[],
+  recipients: Recipients,
+  tally: Tally,
+  onBriefKey: PostTasksOptions["onBriefKey"],
+): Promise<Staged> {
   let prepared: PreparedRow[] = [];
   try {
-    prepared = await tally.timed("prepareMs", () => Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients))));
+    prepared = await tally.timed("prepareMs", () => Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients, onBriefKey))));
     const built = await tally.timed("fundMs", () =>
       buildFunding(ctx, prepared, (r, error) => tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error })),
     );

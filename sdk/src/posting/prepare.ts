@@ -7,7 +7,7 @@ import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKeys } from "..
 import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "../../../core/api";
 import type { CheckedRow } from "./check";
 import type { PostingContext } from "./context";
-import type { IndexParams } from "./types";
+import type { IndexParams, PostTasksOptions } from "./types";
 
 /** An agent as `GET /api/v1/a2a/executors` lists it: what wrapping a brief key needs. */
 type Agent = Pick<AgentProfile, "address" | "publicKey">;
@@ -58,7 +58,12 @@ function recipientsOf(checked: CheckedRow, recipients: Recipients): Agent[] {
 }
 
 /** Prepares a row: the task hash, and for a private brief its ciphertext uploaded and its key wrapped. */
-export async function prepareRow(ctx: PostingContext, checked: CheckedRow, recipients: Recipients): Promise<PreparedRow> {
+export async function prepareRow(
+  ctx: PostingContext,
+  checked: CheckedRow,
+  recipients: Recipients,
+  onBriefKey?: PostTasksOptions["onBriefKey"],
+): Promise<PreparedRow> {
   const { row } = checked;
   const common = {
     verificationMode: checked.verificationMode,
@@ -81,6 +86,7 @@ export async function prepareRow(ctx: PostingContext, checked: CheckedRow, recip
   if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
     throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
   }
+  onBriefKey?.({ index: checked.index, taskHash, key: encrypted.key });
   const readers: Array<{ address: string; publicKey: string }> = recipientsOf(checked, recipients).map((agent) => ({
     address: agent.address,
     publicKey: agent.publicKey!,

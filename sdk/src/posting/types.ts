@@ -96,4 +96,6 @@ export interface PostTasksOptions {
   onFunded?: (event: FundedEvent) => void | Promise<void>;
   /** After each row reaches its final status in this run. */
   onProgress?: (event: { done: number; total: number; result: PostResult }) => void | Promise<void>;
+  /** A private brief's AES key, once made: keep it to wrap the brief to more agents later (e.g. bidders). */
+  onBriefKey?: (event: { index: number; taskHash: string; key: Uint8Array }) => void;
 }
