@@ -25,6 +25,7 @@ import { a2aRoutes } from "./a2a";
 import { discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
 import { reputationRoutes } from "./reputation";
+import { createQuoteStore, mcpRoutes } from "./mcp";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
 
@@ -166,6 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, chains, now });
+  await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

@@ -14,3 +14,4 @@ export * from "./feedback";
 export * from "./reputation";
 export * from "./health";
 export * from "./discovery";
+export * from "./mcp";
