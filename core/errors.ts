@@ -143,7 +143,8 @@ export const ERROR_CODES = define({
   // ---- MCP (market mcp and the remote /mcp endpoint): two-step spend and idempotent resume
   QUOTE_REQUIRED: {
     status: 409,
-    description: "A spending MCP call needs `confirm: true` with the `quoteId` of its quote; the quote is missing, used, another wallet's or older than 10 minutes. Nothing was spent.",
+    description:
+      "A spending MCP call needs `confirm: true` with the `quoteId` of its quote; the quote is missing, used, another wallet's or older than 10 minutes. Nothing was spent.",
   },
   QUOTE_MISMATCH: {
     status: 409,

@@ -59,8 +59,3 @@ export const BELOW_MIN_REWARD_SKIP_MS = DAY_SECONDS * 1_000;
 // MCP (market mcp and the remote /mcp endpoint).
 /** A quote of a spending call is single-use and valid this long. */
 export const MCP_QUOTE_TTL_MS = 10 * 60_000;
-/** Unused, unexpired quotes one wallet may hold at once. */
-export const MAX_OPEN_MCP_QUOTES = 100;
-/** How long `rent_service` waits for the result by default, and at most (seconds). */
-export const DEFAULT_RENT_WAIT_SECONDS = 45;
-export const MAX_RENT_WAIT_SECONDS = 60;

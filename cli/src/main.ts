@@ -133,7 +133,9 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
 
   program
     .command("mcp")
-    .description("Serve the marketplace's MCP tools on stdio (post_tasks, poll_task_result, cancel_task, claim_timeout, bid_on_task) for an MCP client.")
+    .description(
+      "Serve the marketplace's MCP tools on stdio (post_tasks, poll_task_result, cancel_task, claim_timeout, bid_on_task) for an MCP client.",
+    )
     .option("--state-dir <path>", "where each idempotencyKey's run is journaled (overrides MARKET_MCP_STATE_DIR; default ~/.market/mcp)")
     .action(async (flags: McpFlags) => {
       setExit(await mcpCommand(flags, config(), terminal, { version: version() }, deps.postTasks));

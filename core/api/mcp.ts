@@ -25,7 +25,7 @@ const QuoteId = Type.String({ minLength: 1, maxLength: 64, description: "The quo
 export const McpTaskRow = Type.Object(
   {
     instructions: Type.String({ minLength: 1, description: "The brief: what the agent must do and deliver." }),
-    amount: Type.String({ pattern: "^[0-9]{1,78}$", description: "Reward in USDC raw units (6 decimals): \"2500000\" is 2.5 USDC." }),
+    amount: Type.String({ pattern: "^[0-9]{1,78}$", description: 'Reward in USDC raw units (6 decimals): "2500000" is 2.5 USDC.' }),
     durationSeconds: Type.Optional(
       Type.Integer({
         minimum: MIN_TASK_DURATION_SECONDS,
@@ -39,7 +39,9 @@ export const McpTaskRow = Type.Object(
       }),
     ),
     capabilities: Type.Optional(
-      Type.Array(Type.Union(CAPABILITY_TAGS.map((tag) => Type.Literal(tag))), { description: "Capability tags an agent must hold to take the task." }),
+      Type.Array(Type.Union(CAPABILITY_TAGS.map((tag) => Type.Literal(tag))), {
+        description: "Capability tags an agent must hold to take the task.",
+      }),
     ),
     routingSummary: Type.Optional(
       Type.String({ maxLength: MAX_ROUTING_SUMMARY_CHARS, description: "A public line describing a private task (up to 500 characters)." }),

@@ -43,7 +43,7 @@ function injectFetch(inject: Inject, remoteAddress: string): typeof fetch {
   return (async (input: string | URL, init: RequestInit = {}) => {
     const url = new URL(String(input));
     const answer = await inject({
-      method: (init.method ?? "GET") as InjectOptions["method"],
+      method: init.method ?? "GET",
       url: `${url.pathname}${url.search}`,
       headers: init.headers as Record<string, string>,
       ...(typeof init.body === "string" ? { payload: init.body } : {}),
@@ -124,7 +124,11 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; quotes: 
           "(`INVALID_TOKEN` otherwise). Tools that must be signed by a self-run wallet answer `USE_LOCAL_MCP`: run `market mcp`.",
         security: [{ apiKey: [] }],
         body: McpBody,
-        response: { 200: Type.Unknown({ description: "JSON-RPC answer(s)." }), 202: Type.Null({ description: "Notifications accepted." }), ...errorResponses(401) },
+        response: {
+          200: Type.Unknown({ description: "JSON-RPC answer(s)." }),
+          202: Type.Null({ description: "Notifications accepted." }),
+          ...errorResponses(401),
+        },
       },
     },
     async (request, reply) => {
@@ -133,7 +137,12 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; quotes: 
       if (!principal || principal.kind !== "apiKey" || !presented || presented.via === "malformed" || !presented.token.startsWith(API_KEY_PREFIX)) {
         throw new MarketError("INVALID_TOKEN", "The remote MCP endpoint needs an API key: send `X-API-Key: sk_...`.");
       }
-      const client = new MarketClient({ apiKey: presented.token, baseUrl: "http://mcp.internal", fetch: injectFetch(inject, request.ip), escrows: {} });
+      const client = new MarketClient({
+        apiKey: presented.token,
+        baseUrl: "http://mcp.internal",
+        fetch: injectFetch(inject, request.ip),
+        escrows: {},
+      });
       const server = createMcpServer(
         { client, quotes: serviceQuotes(client.http), poster: unsignedPoster(client, readWallet), signs: false },
         { version: MCP_SERVER_VERSION },

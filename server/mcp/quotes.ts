@@ -8,8 +8,11 @@ import { randomBytes } from "node:crypto";
 import type { Db } from "../db";
 import type { Clock } from "../http/types";
 import { MarketError } from "../../core/errors";
-import { DAY_SECONDS, MAX_OPEN_MCP_QUOTES, MCP_QUOTE_TTL_MS } from "../../core/limits";
+import { DAY_SECONDS, MCP_QUOTE_TTL_MS } from "../../core/limits";
 import { rateLimited } from "../http/rate-limit";
+
+/** Unused, unexpired quotes one wallet may hold at once (a quote is a row: asking costs the service storage). */
+const MAX_OPEN_QUOTES = 100;
 
 export type QuoteStore = ReturnType<typeof createQuoteStore>;
 
@@ -30,12 +33,21 @@ export function createQuoteStore({ db, now }: { db: Db; now: Clock }) {
         .where("used_at", "is", null)
         .where("expires_at", ">", at)
         .executeTakeFirstOrThrow();
-      if (Number(open.n) >= MAX_OPEN_MCP_QUOTES) throw rateLimited(Math.ceil(MCP_QUOTE_TTL_MS / 1000), "open quotes");
+      if (Number(open.n) >= MAX_OPEN_QUOTES) throw rateLimited(Math.ceil(MCP_QUOTE_TTL_MS / 1000), "open quotes");
       const quoteId = `q_${randomBytes(16).toString("hex")}`;
       const expiresAt = at + MCP_QUOTE_TTL_MS;
       await db
         .insertInto("mcp_quotes")
-        .values({ id: quoteId, wallet: sameWallet(wallet), tool, fingerprint, quote: JSON.stringify(quote), created_at: at, expires_at: expiresAt, used_at: null })
+        .values({
+          id: quoteId,
+          wallet: sameWallet(wallet),
+          tool,
+          fingerprint,
+          quote: JSON.stringify(quote),
+          created_at: at,
+          expires_at: expiresAt,
+          used_at: null,
+        })
         .execute();
       return { quoteId, expiresAt };
     },
@@ -55,9 +67,11 @@ export function createQuoteStore({ db, now }: { db: Db; now: Clock }) {
         .executeTakeFirst();
       if (Number(used.numUpdatedRows) === 1) return { quoteId, usedAt: at };
       const row = await db.selectFrom("mcp_quotes").selectAll().where("id", "=", quoteId).executeTakeFirst();
-      if (!row || row.wallet !== sameWallet(wallet)) throw new MarketError("QUOTE_REQUIRED", `No quote ${quoteId} for this wallet: ask for a quote first.`);
+      if (!row || row.wallet !== sameWallet(wallet))
+        throw new MarketError("QUOTE_REQUIRED", `No quote ${quoteId} for this wallet: ask for a quote first.`);
       if (row.used_at !== null) throw new MarketError("QUOTE_REQUIRED", `Quote ${quoteId} was used already: ask for a new quote.`);
-      if (Number(row.expires_at) <= at) throw new MarketError("QUOTE_REQUIRED", `Quote ${quoteId} expired (quotes last 10 minutes): ask for a new one.`);
+      if (Number(row.expires_at) <= at)
+        throw new MarketError("QUOTE_REQUIRED", `Quote ${quoteId} expired (quotes last 10 minutes): ask for a new one.`);
       throw new MarketError(
         "QUOTE_MISMATCH",
         `The call differs from quote ${quoteId} (its arguments, price or balance-relevant facts changed): ask for a new quote.`,

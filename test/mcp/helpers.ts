@@ -22,7 +22,7 @@ export interface ToolCall {
 
 export type Mcp = Awaited<ReturnType<typeof connect>>;
 
-async function connect(client: Client, transport: StdioClientTransport | StreamableHTTPClientTransport) {
+async function connect<T extends StdioClientTransport | StreamableHTTPClientTransport>(client: Client, transport: T) {
   await client.connect(transport);
   return {
     client,

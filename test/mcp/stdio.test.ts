@@ -77,7 +77,19 @@ describe("mcp: market mcp over stdio", function () {
     const quote = await mcp.call("post_tasks", args);
     expect(quote.isError, quote.text).to.equal(false);
     expect(Object.keys(quote.data).sort()).to.deep.equal(
-      ["alreadyPosted", "currency", "escrow", "payFrom", "privacy", "quoteId", "settlement", "tasks", "toPost", "transactions", "walletBalance"].sort(),
+      [
+        "alreadyPosted",
+        "currency",
+        "escrow",
+        "payFrom",
+        "privacy",
+        "quoteId",
+        "settlement",
+        "tasks",
+        "toPost",
+        "transactions",
+        "walletBalance",
+      ].sort(),
     );
     expect(quote.data).to.deep.include({
       tasks: 2,
@@ -113,7 +125,8 @@ describe("mcp: market mcp over stdio", function () {
     const worker = new MarketClient(await s.clientOptions(s.worker));
     const assigned = await worker.acceptTask(privateHash);
     expect(await worker.openBrief(assigned)).to.equal(PRIVATE.instructions);
-    const output = "- Budget approved for the new office.\n- Launch moved to May.\n- Hiring two engineers.\n- Weekly syncs on Monday.\n- Next review in June.";
+    const output =
+      "- Budget approved for the new office.\n- Launch moved to May.\n- Hiring two engineers.\n- Weekly syncs on Monday.\n- Next review in June.";
     const finalized = await worker.deliverResult({ taskHash: privateHash, output });
     expect(finalized.status).to.equal("verified");
     await s.sync();
@@ -137,7 +150,12 @@ describe("mcp: market mcp over stdio", function () {
     expect(unknown.code, unknown.text).to.equal("QUOTE_REQUIRED");
 
     const quote = await mcp.call("post_tasks", args);
-    const changed = await mcp.call("post_tasks", { tasks: [{ ...PUBLIC, amount: "1" }], idempotencyKey: "quotes", confirm: true, quoteId: quote.data.quoteId });
+    const changed = await mcp.call("post_tasks", {
+      tasks: [{ ...PUBLIC, amount: "1" }],
+      idempotencyKey: "quotes",
+      confirm: true,
+      quoteId: quote.data.quoteId,
+    });
     expect(changed.code, changed.text).to.equal("QUOTE_MISMATCH");
     expect(await balances()).to.deep.equal(start);
 
@@ -165,7 +183,11 @@ describe("mcp: market mcp over stdio", function () {
 
   it("refuses 201 tasks and bad rows (INVALID_ROWS), and a private task no agent can open (NO_EXECUTORS), before anything is sent", async function () {
     const start = await balances();
-    const tasks = Array.from({ length: 201 }, (_, i) => ({ instructions: `Public task number ${i}: name a colour.`, amount: "1000", privacy: "public" }));
+    const tasks = Array.from({ length: 201 }, (_, i) => ({
+      instructions: `Public task number ${i}: name a colour.`,
+      amount: "1000",
+      privacy: "public",
+    }));
     const tooMany = await mcp.call("post_tasks", { tasks, idempotencyKey: "many" });
     expect(tooMany.code, tooMany.text).to.equal("INVALID_ROWS");
     const twoHundred = await mcp.call("post_tasks", { tasks: tasks.slice(0, 200), idempotencyKey: "two-hundred" });
@@ -192,7 +214,9 @@ describe("mcp: market mcp over stdio", function () {
     const confirming = paused.call("post_tasks", { ...args, confirm: true, quoteId: quote.data.quoteId });
     confirming.catch(() => undefined);
     await until(() => journalsUnder(stateDir).some((j) => readJournalEntries(j).some((e) => e.t === "funded")), "the funding", 60_000);
-    process.kill(paused.transport.pid!, "SIGKILL");
+    const pid = paused.transport.pid;
+    if (pid === null) throw new Error("market mcp is not running");
+    process.kill(pid, "SIGKILL");
     await paused.close().catch(() => undefined);
     expect((await balances()).escrow - start.escrow).to.equal(3_500_000n, "paid, not listed");
     await s.sync();

@@ -40,7 +40,14 @@ export interface PostRunResult {
   notStarted: number;
   /** Raw units this call paid into escrow. */
   escrowPaid: string;
-  results: Array<{ index: number; status: McpRowStatus; amount: string; taskHash?: string; txHash?: string; error?: { code: string; message: string } }>;
+  results: Array<{
+    index: number;
+    status: McpRowStatus;
+    amount: string;
+    taskHash?: string;
+    txHash?: string;
+    error?: { code: string; message: string };
+  }>;
 }
 
 /** One call's run, opened for its quote or its confirm. */

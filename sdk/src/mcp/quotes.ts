@@ -25,7 +25,9 @@ export function canonicalJson(value: unknown): string {
 /** The fingerprint of a spending call: its tool, its arguments without `confirm` and `quoteId`, and the quoted facts. */
 export function fingerprintOf(tool: string, args: Record<string, unknown>, facts: Record<string, unknown>): string {
   const { confirm: _confirm, quoteId: _quoteId, ...rest } = args;
-  return createHash("sha256").update(canonicalJson({ tool, args: rest, facts })).digest("hex");
+  return createHash("sha256")
+    .update(canonicalJson({ tool, args: rest, facts }))
+    .digest("hex");
 }
 
 export interface QuoteStore {
@@ -38,6 +40,7 @@ export interface QuoteStore {
 export function serviceQuotes(http: Http): QuoteStore {
   return {
     create: (tool, fingerprint, quote) => http.post<QuoteCreated>("/api/v1/mcp/quotes", { tool, fingerprint, quote }),
-    redeem: (quoteId, tool, fingerprint) => http.post<QuoteRedeemed>(`/api/v1/mcp/quotes/${encodeURIComponent(quoteId)}/redeem`, { tool, fingerprint }),
+    redeem: (quoteId, tool, fingerprint) =>
+      http.post<QuoteRedeemed>(`/api/v1/mcp/quotes/${encodeURIComponent(quoteId)}/redeem`, { tool, fingerprint }),
   };
 }

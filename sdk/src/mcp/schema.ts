@@ -80,7 +80,7 @@ function toZod(schema: JsonSchema): z.ZodType {
 /** The zod schema the MCP SDK registers for a tool whose arguments are this TypeBox object schema. */
 export function zodArgs(schema: TSchema): z.ZodObject {
   if ((schema as JsonSchema).type !== "object") throw new TypeError("MCP tool arguments are an object schema");
-  return toZod(schema as JsonSchema) as z.ZodObject;
+  return toZod(schema) as z.ZodObject;
 }
 
 /**

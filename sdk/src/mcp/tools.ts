@@ -40,7 +40,7 @@ export interface McpTool {
   run(args: never, surface: McpSurface): Promise<ToolAnswer>;
 }
 
-const tool = <A>(definition: Omit<McpTool, "run"> & { run(args: A, surface: McpSurface): Promise<ToolAnswer> }): McpTool => definition as McpTool;
+const tool = <A>(definition: Omit<McpTool, "run"> & { run(args: A, surface: McpSurface): Promise<ToolAnswer> }): McpTool => definition;
 
 const usdc = (raw: bigint | string) => `${formatUsdc(BigInt(raw))} USDC`;
 
@@ -65,7 +65,7 @@ const postTasks = tool<import("../../../core/api").PostTasksArgs>({
     "again with exactly the same arguments plus `confirm: true` and the quote's `quoteId` (single-use, valid 10 minutes). Private tasks " +
     "(the default) are encrypted for the registered agents holding the listed capabilities. If a call stops part-way, call again with " +
     "the same `idempotencyKey`: tasks already posted are reported, tasks paid but not listed are listed without paying again. " +
-    "Amounts are USDC raw units (6 decimals): \"1000000\" is 1 USDC. Poll results with poll_task_result.",
+    'Amounts are USDC raw units (6 decimals): "1000000" is 1 USDC. Poll results with poll_task_result.',
   args: PostTasksArgs,
   async run(args, surface) {
     // The rows first, by the bulk rules every client uses: any bad row refuses the whole call (INVALID_ROWS).
@@ -91,14 +91,19 @@ const postTasks = tool<import("../../../core/api").PostTasksArgs>({
       // What the user agrees to: the arguments, and the quote's facts that decide what is paid (the balance only as
       // whether it covers the escrow: gas spent meanwhile does not void a quote).
       const { walletBalance: _balance, ...binding } = quoted;
-      const fingerprint = fingerprintOf("post_tasks", valid, { ...binding, escrowAddress: facts.escrowAddress, balanceCovers: facts.walletBalance >= facts.escrow });
+      const fingerprint = fingerprintOf("post_tasks", valid, {
+        ...binding,
+        escrowAddress: facts.escrowAddress,
+        balanceCovers: facts.walletBalance >= facts.escrow,
+      });
 
       if (!valid.confirm) {
         const { quoteId } = await surface.quotes.create("post_tasks", fingerprint, quoted);
         const quote: McpQuote = { ...quoted, quoteId };
         return { data: quote, summary: quoteSummary(quote, facts.toFinish) };
       }
-      if (!valid.quoteId) throw clientError("QUOTE_REQUIRED", "A confirm call needs the quoteId of this call's quote: call without confirm first; nothing was spent.");
+      if (!valid.quoteId)
+        throw clientError("QUOTE_REQUIRED", "A confirm call needs the quoteId of this call's quote: call without confirm first; nothing was spent.");
       await surface.quotes.redeem(valid.quoteId, "post_tasks", fingerprint);
       const result = await session.execute();
       return { data: { ...result }, summary: runSummary(result) };
@@ -122,9 +127,18 @@ function quoteSummary(q: McpQuote, toFinish: number): string {
 }
 
 function runSummary(r: PostRunResult): string {
-  const parts = [`posted ${r.posted}`, `already posted ${r.alreadyPosted}`, `paid, not listed ${r.unlisted}`, `failed, nothing paid ${r.failed}`, `not started ${r.notStarted}`];
+  const parts = [
+    `posted ${r.posted}`,
+    `already posted ${r.alreadyPosted}`,
+    `paid, not listed ${r.unlisted}`,
+    `failed, nothing paid ${r.failed}`,
+    `not started ${r.notStarted}`,
+  ];
   const left = r.tasks - r.posted - r.alreadyPosted;
-  const next = left > 0 ? ` ${left} task(s) are not posted: call post_tasks again with the same idempotencyKey (a new quote) to finish them without paying twice.` : "";
+  const next =
+    left > 0
+      ? ` ${left} task(s) are not posted: call post_tasks again with the same idempotencyKey (a new quote) to finish them without paying twice.`
+      : "";
   return `${r.tasks} task(s): ${parts.join("; ")}. Escrow paid by this call: ${usdc(r.escrowPaid)}.${next}`;
 }
 

@@ -36,7 +36,10 @@ export async function findRecipients(
     if (row.privacy !== "private") continue;
     const key = capabilitySet(row);
     if (sets.has(key)) continue;
-    const query = new URLSearchParams({ ...(wrapTo === "posting-chain" ? { chain: ctx.settlement.chain } : {}), ...(key ? { capabilities: key } : {}) });
+    const query = new URLSearchParams({
+      ...(wrapTo === "posting-chain" ? { chain: ctx.settlement.chain } : {}),
+      ...(key ? { capabilities: key } : {}),
+    });
     const { executors } = await ctx.http.get<ExecutorsAnswer>(`/api/v1/a2a/executors?${query}`);
     sets.set(
       key,
