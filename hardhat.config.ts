@@ -51,7 +51,8 @@ const config: HardhatUserConfig = {
       // The fork tests point this at a running node; see test/fork/.
       ...(process.env.FORK_URL ? { forking: { url: process.env.FORK_URL } } : {}),
     },
-    localhost: { url: process.env.LOCAL_RPC_URL ?? "http://127.0.0.1:8545" },
+    // `npm start`'s chain: MARKET_CHAIN_PORT moves it (and every `--network localhost` command with it).
+    localhost: { url: process.env.LOCAL_RPC_URL ?? `http://127.0.0.1:${process.env.MARKET_CHAIN_PORT ?? 8545}` },
     ...chainNetworks,
   },
   typechain: { outDir: "typechain-types", target: "ethers-v6" },

@@ -304,7 +304,9 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     }
 
     /// @inheritdoc ITaskEscrow
-    function submitEvidence(bytes32 taskHash, bytes32 resultHash) external nonReentrant {
+    /// @dev No reentrancy guard: it calls out to nothing and writes only its own task's record, so a call from inside
+    /// another call's token transfer finds a closed task refused (InvalidStatus) like any later call. Saves ~490 gas.
+    function submitEvidence(bytes32 taskHash, bytes32 resultHash) external {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         uint32 clock = _clockWhenLive($);
         TaskRecord storage t = _task($, taskHash);

@@ -41,7 +41,10 @@ export const ERROR_CODES = define({
   WALLET_ALREADY_LINKED: { status: 409, description: "The wallet is linked to another account." },
 
   // ---- posting
-  CHAIN_NOT_POSTABLE: { status: 400, description: "New tasks are posted only on `arc`." },
+  CHAIN_NOT_POSTABLE: {
+    status: 400,
+    description: "New tasks are not posted on this chain here (the server's `POSTABLE_CHAINS`; default `arc` only).",
+  },
   CHAIN_NOT_CONFIGURED: { status: 400, description: "The chain is not configured on this server." },
   INVALID_TASK_HASH: { status: 400, description: "The task hash is not 32-byte hex, or is zero." },
   TASK_HASH_IN_USE: { status: 409, description: "The task hash is already listed (a public brief is reserved marketplace-wide); change the text." },
@@ -155,6 +158,25 @@ export const ERROR_CODES = define({
     status: 409,
     description: "The remote /mcp endpoint never holds a self-run wallet's key: run `market mcp` locally to sign this (spend, cancel, claim).",
   },
+  // ---- hosted agents (docs/hosted-agents.md)
+  HOSTED_AGENT_TOKEN_REFUSED: {
+    status: 403,
+    description:
+      "A hosted agent's own token (`ha_...`) works tasks as its agent; it cannot manage the account (API keys, deploys, its owner's routes). Use a session or an API key of the account.",
+  },
+  HOSTING_UNAVAILABLE: { status: 503, description: "Hosted agents are not configured on this server (no master key)." },
+  DEPLOY_FEE_NOT_PAID: {
+    status: 402,
+    description:
+      "The deploy fee is not paid; `reason` names why: FEE_TX_MISSING, NOT_CONFIRMED, REVERTED, WRONG_RECIPIENT, TOO_SMALL, PAYER_NOT_LINKED or ALREADY_CREDITED.",
+  },
+  HOSTED_AGENT_NOT_FOUND: { status: 404, description: "No hosted agent with this id (or it was deleted)." },
+  NOT_AGENT_OWNER: { status: 403, description: "Only the hosted agent's owner may do this." },
+  AGENT_RUNNING: { status: 409, description: "The hosted agent is running; stop it first." },
+  AGENT_QUOTA_EXCEEDED: { status: 409, description: "The account has as many hosted agents as it may have; delete one first." },
+  BRIDGE_UNAVAILABLE: { status: 400, description: "Withdrawals go to the owner's address on the settlement chain; bridging out is not offered." },
+  NOTHING_TO_WITHDRAW: { status: 409, description: "The agent's wallet holds less of the settlement token than asked (or none)." },
+  KEY_EXPORT_NOT_RECORDED: { status: 503, description: "The export could not be recorded, so the key was not released; retry.", retryable: true },
 
   // ---- client-side (SDK, CLI)
   WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },

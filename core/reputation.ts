@@ -3,7 +3,9 @@
  * - registry reputation, 0 to 100: starts at 50, +1 per settled task credited, -10 per failed verification round and
  *   per dispute ruled against the agent;
  * - decayed score: +10 raw per settled task; the shown score halves for every full 7 days without a settled task;
- * - on-chain reputation (chain `0g` only), read from its contract when configured.
+ * - on-chain reputation: the numbers the reputation contract (contracts/reputation/TaskReputation.sol) holds for the
+ *   wallet, written by the escrows that have it (on `0g`) at settlement and read from the projection of its events
+ *   (server/reputation/onchain-projection.ts); the API shows them with the composite `onChainScore` below.
  * Which tasks are credited at all is the projection's decision (server/reputation/projection.ts `creditedWorker`):
  * only those the marketplace assigned, never one its poster assigned directly.
  */
@@ -103,4 +105,45 @@ export const BADGE_RANK_BONUS = 25;
 /** Offer ranking: the decayed score, plus a bonus per badge the agent holds among the task's required capabilities. */
 export function offerRank(decayed: number, badgesForTask: number): number {
   return decayed + BADGE_RANK_BONUS * badgesForTask;
+}
+
+/** The reputation contract's record of one agent wallet (summed over the chains that have one). */
+export interface OnChainRecord {
+  tasksCompleted: number;
+  scoreSum: number;
+  scoreCount: number;
+  disputes: number;
+}
+
+export const NO_ON_CHAIN_RECORD: Readonly<OnChainRecord> = Object.freeze({ tasksCompleted: 0, scoreSum: 0, scoreCount: 0, disputes: 0 });
+
+/** Outcomes (completions plus disputes) after which the composite stops discounting a short history. */
+export const ON_CHAIN_FULL_CONFIDENCE_OUTCOMES = 10;
+/** What a paid task nobody scored (released unjudged, a dispute won) counts for in the composite: neutral. */
+export const ON_CHAIN_UNSCORED_VALUE = 50;
+
+/**
+ * The average verification score of the scored tasks, 0 to 100, floored to hundredths as the contract's
+ * `summaryOf(agent).averageScore` (times 100) floors it; 0 when no task was scored.
+ */
+export function onChainAverageScore(record: OnChainRecord): number {
+  return record.scoreCount === 0 ? 0 : Math.floor((record.scoreSum * 100) / record.scoreCount) / 100;
+}
+
+/**
+ * The on-chain composite, an integer 0 to 100; 0 without on-chain history (never a default of 100):
+ *   quality     = the sum of scores, plus 50 for each completed task that was paid without a score, over completions;
+ *   reliability = completions / (completions + disputes ruled against the agent);
+ *   confidence  = min(1, (completions + disputes) / 10);
+ *   onChainScore = round(quality x reliability x confidence).
+ * One perfect task gives 10; ten perfect tasks give 100; a dispute against every other task halves the score.
+ */
+export function onChainScore(record: OnChainRecord): number {
+  const outcomes = record.tasksCompleted + record.disputes;
+  if (outcomes === 0 || record.tasksCompleted === 0) return 0;
+  const unscored = Math.max(0, record.tasksCompleted - record.scoreCount);
+  const quality = (record.scoreSum + ON_CHAIN_UNSCORED_VALUE * unscored) / record.tasksCompleted;
+  const reliability = record.tasksCompleted / outcomes;
+  const confidence = Math.min(1, outcomes / ON_CHAIN_FULL_CONFIDENCE_OUTCOMES);
+  return Math.max(0, Math.min(100, Math.round(quality * reliability * confidence)));
 }

@@ -12,7 +12,7 @@
  */
 import { task, types } from "hardhat/config";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
-import type { ContractTransactionResponse, Signer } from "ethers";
+import { Contract, formatUnits, getAddress, type ContractTransactionResponse, type Signer } from "ethers";
 import type { TaskEscrow } from "../typechain-types";
 
 interface CommonArgs {
@@ -47,6 +47,31 @@ async function pickSigner(hre: HardhatRuntimeEnvironment, from: string | undefin
 
 class UsageError extends Error {}
 
+const ADDRESS_ARGS = ["escrow", "from", "token", "admin"] as const;
+
+/**
+ * Refuses malformed arguments before anything is read or sent, with one clear line: a task hash is 0x + 64 hex, an
+ * address is 0x + 40 hex (any case; a mixed-case one must carry a valid checksum). Names (ENS) are not resolved.
+ */
+export function checkArgs(args: Record<string, unknown>): void {
+  const task = args.task;
+  if (task !== undefined && (typeof task !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(task))) {
+    throw new UsageError(`--task must be a task hash (0x + 64 hex characters), got ${JSON.stringify(task)}`);
+  }
+  for (const name of ADDRESS_ARGS) {
+    const value = args[name];
+    if (value === undefined) continue;
+    if (typeof value !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(value)) {
+      throw new UsageError(`--${name} must be an address (0x + 40 hex characters), got ${JSON.stringify(value)}`);
+    }
+    try {
+      getAddress(value);
+    } catch {
+      throw new UsageError(`--${name} ${value} has a bad checksum (mixed case): check the address or write it in lower case`);
+    }
+  }
+}
+
 /**
  * Simulates, then sends; prints the hash, or the decoded custom error and sets a non-zero exit. A transaction that
  * still fails after a clean simulation (the chain moved in between) is reported the same way.
@@ -79,6 +104,20 @@ export async function send(
   }
 }
 
+/** `amount` in the token's units with its symbol (`2.5 USDC`), and raw; raw only when the token does not say. */
+async function tokenAmount(escrow: TaskEscrow, token: string, amount: bigint): Promise<string> {
+  const erc20 = new Contract(token, ["function decimals() view returns (uint8)", "function symbol() view returns (string)"], escrow.runner);
+  try {
+    const [decimals, symbol] = await Promise.all([
+      erc20.getFunction("decimals")() as Promise<bigint>,
+      erc20.getFunction("symbol")() as Promise<string>,
+    ]);
+    return `${formatUnits(amount, decimals)} ${symbol} (${amount} raw)`;
+  } catch {
+    return `${amount} raw`;
+  }
+}
+
 async function printTask(escrow: TaskEscrow, taskHash: string) {
   const { statusName, endingName } = await import("../core/escrow");
   const t = await escrow.getTask(taskHash);
@@ -96,7 +135,7 @@ async function printTask(escrow: TaskEscrow, taskHash: string) {
       `worker      ${t.worker}`,
       `verifier    ${t.verifier === "0x0000000000000000000000000000000000000000" ? "marketplace verifier" : t.verifier}`,
       `token       ${t.token}`,
-      `amount      ${t.amount}`,
+      `amount      ${await tokenAmount(escrow, t.token, t.amount)}`,
       `deadline    ${when(t.deadline)}`,
       `window end  ${when(t.windowEndsAt)}`,
       `rounds      ${t.rounds} of 3`,
@@ -138,6 +177,7 @@ function escrowTask<A extends CommonArgs>(
     .addOptionalParam("from", "Sender address among the network's accounts (default: PRIVATE_KEY or the first)")
     .setAction(async (args: A, hre) => {
       try {
+        checkArgs(args as A & Record<string, unknown>);
         const { escrow, signer } = await connect(hre, args);
         await body(args, { hre, escrow, signer });
       } catch (error) {

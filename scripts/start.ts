@@ -1,45 +1,104 @@
 /**
- * `npm start`: the product on an embedded default. Starts a local Hardhat chain on 127.0.0.1:8545, deploys mock USDC
- * and the escrow with the real deploy code, funds demo accounts with mock USDC, starts the indexer and the API on
- * 127.0.0.1:3000 over SQLite (data/local/, reset at every start since the chain is new), prints the addresses and
- * ready API keys for a demo poster and a demo agent, and runs until Ctrl-C.
+ * `npm start`: the product on an embedded default. Starts a local Hardhat chain as `arc` on 127.0.0.1:8545 and a
+ * second one as `0g` on 127.0.0.1:8546 (`MARKET_0G_CHAIN_PORT`), deploys mock USDC and the escrow on `arc` with the
+ * real deploy code, and on `0g` the escrow 2.0.0 with the identity NFT and the reputation registry, wired, with the
+ * real registries deploy command (deploy/deploy-registries.ts); funds demo accounts with mock USDC on both, starts an
+ * indexer per chain and the API on 127.0.0.1:3000 over SQLite (data/local/, reset at every start since the chains are
+ * new), prints the addresses and ready API keys for a demo poster and a demo agent, and runs until Ctrl-C.
+ * `MARKET_CHAIN_PORT` moves `arc`'s chain and every `--network localhost` command with it; `MARKET_LOCAL_DATA_DIR` moves
+ * the data folder.
+ *
+ * It touches nothing until every port is free and it holds the lock on the data folder, so a second `npm start` on
+ * the same ports or folder refuses with one line instead of taking over the first one's chains and data.
  */
-import { rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
+import { JsonRpcProvider, Wallet } from "ethers";
 import { deployEscrow } from "../deploy/escrow";
+import { readDeployment, type EscrowDeployment } from "../deploy/deployments";
 import { MockUSDC__factory } from "../typechain-types";
-import { startLocalChain } from "./lib/local-chain";
+import { lockDirectory, portIsFree, startLocalChain, type LocalChain } from "./lib/local-chain";
 import { loadConfig, startServer } from "../server";
 import { createAuth } from "../server/auth";
 import { createAgentRegistry } from "../server/agents";
 import { CAPABILITY_TAGS } from "../core/capabilities";
 import { publicKeyFromPrivateKey } from "../core/crypto";
+import { MarketClient } from "../sdk/src/client";
 
-const CHAIN_PORT = Number(process.env.MARKET_CHAIN_PORT ?? 8545);
+/** The `0g` chain's port: the one setting that moves it (node, deployment, server and the printed exports). */
+const ZERO_G_CHAIN_PORT = Number(process.env.MARKET_0G_CHAIN_PORT ?? 8546);
 const API_PORT = Number(process.env.PORT ?? 3000);
 const DEMO_USDC = 10_000n * 10n ** 6n;
-const DATA_DIR = path.resolve(__dirname, "..", "data", "local");
+const DATA_DIR = path.resolve(process.env.MARKET_LOCAL_DATA_DIR ?? path.join(__dirname, "..", "data", "local"));
+
+/** The port of the `localhost` network (hardhat.config.ts: `MARKET_CHAIN_PORT`, default 8545), which must be local. */
+function chainPort(): number {
+  const config = hre.network.config as { url?: string };
+  const url = new URL(config.url ?? "http://127.0.0.1:8545");
+  if (!["127.0.0.1", "localhost"].includes(url.hostname)) throw new Error(`LOCAL_RPC_URL ${url.href} is not on 127.0.0.1`);
+  return Number(url.port || 80);
+}
 
 async function main() {
   if (hre.network.name !== "localhost") throw new Error("run with --network localhost (npm start does)");
+  const CHAIN_PORT = chainPort();
+  for (const [port, variable] of [
+    [CHAIN_PORT, "MARKET_CHAIN_PORT"],
+    [ZERO_G_CHAIN_PORT, "MARKET_0G_CHAIN_PORT"],
+    [API_PORT, "PORT"],
+  ] as const) {
+    if (!(await portIsFree(port))) {
+      throw new Error(
+        `npm start: port ${port} on 127.0.0.1 is in use (another npm start?); nothing was changed. Stop it, or set ${variable} (and MARKET_LOCAL_DATA_DIR) to run a second stack.`,
+      );
+    }
+  }
+  try {
+    lockDirectory(DATA_DIR);
+  } catch (error) {
+    throw new Error(`npm start: ${(error as Error).message}; nothing was changed. Stop it, or set MARKET_LOCAL_DATA_DIR.`, { cause: error });
+  }
   const chain = await startLocalChain({ port: CHAIN_PORT });
+  const zeroG = await startLocalChain({ port: ZERO_G_CHAIN_PORT });
+  rmSync(DATA_DIR, { recursive: true, force: true });
   const { deployment } = await deployEscrow(hre, { log: (line) => console.log(`  ${line}`) });
   const signers = await hre.ethers.getSigners();
   const demo = signers.slice(3, 8);
   const usdc = MockUSDC__factory.connect(deployment.token, signers[0]);
   for (const account of demo) await (await usdc.mint(account.address, DEMO_USDC)).wait();
   const keys = chain.accounts;
+  const zeroGDeployment = await deployZeroG(
+    zeroG,
+    demo.map((s) => s.address),
+  );
 
-  rmSync(DATA_DIR, { recursive: true, force: true });
+  // A master key for this data directory: it seals the hosted agents' secrets (docs/hosted-agents.md).
+  mkdirSync(DATA_DIR, { recursive: true });
+  const masterKeyFile = path.join(DATA_DIR, "master.key");
+  writeFileSync(masterKeyFile, randomBytes(32).toString("hex"), { mode: 0o600 });
   const config = loadConfig({
+    // Local models (Ollama, vLLM on this machine) are on loopback.
+    HOSTED_ALLOW_PRIVATE_NETWORKS: "true",
     ...process.env,
     PORT: String(API_PORT),
     MARKET_DATA_DIR: DATA_DIR,
     CHAIN_ARC_RPC_URL: chain.url,
     CHAIN_ARC_DEPLOYMENT: deployment.network,
+    // The local 0g record lives under data/local/ (a real deployments/0g.json is never touched): named here in full.
+    CHAIN_0G_RPC_URL: zeroG.url,
+    CHAIN_0G_DEPLOYMENT: "local-0g-unrecorded",
+    CHAIN_0G_ESCROW: zeroGDeployment.proxy,
+    CHAIN_0G_TOKEN: zeroGDeployment.token,
+    CHAIN_0G_CHAIN_ID: String(zeroGDeployment.chainId),
+    CHAIN_0G_START_BLOCK: String(zeroGDeployment.block),
+    CHAIN_0G_IDENTITY: zeroGDeployment.identity!.proxy,
+    CHAIN_0G_REPUTATION: zeroGDeployment.reputation!.proxy,
     MARKET_VERIFIER_PRIVATE_KEY: keys[1],
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    MARKET_MASTER_KEY_FILE: process.env.MARKET_MASTER_KEY ? "" : masterKeyFile,
   });
   const server = await startServer(config);
 
@@ -52,13 +111,46 @@ async function main() {
   await createAgentRegistry({ db: server.db, now: Date.now }).register(agent.address, agentAccount, {
     publicKey: publicKeyFromPrivateKey(keys[4]!),
     capabilities: [...CAPABILITY_TAGS],
-    supportedChains: ["arc"],
+    supportedChains: ["arc", "0g"],
     displayName: "Demo agent",
   });
+
+  // A demo hosted agent on the model named by MARKET_MODEL_BASE_URL, owned by the third demo account.
+  const modelUrl = process.env.MARKET_MODEL_BASE_URL;
+  let hostedLine =
+    "Hosted agent  set MARKET_MODEL_BASE_URL (optionally MARKET_MODEL_NAME, MARKET_MODEL_API_KEY) to an OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama, to deploy a demo hosted agent";
+  if (modelUrl) {
+    const ownerSigner = demo[2]!;
+    const ownerAccount = await auth.accounts.accountForWallet(ownerSigner.address);
+    const ownerKey = await auth.apiKeys.createApiKey(ownerAccount, "demo hosted-agent owner");
+    const owner = new MarketClient({
+      apiKey: ownerKey.key,
+      baseUrl: server.url,
+      executor: { privateKey: keys[5]!, rpcUrls: { arc: chain.url } },
+      escrows: { arc: deployment.proxy },
+    });
+    const { agent } = await owner.deployAgent({
+      displayName: "Demo hosted agent",
+      instructions: "You are a careful assistant. Answer the task completely and concretely.",
+      model: {
+        baseUrl: modelUrl,
+        name: process.env.MARKET_MODEL_NAME ?? "llama3.2",
+        ...(process.env.MARKET_MODEL_API_KEY ? { apiKey: process.env.MARKET_MODEL_API_KEY } : {}),
+      },
+      capabilities: [...CAPABILITY_TAGS],
+      start: false,
+    });
+    // Gas for its own transactions (submitEvidence); on arc gas is paid in USDC.
+    await (await signers[0]!.sendTransaction({ to: agent.address, value: 10n ** 18n })).wait();
+    const started = await owner.startAgent({ agentId: agent.id });
+    hostedLine = `Hosted agent  #${agent.id} ${agent.address} on ${modelUrl} (${started.state}${started.lastError ? `: ${started.lastError}` : ""}), owned by ${ownerSigner.address}
+  owner MARKET_API_KEY=${ownerKey.key}`;
+  }
 
   const stop = () => {
     void server.stop().finally(() => {
       chain.stop();
+      zeroG.stop();
       process.exit(0);
     });
   };
@@ -76,15 +168,25 @@ Treasury      ${deployment.treasury}
 Fee           ${deployment.feeBps} bps
 Deployment    deployments/${deployment.network}.json
 
-For the SDK and the market CLI:
-  export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy}
+0g chain      ${zeroG.url}  (chainId ${zeroGDeployment.chainId}; tasks are posted on it with POSTABLE_CHAINS=arc,0g)
+Escrow        ${zeroGDeployment.proxy}  (v${zeroGDeployment.version}, writes reputation)
+Mock USDC     ${zeroGDeployment.token}
+Identity      ${zeroGDeployment.identity!.proxy}  (ERC-8004 identity NFT; minter ${zeroGDeployment.identity!.minters.join(", ")})
+Reputation    ${zeroGDeployment.reputation!.proxy}  (written by the escrow at settlement)
+Deployment    ${path.relative(process.cwd(), path.join(ZERO_G_DEPLOYMENTS, "0g.json"))}
+
+For the SDK and the market CLI (and \`npx hardhat --network localhost escrow:<operation>\`):
+  export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy} MARKET_CHAIN_PORT=${CHAIN_PORT}
+  export MARKET_RPC_0G=${zeroG.url} MARKET_ESCROW_0G=${zeroGDeployment.proxy}
 
 Demo poster   ${poster.address}
   MARKET_API_KEY=${posterKey.key}
   MARKET_PRIVATE_KEY=${keys[3]}
-Demo agent    ${agent.address}  (registered on arc with every capability)
-  MARKET_API_KEY=${agentKey.key}
+Demo agent    ${agent.address}  (registered on arc and 0g with every capability)
+  MARKET_API_KEY=${agentKey.key}  (also on 0g)
   MARKET_PRIVATE_KEY=${keys[4]}
+
+${hostedLine}
 
 Other demo accounts, ${DEMO_USDC / 10n ** 6n} USDC each (well-known Hardhat test keys: never use them elsewhere):
 ${demo
@@ -94,6 +196,40 @@ ${demo
 
 Press Ctrl-C to stop.`);
   await new Promise(() => {});
+}
+
+/** Where the local 0g deployment record is written (reset with the rest of data/local/). */
+const ZERO_G_DEPLOYMENTS = path.join(DATA_DIR, "deployments");
+
+/**
+ * Puts the escrow 2.0.0, the identity NFT and the reputation registry on the local `0g` chain with the registries
+ * deploy command, as on the real network (`hardhat run deploy/deploy-registries.ts --network 0g`), and funds the demo
+ * accounts with its mock USDC.
+ */
+async function deployZeroG(zeroG: LocalChain, demo: string[]): Promise<EscrowDeployment> {
+  execFileSync(process.execPath, [require.resolve("hardhat/internal/cli/cli"), "run", "--network", "0g", "deploy/deploy-registries.ts"], {
+    cwd: path.resolve(__dirname, ".."),
+    stdio: ["ignore", "ignore", "inherit"],
+    env: {
+      ...process.env,
+      HARDHAT_NETWORK: "",
+      CHAIN_0G_RPC_URL: zeroG.url,
+      CHAIN_0G_CHAIN_ID: "",
+      DEPLOYER_PRIVATE_KEY: "",
+      DEPLOYMENTS_DIR: ZERO_G_DEPLOYMENTS,
+    },
+  });
+  const deployment = readDeployment("0g", ZERO_G_DEPLOYMENTS);
+  if (!deployment?.identity || !deployment.reputation) throw new Error("the 0g registries deployment wrote no record");
+  console.log(`  0g: escrow ${deployment.proxy}, identity ${deployment.identity.proxy}, reputation ${deployment.reputation.proxy}`);
+  const provider = new JsonRpcProvider(zeroG.url, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  try {
+    const usdc = MockUSDC__factory.connect(deployment.token, new Wallet(zeroG.accounts[0]!, provider));
+    for (const account of demo) await (await usdc.mint(account, DEMO_USDC)).wait();
+  } finally {
+    provider.destroy();
+  }
+  return deployment;
 }
 
 main().catch((error: unknown) => {

@@ -16,16 +16,19 @@ import { memoizedSchemaCompilers } from "./http/schema-compilers";
 import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
-import { createFunding, createListings, createTaskQueries, taskRoutes } from "./tasks";
+import { createFunding, createListings, createTaskQueries, heldTaskRoutes, taskRoutes } from "./tasks";
 import { createAutoVerification, verificationRoutes } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
 import { storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
-import { discoveryRoutes } from "./discovery";
+import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
 import { reputationRoutes } from "./reputation";
 import { createQuoteStore, mcpRoutes } from "./mcp";
+import { createIdentityLookup, createIdentityMinting } from "./identity";
+import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
+import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
 
@@ -35,7 +38,12 @@ export interface AppDeps {
   db: Db;
   chains: ChainRegistry;
   blobs: BlobStore;
-  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> & Partial<Pick<ServerConfig, "trustProxy">>;
+  config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> &
+    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & { hosted?: HostedConfig };
+  /** Hosted agents, built by the caller to attach their runners once the API listens; built here (never attached) when absent. */
+  hosting?: Hosting;
+  /** Address of the configured marketplace verifier key (GET /health/bridge compares it with each escrow's). */
+  verifierAddress?: string;
   /** The marketplace verifier key's outbox per chain; without one a chain cannot assign or judge. */
   outboxes?: ReadonlyMap<string, Outbox>;
   /** Clock in milliseconds; tests move it. */
@@ -47,6 +55,9 @@ export interface AppDeps {
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Identity minting when the configuration names none (server/config.ts reads IDENTITY_*). */
+const DEFAULT_IDENTITY: ServerConfig["identity"] = { chain: "0g", retryMs: 30_000, maxRetryMs: 3_600_000 };
 
 /** Fastify's `trustProxy`; a hop count trusts the nearest `hops` proxies. */
 function trustedProxies(setting: ServerConfig["trustProxy"] | undefined): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -149,6 +160,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
   const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs });
   const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs };
+  const identity = createIdentityLookup({ db, chains });
+  // Hosted-agent deploys mint identity tokens through it (identityMinting.requestMint); retries run in the background.
+  const identityMinting = createIdentityMinting({ db, chains, outboxes, now, logger: app.log, ...(deps.config.identity ?? DEFAULT_IDENTITY) });
+  identityMinting.start();
+  app.addHook("onClose", () => identityMinting.stop());
 
   await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey });
   await app.register(authRoutes, { auth });
@@ -156,7 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
   await app.register(agentRoutes, { auth, agents });
   await app.register(a2aRoutes, { queries });
-  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents });
+  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity });
   await app.register(marketplaceRoutes, {
     auth,
     accepting: createAccepting(market),
@@ -166,8 +182,26 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
   await app.register(feedbackRoutes, { auth, db, chains, now });
-  await app.register(reputationRoutes, { db, chains, now });
+  await app.register(reputationRoutes, { db, now });
   await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
+  await app.register(heldTaskRoutes, { auth, queries });
+  const hosting =
+    deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
+  // A hosted deploy asks for the agent's identity token (best effort: the mint is recorded and retried, never fails the deploy).
+  hosting.onDeployed(async (agent) => {
+    await identityMinting.requestMint({
+      agentWallet: agent.address,
+      agentPublicKey: agent.publicKey,
+      ownerWallet: agent.ownerAddress,
+      cardUrl: `${deps.config.publicUrl}${AGENT_CARD_PATH.replace("{address}", agent.address)}`,
+    });
+  });
+  await app.register(hostedRoutes, { auth, agents: hosting.agents, store: hosting.store });
+  await app.register(bridgeHealthRoutes, {
+    chains,
+    sponsor: hosting.sponsor,
+    ...(deps.verifierAddress ? { verifierAddress: deps.verifierAddress } : {}),
+  });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

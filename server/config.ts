@@ -1,7 +1,8 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
-import { CHAIN_NAMES, chainEnvPrefix, type ChainName } from "../core/chains";
+import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "../core/chains";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
 export interface ChainConfig {
@@ -14,8 +15,18 @@ export interface ChainConfig {
   startBlock: number;
   /** Blocks behind the head the indexer stays; 0 on a local automining chain. */
   confirmations: number;
-  /** New tasks are posted on `arc` only. */
+  /** Whether new tasks may be posted on this chain (`POSTABLE_CHAINS`; default `arc` only). */
   postable: boolean;
+  /** The ERC-8004-compatible identity NFT on this chain (its proxy and deployment block), when deployed. */
+  identity?: RegistryConfig;
+  /** The reputation registry the chain's escrow writes at settlement, when deployed. */
+  reputation?: RegistryConfig;
+}
+
+/** A registry beside a chain's escrow: the indexer reads its events from `block` on. */
+export interface RegistryConfig {
+  address: string;
+  block: number;
 }
 
 export interface RateLimitConfig {
@@ -24,6 +35,40 @@ export interface RateLimitConfig {
   /** Requests per window per API key or session. */
   perKey: number;
   windowMs: number;
+}
+
+/** Hosted agents (docs/hosted-agents.md): custody, the deploy fee, and the bounds of the runner. */
+export interface HostedConfig {
+  /** 32-byte key (64 hex) that seals custodied secrets (AES-256-GCM); hosted agents are off without it. Never logged. */
+  masterKey?: string;
+  /** Deploy fee in raw units of the settlement token, paid to the treasury on the settlement chain; 0: free. */
+  deployFeeRaw: bigint;
+  /** Deploys per account per hour. */
+  deploysPerHour: number;
+  /** Hosted agents an account may have (deleted ones not counted). */
+  maxAgentsPerAccount: number;
+  /** Tasks one agent works at once. */
+  agentConcurrency: number;
+  /** Tasks all hosted agents of this server work at once. */
+  serverConcurrency: number;
+  /** Model calls per task (the tool-call loop's step limit). */
+  maxSteps: number;
+  /** Time one task may take from the first model call to the answer (ms). */
+  taskBudgetMs: number;
+  /** Time one model call may take (ms). */
+  modelTimeoutMs: number;
+  /** Model calls per agent per minute. */
+  modelCallsPerMinute: number;
+  /** How often a running agent browses (ms). */
+  browseIntervalMs: number;
+  /** How often a running agent looks for escalated work it may release (`releaseUnjudgedWork`) (ms). */
+  releaseCheckMs: number;
+  /** Let models and tools be reached on loopback and private networks (local models; tests). Off by default. */
+  allowPrivateNetworks: boolean;
+  /** The gas sponsor switch: `paused` (default) or `on`. */
+  gasSponsor: "on" | "paused";
+  /** The wallet that pays sponsored gas. Never logged. */
+  gasSponsorKey?: string;
 }
 
 export interface ServerConfig {
@@ -53,23 +98,56 @@ export interface ServerConfig {
   /** Run the indexer in a worker thread (default) or on the API's event loop. */
   indexerInWorker: boolean;
   logLevel: string;
+  hosted: HostedConfig;
+  /** Identity minting for hosted agents (server/identity): the chain the token is minted on, and its retry back-off. */
+  identity: IdentityConfig;
+}
+
+export interface IdentityConfig {
+  /** The chain identity tokens are minted on (`0g`); minting needs its identity contract and the verifier key's outbox. */
+  chain: ChainName;
+  /** First pause after a failed mint (ms); doubles per failure up to `maxRetryMs`. */
+  retryMs: number;
+  maxRetryMs: number;
 }
 
 /** One browse interval of the worker runtime: the offered agent sees the task at its next browse. */
 export const DEFAULT_OFFER_WINDOW_MS = 15_000;
 
+/** Chains new tasks are posted on when `POSTABLE_CHAINS` is not set. */
+export const DEFAULT_POSTABLE_CHAINS: readonly ChainName[] = ["arc"];
+
 export const DEFAULT_RATE_LIMIT: RateLimitConfig = { perIp: 1200, perKey: 600, windowMs: 60_000 };
+
+export const DEFAULT_HOSTED: HostedConfig = {
+  deployFeeRaw: 0n,
+  deploysPerHour: 5,
+  maxAgentsPerAccount: 10,
+  agentConcurrency: 2,
+  serverConcurrency: 8,
+  maxSteps: 8,
+  taskBudgetMs: 300_000,
+  modelTimeoutMs: 60_000,
+  modelCallsPerMinute: 30,
+  browseIntervalMs: 15_000,
+  releaseCheckMs: 600_000,
+  allowPrivateNetworks: false,
+  gasSponsor: "paused",
+};
 
 /**
  * Reads the configuration from the environment. Per chain `<C>` (`ARC`, `0G`, `BASE`):
  * `CHAIN_<C>_RPC_URL` enables it; `CHAIN_<C>_DEPLOYMENT` names a `deployments/<network>.json` record (default: the
  * chain's name), and `CHAIN_<C>_ESCROW`, `CHAIN_<C>_TOKEN`, `CHAIN_<C>_CHAIN_ID`, `CHAIN_<C>_START_BLOCK`,
- * `CHAIN_<C>_CONFIRMATIONS` override or replace it.
+ * `CHAIN_<C>_CONFIRMATIONS` override or replace it; `CHAIN_<C>_IDENTITY` and `CHAIN_<C>_REPUTATION` name the registries
+ * beside the escrow (default: the record's `identity` and `reputation`). `POSTABLE_CHAINS` lists the chains new tasks
+ * may be posted on (default `arc`).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   const dataDir = env.MARKET_DATA_DIR ?? path.resolve(__dirname, "..", "data");
   const port = integer(env.PORT, 3000, "PORT");
   const host = env.HOST ?? "127.0.0.1";
+  const postable = chainList(env.POSTABLE_CHAINS, DEFAULT_POSTABLE_CHAINS, "POSTABLE_CHAINS");
   return {
     host,
     port,
@@ -78,7 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     sqlitePath: env.SQLITE_PATH ?? path.join(dataDir, "market.sqlite"),
     blobDir: env.BLOB_DIR ?? path.join(dataDir, "blobs"),
     chains: CHAIN_NAMES.flatMap((name) => {
-      const chain = chainFromEnv(name, env);
+      const chain = chainFromEnv(name, env, postable);
       return chain ? [chain] : [];
     }),
     verifierKey: env.MARKET_VERIFIER_PRIVATE_KEY || undefined,
@@ -93,14 +171,67 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
     logLevel: env.LOG_LEVEL ?? "info",
+    identity: {
+      chain: chainList(env.IDENTITY_CHAIN, ["0g"], "IDENTITY_CHAIN")[0]!,
+      retryMs: integer(env.IDENTITY_MINT_RETRY_MS, 30_000, "IDENTITY_MINT_RETRY_MS"),
+      maxRetryMs: integer(env.IDENTITY_MINT_MAX_RETRY_MS, 3_600_000, "IDENTITY_MINT_MAX_RETRY_MS"),
+    },
+    hosted: hostedFromEnv(env),
   };
 }
 
-function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv): ChainConfig | undefined {
+/**
+ * `MARKET_MASTER_KEY` (64 hex) or `MARKET_MASTER_KEY_FILE` (a file holding it), `HOSTED_DEPLOY_FEE_RAW`,
+ * `HOSTED_DEPLOYS_PER_HOUR`, `HOSTED_MAX_AGENTS_PER_ACCOUNT`, `HOSTED_AGENT_CONCURRENCY`, `HOSTED_SERVER_CONCURRENCY`,
+ * `HOSTED_MAX_STEPS`, `HOSTED_TASK_BUDGET_MS`, `HOSTED_MODEL_TIMEOUT_MS`, `HOSTED_MODEL_CALLS_PER_MINUTE`,
+ * `HOSTED_BROWSE_INTERVAL_MS`, `HOSTED_RELEASE_CHECK_MS`, `HOSTED_ALLOW_PRIVATE_NETWORKS`, `MARKET_GAS_SPONSOR` (`on`/`paused`),
+ * `MARKET_GAS_SPONSOR_PRIVATE_KEY`.
+ */
+function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
+  const file = env.MARKET_MASTER_KEY_FILE;
+  const masterKey = (env.MARKET_MASTER_KEY || (file ? readFileSync(file, "utf8") : "")).trim().replace(/^0x/i, "");
+  if (masterKey && !/^[0-9a-fA-F]{64}$/.test(masterKey)) throw new Error("MARKET_MASTER_KEY must be 32 bytes as 64 hex characters");
+  const fee = env.HOSTED_DEPLOY_FEE_RAW?.trim() || "0";
+  if (!/^[0-9]{1,78}$/.test(fee)) throw new Error(`HOSTED_DEPLOY_FEE_RAW must be a whole number of raw units, got ${JSON.stringify(fee)}`);
+  const sponsor = (env.MARKET_GAS_SPONSOR ?? "paused").trim().toLowerCase();
+  if (sponsor !== "on" && sponsor !== "paused") throw new Error(`MARKET_GAS_SPONSOR must be on or paused, got ${JSON.stringify(sponsor)}`);
+  const d = DEFAULT_HOSTED;
+  return {
+    ...(masterKey ? { masterKey } : {}),
+    deployFeeRaw: BigInt(fee),
+    deploysPerHour: integer(env.HOSTED_DEPLOYS_PER_HOUR, d.deploysPerHour, "HOSTED_DEPLOYS_PER_HOUR"),
+    maxAgentsPerAccount: integer(env.HOSTED_MAX_AGENTS_PER_ACCOUNT, d.maxAgentsPerAccount, "HOSTED_MAX_AGENTS_PER_ACCOUNT"),
+    agentConcurrency: Math.max(1, integer(env.HOSTED_AGENT_CONCURRENCY, d.agentConcurrency, "HOSTED_AGENT_CONCURRENCY")),
+    serverConcurrency: Math.max(1, integer(env.HOSTED_SERVER_CONCURRENCY, d.serverConcurrency, "HOSTED_SERVER_CONCURRENCY")),
+    maxSteps: Math.max(1, integer(env.HOSTED_MAX_STEPS, d.maxSteps, "HOSTED_MAX_STEPS")),
+    taskBudgetMs: integer(env.HOSTED_TASK_BUDGET_MS, d.taskBudgetMs, "HOSTED_TASK_BUDGET_MS"),
+    modelTimeoutMs: integer(env.HOSTED_MODEL_TIMEOUT_MS, d.modelTimeoutMs, "HOSTED_MODEL_TIMEOUT_MS"),
+    modelCallsPerMinute: integer(env.HOSTED_MODEL_CALLS_PER_MINUTE, d.modelCallsPerMinute, "HOSTED_MODEL_CALLS_PER_MINUTE"),
+    browseIntervalMs: integer(env.HOSTED_BROWSE_INTERVAL_MS, d.browseIntervalMs, "HOSTED_BROWSE_INTERVAL_MS"),
+    releaseCheckMs: integer(env.HOSTED_RELEASE_CHECK_MS, d.releaseCheckMs, "HOSTED_RELEASE_CHECK_MS"),
+    allowPrivateNetworks: env.HOSTED_ALLOW_PRIVATE_NETWORKS === "true",
+    gasSponsor: sponsor,
+    ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
+  };
+}
+
+/** A comma-separated list of chain names (`arc,0g`); unset or empty: the default. */
+function chainList(value: string | undefined, fallback: readonly ChainName[], name: string): ChainName[] {
+  const entries = (value ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  if (entries.length === 0) return [...fallback];
+  const bad = entries.find((entry) => !isChainName(entry));
+  if (bad !== undefined) throw new Error(`${name} must list chains among ${CHAIN_NAMES.join(", ")}, got ${JSON.stringify(bad)}`);
+  return entries.filter(isChainName);
+}
+
+function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv, postable: readonly ChainName[]): ChainConfig | undefined {
   const prefix = chainEnvPrefix(name);
   const rpcUrl = env[`${prefix}RPC_URL`];
   if (!rpcUrl) return undefined;
-  const recorded = readDeployment(env[`${prefix}DEPLOYMENT`] ?? name);
+  const recorded = readDeployment(env[`${prefix}DEPLOYMENT`] ?? name, env.DEPLOYMENTS_DIR || undefined);
   const escrow = env[`${prefix}ESCROW`] ?? recorded?.proxy;
   const token = env[`${prefix}TOKEN`] ?? recorded?.token;
   const chainId = env[`${prefix}CHAIN_ID`] ? integer(env[`${prefix}CHAIN_ID`], 0, `${prefix}CHAIN_ID`) : recorded?.chainId;
@@ -115,8 +246,24 @@ function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv): ChainConfig | un
     token: getAddress(token),
     startBlock: integer(env[`${prefix}START_BLOCK`], recorded?.block ?? 0, `${prefix}START_BLOCK`),
     confirmations: integer(env[`${prefix}CONFIRMATIONS`], 0, `${prefix}CONFIRMATIONS`),
-    postable: name === "arc",
+    postable: postable.includes(name),
+    ...registry("identity", env[`${prefix}IDENTITY`], recorded?.identity),
+    ...registry("reputation", env[`${prefix}REPUTATION`], recorded?.reputation),
   };
+}
+
+/**
+ * A registry from its variable (an address: read from the chain's start block) or the deployment record (read from
+ * the registry's deployment block); none when neither names one.
+ */
+function registry(
+  key: "identity" | "reputation",
+  address: string | undefined,
+  recorded: { proxy: string; block: number } | undefined,
+): Partial<Pick<ChainConfig, "identity" | "reputation">> {
+  if (address)
+    return { [key]: { address: getAddress(address), block: recorded && getAddress(recorded.proxy) === getAddress(address) ? recorded.block : 0 } };
+  return recorded ? { [key]: { address: getAddress(recorded.proxy), block: recorded.block } } : {};
 }
 
 /** `TRUST_PROXY`: unset or `false`, `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */

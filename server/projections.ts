@@ -1,14 +1,17 @@
-import type { Projection } from "./indexer/projection";
+import type { AnyProjection } from "./indexer/projection";
 import { createTaskProjection } from "./indexer/task-projection";
 import { createReputationProjection } from "./reputation/projection";
+import { createOnchainReputationProjection } from "./reputation/onchain-projection";
+import { createIdentityProjection } from "./identity/projection";
 
 /**
  * The read models every indexer keeps, in apply order (rolled back in reverse). Reputation comes first: it reads who
  * worked each task, and who assigned them, from the task state as it was before the range, and follows the range's
- * own creations, assignments and releases with the task projection's rule.
+ * own creations, assignments and releases with the task projection's rule. The registries' projections (identity
+ * tokens, the reputation contract's numbers) read only their own events.
  */
-export function defaultProjections(): Projection[] {
-  return [createReputationProjection(), createTaskProjection()];
+export function defaultProjections(): AnyProjection[] {
+  return [createReputationProjection(), createTaskProjection(), createIdentityProjection(), createOnchainReputationProjection()];
 }
 
 /** How a worker thread finds the same list (functions cannot cross the thread boundary). */

@@ -79,6 +79,7 @@ function inputOf(row: BulkRow): PostTaskInput {
     capabilities: row.capabilities,
     ...(row.routingSummary !== undefined ? { routingSummary: row.routingSummary } : {}),
     ...(row.target !== undefined ? { targetExecutor: row.target } : {}),
+    ...(row.criteria !== undefined ? { verificationCriteria: row.criteria } : {}),
   };
 }
 
@@ -93,6 +94,8 @@ function contentHash(row: BulkRow): string {
     row.routingSummary ?? null,
     row.capabilities,
     row.target ?? null,
+    // Appended (rows without criteria keep the fingerprint a journal recorded before the columns existed).
+    ...(row.criteria !== undefined ? [row.criteria] : []),
   ];
   return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
 }

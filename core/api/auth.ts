@@ -59,7 +59,7 @@ export const RevokedApiKeys = Type.Object({ revoked: Type.Integer() });
 export const WhoAmI = Type.Object({
   addresses: Type.Array(Address),
   accountId: Type.Integer(),
-  via: Type.Union([Type.Literal("apiKey"), Type.Literal("session")]),
+  via: Type.Union([Type.Literal("apiKey"), Type.Literal("session"), Type.Literal("hostedAgent")]),
   keyId: Type.Optional(Type.Integer()),
 });
 export type WhoAmI = Static<typeof WhoAmI>;

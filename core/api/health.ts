@@ -24,7 +24,12 @@ export const Settlement = Type.Object({
   chainId: Type.Integer(),
   escrowAddress: Address,
   token: Address,
-  postable: Type.Boolean(),
+  postable: Type.Boolean({ description: "Whether a new task can be funded here now: the posting chain, its escrow not paused." }),
+  notPostableReason: Type.Optional(
+    Type.Union([Type.Literal("CHAIN_NOT_POSTABLE"), Type.Literal("ESCROW_PAUSED")], {
+      description: "Why `postable` is false: not the posting chain, or its escrow is paused (as indexed).",
+    }),
+  ),
   batchCreate: Type.Object({ supported: Type.Boolean(), maxBatch: Type.Integer() }),
 });
 export type Settlement = Static<typeof Settlement>;

@@ -15,3 +15,4 @@ export * from "./reputation";
 export * from "./health";
 export * from "./discovery";
 export * from "./mcp";
+export * from "./hosted";

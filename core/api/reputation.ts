@@ -1,6 +1,15 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Address } from "./common";
 
+/** An agent's ERC-8004 identity token: its id on the identity contract of a chain. */
+export const AgentIdentityRef = Type.Object({
+  chain: Type.String({ description: "The chain of the identity contract (`0g`)." }),
+  agentId: Type.String({ pattern: "^[0-9]{1,78}$", description: "The token id (ERC-8004 agentId), a decimal string." }),
+  contract: Address,
+  owner: Address,
+});
+export type AgentIdentityRef = Static<typeof AgentIdentityRef>;
+
 /** GET /api/v1/reputation/leaderboard. */
 export const LeaderboardQuery = Type.Object(
   { limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$", description: "1 to 100; default 50." })) },
@@ -24,10 +33,19 @@ export type Leaderboard = Static<typeof Leaderboard>;
 export const Reputation = Type.Object({
   address: Address,
   reputation: Type.Integer({ description: "Registry reputation, 0 to 100." }),
-  tasksCompleted: Type.Integer({ description: "On-chain (0g) tasks completed; 0 when 0g is not configured." }),
-  avgScore: Type.Number({ description: "On-chain (0g) average verification score of paid tasks." }),
-  disputes: Type.Integer({ description: "On-chain (0g) disputes." }),
-  onChainScore: Type.Integer({ description: "0-100 composite of the on-chain numbers: avgScore scaled by the share of tasks not disputed." }),
+  tasksCompleted: Type.Integer({
+    description: "Tasks completed as the reputation contract records them (written by the `0g` escrow at settlement); 0 without a record.",
+  }),
+  avgScore: Type.Number({
+    description: "The contract's average verification score of the scored tasks, 0 to 100 (hundredths, floored); 0 when none was scored.",
+  }),
+  disputes: Type.Integer({ description: "Disputes ruled against the agent, as the reputation contract records them." }),
+  onChainScore: Type.Integer({
+    description:
+      "0-100 composite of the contract's numbers, 0 without on-chain history: round(quality x reliability x confidence), quality = " +
+      "(sum of scores + 50 per unscored paid task) / tasksCompleted, reliability = tasksCompleted / (tasksCompleted + disputes), " +
+      "confidence = min(1, (tasksCompleted + disputes) / 10).",
+  }),
   rawScore: Type.Integer(),
   decayedScore: Type.Number(),
   decayFactor: Type.Number(),

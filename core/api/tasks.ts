@@ -22,7 +22,12 @@ export const TaskHashParams = Type.Object({ taskHash: Type.String({ maxLength: 1
 /** The task properties a poster sends when building the funding transaction and again when listing. */
 export const TaskFields = {
   taskHash: Bytes32,
-  chain: Type.Optional(Type.String({ maxLength: 16, description: "Default `arc`, the only chain new tasks are posted on." })),
+  chain: Type.Optional(
+    Type.String({
+      maxLength: 16,
+      description: "Default `arc` (the server's first postable chain); only the chains in its `POSTABLE_CHAINS` are accepted.",
+    }),
+  ),
   token: Type.Optional(Address),
   locationZone: Type.Optional(Type.String({ maxLength: MAX_ZONE_CHARS, description: "Default `global`." })),
   targetExecutorType: Type.Optional(Type.String({ maxLength: 32 })),
@@ -177,6 +182,10 @@ export type TaskView = Static<typeof TaskView>;
 export const BrowseQuery = Type.Object({ capabilities: Type.Optional(Type.String({ maxLength: 2000 })) }, { additionalProperties: false });
 export const BrowseAnswer = Type.Object({ tasks: Type.Array(TaskView), total: Type.Integer() });
 export type BrowseAnswer = Static<typeof BrowseAnswer>;
+
+/** GET /api/v1/a2a/tasks/held: the tasks a worker holds that have not ended. */
+export const HeldTasksAnswer = Type.Object({ tasks: Type.Array(TaskView) });
+export type HeldTasksAnswer = Static<typeof HeldTasksAnswer>;
 
 /** GET /api/v1/a2a/tasks/posted. */
 export const PostedQuery = Type.Object(

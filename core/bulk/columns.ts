@@ -11,6 +11,11 @@ export const BULK_COLUMNS = [
   "routing_summary",
   "capabilities",
   "target",
+  // `auto` verification's rules, checked like the API's verificationCriteria (without them: min_length 10 at 60%).
+  "verification_min_length",
+  "verification_keywords",
+  "verification_regex",
+  "pass_threshold",
 ] as const;
 
 export type BulkColumn = (typeof BULK_COLUMNS)[number];

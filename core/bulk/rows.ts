@@ -3,13 +3,14 @@
  * "Bulk row columns" table. CSV cells arrive as strings, JSON Lines values as JSON; an empty string or null is an
  * empty cell (the default applies).
  */
-import { CAPABILITY_TAGS, checkCapabilities, parseCapabilityList, type CapabilityTag } from "../capabilities";
+import { CAPABILITY_TAG_RULE, checkCapabilities, parseCapabilityList } from "../capabilities";
 import type { Checked } from "../issues";
 import { DEFAULT_BULK_DURATION_SECONDS, DEFAULT_ZONE, MAX_UPLOAD_BYTES } from "../limits";
 import { parseRawAmount, parseUsdcDecimal } from "../money";
 import { checkRoutingSummary, checkZone, parseAgentAddress, parseDuration, parsePrivacy, type Privacy } from "../task-fields";
 import { charCount } from "../text";
 import type { BulkColumn } from "./columns";
+import { validateCriteria, type VerificationCriteria } from "../verification/criteria";
 
 export type BulkVerification = "auto" | "manual";
 
@@ -23,9 +24,11 @@ export interface BulkRow {
   verification: BulkVerification;
   zone: string;
   routingSummary?: string;
-  capabilities: CapabilityTag[];
+  capabilities: string[];
   /** Checksummed address of the only agent that may take the task. */
   target?: string;
+  /** `auto` rules from the verification_* and pass_threshold columns; absent: the bulk default. */
+  criteria?: VerificationCriteria;
 }
 
 export type RowIssue = {
@@ -54,7 +57,7 @@ export const BulkRowIssue = {
   REWARD_REQUIRED: "REWARD_REQUIRED",
   REWARD_AND_AMOUNT: "REWARD_AND_AMOUNT",
   INVALID_VERIFICATION: "INVALID_VERIFICATION",
-  UNKNOWN_CAPABILITY: "UNKNOWN_CAPABILITY",
+  INVALID_CAPABILITY: "INVALID_CAPABILITY",
   DUPLICATE_BRIEF: "DUPLICATE_BRIEF",
 } as const;
 
@@ -130,6 +133,8 @@ export function normalizeBulkRow(
   const targetText = cell("target");
   const target = targetText === undefined ? undefined : take("target", parseAgentAddress(targetText));
 
+  const criteria = readCriteria(values, verification, cell, fail);
+
   if (
     issues.length > 0 ||
     instructions === undefined ||
@@ -145,7 +150,60 @@ export function normalizeBulkRow(
   const row: BulkRow = { line, instructions, amount, durationSeconds, privacy, verification, zone, capabilities };
   if (routingSummary !== undefined) row.routingSummary = routingSummary;
   if (target !== undefined) row.target = target;
+  if (criteria !== undefined) row.criteria = criteria;
   return { row, issues: [] };
+}
+
+/** The column of each criteria key, to name the cell at fault. */
+const CRITERIA_COLUMNS: Record<string, BulkColumn> = {
+  min_length: "verification_min_length",
+  contains_keywords: "verification_keywords",
+  regex_pattern: "verification_regex",
+  pass_threshold: "pass_threshold",
+};
+
+/**
+ * The `auto` criteria of the verification columns (keywords separated by `;`, or a JSON list), checked by the same
+ * rules as the API's `verificationCriteria`; undefined when none is given. Refused with `manual` verification.
+ */
+function readCriteria(
+  values: RowValues,
+  verification: BulkVerification | undefined,
+  cell: (column: BulkColumn, numbers?: "none" | "integer" | "decimal") => string | undefined,
+  fail: (column: BulkColumn, code: string, message: string) => void,
+): VerificationCriteria | undefined {
+  const criteria: Record<string, unknown> = {};
+  const integer = (column: BulkColumn, key: string) => {
+    const text = cell(column, "integer")?.trim();
+    if (text === undefined) return;
+    if (!/^\d+$/.test(text)) fail(column, BulkRowIssue.INVALID_VERIFICATION, `${column} must be a whole number, got ${JSON.stringify(text)}`);
+    else criteria[key] = Number(text);
+  };
+  integer("verification_min_length", "min_length");
+  integer("pass_threshold", "pass_threshold");
+  const keywords = values.get("verification_keywords");
+  if (Array.isArray(keywords)) criteria.contains_keywords = keywords;
+  else {
+    const text = cell("verification_keywords");
+    if (text !== undefined)
+      criteria.contains_keywords = text
+        .split(";")
+        .map((k) => k.trim())
+        .filter((k) => k !== "");
+  }
+  const regex = cell("verification_regex");
+  if (regex !== undefined) criteria.regex_pattern = regex;
+  if (Object.keys(criteria).length === 0) return undefined;
+  if (verification === "manual") {
+    fail("verification", BulkRowIssue.INVALID_VERIFICATION, "verification_* and pass_threshold columns are for auto verification only");
+    return undefined;
+  }
+  const issues = validateCriteria(criteria, "auto");
+  for (const issue of issues) {
+    const key = issue.field.replace(/^verificationCriteria\./, "").replace(/\[\d+\]$/, "");
+    fail(CRITERIA_COLUMNS[key] ?? "verification", issue.code, issue.message);
+  }
+  return issues.length > 0 ? undefined : criteria;
 }
 
 function readInstructions(
@@ -192,7 +250,7 @@ function readCapabilities(
   value: unknown,
   options: BulkRowOptions,
   fail: (column: BulkColumn, code: string, message: string) => void,
-): CapabilityTag[] | undefined {
+): string[] | undefined {
   if (value === undefined || value === null || (typeof value === "string" && value.trim() === "")) return [];
   let list;
   if (typeof value === "string") list = parseCapabilityList(value, { allowComma: options.allowCommaInCapabilities ?? false });
@@ -201,11 +259,11 @@ function readCapabilities(
     fail("capabilities", BulkRowIssue.INVALID_VALUE, "capabilities must be text (tags separated by ;) or a list of tags");
     return undefined;
   }
-  if (list.unknown.length > 0) {
+  if (list.invalid.length > 0) {
     fail(
       "capabilities",
-      BulkRowIssue.UNKNOWN_CAPABILITY,
-      `unknown capability tag${list.unknown.length > 1 ? "s" : ""}: ${list.unknown.join(", ")} (known: ${CAPABILITY_TAGS.join(", ")})`,
+      BulkRowIssue.INVALID_CAPABILITY,
+      `malformed capability tag${list.invalid.length > 1 ? "s" : ""}: ${list.invalid.join(", ")} (${CAPABILITY_TAG_RULE})`,
     );
     return undefined;
   }

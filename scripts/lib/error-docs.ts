@@ -21,7 +21,8 @@ const ROW_ISSUES: Record<keyof typeof BulkRowIssue, string> = {
   REWARD_AND_AMOUNT: "Both `reward` and `amount` are given: exactly one.",
   INVALID_VERIFICATION:
     "The verification mode or criteria are refused (e.g. `auto` without a real rule, a regex that can backtrack catastrophically).",
-  UNKNOWN_CAPABILITY: "A capability tag is not one of the tags below.",
+  INVALID_CAPABILITY:
+    "A capability tag is malformed: tags are a letter, then letters, digits, `_` or `-`, at most 64 characters (compared without case).",
   DUPLICATE_BRIEF: "The same public brief appears twice in the file.",
 };
 
@@ -70,7 +71,9 @@ export function errorDocs(): string {
     "",
     "## Capability tags",
     "",
-    "`requiredCapabilities`, an agent's `capabilities`, and the `capabilities` column take only these tags:",
+    "`requiredCapabilities`, an agent's `capabilities`, and the `capabilities` column take any well-formed tag: a letter,",
+    "then letters, digits, `_` or `-`, at most 64 characters, compared without case (`INVALID_CAPABILITY` otherwise).",
+    "The 20 known tags, the only ones the web app offers and the ones badges are earned for:",
     CAPABILITY_TAGS.map((tag) => `\`${tag}\``).join(", ") + ".",
     "",
   ].join("\n");

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { createServer } from "node:net";
+import path from "node:path";
 import { HDNodeWallet, Mnemonic } from "ethers";
 
 /** Hardhat's built-in development mnemonic: its keys are public, for local chains only. */
@@ -21,6 +23,8 @@ export function hardhatAccountKeys(count = 20): string[] {
 /** Starts `hardhat node` on 127.0.0.1 as a child process and resolves once it answers JSON-RPC. */
 export async function startLocalChain(options: { port: number; timeoutMs?: number; quiet?: boolean }): Promise<LocalChain> {
   const url = `http://127.0.0.1:${options.port}`;
+  // A node already answering there is not ours: refuse it rather than deploy to it as if it were new.
+  if (!(await portIsFree(options.port))) throw new Error(`port ${options.port} on 127.0.0.1 is already in use`);
   const cli = require.resolve("hardhat/internal/cli/cli");
   const child = spawn(process.execPath, [cli, "node", "--hostname", "127.0.0.1", "--port", String(options.port)], {
     stdio: ["ignore", "pipe", "pipe"],
@@ -73,4 +77,61 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
   });
+}
+
+/** True when nothing listens on 127.0.0.1:`port` (binding it succeeds). */
+export async function portIsFree(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Takes `<dir>.lock` (beside the folder, which the holder may delete and recreate), holding this process's pid. Refuses
+ * with an Error naming the holder while another live process has it; a lock left by a process that died is taken
+ * over. Returns the function that releases it (also run at exit).
+ */
+export function lockDirectory(dir: string): () => void {
+  const file = `${dir}.lock`;
+  mkdirSync(path.dirname(file), { recursive: true });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      const release = () => {
+        if (readLockPid(file) === process.pid) rmSync(file, { force: true });
+      };
+      process.once("exit", release);
+      return release;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = readLockPid(file);
+      if (holder !== undefined && holder !== process.pid && isAlive(holder)) {
+        throw new Error(`${dir} is in use by process ${holder} (another npm start?)`, { cause: error });
+      }
+      rmSync(file, { force: true }); // left by a process that is gone
+    }
+  }
+  throw new Error(`could not lock ${dir}`);
+}
+
+function readLockPid(file: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(file, "utf8").trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }

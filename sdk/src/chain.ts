@@ -3,7 +3,8 @@ import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/c
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { ChainName } from "../../core/chains";
 import { CHAIN_NAMES } from "../../core/chains";
-import { clientError } from "./errors";
+import { clientError, type ApiError } from "./errors";
+import { decodeRevert, isCallRevert } from "../../core/revert";
 import type { Settlement, UnsignedTx } from "../../core/api";
 
 /** One chain as GET /api/v1/health/settlement reports it, and a transaction the API builds: the API's own types. */
@@ -63,7 +64,7 @@ export async function connectChain(
   privateKey: string,
   rpcUrls: RpcUrls,
   pinned: PinnedEscrows,
-  connection: { confirmTimeoutMs?: number } = {},
+  connection: { confirmTimeoutMs?: number; beforeSend?: (tx: { chain: ChainName; from: string; to: string; data: string }) => Promise<void> } = {},
 ): Promise<ChainWallet> {
   const chain = settlement.chain;
   const rpcUrl = rpcUrls[chain];
@@ -103,15 +104,22 @@ export async function connectChain(
       if (unsigned) guard(unsigned, { chainId: settlement.chainId, from: wallet.address, to: expected.to, data: expected.data, escrow });
       const nonce = options.nonce === undefined ? {} : { nonce: options.nonce };
       const run = queue.then(async () => {
+        await connection.beforeSend?.({ chain, from: wallet.address, to: expected.to, data: expected.data });
         // Signed before it is broadcast, so its hash is known whatever happens next: a transaction that may be mined
         // is never reported as not sent.
-        const populated = await wallet.populateTransaction({
-          to: expected.to,
-          data: expected.data,
-          value: 0n,
-          chainId: settlement.chainId,
-          ...nonce,
-        });
+        let populated;
+        try {
+          populated = await wallet.populateTransaction({
+            to: expected.to,
+            data: expected.data,
+            value: 0n,
+            chainId: settlement.chainId,
+            ...nonce,
+          });
+        } catch (cause) {
+          // Estimating gas ran the call: a revert is the contract's refusal, nothing was sent.
+          throw revertError(cause, expected.to === escrow ? "escrow" : "token") ?? cause;
+        }
         const signed = await wallet.signTransaction(populated);
         const txHash = Transaction.from(signed).hash!;
         let receipt: TransactionReceipt | null;
@@ -128,6 +136,22 @@ export async function connectChain(
       return run;
     },
   };
+}
+
+/**
+ * The client's error for a call the chain refused before anything was sent: the contract's custom error decoded with
+ * its name and arguments (`EscrowPaused()`, `InvalidStatus(0x..., 2)`), or its revert string. `EscrowPaused` is
+ * `ESCROW_PAUSED`, any other refusal `TX_REVERTED`; `reason` holds the error's name. Undefined when `error` is not a
+ * revert (a node that did not answer).
+ */
+export function revertError(error: unknown, contract: "escrow" | "token"): ApiError | undefined {
+  if (!isCallRevert(error)) return undefined;
+  const decoded = decodeRevert(escrowInterface, error) ?? decodeRevert(erc20Interface, error);
+  const reasonText = (error as { reason?: string | null }).reason;
+  const what = decoded ? `${decoded.name}(${decoded.args.map(String).join(", ")})` : reasonText ? `"${reasonText}"` : "a revert without a reason";
+  const body = decoded ? { reason: decoded.name, revert: { name: decoded.name, args: decoded.args.map(String) } } : {};
+  const code = decoded?.name === "EscrowPaused" ? "ESCROW_PAUSED" : "TX_REVERTED";
+  return clientError(code, `The ${contract} refused the transaction: ${what}; nothing was sent.`, body);
 }
 
 /** The transaction guard: refuses anything but exactly the expected call. */

@@ -1,7 +1,16 @@
 import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
 import { ApiError, clientError } from "./errors";
-import { connectChain, escrowInterface, pinnedEscrowsFromEnv, type ChainWallet, type PinnedEscrows, type RpcUrls, type Settlement } from "./chain";
+import {
+  connectChain,
+  erc20Interface,
+  escrowInterface,
+  pinnedEscrowsFromEnv,
+  type ChainWallet,
+  type PinnedEscrows,
+  type RpcUrls,
+  type Settlement,
+} from "./chain";
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
 import { canCancel, hasEnded, snapshotFromView } from "../../core/escrow";
@@ -21,8 +30,17 @@ import type {
   TaskView,
   VerdictAnswer,
   WhoAmI,
+  AgentMessage,
+  DeployAgentBody,
+  Deployed,
+  DeployFeeTerms,
+  ExportedKey,
+  HostedAgentView,
+  OwnedAgentView,
+  Withdrawal,
+  HeldTasksAnswer,
 } from "../../core/api";
-import { decryptBrief, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
+import { decryptBrief, openSealed, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
 export interface MarketClientOptions {
@@ -30,7 +48,13 @@ export interface MarketClientOptions {
   /** Default: MARKET_API_URL, else http://127.0.0.1:3000. */
   baseUrl?: string;
   /** The wallet of the API key, to fund tasks and sign its transactions (as poster, worker or verifier). Its key never leaves the client. */
-  executor?: { privateKey: string; rpcUrls: RpcUrls; /** Default 5 minutes. */ confirmTimeoutMs?: number };
+  executor?: {
+    privateKey: string;
+    rpcUrls: RpcUrls;
+    /** Default 5 minutes. */ confirmTimeoutMs?: number;
+    /** Called before the wallet signs each transaction (e.g. to top up its gas). */
+    beforeSend?: (tx: { chain: ChainName; from: string; to: string; data: string }) => Promise<void>;
+  };
   /** Escrow addresses the client trusts per chain; default MARKET_ESCROW_<CHAIN>. */
   escrows?: PinnedEscrows;
   fetch?: typeof fetch;
@@ -54,6 +78,36 @@ export interface CreateAgentOptions {
   displayName?: string;
   /** Raw units. */
   minReward?: bigint | string;
+}
+
+export type {
+  AgentMessage,
+  DeployAgentBody,
+  Deployed,
+  DeployFeeTerms,
+  ExportedKey,
+  HostedAgentView,
+  OwnedAgentView,
+  Withdrawal,
+} from "../../core/api";
+
+/** `deployAgent`'s parameters: the deploy body, with the owner key and the fee payment filled in when left out. */
+export type DeployAgentOptions = Omit<DeployAgentBody, "ownerPublicKey" | "minReward" | "subtasks" | "feeTxHash"> & {
+  /** Default: the public key of this client's executor key (the owner opens exported secrets with it). */
+  ownerPublicKey?: string;
+  /** Raw units. */
+  minReward?: bigint | string;
+  /** The sub-task payment option (`delegate_to_agent`); `maxRewardRaw` in raw units. */
+  subtasks?: { enabled: boolean; maxRewardRaw?: bigint | string };
+  /** The deploy fee's payment, when paid beforehand. */
+  feeTxHash?: string;
+  /** Pay the deploy fee from this client's wallet when the service asks one and no `feeTxHash` is given (default true). */
+  payFee?: boolean;
+};
+
+/** Opens an exported hosted-agent key (`encryptedPrivateKey`) with the owner's private key, locally: 0x-hex. */
+export function decryptExportedKey(encryptedPrivateKey: string, ownerPrivateKey: string): string {
+  return `0x${Buffer.from(openSealed(encryptedPrivateKey, ownerPrivateKey)).toString("utf8").replace(/^0x/, "")}`;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -93,7 +147,8 @@ export class MarketClient {
   async settlement(chain?: string): Promise<Settlement> {
     this.settlements ??= this.http.get<SettlementAnswer>("/api/v1/health/settlement").then((r) => r.chains);
     const chains = await this.settlements;
-    const found = chain ? chains.find((c) => c.chain === chain) : chains.find((c) => c.postable);
+    // The posting chain, paused or not (a paused escrow refuses each call with EscrowPaused).
+    const found = chain ? chains.find((c) => c.chain === chain) : chains.find((c) => c.postable || c.notPostableReason === "ESCROW_PAUSED");
     if (!found) throw clientError("WRONG_CHAIN", chain ? `The service does not settle on ${chain}.` : "The service has no postable chain.");
     return found;
   }
@@ -107,7 +162,10 @@ export class MarketClient {
     if (!connected) {
       connected = (async () => {
         await this.requireOwnKey(executor.privateKey);
-        return connectChain(settlement, executor.privateKey, executor.rpcUrls, this.pinned, { confirmTimeoutMs: executor.confirmTimeoutMs });
+        return connectChain(settlement, executor.privateKey, executor.rpcUrls, this.pinned, {
+          confirmTimeoutMs: executor.confirmTimeoutMs,
+          beforeSend: executor.beforeSend,
+        });
       })();
       connected.catch(() => this.wallets.delete(settlement.chain));
       this.wallets.set(settlement.chain, connected);
@@ -174,6 +232,11 @@ export class MarketClient {
     return this.http.get(`/api/v1/a2a/tasks/posted${query.size ? `?${query}` : ""}`);
   }
 
+  /** Tasks this wallet works on that have not ended (assigned, delivered, awaiting a verdict, a failed round, disputed or escalated). */
+  async heldTasks(): Promise<HeldTasksAnswer> {
+    return this.http.get("/api/v1/a2a/tasks/held");
+  }
+
   /** Takes the task as its worker: assigned on chain once the answer comes, with the brief or how to open it. */
   async acceptTask(taskHash: string): Promise<AssignedTask> {
     return this.http.post(`/api/v1/a2a/tasks/${taskHash}/accept`);
@@ -227,6 +290,98 @@ export class MarketClient {
     }
   }
 
+  // ------------------------------------------------------------------ hosted agents
+
+  /** The deploy fee's terms: amount (raw units), token, recipient (treasury), chain; `required` false when free. */
+  async deployFee(): Promise<DeployFeeTerms> {
+    return this.http.get("/api/v1/agents/deploy-fee");
+  }
+
+  /**
+   * Deploys a hosted agent run by the service on your OpenAI-compatible model. When the service asks a deploy fee and
+   * no `feeTxHash` is given, the fee is paid first from this client's wallet (a settlement-token transfer to the
+   * treasury). Secrets (`model.apiKey`, `toolSecrets`) are sent once and never shown again.
+   */
+  async deployAgent(options: DeployAgentOptions): Promise<Deployed> {
+    const { payFee, ownerPublicKey, ...rest } = options;
+    const ownerKey = ownerPublicKey ?? (this.#options.executor ? publicKeyFromPrivateKey(this.#options.executor.privateKey) : undefined);
+    if (!ownerKey) throw clientError("INVALID_PUBLIC_KEY", "deployAgent needs ownerPublicKey (or an executor key to take it from).");
+    let feeTxHash = rest.feeTxHash;
+    if (feeTxHash === undefined && payFee !== false) {
+      const terms = await this.deployFee();
+      if (terms.required) {
+        const wallet = await this.wallet(terms.chain);
+        const data = erc20Interface.encodeFunctionData("transfer", [terms.recipient, BigInt(terms.amount)]);
+        feeTxHash = (await wallet.send(null, { to: terms.token, data })).hash;
+      }
+    }
+    const { minReward, subtasks, ...fields } = rest;
+    return this.http.post("/api/v1/agents", {
+      ...fields,
+      ownerPublicKey: ownerKey,
+      ...(minReward === undefined ? {} : { minReward: minReward.toString() }),
+      ...(subtasks
+        ? {
+            subtasks: {
+              enabled: subtasks.enabled,
+              ...(subtasks.maxRewardRaw === undefined ? {} : { maxRewardRaw: subtasks.maxRewardRaw.toString() }),
+            },
+          }
+        : {}),
+      ...(feeTxHash ? { feeTxHash } : {}),
+    });
+  }
+
+  /** Hosted agents, public view (tools with header values masked). */
+  async hostedAgents(): Promise<{ agents: HostedAgentView[]; total: number }> {
+    return this.http.get("/api/v1/agents");
+  }
+
+  /** This account's hosted agents, with what only their owner sees. */
+  async myAgents(): Promise<{ agents: OwnedAgentView[] }> {
+    return this.http.get("/api/v1/agents/mine");
+  }
+
+  async startAgent({ agentId }: { agentId: number }): Promise<OwnedAgentView> {
+    return (await this.http.post<{ agent: OwnedAgentView }>(`/api/v1/agents/${agentId}/start`)).agent;
+  }
+
+  async stopAgent({ agentId }: { agentId: number }): Promise<OwnedAgentView> {
+    return (await this.http.post<{ agent: OwnedAgentView }>(`/api/v1/agents/${agentId}/stop`)).agent;
+  }
+
+  async restartAgent({ agentId }: { agentId: number }): Promise<OwnedAgentView> {
+    return (await this.http.post<{ agent: OwnedAgentView }>(`/api/v1/agents/${agentId}/restart`)).agent;
+  }
+
+  async deleteAgent({ agentId }: { agentId: number }): Promise<{ id: number; deleted: true }> {
+    return this.http.del(`/api/v1/agents/${agentId}`);
+  }
+
+  /**
+   * Exports the agent's wallet key (the export is recorded; the wallet is never gas-sponsored again). With
+   * `ownerPrivateKey` (default: this client's executor key) it is opened here, locally: `privateKey`.
+   */
+  async exportAgentKey({ agentId, ownerPrivateKey }: { agentId: number; ownerPrivateKey?: string }): Promise<ExportedKey & { privateKey?: string }> {
+    const exported = await this.http.post<ExportedKey>(`/api/v1/agents/${agentId}/export-key`);
+    const key = ownerPrivateKey ?? this.#options.executor?.privateKey;
+    if (!key || publicKeyFromPrivateKey(key) !== exported.ownerPublicKey.replace(/^0x/, "").toLowerCase()) return exported;
+    return { ...exported, privateKey: decryptExportedKey(exported.encryptedPrivateKey, key) };
+  }
+
+  /** Sends the stopped agent's settlement tokens (all, or `amountRaw`) to the owner's address. */
+  async withdrawFromAgent({ agentId, amountRaw }: { agentId: number; amountRaw?: bigint | string }): Promise<Withdrawal> {
+    return this.http.post(`/api/v1/agents/${agentId}/withdraw`, amountRaw === undefined ? {} : { amountRaw: amountRaw.toString() });
+  }
+
+  async sendAgentMessage({ agentId, body }: { agentId: number; body: string }): Promise<AgentMessage> {
+    return this.http.post(`/api/v1/agents/${agentId}/messages`, { body });
+  }
+
+  async agentMessages({ agentId }: { agentId: number }): Promise<{ messages: AgentMessage[] }> {
+    return this.http.get(`/api/v1/agents/${agentId}/messages`);
+  }
+
   // ------------------------------------------------------------------ posting
 
   /** Posts one task (a bulk run of one row; `agent` verification allowed). */
@@ -256,6 +411,15 @@ export class MarketClient {
 
   private async postingContext() {
     const settlement = await this.settlement();
+    // Asked afresh: a pause is refused before the approval, not by the funding's revert after it.
+    const now = await this.http.get<SettlementAnswer>("/api/v1/health/settlement");
+    if (now.chains.find((c) => c.chain === settlement.chain)?.notPostableReason === "ESCROW_PAUSED") {
+      throw clientError(
+        "ESCROW_PAUSED",
+        `The ${settlement.chain} escrow is paused (EscrowPaused()): no task can be funded until it is unpaused; nothing was sent.`,
+        { reason: "EscrowPaused" },
+      );
+    }
     return { http: this.http, settlement, chain: await this.wallet(settlement.chain) };
   }
 

@@ -4,12 +4,21 @@
  */
 export {
   MarketClient,
+  decryptExportedKey,
   type MarketClientOptions,
   type TaskView,
   type AssignedTask,
   type Finalized,
   type AgentProfile,
   type CreateAgentOptions,
+  type DeployAgentOptions,
+  type Deployed,
+  type DeployFeeTerms,
+  type ExportedKey,
+  type HostedAgentView,
+  type OwnedAgentView,
+  type Withdrawal,
+  type AgentMessage,
 } from "./client";
 export {
   WorkerRuntime,

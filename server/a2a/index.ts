@@ -86,8 +86,8 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
       const wanted = params.capabilities;
       const entries = Array.isArray(wanted) ? wanted : typeof wanted === "string" ? wanted.split(",") : [];
       if (!entries.every((e): e is string => typeof e === "string")) throw new RpcFailure(RPC.INVALID_PARAMS, "params.capabilities must be strings");
-      const { tags, unknown } = checkCapabilities(entries);
-      if (unknown.length > 0) throw new RpcFailure(RPC.INVALID_PARAMS, `unknown capability tags: ${unknown.join(", ")}`);
+      const { tags, invalid } = checkCapabilities(entries);
+      if (invalid.length > 0) throw new RpcFailure(RPC.INVALID_PARAMS, `malformed capability tags: ${invalid.join(", ")}`);
       const { tasks, total } = await queries.browse({ capabilities: tags, limit: LIST_LIMIT });
       const listed = tasks.map((t) => a2aTask(t, v1));
       return v1 ? { tasks: listed, totalSize: total, pageSize: listed.length, nextPageToken: "" } : { tasks: listed, total };

@@ -1,12 +1,12 @@
-import { checkCapabilities } from "../../core/capabilities";
+import { CAPABILITY_TAG_RULE, checkCapabilities } from "../../core/capabilities";
 import { MarketError } from "../../core/errors";
 
-/** Tags from an API list: known tags only, each refusal named. */
+/** Tags from an API list: well-formed tags only (core/capabilities.ts), each refusal named. */
 export function capabilityTags(entries: readonly string[], field: string): string[] {
-  const { tags, unknown } = checkCapabilities(entries);
-  if (unknown.length > 0) {
-    throw new MarketError("VALIDATION_FAILED", `${field} has unknown capability tags: ${unknown.join(", ")}`, {
-      details: unknown.map((tag) => ({ field, message: `unknown capability tag ${JSON.stringify(tag)}` })),
+  const { tags, invalid } = checkCapabilities(entries);
+  if (invalid.length > 0) {
+    throw new MarketError("VALIDATION_FAILED", `${field} has malformed capability tags (${CAPABILITY_TAG_RULE}): ${invalid.join(", ")}`, {
+      details: invalid.map((tag) => ({ field, message: `malformed capability tag ${JSON.stringify(tag)}` })),
     });
   }
   return tags;

@@ -37,5 +37,11 @@ export function createAccounts({ db, now }: { db: Db; now: Clock }) {
     return row.address;
   }
 
-  return { accountOfWallet, accountForWallet, firstWallet };
+  /** Every wallet linked to the account, in the order they were linked. */
+  async function walletsOf(accountId: number): Promise<string[]> {
+    const rows = await db.selectFrom("account_wallets").select("address").where("account_id", "=", accountId).orderBy("position").execute();
+    return rows.map((r) => r.address);
+  }
+
+  return { accountOfWallet, accountForWallet, firstWallet, walletsOf };
 }

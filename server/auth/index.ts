@@ -5,10 +5,12 @@ import type { Clock } from "../http/types";
 import { createAccounts } from "./accounts";
 import { API_KEY_PREFIX, createApiKeys } from "./api-keys";
 import { createSessions } from "./sessions";
+import { HOSTED_TOKEN_PREFIX, createAgentTokens } from "./agent-tokens";
 import type { Principal } from "./principal";
 
 export type { Principal } from "./principal";
 export { API_KEY_PREFIX, sha256Hex } from "./api-keys";
+export { HOSTED_TOKEN_PREFIX, createAgentTokens, type AgentTokens } from "./agent-tokens";
 export { AUTH_SWEEP_INTERVAL_MS, EXPIRED_SESSION_KEPT_MS, NONCE_TTL_MS, SESSION_TTL_MS } from "./sessions";
 
 export interface AuthOptions {
@@ -23,15 +25,18 @@ export interface AuthOptions {
 export type Auth = ReturnType<typeof createAuth>;
 /** What a route that only needs to know who calls it depends on. */
 export type Authenticate = Pick<Auth, "optional" | "required">;
+/** What a route that manages an account (keys, hosted agents) depends on. */
+export type AuthenticateAccount = Pick<Auth, "optional" | "required" | "signedIn">;
 
 /**
  * Authentication: accounts and their wallets, wallet sign-in sessions and API keys, and the principal of a request
- * (`optional`, `required`) from whichever credential it presents.
+ * (`optional`, `required`, `signedIn`) from whichever credential it presents, and the tokens of running hosted agents.
  */
 export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signInChainId = 1 }: AuthOptions) {
   const accounts = createAccounts({ db, now });
   const apiKeys = createApiKeys({ db, now, accounts });
   const sessions = createSessions({ db, now, accounts, publicUrl, signInChainId });
+  const agentTokens = createAgentTokens({ db, now });
 
   /** The request's principal; undefined without credentials; `INVALID_TOKEN` for wrong ones. */
   async function optional(request: { headers: Headers }): Promise<Principal | undefined> {
@@ -39,6 +44,7 @@ export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signI
     if (!presented) return undefined;
     if (presented.via === "malformed") throw new MarketError("INVALID_TOKEN", "Authorization must be `Bearer <session token>`.");
     const { via, token } = presented;
+    if (token.startsWith(HOSTED_TOKEN_PREFIX)) return agentTokens.principalOf(token);
     return via === "api-key" || token.startsWith(API_KEY_PREFIX) ? apiKeys.principalOf(token) : sessions.principalOf(token);
   }
 
@@ -48,5 +54,17 @@ export function createAuth({ db, now, publicUrl = "http://127.0.0.1:3000", signI
     return principal;
   }
 
-  return { optional, required, accounts, sessions, apiKeys };
+  /**
+   * A signed-in account: a session or an API key. A hosted agent's own token is refused (`HOSTED_AGENT_TOKEN_REFUSED`):
+   * it works tasks as its agent, never manages the account (API keys, deploys, its owner's routes).
+   */
+  async function signedIn(request: { headers: Headers }): Promise<Principal> {
+    const principal = await required(request);
+    if (principal.kind === "hostedAgent") {
+      throw new MarketError("HOSTED_AGENT_TOKEN_REFUSED", "A hosted agent's token cannot do this; sign in or use an API key of the account.");
+    }
+    return principal;
+  }
+
+  return { optional, required, signedIn, accounts, sessions, apiKeys, agentTokens };
 }

@@ -77,14 +77,14 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       schema: {
         tags: ["auth"],
         summary: "Create an API key (shown once) acting as the account's first linked wallet",
-        description: "Needs a signed-in session or another API key of the account.",
+        description: "Needs a signed-in session or another API key of the account; a hosted agent's token gets `HOSTED_AGENT_TOKEN_REFUSED`.",
         security: CREDENTIALS,
         body: CreateApiKeyBody,
         response: { 200: Envelope(CreatedApiKey), ...errorResponses(401, 403) },
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       const created = await apiKeys.createApiKey(principal.accountId, request.body.name);
       return ok({ ...created, wallet: asAddress(created.wallet) });
     },
@@ -101,7 +101,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       const rows = await apiKeys.listApiKeys(principal.accountId);
       return ok({
         keys: rows.map((r) => ({
@@ -129,7 +129,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       await apiKeys.revokeApiKey(principal.accountId, Number(request.params.id));
       return ok({ revoked: true });
     },
@@ -146,7 +146,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = await auth.signedIn(request);
       return ok({ revoked: await apiKeys.revokeAllApiKeys(principal.accountId) });
     },
   );
@@ -157,13 +157,17 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       schema: {
         tags: ["auth"],
         summary: "The wallet address(es) the credential acts as; for an API key just one",
+        description:
+          "An API key: the one wallet it acts as. A session: every wallet linked to the account, the wallet that signed in first (the one it acts as), then the others in the order they were linked.",
         security: CREDENTIALS,
         response: { 200: Envelope(WhoAmI), ...errorResponses(401) },
       },
     },
     async (request) => {
       const p = await auth.required(request);
-      return ok({ addresses: [asAddress(p.wallet)], accountId: p.accountId, via: p.kind, ...(p.keyId === undefined ? {} : { keyId: p.keyId }) });
+      const linked = p.kind === "session" ? await auth.accounts.walletsOf(p.accountId) : [];
+      const addresses = [p.wallet, ...linked.filter((w) => w !== p.wallet)].map(asAddress);
+      return ok({ addresses, accountId: p.accountId, via: p.kind, ...(p.keyId === undefined ? {} : { keyId: p.keyId }) });
     },
   );
 };

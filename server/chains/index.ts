@@ -26,7 +26,10 @@ export interface ChainRegistry {
   get(name: string): Chain | undefined;
   /** The chain, or `CHAIN_NOT_CONFIGURED`. */
   require(name: string): Chain;
-  /** The chain new tasks are posted on, or `CHAIN_NOT_CONFIGURED`. */
+  /**
+   * The chain a new task is posted on when the request names none: `arc` when postable, else the first postable chain
+   * (`arc`, `0g`, `base` order); `CHAIN_NOT_CONFIGURED` when none is.
+   */
   posting(): Chain;
 }
 
@@ -80,7 +83,7 @@ export function createChains(configs: ChainConfig[], options: { provider?: (conf
     require,
     posting: () => {
       const chain = chains.find((c) => c.config.postable);
-      if (!chain) throw new MarketError("CHAIN_NOT_CONFIGURED", "No postable chain (arc) is configured on this server.");
+      if (!chain) throw new MarketError("CHAIN_NOT_CONFIGURED", "No postable chain is configured on this server (POSTABLE_CHAINS).");
       return chain;
     },
   };

@@ -32,6 +32,19 @@ export interface Database {
   reviews: ReviewsTable;
   task_messages: TaskMessagesTable;
   mcp_quotes: McpQuotesTable;
+  registry_events: RegistryEventsTable;
+  identity_tokens: IdentityTokensTable;
+  onchain_reputation: OnchainReputationTable;
+  identity_mints: IdentityMintsTable;
+  hosted_agents: HostedAgentsTable;
+  hosted_agent_tools: HostedAgentToolsTable;
+  hosted_agent_secrets: HostedAgentSecretsTable;
+  hosted_agent_tokens: HostedAgentTokensTable;
+  hosted_task_runs: HostedTaskRunsTable;
+  deploy_fee_credits: DeployFeeCreditsTable;
+  key_exports: KeyExportsTable;
+  gas_sponsorships: GasSponsorshipsTable;
+  hosted_agent_messages: HostedAgentMessagesTable;
 }
 
 /** Epoch milliseconds. */
@@ -331,6 +344,115 @@ export interface TaskMessagesTable {
   created_at: Millis;
 }
 
+/** A hosted agent: a wallet the service generated and custodies, run by the service on the owner's model. */
+export interface HostedAgentsTable {
+  id: Generated<number>;
+  /** The agent's wallet. */
+  address: string;
+  /** The owner's account (the signed-in account that deployed it). */
+  account_id: number;
+  /** Where withdrawals go: the wallet the owner deployed with. */
+  owner_address: string;
+  /** Uncompressed secp256k1 key (130 hex) every secret's owner copy is sealed to. */
+  owner_public_key: string;
+  display_name: string;
+  instructions: string;
+  model_base_url: string;
+  model_name: string;
+  /** JSON array of capability tags. */
+  capabilities: string;
+  min_reward: string | null;
+  /** Raw units the agent may put into one sub-task (`delegate_to_agent`); null: the option is off. */
+  subtask_max_reward: string | null;
+  state: "running" | "stopped" | "deleted";
+  /** JSON of what the agent started with (instructions, tools, capabilities); kept while it runs. */
+  running_config: string | null;
+  last_error: string | null;
+  /** First key export; an exported wallet is never gas-sponsored again. */
+  exported_at: Millis | null;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export interface HostedAgentToolsTable {
+  agent_id: number;
+  name: string;
+  /** Where the tool came from: `deploy` (later: a skill's slug). */
+  origin: string;
+  /** JSON of the HTTP tool definition; never a secret (only the secret's name). */
+  definition: string;
+}
+
+/** A custodied secret: sealed under the server's master key, and a copy sealed (ECIES) to the owner's public key. */
+export interface HostedAgentSecretsTable {
+  agent_id: number;
+  kind: "wallet" | "model" | "tool";
+  name: string;
+  sealed: string;
+  owner_copy: string;
+  created_at: Millis;
+}
+
+/** Tokens of running agents (SHA-256, as API keys); one per run, deleted when it stops. */
+export interface HostedAgentTokensTable {
+  token_hash: string;
+  agent_id: number;
+  created_at: Millis;
+}
+
+/** A hosted agent's work on one task: `running` is resumed after a restart, `failed` is never tried again. */
+export interface HostedTaskRunsTable {
+  agent_id: number;
+  task_hash: string;
+  status: "running" | "delivered" | "failed";
+  steps: number;
+  error: string | null;
+  started_at: Millis;
+  ended_at: Millis | null;
+}
+
+/** A deploy-fee payment, credited to one deploy; the primary key (chain, tx) credits it once. */
+export interface DeployFeeCreditsTable {
+  chain: string;
+  tx_hash: string;
+  agent_id: number;
+  account_id: number;
+  payer: string;
+  amount: string;
+  credited_at: Millis;
+}
+
+export interface KeyExportsTable {
+  id: Generated<number>;
+  agent_id: number;
+  account_id: number;
+  ip: string | null;
+  exported_at: Millis;
+}
+
+/** Gas the service sent a hosted agent's wallet; unique per purpose, so each is sponsored at most once. */
+export interface GasSponsorshipsTable {
+  id: Generated<number>;
+  chain: string;
+  agent_address: string;
+  /** `first-evidence`, or `release:<task hash>`. */
+  purpose: string;
+  /** Native units (wei). */
+  amount: string;
+  tx_hash: string | null;
+  status: "sending" | "sent" | "failed";
+  created_at: Millis;
+}
+
+/** Messages between a hosted agent and its owner (no task). */
+export interface HostedAgentMessagesTable {
+  id: Generated<number>;
+  agent_id: number;
+  sender: "owner" | "agent";
+  body: string;
+  created_at: Millis;
+}
+
 export type Account = Selectable<AccountsTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type Agent = Selectable<AgentsTable>;
@@ -355,3 +477,63 @@ export interface McpQuotesTable {
   expires_at: Millis;
   used_at: Millis | null;
 }
+/** The identity and reputation registries' kept logs, decoded (core/registries.ts). */
+export interface RegistryEventsTable {
+  chain: string;
+  block_number: number;
+  block_hash: string;
+  log_index: number;
+  tx_hash: string;
+  tx_index: number;
+  registry: "identity" | "reputation";
+  event: string;
+  /** What the event is about: the agent id (identity) or the agent wallet (reputation); see `registrySubject`. */
+  subject: string;
+  /** JSON object of the decoded arguments. */
+  args: string;
+  block_time: Millis;
+}
+
+/** Each identity token as the identity contract's events project it. */
+export interface IdentityTokensTable {
+  chain: string;
+  /** uint256 as a decimal string. */
+  agent_id: string;
+  owner: string;
+  agent_uri: string;
+  /** The `agentWallet` metadata entry; null once cleared (a transfer clears it). */
+  agent_wallet: string | null;
+  /** The `metadataHash` metadata entry (0x hex), when set. */
+  metadata_hash: string | null;
+  registered_block: number;
+  updated_block: number;
+}
+
+/** Per chain and agent wallet, the reputation contract's numbers as its events project them. */
+export interface OnchainReputationTable {
+  chain: string;
+  agent: string;
+  tasks_completed: number;
+  score_sum: number;
+  score_count: number;
+  disputes: number;
+}
+
+/** Identity tokens the service mints for hosted agents, best effort, with their retry state. */
+export interface IdentityMintsTable {
+  agent_wallet: string;
+  chain: string;
+  owner_wallet: string;
+  card_url: string;
+  metadata_hash: string;
+  /** `pending` until a mint is confirmed (retried at `next_attempt_at`), then `minted`. */
+  state: "pending" | "minted";
+  attempts: number;
+  next_attempt_at: Millis | null;
+  last_error: string | null;
+  agent_id: string | null;
+  tx_hash: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+}
+export type HostedAgent = Selectable<HostedAgentsTable>;

@@ -5,6 +5,7 @@ import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
 import { Envelope, Liveness, Readiness, SettlementAnswer, asAddress } from "../../core/api";
 import { MarketError } from "../../core/errors";
+import { escrowPaused } from "../tasks";
 
 /** A chain is ready when its indexer is at most this many blocks behind its confirmation depth. */
 export const READY_LAG_BLOCKS = 10;
@@ -78,14 +79,22 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, {
     async () =>
       ok({
         chains: await Promise.all(
-          chains.list().map(async (chain) => ({
-            chain: chain.name,
-            chainId: chain.config.chainId,
-            escrowAddress: asAddress(chain.config.escrow),
-            token: asAddress(chain.config.token),
-            postable: chain.config.postable,
-            batchCreate: await chain.batchCreate(),
-          })),
+          chains.list().map(async (chain) => {
+            const notPostableReason = !chain.config.postable
+              ? ("CHAIN_NOT_POSTABLE" as const)
+              : (await escrowPaused(db, chain.name))
+                ? ("ESCROW_PAUSED" as const)
+                : undefined;
+            return {
+              chain: chain.name,
+              chainId: chain.config.chainId,
+              escrowAddress: asAddress(chain.config.escrow),
+              token: asAddress(chain.config.token),
+              postable: notPostableReason === undefined,
+              ...(notPostableReason ? { notPostableReason } : {}),
+              batchCreate: await chain.batchCreate(),
+            };
+          }),
         ),
         custodyPublicKey,
       }),

@@ -16,7 +16,7 @@ export {
   type SupervisedIndexerWorkerOptions,
 } from "./worker";
 export { indexerLag, readCursor, CursorMovedError, REORG_HISTORY_BLOCKS, type Cursor, type IndexerLag } from "./cursor";
-export type { Projection } from "./projection";
+export { isRegistryProjection, type AnyProjection, type Projection, type RegistryProjection } from "./projection";
 export { createTaskProjection, projectedTaskOf, taskRowOf, taskSnapshotOf, type TaskRow, type EscrowStateRow } from "./task-projection";
 export { UNKNOWN_EVENT, type ChainEvent, type EscrowEventArgs } from "./events";
 export { createBlockRange, isRangeRefusal, type BlockRange, type BlockRangeOptions } from "./log-range";

@@ -12,6 +12,8 @@ export type IndexerProvider = Pick<Provider, "getBlockNumber" | "getBlock" | "ge
 
 /** The fields of a log the indexer keeps (ethers' `Log` has them under the same names). */
 export interface RawLog {
+  /** The contract that emitted it. */
+  address: string;
   blockNumber: number;
   blockHash: string;
   index: number;
@@ -32,10 +34,13 @@ export async function readHeader(provider: IndexerProvider, chain: string, numbe
   return { number: block.number, hash: block.hash, parentHash: block.parentHash, timestamp: block.timestamp };
 }
 
-export async function readLogs(provider: IndexerProvider, address: string, fromBlock: number, toBlock: number): Promise<RawLog[]> {
+/** The logs of the contracts at `addresses` (the escrow, and the registries beside it) in one query. */
+export async function readLogs(provider: IndexerProvider, addresses: readonly string[], fromBlock: number, toBlock: number): Promise<RawLog[]> {
+  const address = addresses.length === 1 ? addresses[0]! : [...addresses];
   if (!provider.send) return provider.getLogs({ address, fromBlock, toBlock });
   const logs = (await provider.send("eth_getLogs", [{ address, fromBlock: toQuantity(fromBlock), toBlock: toQuantity(toBlock) }])) as JsonRpcLog[];
   return logs.map((log) => ({
+    address: log.address,
     blockNumber: Number(log.blockNumber),
     blockHash: log.blockHash,
     index: Number(log.logIndex),
@@ -47,6 +52,7 @@ export async function readLogs(provider: IndexerProvider, address: string, fromB
 }
 
 interface JsonRpcLog {
+  address: string;
   blockNumber: string;
   blockHash: string;
   logIndex: string;

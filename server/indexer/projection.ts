@@ -1,6 +1,7 @@
 import type { Transaction } from "kysely";
 import type { Database } from "../db/schema";
 import type { ChainEvent } from "./events";
+import type { RegistryLog } from "../../core/registries";
 
 /**
  * A read model built from the escrow's events. The indexer calls `apply` with each new range's events inside the
@@ -12,6 +13,8 @@ import type { ChainEvent } from "./events";
 export interface Projection {
   /** Names the projection in logs and errors. */
   name: string;
+  /** Escrow projections leave it out. */
+  source?: "escrow";
   /** New events of `chain`, in chain order (block, then log index), already stored in escrow_events. */
   apply(trx: Transaction<Database>, chain: string, events: readonly ChainEvent[]): Promise<void>;
   /**
@@ -19,4 +22,23 @@ export interface Projection {
    * there is the canonical history up to the common ancestor. Projections are rolled back in reverse list order.
    */
   rollback(trx: Transaction<Database>, chain: string, removed: readonly ChainEvent[]): Promise<void>;
+}
+
+/**
+ * A read model built from the events of the registries beside the escrow (identity, reputation), with the same
+ * contract as `Projection`: `apply` with a range's kept registry logs (already in registry_events), `rollback` with
+ * those a reorg removed (already deleted from registry_events), in the transactions that move the cursor.
+ */
+export interface RegistryProjection {
+  name: string;
+  source: "registries";
+  apply(trx: Transaction<Database>, chain: string, events: readonly RegistryLog[]): Promise<void>;
+  rollback(trx: Transaction<Database>, chain: string, removed: readonly RegistryLog[]): Promise<void>;
+}
+
+/** Any projection an indexer feeds. */
+export type AnyProjection = Projection | RegistryProjection;
+
+export function isRegistryProjection(projection: AnyProjection): projection is RegistryProjection {
+  return projection.source === "registries";
 }

@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema";
 import { lockCursor, moveCursor, type Cursor } from "./cursor";
-import { fromEventRow, type ChainEvent } from "./events";
-import type { Projection } from "./projection";
+import { fromEventRow, fromRegistryEventRow, type ChainEvent } from "./events";
+import { isRegistryProjection, type AnyProjection } from "./projection";
 import type { IndexerProvider } from "./node";
 
 /**
@@ -41,7 +41,7 @@ export async function rollbackTo(
   chain: string,
   cursor: Cursor,
   ancestor: Cursor | undefined,
-  projections: readonly Projection[],
+  projections: readonly AnyProjection[],
   now: number,
 ): Promise<ChainEvent[]> {
   const above = ancestor?.number ?? -1;
@@ -57,7 +57,20 @@ export async function rollbackTo(
       .execute();
     const removed = rows.map(fromEventRow);
     await trx.deleteFrom("escrow_events").where("chain", "=", chain).where("block_number", ">", above).execute();
-    for (const projection of [...projections].reverse()) await projection.rollback(trx, chain, removed);
+    const registryRows = await trx
+      .selectFrom("registry_events")
+      .selectAll()
+      .where("chain", "=", chain)
+      .where("block_number", ">", above)
+      .orderBy("block_number")
+      .orderBy("log_index")
+      .execute();
+    const removedRegistry = registryRows.map(fromRegistryEventRow);
+    await trx.deleteFrom("registry_events").where("chain", "=", chain).where("block_number", ">", above).execute();
+    for (const projection of [...projections].reverse()) {
+      if (isRegistryProjection(projection)) await projection.rollback(trx, chain, removedRegistry);
+      else await projection.rollback(trx, chain, removed);
+    }
     await trx.deleteFrom("indexed_blocks").where("chain", "=", chain).where("block_number", ">", above).execute();
     await moveCursor(trx, chain, cursor, ancestor, now);
     return removed;

@@ -2,9 +2,10 @@ import { ZeroHash } from "ethers";
 import type { Db } from "../db";
 import type { ChainConfig } from "../config";
 import { lockCursor, moveCursor, readCursor, rememberBlocks, type BlockRef, type Cursor } from "./cursor";
-import { compareEvents, decodeLog, toEventRow, type ChainEvent } from "./events";
+import { compareEvents, decodeLog, decodeRegistryRawLog, toEventRow, toRegistryEventRow, type ChainEvent } from "./events";
 import { createBlockRange, type BlockRangeOptions } from "./log-range";
-import type { Projection } from "./projection";
+import { isRegistryProjection, type AnyProjection } from "./projection";
+import type { RegistryLog, RegistryName } from "../../core/registries";
 import { ChainMovedError, readHeader, readLogs, type IndexerProvider, type RawLog } from "./node";
 import { findCommonAncestor, rollbackTo } from "./reorg";
 import { createTaskProjection } from "./task-projection";
@@ -25,12 +26,13 @@ export type IndexerStep = "range-fetched" | "before-commit" | "committed" | "reo
 
 export interface IndexerOptions {
   db: Db;
-  chain: Pick<ChainConfig, "name" | "escrow" | "startBlock" | "confirmations">;
+  /** The escrow, and the registries beside it when configured: their logs are read together, range by range. */
+  chain: Pick<ChainConfig, "name" | "escrow" | "startBlock" | "confirmations"> & Partial<Pick<ChainConfig, "identity" | "reputation">>;
   provider: IndexerProvider;
   /** Pause between polls once caught up. */
   pollIntervalMs: number;
-  /** Read models fed with each range; default: the escrow task projection alone. */
-  projections?: Projection[];
+  /** Read models fed with each range (escrow and registry projections); default: the escrow task projection alone. */
+  projections?: AnyProjection[];
   logger?: IndexerLogger;
   /** eth_getLogs range sizing (see log-range.ts). */
   blockRange?: BlockRangeOptions;
@@ -102,6 +104,13 @@ const silentLogger: IndexerLogger = { debug() {}, info() {}, warn() {}, error() 
 export function createIndexer(options: IndexerOptions): Indexer {
   const { db, chain, provider, pollIntervalMs } = options;
   const projections = options.projections ?? [createTaskProjection()];
+  const escrowProjections = projections.filter((p) => !isRegistryProjection(p));
+  const registryProjections = projections.filter(isRegistryProjection);
+  // The contracts whose logs are read: the escrow, then the registries configured beside it.
+  const registries = new Map<string, RegistryName>();
+  if (chain.identity) registries.set(chain.identity.address.toLowerCase(), "identity");
+  if (chain.reputation) registries.set(chain.reputation.address.toLowerCase(), "reputation");
+  const addresses = [chain.escrow, ...(chain.identity ? [chain.identity.address] : []), ...(chain.reputation ? [chain.reputation.address] : [])];
   const logger = options.logger ?? silentLogger;
   const now = options.now ?? Date.now;
   const step = async (name: IndexerStep, range: { from: number; to: number }) => options.onStep?.(name, range);
@@ -147,7 +156,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
     // the logs and every header read in between come from that one chain.
     const { to, result } = await range.fetch(from, target, async (to) => {
       const anchor = await header(to);
-      const logs = await readLogs(provider, chain.escrow, from, to);
+      const logs = await readLogs(provider, addresses, from, to);
       return { anchor, logs };
     });
     const { anchor, logs } = result;
@@ -167,13 +176,13 @@ export function createIndexer(options: IndexerOptions): Indexer {
     if (from !== to && (await header(to)).hash !== anchor.hash) {
       throw new ChainMovedError(`${chain.name}: block ${to} changed while range ${from}-${to} was read`);
     }
-    const events = decodeLogs(logs, known);
+    const { events, registryEvents } = decodeLogs(logs, known);
     await step("range-fetched", { from, to });
 
     let at = cursor;
     let stored = 0;
     let held = 0;
-    for (const slice of slicesOf(events, from, anchor, known)) {
+    for (const slice of slicesOf({ events, registryEvents }, from, anchor, known)) {
       const next = { number: slice.to.number, hash: slice.to.hash };
       const done = { from: slice.from, to: next.number };
       if (held > 0 && options.yieldBetweenCommits) await new Promise((resolve) => setTimeout(resolve, held));
@@ -187,7 +196,10 @@ export function createIndexer(options: IndexerOptions): Indexer {
             .values(rows.slice(i, i + EVENT_ROWS_PER_INSERT))
             .execute();
         }
-        for (const projection of projections) await projection.apply(trx, chain.name, slice.events);
+        const registryRows = slice.registryEvents.map(toRegistryEventRow);
+        if (registryRows.length > 0) await trx.insertInto("registry_events").values(registryRows).execute();
+        for (const projection of escrowProjections) await projection.apply(trx, chain.name, slice.events);
+        for (const projection of registryProjections) await projection.apply(trx, chain.name, slice.registryEvents);
         const blocks = [...known.values()].filter((b) => b.number >= done.from && b.number <= done.to);
         await rememberBlocks(trx, chain.name, blocks, next.number);
         await moveCursor(trx, chain.name, at, next, now());
@@ -195,9 +207,10 @@ export function createIndexer(options: IndexerOptions): Indexer {
       });
       held = performance.now() - began;
       await step("committed", done);
-      options.onProgress?.({ chain: chain.name, ...done, events: slice.events.length, target });
+      const count = slice.events.length + slice.registryEvents.length;
+      options.onProgress?.({ chain: chain.name, ...done, events: count, target });
       at = next;
-      stored += slice.events.length;
+      stored += count;
       if (stopping) break;
     }
     return { cursor: at!, events: stored };
@@ -206,9 +219,15 @@ export function createIndexer(options: IndexerOptions): Indexer {
   /**
    * Cuts a range's events (in chain order) into the transactions that store them: at most maxEventsPerCommit events
    * each, cut between blocks (a block with more events is stored alone). Each slice but the last ends at the block of
-   * its last event, whose header was read with the logs; the last ends at the range's end.
+   * its last event, whose header was read with the logs; the last ends at the range's end. The registries' few logs go
+   * with the slice whose blocks hold them.
    */
-  function slicesOf(events: readonly ChainEvent[], from: number, end: BlockRef, known: ReadonlyMap<number, BlockRef>) {
+  function slicesOf(
+    { events, registryEvents }: { events: readonly ChainEvent[]; registryEvents: readonly RegistryLog[] },
+    from: number,
+    end: BlockRef,
+    known: ReadonlyMap<number, BlockRef>,
+  ) {
     const slices: Array<{ from: number; to: BlockRef; events: readonly ChainEvent[] }> = [];
     let start = 0;
     let sliceFrom = from;
@@ -224,19 +243,31 @@ export function createIndexer(options: IndexerOptions): Indexer {
       sliceFrom = last + 1;
     }
     slices.push({ from: sliceFrom, to: end, events: events.slice(start) });
-    return slices;
+    return slices.map((slice) => ({
+      ...slice,
+      registryEvents: registryEvents.filter((e) => e.blockNumber >= slice.from && e.blockNumber <= slice.to.number),
+    }));
   }
 
-  function decodeLogs(logs: readonly RawLog[], blocks: ReadonlyMap<number, BlockRef>): ChainEvent[] {
-    return logs
-      .map((log) => {
-        const block = blocks.get(log.blockNumber);
-        if (!block || block.hash !== log.blockHash) {
-          throw new ChainMovedError(`${chain.name}: log of block ${log.blockNumber} is not on the chain read`);
-        }
-        return decodeLog(chain.name, log, block.timestamp);
-      })
-      .sort(compareEvents);
+  /** The escrow's logs, every one decoded, and the registries' kept logs, each in chain order. */
+  function decodeLogs(logs: readonly RawLog[], blocks: ReadonlyMap<number, BlockRef>): { events: ChainEvent[]; registryEvents: RegistryLog[] } {
+    const events: ChainEvent[] = [];
+    const registryEvents: RegistryLog[] = [];
+    for (const log of logs) {
+      const block = blocks.get(log.blockNumber);
+      if (!block || block.hash !== log.blockHash) {
+        throw new ChainMovedError(`${chain.name}: log of block ${log.blockNumber} is not on the chain read`);
+      }
+      // A provider that is not asked for several addresses (one contract) may leave the address out of its logs.
+      const registry = log.address ? registries.get(log.address.toLowerCase()) : undefined;
+      if (registry === undefined) {
+        events.push(decodeLog(chain.name, log, block.timestamp));
+        continue;
+      }
+      const decoded = decodeRegistryRawLog(chain.name, registry, log, block.timestamp);
+      if (decoded) registryEvents.push(decoded);
+    }
+    return { events: events.sort(compareEvents), registryEvents: registryEvents.sort(compareEvents) };
   }
 
   async function sync(): Promise<SyncResult> {

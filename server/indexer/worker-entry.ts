@@ -3,7 +3,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { createDatabase } from "../db";
 import { ChainRpcProvider } from "../chains/rpc";
 import { createIndexer, type IndexerLogger } from "./sync";
-import type { Projection } from "./projection";
+import type { AnyProjection } from "./projection";
 import type { IndexerWorkerData, IndexerWorkerMessage } from "./worker";
 
 const port = parentPort;
@@ -23,14 +23,14 @@ const logger: IndexerLogger = {
   error: (obj, msg) => post({ type: "log", level: "error", obj: plain(obj), msg }),
 };
 
-function loadProjections(): Projection[] | undefined {
+function loadProjections(): AnyProjection[] | undefined {
   if (!data.projections) return undefined;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const factory = (require(data.projections.module) as Record<string, unknown>)[data.projections.export];
   if (typeof factory !== "function") {
     throw new Error(`${data.projections.module} has no function export ${data.projections.export} returning the projections`);
   }
-  return (factory as () => Projection[])();
+  return (factory as () => AnyProjection[])();
 }
 
 const db = createDatabase({ databaseUrl: data.databaseUrl, sqlitePath: data.sqlitePath });

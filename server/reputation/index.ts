@@ -1,48 +1,43 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { Db } from "../db";
-import type { ChainRegistry } from "../chains";
 import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
 import { AddressParams, Badges, Envelope, Leaderboard, LeaderboardQuery, Reputation, asAddress } from "../../core/api";
 import { addressParam } from "../http/params";
-import { decayedScore, earnsBadge, FRESH_REPUTATION } from "../../core/reputation";
-import { PAYOUT_ENDINGS } from "../../core/escrow";
+import { decayedScore, earnsBadge, FRESH_REPUTATION, onChainAverageScore, onChainScore, type OnChainRecord } from "../../core/reputation";
 
 export { createReputationProjection } from "./projection";
+export { createOnchainReputationProjection } from "./onchain-projection";
 
-/** The chain whose escrow feeds on-chain reputation. */
-const ON_CHAIN_REPUTATION_CHAIN = "0g";
-
-/** On-chain reputation from the 0g escrow's indexed events, or zeros when 0g is not configured. */
-async function onChainNumbers(db: Db, address: string, configured: boolean) {
-  if (!configured) return { tasksCompleted: 0, avgScore: 0, disputes: 0, onChainScore: 0 };
-  const tasks = db.selectFrom("escrow_tasks").select("task_hash").where("chain", "=", ON_CHAIN_REPUTATION_CHAIN).where("worker", "=", address);
-  const paid = await db
-    .selectFrom("escrow_tasks")
-    .select(["last_score", "ending"])
-    .where("chain", "=", ON_CHAIN_REPUTATION_CHAIN)
-    .where("worker", "=", address)
-    .where("ending", "in", [...PAYOUT_ENDINGS])
-    .execute();
-  const disputes = await db
-    .selectFrom("escrow_events")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("chain", "=", ON_CHAIN_REPUTATION_CHAIN)
-    .where("event", "=", "DisputeRaised")
-    .where("task_hash", "in", tasks)
-    .executeTakeFirstOrThrow();
-  const scores = paid.map((p) => p.last_score ?? 100);
-  const avgScore = scores.length === 0 ? 0 : scores.reduce((a, b) => a + b, 0) / scores.length;
-  const disputeCount = Number(disputes.n);
-  const onChainScore = paid.length === 0 ? 0 : Math.round((avgScore * paid.length) / (paid.length + disputeCount));
-  return { tasksCompleted: paid.length, avgScore, disputes: disputeCount, onChainScore };
+/** The reputation contract's record of a wallet, summed over the chains whose registry the indexer follows. */
+async function onChainNumbers(db: Db, address: string) {
+  const row = await db
+    .selectFrom("onchain_reputation")
+    .select((eb) => [
+      eb.fn.sum<number | string | null>("tasks_completed").as("tasks_completed"),
+      eb.fn.sum<number | string | null>("score_sum").as("score_sum"),
+      eb.fn.sum<number | string | null>("score_count").as("score_count"),
+      eb.fn.sum<number | string | null>("disputes").as("disputes"),
+    ])
+    .where("agent", "=", address)
+    .executeTakeFirst();
+  // SUM over no rows is NULL; PostgreSQL answers bigint sums as strings.
+  const record: OnChainRecord = {
+    tasksCompleted: Number(row?.tasks_completed ?? 0),
+    scoreSum: Number(row?.score_sum ?? 0),
+    scoreCount: Number(row?.score_count ?? 0),
+    disputes: Number(row?.disputes ?? 0),
+  };
+  return {
+    tasksCompleted: record.tasksCompleted,
+    avgScore: onChainAverageScore(record),
+    disputes: record.disputes,
+    onChainScore: onChainScore(record),
+  };
 }
 
 /** Reputation: the leaderboard, an agent's numbers and its badges. */
-export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; chains: Pick<ChainRegistry, "get">; now: Clock }> = async (
-  app,
-  { db, chains, now },
-) => {
+export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }> = async (app, { db, now }) => {
   const nowSeconds = () => Math.floor(now() / 1000);
 
   app.get(
@@ -93,7 +88,7 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; chains: Pick<
       const address = addressParam(request.params.address);
       const row = await db.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirst();
       const decay = decayedScore(row?.raw_score ?? 0, row?.last_settled_at ?? null, nowSeconds());
-      const onChain = await onChainNumbers(db, address, chains.get(ON_CHAIN_REPUTATION_CHAIN) !== undefined);
+      const onChain = await onChainNumbers(db, address);
       return ok({
         address,
         reputation: row?.reputation ?? FRESH_REPUTATION.reputation,

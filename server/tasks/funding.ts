@@ -120,9 +120,13 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       const seen = new Set<string>();
       const details: ErrorDetail[] = [];
       const terms: FundedTerms[] = [];
+      // Every task is checked at once (each check reads the chain and the blob store); outcomes are taken in order.
+      const checks = await Promise.allSettled(bodies.map((body) => checkOne(body, poster, chain)));
       for (const [index, body] of bodies.entries()) {
+        const check = checks[index]!;
         try {
-          const checked = await checkOne(body, poster, chain);
+          if (check.status === "rejected") throw check.reason;
+          const checked = check.value;
           if (seen.has(checked.taskHash)) throw new MarketError("DUPLICATE_TASK_HASH");
           seen.add(checked.taskHash);
           terms.push(checked);

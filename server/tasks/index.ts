@@ -32,6 +32,7 @@ import { MarketError } from "../../core/errors";
 export { createTaskQueries, toTaskView, type TaskQueries, type TaskRow } from "./queries";
 export { createFunding, type Funding } from "./funding";
 export { createListings, type Listings } from "./listing";
+export { heldTaskRoutes } from "./held";
 export { escrowPaused, loadTask, requireLive, statusOf, waitForIndexer, type Assignment, type Delivery, type TaskContext } from "./context";
 export { listedFields, listingChain, listingMeta, listingRow, type ListedFields } from "./listing-codec";
 export { normalizeWrappedKeys, requireValidCriteria, type TermsDeps } from "./terms";
@@ -46,10 +47,16 @@ export interface TaskRouteDeps {
 
 /** Posting, listing, browsing and reading tasks. */
 export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, { auth, chains, queries, funding, listings }) => {
-  /** The chain a new task is posted on: `arc` unless the body names another (refused: not postable). */
+  /** The chain a new task is posted on: the default postable chain unless the body names another postable one. */
   const postingChain = (name: string | undefined) => {
     const chain = name === undefined ? chains.posting() : chains.require(name);
-    if (!chain.config.postable) throw new MarketError("CHAIN_NOT_POSTABLE", `New tasks are posted on arc, not ${chain.name}.`);
+    if (!chain.config.postable) {
+      const postable = chains
+        .list()
+        .filter((c) => c.config.postable)
+        .map((c) => c.name);
+      throw new MarketError("CHAIN_NOT_POSTABLE", `New tasks are posted on ${postable.join(", ") || "no chain"} here, not ${chain.name}.`);
+    }
     return chain;
   };
 

@@ -174,23 +174,27 @@ export function createListings({
     async listBatch(chain: Chain, wallet: string, txHash: string, items: TaskFieldsInput[]) {
       const funded = await receiptOf(chain, txHash, wallet);
       const seen = new Set<string>();
-      const results: Array<ErrorDetail & { taskHash: string; status: string }> = [];
-      for (const item of items) {
-        const taskHash = item.taskHash.toLowerCase();
-        try {
-          if (seen.has(taskHash)) throw new MarketError("DUPLICATE_TASK_HASH");
+      type Outcome = ErrorDetail & { taskHash: string; status: string };
+      // The items are listed at once (each reads the chain and the blob store, then writes its own rows); a repeated
+      // task hash fails alone, and an unreachable chain fails the request.
+      const results = await Promise.all(
+        items.map(async (item): Promise<Outcome> => {
+          const taskHash = item.taskHash.toLowerCase();
+          const repeated = seen.has(taskHash);
           seen.add(taskHash);
-          const result = await listFunded(chain, wallet, txHash, item, funded.get(taskHash));
-          results.push({ ...result, message: result.status === "listed" ? "listed" : "listed before with the same properties" });
-        } catch (error) {
-          if (!(error instanceof MarketError)) {
-            results.push({ taskHash, status: "failed", code: answeredCode("LISTING_FAILED"), message: (error as Error).message });
-            continue;
+          try {
+            if (repeated) throw new MarketError("DUPLICATE_TASK_HASH");
+            const result = await listFunded(chain, wallet, txHash, item, funded.get(taskHash));
+            return { ...result, message: result.status === "listed" ? "listed" : "listed before with the same properties" };
+          } catch (error) {
+            if (!(error instanceof MarketError)) {
+              return { taskHash, status: "failed", code: answeredCode("LISTING_FAILED"), message: (error as Error).message };
+            }
+            if (error.code === "CHAIN_UNAVAILABLE") throw error;
+            return { taskHash, status: "failed", code: error.code, message: error.message };
           }
-          if (error.code === "CHAIN_UNAVAILABLE") throw error;
-          results.push({ taskHash, status: "failed", code: error.code, message: error.message });
-        }
-      }
+        }),
+      );
       return results;
     },
   };

@@ -224,5 +224,20 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
     return row ? (await views([row], viewer))[0] : undefined;
   }
 
-  return { browse, posted, get, view, listed, openFor };
+  /**
+   * Tasks `worker` holds that have not ended (assigned, delivered, judged or in dispute), oldest listing first. The
+   * escrow names a task's worker from its assignment until it ends (a release clears it).
+   */
+  async function held(worker: string, limit = 200): Promise<TaskView[]> {
+    const rows = await listed()
+      .where("t.worker", "=", worker)
+      .where("t.ending", "=", Ending.None)
+      .orderBy("l.listed_at")
+      .orderBy("l.task_hash")
+      .limit(limit)
+      .execute();
+    return views(rows, worker);
+  }
+
+  return { browse, posted, get, view, held, listed, openFor };
 }

@@ -83,10 +83,10 @@ const REFUSALS: Refusal[] = [
     detail: "line 2, column routing_summary: ROUTING_SUMMARY_TOO_LONG",
   },
   {
-    name: "an unknown capability",
-    files: { "t.csv": "instructions,reward,capabilities\nDo it.,1,summarization;juggling\n" },
+    name: "a malformed capability",
+    files: { "t.csv": "instructions,reward,capabilities\nDo it.,1,summarization;juggling balls\n" },
     code: "INVALID_ROWS",
-    detail: "line 2, column capabilities: UNKNOWN_CAPABILITY: unknown capability tag: juggling (known: data_processing, ",
+    detail: "line 2, column capabilities: INVALID_CAPABILITY: malformed capability tag: juggling balls (a letter, then letters",
   },
   {
     name: "a bad target",

@@ -104,11 +104,11 @@ describe("core/bulk: task files", () => {
         `brief,1,,,,,,${"s".repeat(501)},,`,
         [{ column: "routing_summary", code: TaskFieldIssue.ROUTING_SUMMARY_TOO_LONG }],
       ],
-      ["unknown capability", "brief,1,,,,,,,translation;cooking,", [{ column: "capabilities", code: BulkRowIssue.UNKNOWN_CAPABILITY }]],
+      ["malformed capability", "brief,1,,,,,,,translation;two words,", [{ column: "capabilities", code: BulkRowIssue.INVALID_CAPABILITY }]],
       [
         "comma-separated tags outside the CLI",
         'brief,1,,,,,,,"translation,testing",',
-        [{ column: "capabilities", code: BulkRowIssue.UNKNOWN_CAPABILITY }],
+        [{ column: "capabilities", code: BulkRowIssue.INVALID_CAPABILITY }],
       ],
       ["bad target", "brief,1,,,,,,,,0x1234", [{ column: "target", code: TaskFieldIssue.INVALID_ADDRESS }]],
       ["bad target checksum", `brief,1,,,,,,,,${TARGET.slice(0, -1)}e`, [{ column: "target", code: TaskFieldIssue.INVALID_ADDRESS }]],
@@ -294,5 +294,49 @@ describe("core/bulk: task files", () => {
       "jsonl",
       undefined,
     ]);
+  });
+  describe("verification columns (auto rules, checked like the API's criteria)", () => {
+    const header = "Instructions,Reward,Verification,VERIFICATION_MIN_LENGTH,verification_keywords,Verification_Regex,pass_threshold";
+
+    it("reads the rules into the row's criteria; without them the bulk default applies", () => {
+      const text = `${header}\nSummarise it,1,,40,revenue; margin ;,^Summary:,100\nShort,1,,,,,\nKeywords only,1,auto,,alpha,,\n`;
+      const rows = rowsOf(parseBulkFile(text, csv)).rows;
+      expect(rows.map((r) => r.criteria)).to.deep.equal([
+        { min_length: 40, pass_threshold: 100, contains_keywords: ["revenue", "margin"], regex_pattern: "^Summary:" },
+        undefined,
+        { contains_keywords: ["alpha"] },
+      ]);
+    });
+
+    it("reads JSON Lines numbers and keyword lists", () => {
+      const line = JSON.stringify({
+        instructions: "a",
+        reward: 1,
+        verification_min_length: 12,
+        verification_keywords: ["x", "y"],
+        pass_threshold: 50,
+      });
+      expect(rowsOf(parseBulkFile(line, jsonl)).rows[0]!.criteria).to.deep.equal({
+        min_length: 12,
+        pass_threshold: 50,
+        contains_keywords: ["x", "y"],
+      });
+    });
+
+    const refused: [string, string, { column: string; code: string }][] = [
+      ["a length that is not a number", "b,1,,ten,,,", { column: "verification_min_length", code: BulkRowIssue.INVALID_VERIFICATION }],
+      ["a length of zero", "b,1,,0,,,", { column: "verification_min_length", code: "CRITERIA_OUT_OF_RANGE" }],
+      ["a threshold above 100", "b,1,,10,,,101", { column: "pass_threshold", code: "CRITERIA_OUT_OF_RANGE" }],
+      ["a threshold without a rule", "b,1,,,,,80", { column: "verification", code: "CRITERIA_NO_RULE" }],
+      ["a catastrophic regex", "b,1,,,,(a+)+$,", { column: "verification_regex", code: "CRITERIA_REGEX_UNSAFE" }],
+      ["rules with manual verification", "b,1,manual,20,,,", { column: "verification", code: BulkRowIssue.INVALID_VERIFICATION }],
+    ];
+    for (const [name, row, expected] of refused) {
+      it(`refuses ${name} (${expected.code})`, () => {
+        const result = parseBulkFile(`${header}\n${row}\n`, csv);
+        expect(rowsOf(result).rows).to.deep.equal([]);
+        expect(issuesOf(result)).to.deep.equal([{ line: 2, ...expected }]);
+      });
+    }
   });
 });

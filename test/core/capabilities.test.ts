@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { AgentCap, CAPABILITY_TAGS, checkCapabilities, isCapabilityTag, parseCapabilityList } from "../../core/capabilities";
+import { AgentCap, CAPABILITY_TAGS, checkCapabilities, isCapabilityTag, isWellFormedTag, parseCapabilityList } from "../../core/capabilities";
 
 describe("core/capabilities", () => {
   it("has the spec's 20 tags, each once", () => {
@@ -32,23 +32,47 @@ describe("core/capabilities", () => {
     });
   }
 
-  const parseTable: { text: string; allowComma?: boolean; tags: string[]; unknown: string[] }[] = [
-    { text: "", tags: [], unknown: [] },
-    { text: "web_research", tags: ["web_research"], unknown: [] },
-    { text: " web_research ; Summarization;", tags: ["web_research", "summarization"], unknown: [] },
-    { text: "translation;translation;TRANSLATION", tags: ["translation"], unknown: [] },
-    { text: "translation,testing", tags: [], unknown: ["translation,testing"] },
-    { text: "translation,testing", allowComma: true, tags: ["translation", "testing"], unknown: [] },
-    { text: "translation; testing, scheduling", allowComma: true, tags: ["translation", "testing", "scheduling"], unknown: [] },
-    { text: "translation;cooking;;oracle ", tags: ["translation"], unknown: ["cooking", "oracle"] },
+  // The API, SDK and CLI accept any well-formed tag; the 20 known ones are the web app's list and the badges'.
+  const wellFormedTable: [unknown, boolean][] = [
+    ["translation", true],
+    ["legal_review", true],
+    ["x", true],
+    ["rust-2024", true],
+    ["a".repeat(64), true],
+    ["a".repeat(65), false],
+    ["Translation", false],
+    ["9lives", false],
+    ["_private", false],
+    ["two words", false],
+    ["translation,testing", false],
+    ["émigré", false],
+    ["", false],
+    [42, false],
   ];
-  for (const { text, allowComma, tags, unknown } of parseTable) {
+  for (const [value, expected] of wellFormedTable) {
+    it(`isWellFormedTag(${JSON.stringify(value)}) is ${expected}`, () => {
+      expect(isWellFormedTag(value)).to.equal(expected);
+    });
+  }
+
+  const parseTable: { text: string; allowComma?: boolean; tags: string[]; invalid: string[] }[] = [
+    { text: "", tags: [], invalid: [] },
+    { text: "web_research", tags: ["web_research"], invalid: [] },
+    { text: " web_research ; Summarization;", tags: ["web_research", "summarization"], invalid: [] },
+    { text: "translation;translation;TRANSLATION", tags: ["translation"], invalid: [] },
+    { text: "translation,testing", tags: [], invalid: ["translation,testing"] },
+    { text: "translation,testing", allowComma: true, tags: ["translation", "testing"], invalid: [] },
+    { text: "translation; testing, scheduling", allowComma: true, tags: ["translation", "testing", "scheduling"], invalid: [] },
+    { text: "translation;cooking;;Legal_Review ", tags: ["translation", "cooking", "legal_review"], invalid: [] },
+    { text: "translation;two words;9lives", tags: ["translation"], invalid: ["two words", "9lives"] },
+  ];
+  for (const { text, allowComma, tags, invalid } of parseTable) {
     it(`parseCapabilityList(${JSON.stringify(text)}${allowComma ? ", comma" : ""})`, () => {
-      expect(parseCapabilityList(text, { allowComma })).to.deep.equal({ tags, unknown });
+      expect(parseCapabilityList(text, { allowComma })).to.deep.equal({ tags, invalid });
     });
   }
 
   it("checkCapabilities reads an array with the same rules", () => {
-    expect(checkCapabilities(["Testing", "testing", "x", " "])).to.deep.equal({ tags: ["testing"], unknown: ["x"] });
+    expect(checkCapabilities(["Testing", "testing", "x", " ", "no way"])).to.deep.equal({ tags: ["testing", "x"], invalid: ["no way"] });
   });
 });

@@ -16,6 +16,7 @@ import {
   resultHash,
   unwrapBriefKey,
   wrapBriefKey,
+  wrapBriefKeys,
   WRAPPED_KEY_BYTES,
 } from "../../core/crypto";
 
@@ -219,6 +220,32 @@ describe("core/crypto", () => {
       expect(Buffer.from(ecies.decrypt(Buffer.from(HARDHAT_KEY, "hex"), ours)).equals(Buffer.from(key))).to.equal(true);
       const theirs = Buffer.from(ecies.encrypt(Buffer.from(publicKey, "hex"), key)).toString("hex");
       expect(Buffer.from(unwrapBriefKey(theirs, HARDHAT_KEY)).equals(Buffer.from(key))).to.equal(true);
+    });
+
+    it("wraps one key to several agents in one call: eciesjs opens each agent's wrap with that agent's key only", async () => {
+      const ecies = await import("eciesjs");
+      const key = new Uint8Array(randomBytes(32));
+      const secrets = [HARDHAT_KEY, OTHER_KEY, KEY_ONE.slice(2)];
+      const wraps = wrapBriefKeys(key, [...secrets.map(publicKeyFromPrivateKey), G_COMPRESSED]);
+      expect(wraps).to.have.length(4);
+      for (const [i, secret] of secrets.entries()) {
+        expect(Buffer.from(ecies.decrypt(Buffer.from(secret, "hex"), Buffer.from(wraps[i]!, "hex"))).equals(Buffer.from(key))).to.equal(true);
+        expect(Buffer.from(unwrapBriefKey(wraps[i]!, secret)).equals(Buffer.from(key))).to.equal(true);
+        for (const [j, wrapped] of wraps.entries())
+          if (j !== i && j !== 3) expectCryptoError(() => unwrapBriefKey(wrapped, secret), "KEY_UNWRAP_FAILED");
+      }
+      // The compressed form of G is key one's public key: the same agent, a fresh nonce, another wrap.
+      expect(Buffer.from(unwrapBriefKey(wraps[3]!, KEY_ONE)).equals(Buffer.from(key))).to.equal(true);
+      expect(wraps[3]).to.not.equal(wraps[2]);
+      // One ephemeral key per call (per brief), a fresh one for the next call.
+      expect(new Set(wraps.map((w) => w.slice(0, 130))).size).to.equal(1);
+      expect(wrapBriefKeys(key, [G_COMPRESSED])[0]!.slice(0, 130)).to.not.equal(wraps[0]!.slice(0, 130));
+    });
+
+    it("refuses the whole call when one recipient is bad, and wraps to nobody for an empty list", () => {
+      expectCryptoError(() => wrapBriefKeys(new Uint8Array(32), [G_COMPRESSED, "04abcd"]), "INVALID_PUBLIC_KEY");
+      expectCryptoError(() => wrapBriefKeys(new Uint8Array(31), [G_COMPRESSED]), "INVALID_KEY_LENGTH");
+      expect(wrapBriefKeys(new Uint8Array(32), [])).to.deep.equal([]);
     });
 
     it("wraps the same key to the same recipient differently every time, before and after precomputing its point", () => {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import { JsonRpcProvider, NonceManager, Wallet, ZeroAddress, id } from "ethers";
+import { JsonRpcProvider, NonceManager, Wallet, ZeroAddress, formatUnits, id } from "ethers";
 import { readDeployment, type EscrowDeployment } from "../../deploy/deployments";
 import { freePort, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
 import { send } from "../../scripts/settlement";
@@ -106,6 +106,28 @@ describe("TaskEscrow settlement commands", function () {
     expect(result.stdout).to.contain(`task        ${taskHash}`);
     expect(result.stdout).to.contain("status      Cancelled (9)");
     expect(result.stdout).to.contain("ending      CancelledWhileOpen");
+    expect(result.stdout).to.match(new RegExp(`amount      ${formatUnits(AMOUNT, 6)} USDC \\(${AMOUNT} raw\\)`));
+    expect(result.stdout).to.match(/deadline {4}\d{4}-\d\d-\d\dT/);
+  });
+
+  it("refuses a malformed task hash or address with one clear line, reading and sending nothing", async function () {
+    const before = await blockNumber();
+    for (const [args, message] of [
+      [["escrow:cancel", "--task", "0x1234"], "--task must be a task hash (0x + 64 hex characters)"],
+      [["escrow:status", "--task", "abc"], "--task must be a task hash"],
+      [["escrow:status", "--escrow", "market.eth"], "--escrow must be an address (0x + 40 hex characters)"],
+      [["escrow:cancel", "--task", id("x"), "--from", "0x1234"], "--from must be an address"],
+      [
+        ["escrow:withdraw-credit", "--token", "0xABCDEF0123456789abcdef0123456789ABCDEF01"],
+        "--token 0xABCDEF0123456789abcdef0123456789ABCDEF01 has a bad checksum",
+      ],
+    ] as const) {
+      const result = await hardhat(...args);
+      expect(result.code, `${args.join(" ")}: ${result.stderr}`).to.equal(1);
+      expect(result.stderr.trim().split("\n"), args.join(" ")).to.have.length(1);
+      expect(result.stderr).to.contain(message).and.not.contain("resolveName").and.not.contain("TypeError");
+    }
+    expect(await blockNumber()).to.equal(before);
   });
 
   it("decodes an admin refusal with its arguments", async function () {

@@ -279,7 +279,7 @@ describe("MarketClient", function () {
       ["neither reward nor amount", [{ instructions: "x" }], "REWARD_REQUIRED"],
       ["a duration out of range", [{ instructions: "x", reward: "1", durationSeconds: 60 }], "DURATION_OUT_OF_RANGE"],
       ["a reward with 7 decimals", [{ instructions: "x", reward: "1.0000001" }], "AMOUNT_TOO_MANY_DECIMALS"],
-      ["an unknown capability", [{ instructions: "x", reward: "1", capabilities: ["telepathy"] }], "UNKNOWN_CAPABILITY"],
+      ["a malformed capability", [{ instructions: "x", reward: "1", capabilities: ["tele pathy"] }], "INVALID_CAPABILITY"],
       ["a bad target", [{ instructions: "x", reward: "1", targetExecutor: "0x1234" }], "INVALID_ADDRESS"],
       ["a zone over 128 characters", [{ instructions: "x", reward: "1", zone: "z".repeat(129) }], "ZONE_TOO_LONG"],
       [

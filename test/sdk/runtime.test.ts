@@ -217,6 +217,51 @@ describe("WorkerRuntime end to end", function () {
     expect(await s.usdc.balanceOf(s.worker.address)).to.equal(before + 900_000n); // 10% fee
   });
 
+  it("refills a slot as soon as it frees: 21 half-second tasks in 2 slots take well under 20 s with the default 15 s browse interval", async function () {
+    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
+    const result = await poster.postTasks(
+      Array.from({ length: 21 }, (_, i) => ({
+        instructions: `Refill ${i}: summarise this short note.`,
+        amountRaw: 1_000_000n,
+        privacy: "public" as const,
+        capabilities: ["summarization"],
+      })),
+    );
+    expect(result.posted).to.equal(21);
+    let running = 0;
+    let mostAtOnce = 0;
+    const finalized = new Set<string>();
+    const runtime = new WorkerRuntime({
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl,
+      privateKey: options.executor.privateKey,
+      rpcUrls: options.executor.rpcUrls,
+      escrows: options.escrows,
+      capabilities: ["summarization"],
+      maxConcurrentTasks: 2,
+      executeTask: async ({ instructions }) => {
+        mostAtOnce = Math.max(mostAtOnce, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        running--;
+        return { output: `Summary of "${instructions}": a short note, summarised.` };
+      },
+    }).on((event) => {
+      if (event.type === "task_finalized" && event.finalize.verificationResult?.passed) finalized.add(event.taskId);
+    });
+    const started = Date.now();
+    await runtime.start();
+    try {
+      // On the 15 s tick alone, 11 rounds of two would take over 150 s.
+      await until(() => finalized.size === 21, 20_000, "21 tasks finalized within 20 s");
+    } finally {
+      await runtime.stop();
+    }
+    expect(Date.now() - started).to.be.below(20_000);
+    expect(mostAtOnce).to.equal(2);
+    for (const r of result.results) expect((await poster.getTask(r.taskHash!)).state.status).to.equal("verified");
+  });
+
   it("refuses a key of another wallet (OWNER_MISMATCH) and registers nothing", async function () {
     const options = await s.clientOptions(s.worker, keys.workerKey);
     const runtime = new WorkerRuntime({

@@ -200,7 +200,7 @@ describe("server: A2A JSON-RPC", function () {
       for (const params of [[], "x", 5, null, true]) {
         expect((await call("tasks/list", params)).error?.code, JSON.stringify(params)).to.equal(-32602);
       }
-      expect((await call("tasks/list", { capabilities: ["teleportation"] })).error?.code).to.equal(-32602);
+      expect((await call("tasks/list", { capabilities: ["tele portation"] })).error?.code).to.equal(-32602);
       expect((await call("tasks/list", { capabilities: [1, 2] })).error?.code).to.equal(-32602);
     });
   });

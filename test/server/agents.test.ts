@@ -119,12 +119,12 @@ describe("server: agents", function () {
       expect(await agentCount()).to.equal(0);
     });
 
-    it("VALIDATION_FAILED for an unknown capability tag, chain or an out-of-range minReward, naming the field", async function () {
+    it("VALIDATION_FAILED for a malformed capability tag, an unknown chain or an out-of-range minReward, naming the field", async function () {
       const key = await s.apiKeyFor(s.worker);
-      const tag = await register(key, { capabilities: ["web_research", "teleportation"] });
+      const tag = await register(key, { capabilities: ["web_research", "tele portation"] });
       expectError(tag, 400, "VALIDATION_FAILED");
       expect(tag.body.error.details?.[0]?.field).to.equal("body.capabilities");
-      expect(tag.body.error.message).to.include("teleportation");
+      expect(tag.body.error.message).to.include("tele portation");
       const chain = await register(key, { supportedChains: ["arc", "solana"] });
       expectError(chain, 400, "VALIDATION_FAILED");
       expect(chain.body.error.details?.[0]?.field).to.equal("body.supportedChains.1");
@@ -134,6 +134,23 @@ describe("server: agents", function () {
         expect(answer.body.error.details?.[0]?.field).to.equal("body.minReward");
       }
       expect(await agentCount()).to.equal(0);
+    });
+
+    it("accepts a well-formed tag outside the 20 known ones, lower-cased, and finds the agent by it", async function () {
+      const key = await s.apiKeyFor(s.worker);
+      const answer = await register(key, {
+        publicKey: publicKeyOf(s.worker),
+        capabilities: ["web_research", "Legal_Review"],
+        supportedChains: ["arc"],
+      });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      const found = await s.call<{ executors: Array<{ address: string; capabilities: string[] }> }>(
+        "GET",
+        "/api/v1/a2a/executors?chain=arc&capabilities=legal_review",
+      );
+      expect(found.status).to.equal(200);
+      expect(found.body.data.executors.map((e) => e.address)).to.deep.equal([s.worker.address]);
+      expect(found.body.data.executors[0]!.capabilities).to.include("legal_review");
     });
 
     it("registering again replaces every field (omitted ones cleared) and keeps the counters", async function () {
@@ -222,9 +239,9 @@ describe("server: agents", function () {
       expect(addressesOf(await executors("?chain=arc&capabilities=code_review"))).to.deep.equal([]);
     });
 
-    it("refuses unknown tags, chains and parameters (VALIDATION_FAILED naming the query field)", async function () {
+    it("refuses malformed tags, unknown chains and parameters (VALIDATION_FAILED naming the query field)", async function () {
       for (const [query, field] of [
-        ["?capabilities=teleportation", "query.capabilities"],
+        ["?capabilities=tele%20portation", "query.capabilities"],
         ["?chain=solana", "query.chain"],
         ["?chain=ARC", "query.chain"],
         ["?limit=-1", "query.limit"],

@@ -340,7 +340,9 @@ describe("server: authentication", function () {
       // The second wallet signs in to the same account; its keys still act as the first wallet.
       const strangerSession = await flow.signIn(s.stranger);
       expect(strangerSession.accountId).to.equal(session.accountId);
-      expect((await flow.whoami(bearer(strangerSession.token))).body.data.addresses).to.deep.equal([s.stranger.address]);
+      // A session's whoami lists every wallet of the account, its own first; the first wallet's session too.
+      expect((await flow.whoami(bearer(strangerSession.token))).body.data.addresses).to.deep.equal([s.stranger.address, s.poster.address]);
+      expect((await flow.whoami(bearer(session.token))).body.data.addresses).to.deep.equal([s.poster.address, s.stranger.address]);
       const fromSecond = await flow.createKey(bearer(strangerSession.token));
       expect(fromSecond.wallet).to.equal(s.poster.address);
       expect((await flow.whoami({ "x-api-key": fromSecond.key })).body.data.addresses).to.deep.equal([s.poster.address]);

@@ -1,8 +1,14 @@
 /**
- * The server's configuration from the environment: defaults, whole-number settings, and TRUST_PROXY.
+ * The server's configuration from the environment: defaults, whole-number settings, TRUST_PROXY, the postable chains
+ * and the registries beside an escrow.
  */
 import { expect } from "chai";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Wallet } from "ethers";
 import { DEFAULT_OFFER_WINDOW_MS, DEFAULT_RATE_LIMIT, loadConfig } from "../../server/config";
+import { writeDeployment, type EscrowDeployment } from "../../deploy/deployments";
 
 describe("server: configuration", function () {
   it("defaults to loopback, SQLite, no chains, no proxy trusted", function () {
@@ -17,6 +23,79 @@ describe("server: configuration", function () {
     expect(config.offerWindowMs).to.equal(DEFAULT_OFFER_WINDOW_MS);
     expect(config.trustProxy).to.equal(false);
     expect(config.verifierKey).to.equal(undefined);
+    expect(config.identity).to.deep.equal({ chain: "0g", retryMs: 30_000, maxRetryMs: 3_600_000 });
+  });
+
+  describe("chains", function () {
+    const address = () => Wallet.createRandom().address;
+    const chain = (name: string) => ({
+      [`CHAIN_${name}_RPC_URL`]: "http://127.0.0.1:1",
+      [`CHAIN_${name}_ESCROW`]: address(),
+      [`CHAIN_${name}_TOKEN`]: address(),
+      [`CHAIN_${name}_CHAIN_ID`]: "31337",
+    });
+    const postable = (env: Record<string, string>) =>
+      Object.fromEntries(loadConfig({ ...chain("ARC"), ...chain("0G"), ...chain("BASE"), ...env }).chains.map((c) => [c.name, c.postable]));
+
+    it("posts on arc only unless POSTABLE_CHAINS lists others", function () {
+      expect(postable({})).to.deep.equal({ arc: true, "0g": false, base: false });
+      expect(postable({ POSTABLE_CHAINS: "0g" })).to.deep.equal({ arc: false, "0g": true, base: false });
+      expect(postable({ POSTABLE_CHAINS: " arc, 0g " })).to.deep.equal({ arc: true, "0g": true, base: false });
+      expect(() => postable({ POSTABLE_CHAINS: "arc,solana" })).to.throw(/POSTABLE_CHAINS must list chains among arc, 0g, base, got "solana"/);
+      expect(() => loadConfig({ IDENTITY_CHAIN: "mainnet" })).to.throw(/IDENTITY_CHAIN/);
+    });
+
+    it("takes the registries from the deployment record, or from CHAIN_<C>_IDENTITY and CHAIN_<C>_REPUTATION", function () {
+      const dir = mkdtempSync(path.join(tmpdir(), "market-config-"));
+      try {
+        const registry = (block: number) => ({
+          proxy: address(),
+          implementation: address(),
+          contract: "X",
+          version: "1.0.0",
+          admin: address(),
+          block,
+          deployedAt: "",
+        });
+        const record: EscrowDeployment = {
+          ...{ network: "zerog-test", chainId: 16601, proxy: address(), implementation: address(), contract: "TaskEscrow", version: "2.0.0" },
+          ...{
+            token: address(),
+            mockToken: false,
+            admin: address(),
+            verifier: address(),
+            treasury: address(),
+            feeBps: 1000,
+            block: 7,
+            deployedAt: "",
+          },
+          identity: { ...registry(9), minters: [] },
+          reputation: { ...registry(10), writers: [] },
+        };
+        writeDeployment(record, dir);
+        const recorded = { CHAIN_0G_RPC_URL: "http://127.0.0.1:1", CHAIN_0G_DEPLOYMENT: "zerog-test", DEPLOYMENTS_DIR: dir };
+        expect(loadConfig(recorded).chains[0]).to.deep.include({
+          escrow: record.proxy,
+          startBlock: 7,
+          identity: { address: record.identity!.proxy, block: 9 },
+          reputation: { address: record.reputation!.proxy, block: 10 },
+        });
+        const overridden = address();
+        const config = loadConfig({
+          ...recorded,
+          CHAIN_0G_IDENTITY: overridden,
+          CHAIN_0G_REPUTATION: record.reputation!.proxy.toLowerCase(),
+        });
+        // An address of its own is read from the chain's start block; the recorded one keeps its deployment block.
+        expect(config.chains[0]).to.deep.include({
+          identity: { address: overridden, block: 0 },
+          reputation: { address: record.reputation!.proxy, block: 10 },
+        });
+        expect(loadConfig(chain("0G")).chains[0]).to.not.have.property("identity");
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 
   it("reads TRUST_PROXY as true/false, a hop count, or addresses and CIDR ranges", function () {

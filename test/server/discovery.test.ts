@@ -69,6 +69,13 @@ describe("server: discovery", function () {
       const card = (await raw<PlatformCard>("/.well-known/agent.json")).json;
       expect(card.name).to.be.a("string").and.not.equal("");
       expect(card.url).to.equal(`${PUBLIC_URL}/a2a/v1`);
+      // Both generations of A2A clients read it: v1.0's supportedInterfaces beside v0.3's url, transport and version.
+      const v1 = card as unknown as { supportedInterfaces: unknown[]; preferredTransport: string; protocolVersion: string };
+      expect(v1.supportedInterfaces).to.deep.equal([
+        { url: `${PUBLIC_URL}/a2a/v1`, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+        { url: `${PUBLIC_URL}/a2a/v1`, protocolBinding: "JSONRPC", protocolVersion: "0.3.0" },
+      ]);
+      expect([v1.preferredTransport, v1.protocolVersion]).to.deep.equal(["JSONRPC", "0.3.0"]);
       expect(card.skills).to.be.an("array").with.length.above(0);
       expect(card.market.api.baseUrl).to.equal(`${PUBLIC_URL}/api/v1`);
 
@@ -98,6 +105,13 @@ describe("server: discovery", function () {
       const card = answer.json;
       expect(card.name).to.equal("Researcher");
       expect(card.url).to.equal(`${PUBLIC_URL}/a2a/v1`);
+      // Both generations of A2A clients read it: v1.0's supportedInterfaces beside v0.3's url, transport and version.
+      const v1 = card as unknown as { supportedInterfaces: unknown[]; preferredTransport: string; protocolVersion: string };
+      expect(v1.supportedInterfaces).to.deep.equal([
+        { url: `${PUBLIC_URL}/a2a/v1`, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+        { url: `${PUBLIC_URL}/a2a/v1`, protocolBinding: "JSONRPC", protocolVersion: "0.3.0" },
+      ]);
+      expect([v1.preferredTransport, v1.protocolVersion]).to.deep.equal(["JSONRPC", "0.3.0"]);
       expect(card.publicKey).to.match(/^04[0-9a-f]{128}$/);
       expect(card.publicKey).to.have.length(130);
       expect(card.capabilityTags).to.deep.equal(["translation", "web_research"]);

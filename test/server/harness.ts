@@ -16,6 +16,7 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import type { LightMyRequestResponse } from "fastify";
 import { deployEscrowFixture } from "../fixtures/escrow";
+import { registriesFixture } from "../fixtures/registries";
 import { buildApp, type App, type AppDeps } from "../../server/app";
 import type { BuiltTask, ListingOutcome, NonceAnswer, Session, CreatedApiKey, Uploaded, UnsignedTx } from "../../core/api";
 import { createDatabase, migrateToLatest, type Db } from "../../server/db";
@@ -24,7 +25,9 @@ import { createBlobStore, type BlobStore } from "../../server/storage/blob-store
 import { createIndexer } from "../../server/indexer";
 import { defaultProjections } from "../../server/projections";
 import { createOutbox } from "../../server/outbox";
-import type { ChainConfig, ServerConfig } from "../../server/config";
+import { DEFAULT_HOSTED, type ChainConfig, type HostedConfig, type ServerConfig } from "../../server/config";
+import { createHosting, type Hosting } from "../../server/hosted";
+import { createAgentTokens } from "../../server/auth";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
 
@@ -61,7 +64,20 @@ export interface TestServerOptions {
   blobs?: BlobStore;
   /** Leave out the verifier key's outbox (the service cannot assign or judge). */
   withoutVerifierKey?: boolean;
+  /**
+   * Deploy the identity NFT and the reputation registry beside the escrow and wire them (test/fixtures/registries.ts):
+   * the escrow writes reputation at settlement, the verifier key mints identities, and the indexer reads both. With
+   * `arc: { name: "0g" }` the server's one chain is `0g`, postable, as a deployment that posts on `0g` has it.
+   */
+  registries?: boolean;
+  /** Base URL written into cards (default PUBLIC_URL): a test that listens on a port of its own names it here. */
+  publicUrl?: string;
+  /** Hosted-agent settings over the test defaults (a master key, private networks allowed, fast browsing). */
+  hosted?: Partial<HostedConfig>;
 }
+
+/** A fixed test master key: hosted agents are on in every test server. */
+export const TEST_MASTER_KEY = "11".repeat(32);
 
 /**
  * A database's whole state, to start other databases from: SQLite's file bytes, or, when TEST_DATABASE_URL names a
@@ -166,9 +182,23 @@ export async function testDatabase(): Promise<{ db: Db; drop(): Promise<void> }>
 
 type EscrowDeployment = Awaited<ReturnType<typeof deployEscrowFixture>>;
 
+/** The registries of a deployment that has them, as the server's chain configuration names them. */
+function registriesOf(base: EscrowDeployment): Pick<ChainConfig, "identity" | "reputation"> {
+  const { identity, reputation } = base.deployment;
+  return {
+    ...(identity ? { identity: { address: identity.proxy, block: identity.block } } : {}),
+    ...(reputation ? { reputation: { address: reputation.proxy, block: reputation.block } } : {}),
+  };
+}
+
+/** The chain a server starts on: the deployed escrow, with the registries beside it when asked for. */
+async function deployedFixture(options: TestServerOptions): Promise<EscrowDeployment> {
+  return options.registries ? loadFixture(registriesFixture) : loadFixture(deployEscrowFixture);
+}
+
 /** A test server on the deployed escrow (the chain as `loadFixture` left it), its database a copy of a migrated one. */
 export async function startTestServer(options: TestServerOptions = {}) {
-  return startServer(await loadFixture(deployEscrowFixture), { database: await migratedImage() }, options);
+  return startServer(await deployedFixture(options), { database: await migratedImage() }, options);
 }
 
 const keptBlobDirs: string[] = [];
@@ -189,7 +219,7 @@ export function serverFixture<Seed>(
   options: TestServerOptions = {},
 ): () => Promise<{ server: TestServer; seeded: Seed }> {
   async function seededServerFixture() {
-    const deployment = await loadFixture(deployEscrowFixture);
+    const deployment = await deployedFixture(options);
     const s = await startServer(deployment, { database: await migratedImage() }, options);
     let images: Required<ServerImages> | undefined;
     try {
@@ -225,6 +255,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     startBlock: base.deployment.block,
     confirmations: 0,
     postable: true,
+    ...registriesOf(base),
     ...options.arc,
   };
   const extra = (options.extraChains ?? []).map((c): ChainConfig => ({ ...chainConfig, postable: false, ...c }));
@@ -236,23 +267,43 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   let skewMs = 0;
   const now = () => Math.max(Date.now(), chainTimeMs) + skewMs;
   const verifierWallet = new hre.ethers.Wallet(privateKeyOf(base.verifier), hre.ethers.provider);
-  const outbox = createOutbox({ db, chain: chains.require("arc"), signer: verifierWallet, now, pollMs: 20 });
+  const outbox = createOutbox({ db, chain: chains.require(chainConfig.name), signer: verifierWallet, now, pollMs: 20 });
+  const hostedConfig: HostedConfig = {
+    ...DEFAULT_HOSTED,
+    masterKey: TEST_MASTER_KEY,
+    allowPrivateNetworks: true,
+    browseIntervalMs: 100,
+    ...options.hosted,
+  };
+  // Runners log through the app's logger, which exists once the app is built.
+  const logTo: { app?: App["log"] } = {};
+  const hosting: Hosting = createHosting({
+    db,
+    chains,
+    config: hostedConfig,
+    tokens: createAgentTokens({ db, now }),
+    now,
+    logger: { info: (obj, msg) => logTo.app?.info(obj, msg), warn: (obj, msg) => logTo.app?.warn(obj, msg) },
+  });
   const app: App = await buildApp({
     db,
     chains,
     blobs: options.blobs ?? createBlobStore(blobDir),
     config: {
-      publicUrl: PUBLIC_URL,
+      publicUrl: options.publicUrl ?? PUBLIC_URL,
       rateLimit: options.rateLimit ?? { perIp: 1e9, perKey: 1e9, windowMs: 60_000 },
       offerWindowMs: options.offerWindowMs ?? 0,
       custodyKey: options.custodyKey,
       trustProxy: options.trustProxy,
     },
-    outboxes: options.withoutVerifierKey ? new Map() : new Map([["arc", outbox]]),
+    outboxes: options.withoutVerifierKey ? new Map() : new Map([[chainConfig.name, outbox]]),
     now,
     logger: options.logger ?? false,
     indexerWaitMs: 5_000,
+    hosting,
+    verifierAddress: base.verifier.address,
   });
+  logTo.app = app.log;
   const indexer = createIndexer({ db, chain: chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
   indexer.start();
 
@@ -260,7 +311,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   async function sync() {
     const head = await hre.ethers.provider.getBlockNumber();
     for (let i = 0; ; i++) {
-      const cursor = await db.selectFrom("indexer_cursors").select("block_number").where("chain", "=", "arc").executeTakeFirst();
+      const cursor = await db.selectFrom("indexer_cursors").select("block_number").where("chain", "=", chainConfig.name).executeTakeFirst();
       if (cursor && Number(cursor.block_number) >= head) break;
       if (i > 1000) throw new Error("the indexer did not catch up");
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -371,6 +422,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   }
 
   async function stop() {
+    await hosting.close();
     await indexer.stop();
     await outbox.stop();
     await app.close();
@@ -394,6 +446,8 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     db,
     indexer,
     outbox,
+    hosting,
+    hostedConfig,
     chainConfig,
     sync,
     call,

@@ -116,7 +116,7 @@ describe("posting: build, upload and list", function () {
       ["a task pinned to an unregistered agent", () => s.publicTask(brief, { targetExecutor: s.stranger.address }), "TARGET_CHAIN_UNSUPPORTED"],
       ["a service without a target", () => s.publicTask(brief, { serviceId: 1 }), "SERVICE_REQUIRES_TARGET"],
       ["an unknown service", () => s.publicTask(brief, { serviceId: 1, targetExecutor: s.worker.address }), "SERVICE_NOT_FOUND"],
-      ["an unknown capability tag", () => s.publicTask(brief, { requiredCapabilities: ["telepathy"] }), "VALIDATION_FAILED"],
+      ["a malformed capability tag", () => s.publicTask(brief, { requiredCapabilities: ["tele pathy"] }), "VALIDATION_FAILED"],
       ["a zone over 128 characters", () => s.publicTask(brief, { locationZone: "z".repeat(129) }), "VALIDATION_FAILED"],
       ["an unknown field", () => s.publicTask(brief, { colour: "blue" }), "VALIDATION_FAILED"],
       ["a chain where tasks are not posted", () => s.publicTask(brief, { chain: "base" }), "CHAIN_NOT_POSTABLE"],
@@ -437,7 +437,7 @@ describe("posting: build, upload and list", function () {
       expect(page.total).to.equal(1);
       expect(page.tasks[0]!.meta.publicBrief).to.have.length(4000);
       expect(page.tasks[0]!.meta.publicBriefTruncated).to.equal(true);
-      expectError(await s.call("GET", "/api/v1/a2a/tasks?capabilities=telepathy"), "VALIDATION_FAILED");
+      expectError(await s.call("GET", "/api/v1/a2a/tasks?capabilities=tele%20pathy"), "VALIDATION_FAILED");
     });
 
     it("shows a pinned task only to its agent, and no task past its deadline or cancelled", async function () {

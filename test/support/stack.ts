@@ -30,6 +30,8 @@ async function serve(server: TestServer) {
   const address = server.app.server.address();
   const apiUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   const rpc = await serveNetwork();
+  // Hosted agents run against this API on loopback, signing through the served chain.
+  await server.hosting.attach({ apiUrl, rpcUrls: { arc: rpc.url }, escrows: { arc: server.escrowAddress } });
 
   /** What an SDK client needs to act as this signer: its API key (a new one unless given), its key, the RPC and the pinned escrow. */
   async function clientOptions(signer: HardhatEthersSigner, apiKey?: string) {
@@ -48,6 +50,7 @@ async function serve(server: TestServer) {
     rpcUrl: rpc.url,
     clientOptions,
     async close() {
+      await server.hosting.close();
       await rpc.close();
       await server.close();
     },

@@ -86,31 +86,27 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   let approved = false;
   let stopped = false;
 
-  // Briefs of the next chunk are prepared (encrypted, uploaded, keys wrapped) while the current one is funded and
-  // listed: preparing spends nothing, and the client's CPU work overlaps the chain's and the service's.
-  const prepareChunk = (start: number) => tally.timed("prepareMs", () => prepareRows(ctx, rows.slice(start, start + chunkSize), recipients));
-  let next = rows.length > 0 ? prepareChunk(0) : undefined;
+  // The next chunk is staged (briefs encrypted, uploaded and keys wrapped, then its funding built by the API) while the
+  // current one is approved, funded and listed: staging pays nothing, and the client's CPU work and the API's checks
+  // overlap the chain's mining and the listing.
+  const stage = (start: number) => stageChunk(ctx, rows.slice(start, start + chunkSize), recipients, tally, options.onBriefKey);
+  let next = rows.length > 0 ? stage(0) : undefined;
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
-    let chunk: PreparedRow[] = [];
+    const staged = await next!;
+    next = start + chunkSize < rows.length ? stage(start + chunkSize) : undefined;
+    const fundingStarted = performance.now();
+    let chunk = staged.prepared;
     let funding: Funding;
-    let fundingStarted: number;
     try {
-      chunk = await next!;
-      fundingStarted = performance.now();
-      next = start + chunkSize < rows.length ? prepareChunk(start + chunkSize) : undefined;
-      next?.catch(() => undefined); // awaited in the next iteration, or dropped when the run stops
-
-      const built = await buildFunding(ctx, chunk, (r, error) =>
-        tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error }),
-      );
-      chunk = built.rows;
-      if (!built.unsignedTx) continue;
+      if (!staged.built) throw staged.error;
+      chunk = staged.built.rows;
+      if (!staged.built.unsignedTx) continue;
       if (!approved) {
         approved = true;
         await approveEscrow(ctx, sumOf(rows.slice(start)));
       }
       const nonce = await ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
-      funding = { unsignedTx: built.unsignedTx, expected: expectedFunding(ctx, chunk), nonce };
+      funding = { unsignedTx: staged.built.unsignedTx, expected: expectedFunding(ctx, chunk), nonce };
       await options.onFunding?.({ rows: chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: r.params })), nonce });
     } catch (error) {
       // Nothing of this chunk is paid (preparing, building, approving or journaling it failed): its rows fail and the
@@ -135,12 +131,33 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
     stopped = !(await listChunk(ctx, chunk, txHash, funded, tally));
   }
 
+  // A chunk staged ahead of a stop pays nothing; its refusals are settled before the tally closes, the rest skipped.
+  await next;
   for (const checked of rows) if (!tally.settled(checked.index)) await tally.settle({ ...base(checked), status: "skipped" });
   return tally.summary(totalRaw, stopped);
 }
 
-function prepareRows(ctx: PostingContext, rows: readonly CheckedRow[], recipients: Recipients): Promise<PreparedRow[]> {
-  return Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients)));
+/** A chunk made ready to fund: prepared, then its funding built (with the rows the API refused dropped). */
+type Staged = { prepared: PreparedRow[]; built?: Awaited<ReturnType<typeof buildFunding>>; error?: unknown };
+
+/** Prepares and builds a chunk; never rejects (a failure comes back as `error`, with the rows prepared so far). */
+async function stageChunk(
+  ctx: PostingContext,
+  rows: readonly CheckedRow[],
+  recipients: Recipients,
+  tally: Tally,
+  onBriefKey: PostTasksOptions["onBriefKey"],
+): Promise<Staged> {
+  let prepared: PreparedRow[] = [];
+  try {
+    prepared = await tally.timed("prepareMs", () => Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients, onBriefKey))));
+    const built = await tally.timed("fundMs", () =>
+      buildFunding(ctx, prepared, (r, error) => tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error })),
+    );
+    return { prepared, built };
+  } catch (error) {
+    return { prepared, error };
+  }
 }
 
 function asFailure(error: unknown): Failure {

@@ -3,11 +3,11 @@
  * set), and per row its task hash and, for a private brief, the ciphertext uploaded and the key wrapped to each of them.
  */
 import { clientError } from "../errors";
-import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKey } from "../../../core/crypto";
+import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKeys } from "../../../core/crypto";
 import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "../../../core/api";
 import type { CheckedRow } from "./check";
 import type { PostingContext } from "./context";
-import type { IndexParams, WrapTo } from "./types";
+import type { IndexParams, PostTasksOptions, WrapTo } from "./types";
 
 /** An agent as `GET /api/v1/a2a/executors` lists it: what wrapping a brief key needs. */
 type Agent = Pick<AgentProfile, "address" | "publicKey">;
@@ -67,7 +67,12 @@ function recipientsOf(checked: CheckedRow, recipients: Recipients): Agent[] {
 }
 
 /** Prepares a row: the task hash, and for a private brief its ciphertext uploaded and its key wrapped. */
-export async function prepareRow(ctx: PostingContext, checked: CheckedRow, recipients: Recipients): Promise<PreparedRow> {
+export async function prepareRow(
+  ctx: PostingContext,
+  checked: CheckedRow,
+  recipients: Recipients,
+  onBriefKey?: PostTasksOptions["onBriefKey"],
+): Promise<PreparedRow> {
   const { row } = checked;
   const common = {
     verificationMode: checked.verificationMode,
@@ -90,12 +95,20 @@ export async function prepareRow(ctx: PostingContext, checked: CheckedRow, recip
   if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
     throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
   }
-  const wrappedKeys: Record<string, string> = {};
-  for (const agent of recipientsOf(checked, recipients)) wrappedKeys[agent.address] = wrapBriefKey(encrypted.key, agent.publicKey!);
+  onBriefKey?.({ index: checked.index, taskHash, key: encrypted.key });
+  const readers: Array<{ address: string; publicKey: string }> = recipientsOf(checked, recipients).map((agent) => ({
+    address: agent.address,
+    publicKey: agent.publicKey!,
+  }));
   if (verifier) {
     const verifierKey = (await ctx.http.get<AgentAnswer>(`/api/v1/a2a/executors/${verifier}`)).profile.publicKey;
     if (!verifierKey) throw clientError("INVALID_ROWS", `The verifier ${verifier} has no public key.`);
-    wrappedKeys[verifier] = wrapBriefKey(encrypted.key, verifierKey);
+    readers.push({ address: verifier, publicKey: verifierKey });
   }
+  const wraps = wrapBriefKeys(
+    encrypted.key,
+    readers.map((reader) => reader.publicKey),
+  );
+  const wrappedKeys = Object.fromEntries(readers.map((reader, i) => [reader.address, wraps[i]!]));
   return { checked, params: { taskHash, privacy: "private", rootHash, wrappedKeys, ...common } };
 }

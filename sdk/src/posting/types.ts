@@ -67,8 +67,8 @@ export interface PostTasksResult {
   results: PostResult[];
   /**
    * Milliseconds spent per phase: checking rows (and finding the agents briefs are wrapped to), preparing briefs
-   * (encrypting, uploading, wrapping keys), funding (building, approving, sending, mining) and listing. Preparing the
-   * next chunk overlaps funding and listing the current one, so the phases may add up to more than the run.
+   * (encrypting, uploading, wrapping keys), funding (building, approving, sending, mining) and listing. Preparing and
+   * building the next chunk overlaps funding and listing the current one, so the phases may add up to more than the run.
    */
   timings: { checkMs: number; prepareMs: number; fundMs: number; listMs: number };
 }
@@ -104,4 +104,6 @@ export interface PostTasksOptions {
   onFunded?: (event: FundedEvent) => void | Promise<void>;
   /** After each row reaches its final status in this run. */
   onProgress?: (event: { done: number; total: number; result: PostResult }) => void | Promise<void>;
+  /** A private brief's AES key, once made: keep it to wrap the brief to more agents later (e.g. bidders). */
+  onBriefKey?: (event: { index: number; taskHash: string; key: Uint8Array }) => void;
 }

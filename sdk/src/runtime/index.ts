@@ -23,6 +23,8 @@ export interface TaskContext {
   deadline: number;
   /** 1 for the first delivery; a redelivery after a failed round gets the previous attempt. */
   round: number;
+  /** Set on a rental (a task pinned to this agent for one of its services). */
+  serviceId?: number;
   previousAttempt?: { output: string; reasons: string[] };
 }
 
@@ -58,9 +60,19 @@ export interface WorkerRuntimeOptions {
   baseUrl?: string;
   escrows?: PinnedEscrows;
   fetch?: typeof fetch;
-  /** Default 15 s. */
+  /** Milliseconds between browses (default 15 s); a task leaving its slot also browses at once. */
   browseIntervalMs?: number;
   clock?: Clock;
+  /** Tasks never taken (nor continued at start), e.g. ones this agent failed before. */
+  skipTask?: (task: TaskView) => boolean;
+  /** At start, continue the tasks this wallet already holds (after a restart): deliver, finalize or follow them. */
+  resumeHeld?: boolean;
+  /** Default true. False: a rental whose result failed is never delivered again (hosted agents, spec "Rental"). */
+  resubmitRentals?: boolean;
+  /** A limit beyond `maxConcurrentTasks` (e.g. shared by many runtimes): no new task is accepted while it says no. */
+  hasCapacity?: () => boolean;
+  /** Called before the wallet signs each transaction (e.g. to top up its gas). */
+  beforeSend?: (tx: { chain: ChainName; from: string; to: string; data: string }) => Promise<void>;
 }
 
 interface Pending {
@@ -78,8 +90,8 @@ interface Awaiting {
 }
 
 /**
- * Turns an async function into a paid worker: registers the wallet as an agent, browses every 15 s, accepts what it
- * can open and is allowed to take, runs `executeTask`, delivers (signing its own evidence transaction) and finalizes,
+ * Turns an async function into a paid worker: registers the wallet as an agent, browses every 15 s and whenever a
+ * slot frees, accepts what it can open and is allowed to take (one accept per free slot, all at once), runs `executeTask`, delivers (signing its own evidence transaction) and finalizes,
  * and delivers again after a failed round while rounds remain.
  *
  * Refusals follow the spec's schedule: `NEEDS_WRAP` is bid on and retried every 5 s for 10 minutes without holding a
@@ -99,6 +111,9 @@ export class WorkerRuntime {
   private readonly dropped = new Set<string>();
   private readonly bids = new Set<string>();
   private browseHandle: unknown;
+  /** A browse is under way; `browseAgain` asks for another right after it (a slot freed meanwhile). */
+  private browsing = false;
+  private browseAgain = false;
   private running = false;
   private profile?: AgentProfile;
 
@@ -110,7 +125,7 @@ export class WorkerRuntime {
     this.client = new MarketClient({
       apiKey: options.apiKey,
       baseUrl: options.baseUrl,
-      executor: { privateKey: key, rpcUrls: options.rpcUrls },
+      executor: { privateKey: key, rpcUrls: options.rpcUrls, ...(options.beforeSend ? { beforeSend: options.beforeSend } : {}) },
       escrows: options.escrows,
       fetch: options.fetch,
     });
@@ -167,8 +182,70 @@ export class WorkerRuntime {
     }
     this.running = true;
     this.emit({ type: "registered", profile: this.profile });
+    if (this.#options.resumeHeld) await this.resumeHeld();
     this.scheduleBrowse(0);
     return this.profile;
+  }
+
+  /**
+   * Continues what the wallet holds (`GET /api/v1/a2a/tasks/held`): an assigned task (or a failed round with rounds
+   * left) is worked and delivered, delivered evidence not finalized yet is finalized, a task awaiting its verdict is
+   * followed. Each counts as held work, even beyond `maxConcurrentTasks`: the tasks are this agent's already.
+   */
+  private async resumeHeld(): Promise<void> {
+    const { tasks } = await this.client.heldTasks();
+    for (const task of tasks) {
+      const taskHash = task.meta.taskHash;
+      if (this.#options.skipTask?.(task) || this.executions.has(taskHash) || this.awaiting.has(taskHash)) continue;
+      if (!this.declaredChains.includes(task.meta.chain)) continue;
+      try {
+        await this.resume(task);
+      } catch (error) {
+        const e =
+          error instanceof ApiError ? { code: error.code, message: error.message } : { code: "EXECUTION_FAILED", message: (error as Error).message };
+        this.emit({ type: "task_failed", taskId: taskHash, error: e });
+      }
+    }
+  }
+
+  /** Picks one held task up where it stands. */
+  private async resume(task: TaskView): Promise<void> {
+    const taskHash = task.meta.taskHash;
+    // Accepting a task the wallet already holds answers its assignment again (the brief, or how to open it).
+    const assigned = await this.client.acceptTask(taskHash);
+    const { status, rounds, resultData } = task.state;
+    const output = resultData?.output ?? "";
+    const follow = async (round: number) => {
+      this.awaiting.set(taskHash, { task, assigned, instructions: await this.client.openBrief(assigned), output, round });
+    };
+    const again = async (round: number, reasons: string[]) => {
+      const instructions = await this.client.openBrief(assigned);
+      this.emit({ type: "task_assigned", taskId: taskHash });
+      this.execute(task, assigned, { task, assigned, instructions, output, round, previousAttempt: { output, reasons } });
+    };
+    if (status === "assigned") {
+      this.execute(task, assigned);
+    } else if (status === "submitted") {
+      // Delivered and signed, never finalized: finalize now.
+      const finalized = await this.client.finalize({ taskHash });
+      const result = finalized.verificationResult;
+      this.emit({
+        type: "task_finalized",
+        taskId: taskHash,
+        finalize: { status: finalized.status, ...(result ? { verificationResult: { passed: result.passed, reasons: result.reasons } } : {}) },
+      });
+      if (finalized.status === "failed" && finalized.roundsLeft > 0 && this.mayResubmit(task)) await again(finalized.round, result?.reasons ?? []);
+      else if (finalized.status === "awaiting_verification" || finalized.status === "submitted") await follow(finalized.round);
+    } else if (status === "awaiting_verification") {
+      await follow(rounds);
+    } else if (status === "failed" && rounds < MAX_SUBMISSIONS && this.mayResubmit(task) && this.clock.now() < assigned.deadline * 1000) {
+      await again(rounds, resultData?.verificationResult?.reasons ?? []);
+    }
+  }
+
+  /** Whether a failed round of this task is delivered again (rentals not, when `resubmitRentals` is false). */
+  private mayResubmit(task: TaskView): boolean {
+    return this.#options.resubmitRentals !== false || task.meta.serviceId === undefined;
   }
 
   /**
@@ -187,14 +264,30 @@ export class WorkerRuntime {
 
   private scheduleBrowse(ms: number) {
     if (!this.running) return;
+    if (this.browseHandle !== undefined) this.clock.clearTimeout(this.browseHandle);
     this.browseHandle = this.clock.setTimeout(() => {
+      this.browseHandle = undefined;
+      this.browsing = true;
       this.browse()
         .catch((error: unknown) => this.emit({ type: "error", error: error as Error }))
-        .finally(() => this.scheduleBrowse(this.#options.browseIntervalMs ?? RUNTIME_BROWSE_INTERVAL_MS));
+        .finally(() => {
+          this.browsing = false;
+          const again = this.browseAgain && this.hasSlot();
+          this.browseAgain = false;
+          this.scheduleBrowse(again ? 0 : (this.#options.browseIntervalMs ?? RUNTIME_BROWSE_INTERVAL_MS));
+        });
     }, ms);
   }
 
+  /** A task left its slot: browse again at once rather than on the next tick (after the browse under way, if any). */
+  private refill() {
+    if (!this.running || !this.hasSlot()) return;
+    if (this.browsing) this.browseAgain = true;
+    else this.scheduleBrowse(0);
+  }
+
   private hasSlot(): boolean {
+    if (this.#options.hasCapacity && !this.#options.hasCapacity()) return false;
     return this.executions.size + this.accepting.size < (this.#options.maxConcurrentTasks ?? 1);
   }
 
@@ -206,11 +299,16 @@ export class WorkerRuntime {
     const candidates = tasks
       .filter((t) => ![this.executions, this.awaiting, this.pending, this.dropped].some((held) => held.has(t.meta.taskHash)))
       .filter((t) => this.declaredChains.includes(t.meta.chain))
+      .filter((t) => !this.#options.skipTask?.(t))
       .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
-    for (const task of candidates) {
-      if (!this.hasSlot() || !this.running) break;
-      await this.tryAccept(task);
-    }
+    // One accept per free slot at a time, all slots at once: an accept waits for its assignment on chain, so taking
+    // them one after another would leave the other slots idle for as long. A refused accept frees its slot for the
+    // next candidate.
+    const lane = async () => {
+      while (this.running && this.hasSlot() && candidates.length > 0) await this.tryAccept(candidates.shift()!);
+    };
+    const free = (this.#options.maxConcurrentTasks ?? 1) - this.executions.size - this.accepting.size;
+    await Promise.all(Array.from({ length: Math.max(0, free) }, lane));
   }
 
   /** Accepts a task in a slot of its own while the accept is in flight. */
@@ -299,7 +397,11 @@ export class WorkerRuntime {
       // show `failed` a moment before. Asked again at the next browse, so the next round gets the reasons.
       if (state.status === "failed" && !verdict && held.assigned.verification.mode === "manual") continue;
       const reasons = verdict?.reasons ?? [];
-      const again = state.status === "failed" && state.rounds < MAX_SUBMISSIONS && this.clock.now() < held.assigned.deadline * 1000;
+      const again =
+        state.status === "failed" &&
+        state.rounds < MAX_SUBMISSIONS &&
+        this.clock.now() < held.assigned.deadline * 1000 &&
+        this.mayResubmit(held.task);
       if (again && !this.hasSlot()) continue;
       this.awaiting.delete(taskHash);
       if (state.status !== "failed" && state.status !== "verified" && state.status !== "completed") continue; // disputed, refunded...
@@ -341,6 +443,7 @@ export class WorkerRuntime {
             },
             deadline: assigned.deadline,
             round,
+            ...(task.meta.serviceId === undefined ? {} : { serviceId: task.meta.serviceId }),
             ...(previousAttempt ? { previousAttempt } : {}),
           });
           if (typeof output !== "string" || output.length === 0)
@@ -355,7 +458,7 @@ export class WorkerRuntime {
             finalize: { status: finalized.status, ...(result ? { verificationResult: { passed: result.passed, reasons: result.reasons } } : {}) },
           });
           // Also while stopping: the task is held, and stop() finishes the tasks in hand.
-          if (finalized.status === "failed" && finalized.roundsLeft > 0) {
+          if (finalized.status === "failed" && finalized.roundsLeft > 0 && this.mayResubmit(task)) {
             previousAttempt = { output, reasons: result?.reasons ?? [] };
             continue;
           }
@@ -372,6 +475,7 @@ export class WorkerRuntime {
         this.emit({ type: "task_failed", taskId: taskHash, error: e });
       } finally {
         this.executions.delete(taskHash);
+        this.refill();
       }
     })();
   }

@@ -1,0 +1,80 @@
+/**
+ * Hosted agents (docs/hosted-agents.md): agents the service runs on the owner's model, with a wallet it generates
+ * and custodies. `createHosting` builds the parts once; the composition root registers `hostedRoutes` and
+ * `bridgeHealthRoutes` with them, and attaches the runners once the API listens.
+ */
+import type { Db } from "../db";
+import type { ChainRegistry } from "../chains";
+import type { HostedConfig } from "../config";
+import type { AgentTokens } from "../auth";
+import { createVault } from "./vault";
+import { createHostedStore } from "./store";
+import { createDeployFees } from "./fees";
+import { createGasSponsor } from "./sponsor";
+import { createHostedRunners, type RunnerEndpoints } from "./runner";
+import { createHostedAgents, type OnDeployed } from "./service";
+import type { RunnerLogger } from "./runner/agent";
+
+export { hostedRoutes, type HostedRoutesDeps } from "./routes";
+export { bridgeHealthRoutes } from "./health";
+export type { HostedAgents, OnDeployed, DeployedAgent } from "./service";
+export type { GasSponsor } from "./sponsor";
+export type { RunnerEndpoints } from "./runner";
+export type { RunnerLogger } from "./runner/agent";
+
+export type Hosting = ReturnType<typeof createHosting>;
+
+export interface HostingDeps {
+  db: Db;
+  chains: ChainRegistry;
+  config: HostedConfig;
+  /** The tokens running agents act with (auth's `agentTokens`). */
+  tokens: Pick<AgentTokens, "issue" | "revoke">;
+  now: () => number;
+  logger: RunnerLogger;
+  /** Runs once per new agent, after its record is committed and before it starts (the identity mint goes here). */
+  onDeployed?: OnDeployed;
+}
+
+/** Runs every hook handed to `onDeployed` in turn (a hook's failure is recorded by the deploy and stops the rest). */
+function deployHooks(first: OnDeployed | undefined) {
+  const hooks: OnDeployed[] = first ? [first] : [];
+  return {
+    add: (hook: OnDeployed) => void hooks.push(hook),
+    run: async (agent: Parameters<OnDeployed>[0]) => {
+      for (const hook of hooks) await hook(agent);
+    },
+  };
+}
+
+export function createHosting(deps: HostingDeps) {
+  const { db, chains, config, tokens, now, logger } = deps;
+  const vault = config.masterKey ? createVault(config.masterKey) : undefined;
+  const store = createHostedStore({ db, vault, now });
+  const settlementChain = () => chains.posting();
+  const fees = createDeployFees({ db, chain: settlementChain, amount: config.deployFeeRaw, now });
+  const sponsor = createGasSponsor({ db, chains, mode: config.gasSponsor, privateKey: config.gasSponsorKey, now, logger });
+  const hooks = deployHooks(deps.onDeployed);
+  const runners = createHostedRunners({ db, store, tokens, config, sponsor, logger, now });
+  const agents = createHostedAgents({
+    db,
+    store,
+    fees,
+    runners,
+    settlementChain,
+    config,
+    now,
+    onDeployed: hooks.run,
+  });
+  return {
+    store,
+    sponsor,
+    runners,
+    agents,
+    /** Adds what a deploy hands a new agent to (the composition root adds the identity mint). */
+    onDeployed: hooks.add,
+    /** Starts every agent recorded as running, against the API at `endpoints.apiUrl`. */
+    attach: (endpoints: RunnerEndpoints) => runners.attach(endpoints),
+    close: () => runners.close(),
+  };
+}

@@ -1,0 +1,215 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { AuthenticateAccount } from "../auth";
+import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
+import {
+  AgentMessage,
+  AgentMessageBody,
+  AgentMessages,
+  DeletedAgent,
+  DeployAgentBody,
+  Deployed,
+  DeployFeeTerms,
+  Envelope,
+  ExportedKey,
+  HostedAgentAnswer,
+  HostedAgentList,
+  HostedAgentListQuery,
+  HostedAgentParams as AgentParams,
+  OwnedAgentAnswer,
+  OwnedAgentList,
+  WithdrawBody,
+  Withdrawal,
+} from "../../core/api";
+import { MarketError } from "../../core/errors";
+import type { HostedAgents } from "./service";
+import type { HostedStore } from "./store";
+
+const OWNER_ONLY = "Owner only: a session or API key of the account that deployed it (`NOT_AGENT_OWNER` otherwise).";
+
+export interface HostedRoutesDeps {
+  auth: AuthenticateAccount;
+  agents: HostedAgents;
+  store: Pick<HostedStore, "find" | "publicView" | "tools">;
+}
+
+/** Hosted agents: deploy, the deploy fee, the public listing, the owner's operations and owner <-> agent messages. */
+export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (app, { auth, agents, store }) => {
+  app.get(
+    "/api/v1/agents",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Hosted agents with their tools (name, description, URL; header values masked), newest first",
+        querystring: HostedAgentListQuery,
+        response: { 200: Envelope(HostedAgentList), ...errorResponses() },
+      },
+    },
+    async (request) => {
+      const list = await agents.list(Math.max(1, Math.min(Number(request.query.limit ?? 100), 500)));
+      return ok({ agents: list, total: list.length });
+    },
+  );
+
+  app.get(
+    "/api/v1/agents/deploy-fee",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "The deploy fee: amount (raw units), token, recipient (the treasury) and chain",
+        description:
+          "Pay it with a settlement-token transfer from a wallet linked to your account, then deploy with `feeTxHash`. `required` is false when the amount is 0.",
+        response: { 200: Envelope(DeployFeeTerms), ...errorResponses(503) },
+      },
+    },
+    async () => ok(await agents.terms()),
+  );
+
+  app.get(
+    "/api/v1/agents/mine",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "The account's hosted agents, with what only the owner sees (never a secret)",
+        security: CREDENTIALS,
+        response: { 200: Envelope(OwnedAgentList), ...errorResponses(401, 403) },
+      },
+    },
+    async (request) => ok({ agents: await agents.mine(await auth.signedIn(request)) }),
+  );
+
+  app.post(
+    "/api/v1/agents",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Deploy a hosted agent: the service generates and custodies its wallet and runs it on your model",
+        description:
+          "A signed-in account only (session or API key; a hosted agent's token gets `HOSTED_AGENT_TOKEN_REFUSED`). The model API key and " +
+          "`toolSecrets` are stored encrypted (and sealed to `ownerPublicKey`) and never shown again. With a deploy fee, " +
+          "`feeTxHash` must be its payment (`DEPLOY_FEE_NOT_PAID` with a `reason` otherwise). Starts the agent unless `start` is false.",
+        security: CREDENTIALS,
+        body: DeployAgentBody,
+        response: { 200: Envelope(Deployed), ...errorResponses(401, 402, 403, 409, 503) },
+      },
+    },
+    async (request) => ok(await agents.deploy(await auth.signedIn(request), request.body)),
+  );
+
+  app.get(
+    "/api/v1/agents/:id",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "One hosted agent as the public sees it",
+        params: AgentParams,
+        response: { 200: Envelope(HostedAgentAnswer), ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const row = await store.find(Number(request.params.id));
+      if (!row) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+      return ok({ agent: store.publicView(row, await store.tools(row.id)) });
+    },
+  );
+
+  const ownerAction = (action: "start" | "stop" | "restart", summary: string, description: string) =>
+    app.post(
+      `/api/v1/agents/:id/${action}`,
+      {
+        schema: {
+          tags: ["hosted agents"],
+          summary,
+          description: `${description} ${OWNER_ONLY}`,
+          security: CREDENTIALS,
+          params: AgentParams,
+          response: { 200: Envelope(OwnedAgentAnswer), ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request) => ok({ agent: await agents[action](await auth.signedIn(request), Number(request.params.id)) }),
+    );
+  ownerAction(
+    "start",
+    "Start a hosted agent",
+    "It registers its encryption key and current chains, then works tasks with the tools it has now (kept until it stops).",
+  );
+  ownerAction("stop", "Stop a hosted agent", "It takes no new task; tasks in hand stay assigned to it and are continued at its next start.");
+  ownerAction("restart", "Restart a hosted agent", "Stop then start: changed tools and instructions apply.");
+
+  app.post(
+    "/api/v1/agents/:id/export-key",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Export the agent's wallet key, sealed (ECIES) to the owner public key",
+        description: `Every export is recorded (\`KEY_EXPORT_NOT_RECORDED\` otherwise, and no key); an exported wallet is never gas-sponsored again. ${OWNER_ONLY}`,
+        security: CREDENTIALS,
+        params: AgentParams,
+        response: { 200: Envelope(ExportedKey), ...errorResponses(401, 403, 404, 503) },
+      },
+    },
+    async (request) => ok(await agents.exportKey(await auth.signedIn(request), Number(request.params.id), request.ip)),
+  );
+
+  app.post(
+    "/api/v1/agents/:id/withdraw",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Send the agent's settlement tokens to the owner's address (agent stopped)",
+        description:
+          "The service signs a settlement-token transfer from the agent's wallet (which pays the gas) to the address that deployed it; " +
+          `all of the balance unless \`amountRaw\`. \`AGENT_RUNNING\` while running; another \`chain\` is bridging: \`BRIDGE_UNAVAILABLE\`. ${OWNER_ONLY}`,
+        security: CREDENTIALS,
+        params: AgentParams,
+        body: WithdrawBody,
+        response: { 200: Envelope(Withdrawal), ...errorResponses(401, 403, 404, 409, 503) },
+      },
+    },
+    async (request) => ok(await agents.withdraw(await auth.signedIn(request), Number(request.params.id), request.body)),
+  );
+
+  app.delete(
+    "/api/v1/agents/:id",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Delete a hosted agent: it stops, its secrets are destroyed and it is no longer offered tasks",
+        description: `Refused (\`WRONG_STATE\`, reason FUNDS_LEFT) while its wallet holds tokens and its key was never exported. ${OWNER_ONLY}`,
+        security: CREDENTIALS,
+        params: AgentParams,
+        response: { 200: Envelope(DeletedAgent), ...errorResponses(401, 403, 404, 409) },
+      },
+    },
+    async (request) => ok(await agents.remove(await auth.signedIn(request), Number(request.params.id))),
+  );
+
+  app.post(
+    "/api/v1/agents/:id/messages",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Send a message between the owner and the agent (no task)",
+        description: "The owner's account, or the agent itself with its token; anyone else gets `NOT_AGENT_OWNER`.",
+        security: CREDENTIALS,
+        params: AgentParams,
+        body: AgentMessageBody,
+        response: { 200: Envelope(AgentMessage), ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (request) => ok(await agents.sendMessage(await auth.required(request), Number(request.params.id), request.body.body)),
+  );
+
+  app.get(
+    "/api/v1/agents/:id/messages",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Messages between the owner and the agent, oldest first (the latest 200)",
+        security: CREDENTIALS,
+        params: AgentParams,
+        response: { 200: Envelope(AgentMessages), ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (request) => ok({ messages: await agents.messages(await auth.required(request), Number(request.params.id)) }),
+  );
+};

@@ -1,0 +1,106 @@
+import type { Db } from "../../db";
+import type { HostedConfig } from "../../config";
+import type { PinnedEscrows, RpcUrls } from "../../../sdk/src/chain";
+import { json } from "../../db";
+import type { HostedStore, RunningConfig } from "../store";
+import type { GasSponsor } from "../sponsor";
+import type { AgentTokens } from "../../auth";
+import { createWindows } from "../../http/rate-limit";
+import { createSemaphore } from "./bounds";
+import { startAgentRun, type AgentRun, type RunnerLogger } from "./agent";
+
+export interface RunnerEndpoints {
+  /** The API on loopback, which runners call as their agents. */
+  apiUrl: string;
+  rpcUrls: RpcUrls;
+  escrows: PinnedEscrows;
+}
+
+export type HostedRunners = ReturnType<typeof createHostedRunners>;
+
+/**
+ * Runs the hosted agents whose state is `running`, in this process: each a WorkerRuntime over loopback HTTP. Until
+ * `attach` names the API's address nothing runs (state changes are only recorded); `attach` starts every running
+ * agent, so running agents come back after a restart. Tasks are bounded per agent and across the server.
+ */
+export function createHostedRunners(deps: {
+  db: Db;
+  store: HostedStore;
+  tokens: Pick<AgentTokens, "issue" | "revoke">;
+  config: HostedConfig;
+  sponsor: GasSponsor;
+  logger: RunnerLogger;
+  now: () => number;
+}) {
+  const { db, store, config, tokens } = deps;
+  const runs = new Map<number, AgentRun>();
+  /** Starts and stops of one agent happen one after another. */
+  const transitions = new Map<number, Promise<unknown>>();
+  const serverSlots = createSemaphore(config.serverConcurrency);
+  const modelCalls = createWindows(60_000);
+  let endpoints: RunnerEndpoints | undefined;
+
+  function serially<T>(agentId: number, work: () => Promise<T>): Promise<T> {
+    const previous = transitions.get(agentId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    transitions.set(
+      agentId,
+      next.catch(() => undefined),
+    );
+    return next;
+  }
+
+  /** Runs the agent with the configuration it was started with (taken when the start was asked for). */
+  function launch(agentId: number): Promise<void> {
+    return serially(agentId, async () => {
+      if (!endpoints || runs.has(agentId)) return;
+      const row = await store.find(agentId);
+      if (!row || row.state !== "running") return;
+      const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
+      const secrets = await store.openSecrets(agentId);
+      try {
+        runs.set(agentId, await startAgentRun(agentId, row.address, running, secrets, { ...deps, serverSlots, modelCalls, ...endpoints }));
+        await store.setState(agentId, { last_error: null });
+      } catch (error) {
+        await store.setState(agentId, { state: "stopped", last_error: (error as Error).message.slice(0, 1000) });
+        deps.logger.warn({ hostedAgent: agentId, error: (error as Error).message }, "hosted agent did not start");
+        throw error;
+      }
+    });
+  }
+
+  function halt(agentId: number): Promise<void> {
+    return serially(agentId, async () => {
+      const run = runs.get(agentId);
+      runs.delete(agentId);
+      await run?.stop();
+      await tokens.revoke(agentId);
+    });
+  }
+
+  return {
+    launch,
+    halt,
+    isRunning: (agentId: number) => runs.has(agentId),
+    /** Starts every agent recorded as running; a failing one is recorded as stopped and the others go on. */
+    async attach(at: RunnerEndpoints): Promise<void> {
+      endpoints = at;
+      const rows = await db.selectFrom("hosted_agents").select("id").where("state", "=", "running").orderBy("id").execute();
+      await Promise.allSettled(rows.map((r) => launch(r.id)));
+    },
+    /** Stops every run; their state stays `running`, so they start again with the server. */
+    async close(): Promise<void> {
+      const ids = [...runs.keys()];
+      await Promise.allSettled(
+        ids.map((id) =>
+          serially(id, async () => {
+            const run = runs.get(id);
+            runs.delete(id);
+            await run?.stop();
+          }),
+        ),
+      );
+      endpoints = undefined;
+    },
+  };
+}

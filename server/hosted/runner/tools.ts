@@ -1,0 +1,322 @@
+/**
+ * The tools of a hosted agent: its HTTP tools (spec "HTTP tool definition") and the built-in ones every hosted agent
+ * has (`send_message`, `read_inbox`, `wait_for_reply`, and with the sub-task payment option `delegate_to_agent`).
+ * Every result is passed through the agent's redactor before the model sees it.
+ */
+import { getAddress, isAddress } from "ethers";
+import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
+import type { HttpTool } from "../../../core/api";
+import type { MarketClient } from "../../../sdk/src/client";
+import { ApiError } from "../../../sdk/src/errors";
+import { wrapBriefKey } from "../../../core/crypto";
+import { boundedFetch, truncate } from "./bounds";
+
+/** Largest HTTP tool answer read (bytes). */
+export const MAX_TOOL_RESPONSE_BYTES = 256 * 1024;
+/** Longest a tool call waits: an HTTP tool's request, `wait_for_reply`, the result of `delegate_to_agent`. */
+export const MAX_TOOL_WAIT_MS = 120_000;
+/** How long a delegated private brief is wrapped to agents that bid on it (spec "Authentication" 10). */
+export const DELEGATION_WRAP_WINDOW_MS = 120_000;
+/** Sub-tasks one task may post. */
+export const MAX_SUBTASKS_PER_TASK = 3;
+const POLL_MS = 2_000;
+
+export interface ToolRunContext {
+  agentId: number;
+  /** The task being worked. */
+  taskHash: string;
+  /** The agent's API client (its own token and wallet). */
+  client: MarketClient;
+  /** Tool secret by name, in memory while the agent runs. */
+  secret(name: string): string | undefined;
+  redact(text: string): string;
+  allowPrivateNetworks: boolean;
+  /** Raw units one sub-task may carry; null: `delegate_to_agent` is off. */
+  subtaskMaxReward: bigint | null;
+  /** Epoch ms the task's budget ends. */
+  deadline: number;
+  now(): number;
+  /** Keeps background work (wrapping a delegated brief to bidders) tied to the agent's life. */
+  background(work: (signal: AbortSignal) => Promise<void>): void;
+}
+
+const text = (description: string) => ({ type: "string", description });
+const fn = (name: string, description: string, properties: Record<string, unknown>, required: string[]): ChatCompletionFunctionTool => ({
+  type: "function",
+  function: { name, description, parameters: { type: "object", properties, required, additionalProperties: false } },
+});
+
+/** The built-in tools, as the model is told of them. */
+export function builtinToolSpecs(subtasks: boolean): ChatCompletionFunctionTool[] {
+  const tools = [
+    fn(
+      "send_message",
+      "Send a message to the task's poster (about the current task) or to your owner.",
+      { to: { type: "string", enum: ["poster", "owner"], description: "Who gets the message." }, body: text("The message, up to 4000 characters.") },
+      ["to", "body"],
+    ),
+    fn(
+      "read_inbox",
+      "Read the latest messages from the task's poster and from your owner.",
+      { from: { type: "string", enum: ["poster", "owner", "all"], description: "Whose messages; default all." } },
+      [],
+    ),
+    fn(
+      "wait_for_reply",
+      "Wait for the next message from the poster or your owner (at most 120 seconds, and never past the task's time budget).",
+      {
+        from: { type: "string", enum: ["poster", "owner"], description: "Whose reply to wait for." },
+        timeoutSeconds: { type: "integer", description: "How long to wait, 1 to 120." },
+      },
+      ["from"],
+    ),
+  ];
+  if (subtasks) {
+    tools.push(
+      fn(
+        "delegate_to_agent",
+        "Post and fund a sub-task from your own wallet (USDC raw units, 6 decimals), pinned to one agent or open to all, and wait for its result. " +
+          "Pass taskHash alone to read the result of a sub-task you posted earlier.",
+        {
+          instructions: text("The sub-task's brief (kept private: only the agents it is wrapped to can read it)."),
+          amountRaw: text("Reward in raw units, e.g. 1000000 for 1 USDC."),
+          agent: text("Optional 0x address of the only agent that may take it."),
+          capabilities: { type: "array", items: { type: "string" }, description: "Optional capability tags the taker needs." },
+          waitSeconds: { type: "integer", description: "How long to wait for the result, 0 to 120 (default 60)." },
+          taskHash: text("Read an earlier sub-task's result instead of posting one."),
+        },
+        [],
+      ),
+    );
+  }
+  return tools;
+}
+
+/** An HTTP tool as the model sees it; a POST/PUT/PATCH tool with no inputs gets a free-form `input` body. */
+export function httpToolSpec(tool: HttpTool): ChatCompletionFunctionTool {
+  const properties: Record<string, unknown> = {};
+  for (const [name, p] of Object.entries(tool.parameters.properties)) {
+    properties[name] = { type: p.type, description: p.description, ...(p.enum ? { enum: p.enum } : {}) };
+  }
+  const freeForm = Object.keys(properties).length === 0 && ["POST", "PUT", "PATCH"].includes(tool.method);
+  if (freeForm) properties.input = { type: "string", description: "The request body (JSON or text)." };
+  return fn(tool.name, tool.description, properties, tool.parameters.required ?? []);
+}
+
+/** Runs an HTTP tool: inputs mapped to path, query or body; the secret added as its auth says; the answer bounded. */
+export async function callHttpTool(tool: HttpTool, args: Record<string, unknown>, ctx: ToolRunContext, signal: AbortSignal): Promise<string> {
+  const mapping = tool.paramMapping ?? {};
+  const headers: Record<string, string> = { accept: "application/json, text/plain;q=0.9, */*;q=0.1" };
+  const auth = tool.auth ?? { type: "none" as const };
+  if (auth.type === "bearer" || auth.type === "header") {
+    const secret = auth.secretRef ? ctx.secret(auth.secretRef) : undefined;
+    if (secret === undefined) return "Error: authentication failed";
+    if (auth.type === "bearer") headers.authorization = `Bearer ${secret}`;
+    else headers[(auth.keyName ?? "authorization").toLowerCase()] = secret;
+  }
+  let url = tool.url;
+  const query = new URLSearchParams();
+  const body: Record<string, unknown> = {};
+  const declared = Object.keys(tool.parameters.properties);
+  for (const name of declared) {
+    const value = args[name];
+    if (value === undefined) continue;
+    const where = mapping[name];
+    if (where === "path") url = url.split(`{${name}}`).join(encodeURIComponent(String(value)));
+    else if (where === "query") query.set(name, String(value));
+    else if (where === "body") body[name] = value;
+    // `header` is accepted and dropped; an input with no mapping is never sent.
+  }
+  if (query.size > 0) url += `${url.includes("?") ? "&" : "?"}${query}`;
+  let payload: string | undefined;
+  if (declared.length === 0 && ["POST", "PUT", "PATCH"].includes(tool.method) && args.input !== undefined) {
+    payload = typeof args.input === "string" ? args.input : JSON.stringify(args.input);
+  } else if (Object.keys(body).length > 0) payload = JSON.stringify(body);
+  if (payload !== undefined) headers["content-type"] = "application/json";
+  const left = Math.min(MAX_TOOL_WAIT_MS, ctx.deadline - ctx.now());
+  if (left <= 0) return "Error: the task's time budget ran out";
+  const doFetch = boundedFetch({ maxBytes: MAX_TOOL_RESPONSE_BYTES, allowPrivateNetworks: ctx.allowPrivateNetworks });
+  try {
+    const response = await doFetch(url, {
+      method: tool.method,
+      headers,
+      body: payload,
+      signal: AbortSignal.any([signal, AbortSignal.timeout(left)]),
+    });
+    const answer = await response.text();
+    return ctx.redact(`HTTP ${response.status}\n${truncate(answer, 6_000)}`);
+  } catch (error) {
+    return ctx.redact(`Error: the request failed: ${(error as Error).message}`);
+  }
+}
+
+interface Message {
+  id: number;
+  body: string;
+  createdAt: number;
+  sender: string;
+}
+
+/** Runs the built-in tools against the API, as the agent (its own token). */
+export function builtinTools(ctx: ToolRunContext) {
+  const http = ctx.client.http;
+  const agentPath = `/api/v1/agents/${ctx.agentId}/messages`;
+  const taskPath = `/api/v1/a2a/tasks/${ctx.taskHash}/messages`;
+  let subtasks = 0;
+
+  async function inbox(from: string): Promise<Array<Message & { from: "poster" | "owner" }>> {
+    const out: Array<Message & { from: "poster" | "owner" }> = [];
+    if (from !== "owner") {
+      const me = (await http.get<{ addresses: string[] }>("/api/v1/api-keys/whoami")).addresses[0];
+      const { messages } = await http.get<{ messages: Message[] }>(taskPath);
+      for (const m of messages) if (m.sender !== me) out.push({ ...m, from: "poster" });
+    }
+    if (from !== "poster") {
+      const { messages } = await http.get<{ messages: Message[] }>(agentPath);
+      for (const m of messages) if (m.sender === "owner") out.push({ ...m, from: "owner" });
+    }
+    return out.sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  const show = (messages: Array<Message & { from: string }>) =>
+    ctx.redact(JSON.stringify(messages.slice(-20).map((m) => ({ from: m.from, body: m.body, at: new Date(m.createdAt).toISOString() }))));
+
+  async function wait(ms: number, signal: AbortSignal) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      signal.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+
+  async function sendMessage(args: Record<string, unknown>): Promise<string> {
+    const body = ctx.redact(String(args.body ?? "")).slice(0, 4000);
+    if (!body) return "Error: body is empty";
+    if (args.to === "owner") {
+      const sent = await http.post<Message>(agentPath, { body });
+      return `sent to the owner (message ${sent.id})`;
+    }
+    const sent = await http.post<Message>(taskPath, { body });
+    return `sent to the poster (message ${sent.id})`;
+  }
+
+  async function waitForReply(args: Record<string, unknown>, signal: AbortSignal): Promise<string> {
+    const from = args.from === "owner" ? "owner" : "poster";
+    const seconds = Math.max(1, Math.min(120, Number(args.timeoutSeconds ?? 60) || 60));
+    const until = Math.min(ctx.now() + seconds * 1000, ctx.deadline - 1000);
+    const seen = new Set((await inbox(from)).map((m) => `${m.from}:${m.id}`));
+    while (ctx.now() < until && !signal.aborted) {
+      await wait(Math.min(POLL_MS, Math.max(0, until - ctx.now())), signal);
+      const fresh = (await inbox(from)).filter((m) => !seen.has(`${m.from}:${m.id}`));
+      if (fresh.length > 0) return show(fresh);
+    }
+    return `no reply from the ${from} within ${seconds} seconds`;
+  }
+
+  async function subtaskResult(taskHash: string, waitMs: number, signal: AbortSignal): Promise<string> {
+    const until = Math.min(ctx.now() + waitMs, ctx.deadline - 1000);
+    for (;;) {
+      const task = await ctx.client.getTask(taskHash);
+      const status = task.state.status;
+      const output = task.state.resultData?.output;
+      if (status === "verified" || status === "completed" || ["refunded", "cancelled"].includes(status) || ctx.now() >= until || signal.aborted) {
+        return ctx.redact(
+          JSON.stringify({ taskHash, status, ...(output !== undefined && (status === "verified" || status === "completed") ? { output } : {}) }),
+        );
+      }
+      await wait(Math.min(POLL_MS, Math.max(0, until - ctx.now())), signal);
+    }
+  }
+
+  /** While the window lasts, wraps the delegated brief's key to each agent that bids on it. */
+  function wrapToBidders(taskHash: string, key: Uint8Array) {
+    ctx.background(async (signal) => {
+      const until = Date.now() + DELEGATION_WRAP_WINDOW_MS;
+      const wrapped = new Set<string>();
+      while (Date.now() < until && !signal.aborted) {
+        await wait(POLL_MS, signal);
+        try {
+          const { bids } = await http.get<{ bids: Array<{ agent: string; publicKey: string | null }> }>(`/api/v1/a2a/tasks/${taskHash}/bids`);
+          const fresh = bids.filter((b) => b.publicKey && !wrapped.has(b.agent));
+          if (fresh.length === 0) continue;
+          const wrappedKeys = Object.fromEntries(fresh.map((b) => [b.agent, wrapBriefKey(key, b.publicKey!)]));
+          await http.post(`/api/v1/a2a/tasks/${taskHash}/keys`, { wrappedKeys });
+          for (const b of fresh) wrapped.add(b.agent);
+        } catch {
+          // The next poll tries again.
+        }
+      }
+      key.fill(0);
+    });
+  }
+
+  async function delegate(args: Record<string, unknown>, signal: AbortSignal): Promise<string> {
+    if (ctx.subtaskMaxReward === null) return "Error: the sub-task payment option is off";
+    const waitMs = Math.max(0, Math.min(120, Number(args.waitSeconds ?? 60) || 0)) * 1000;
+    if (typeof args.taskHash === "string" && args.instructions === undefined) return subtaskResult(args.taskHash, waitMs, signal);
+    const instructions = String(args.instructions ?? "").trim();
+    if (!instructions) return "Error: instructions are empty";
+    const amount = /^[0-9]{1,30}$/.test(String(args.amountRaw ?? "")) ? BigInt(String(args.amountRaw)) : 0n;
+    if (amount <= 0n) return "Error: amountRaw must be a whole number of raw units above 0";
+    if (amount > ctx.subtaskMaxReward) return `Error: amountRaw is above the owner's limit of ${ctx.subtaskMaxReward} per sub-task`;
+    if (subtasks >= MAX_SUBTASKS_PER_TASK) return `Error: at most ${MAX_SUBTASKS_PER_TASK} sub-tasks per task`;
+    const agent = typeof args.agent === "string" && args.agent ? args.agent : undefined;
+    if (agent !== undefined && !isAddress(agent)) return "Error: agent is not a 0x address";
+    const capabilities = Array.isArray(args.capabilities) ? args.capabilities.filter((c): c is string => typeof c === "string") : [];
+    subtasks += 1;
+    let briefKey: Uint8Array | undefined;
+    try {
+      const result = await ctx.client.postTasks(
+        [
+          {
+            instructions,
+            amountRaw: amount,
+            privacy: "private",
+            capabilities,
+            durationSeconds: 3_600,
+            ...(agent ? { targetExecutor: getAddress(agent) } : {}),
+          },
+        ],
+        { onBriefKey: (event) => (briefKey = new Uint8Array(event.key)) },
+      );
+      const row = result.results[0];
+      if (!row || row.status !== "posted" || !row.taskHash)
+        return ctx.redact(`Error: the sub-task was not posted: ${row?.error?.message ?? "unknown"}`);
+      if (briefKey) wrapToBidders(row.taskHash, briefKey);
+      return subtaskResult(row.taskHash, waitMs, signal);
+    } catch (error) {
+      const message = error instanceof ApiError ? `${error.code}: ${error.message}` : (error as Error).message;
+      return ctx.redact(`Error: the sub-task was not posted: ${message}`);
+    }
+  }
+
+  return {
+    async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string | undefined> {
+      try {
+        switch (name) {
+          case "send_message":
+            return await sendMessage(args);
+          case "read_inbox": {
+            const from = args.from === "poster" || args.from === "owner" ? args.from : "all";
+            return show(await inbox(from));
+          }
+          case "wait_for_reply":
+            return await waitForReply(args, signal);
+          case "delegate_to_agent":
+            return await delegate(args, signal);
+          default:
+            return undefined;
+        }
+      } catch (error) {
+        const message = error instanceof ApiError ? `${error.code}: ${error.message}` : (error as Error).message;
+        return ctx.redact(`Error: ${message}`);
+      }
+    },
+  };
+}

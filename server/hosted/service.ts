@@ -1,0 +1,412 @@
+import { Contract, Wallet, getAddress } from "ethers";
+import type { Db } from "../db";
+import { isUniqueViolation, json, retryConflicts } from "../db";
+import { chainCall, type Chain } from "../chains";
+import type { Principal } from "../auth";
+import type { HostedConfig } from "../config";
+import type { AgentMessage, Deployed, DeployAgentBody, ExportedKey, HttpTool, OwnedAgentView, WithdrawBody, Withdrawal } from "../../core/api";
+import { BUILTIN_TOOLS, asAddress, asRawAmount } from "../../core/api";
+import { capabilityTags } from "../agents";
+import { createWindows, rateLimited } from "../http/rate-limit";
+import { MarketError } from "../../core/errors";
+import { normalizePublicKey } from "../../core/crypto";
+import { isNodeRefusal } from "../../core/revert";
+import { MAX_UINT256 } from "../../core/limits";
+import type { HostedStore, SecretEntry } from "./store";
+import type { DeployFees } from "./fees";
+import type { HostedRunners } from "./runner";
+import { privateUrlReason } from "./runner/bounds";
+
+const ERC20 = ["function balanceOf(address) view returns (uint256)", "function transfer(address to, uint256 amount) returns (bool)"];
+/** Default limit of one sub-task's reward when the option is on without one: 1 USDC. */
+const DEFAULT_SUBTASK_MAX_REWARD = 1_000_000n;
+/** A withdrawal's receipt is awaited this long before the answer is TX_PENDING. */
+const WITHDRAW_WAIT_MS = 60_000;
+
+const invalid = (field: string, message: string) => new MarketError("VALIDATION_FAILED", `${field} ${message}`, { details: [{ field, message }] });
+
+export type HostedAgents = ReturnType<typeof createHostedAgents>;
+
+/** A new hosted agent, as the deploy hook sees it. */
+export interface DeployedAgent {
+  id: number;
+  /** Its wallet, generated and custodied by the service. */
+  address: string;
+  /** The wallet's uncompressed secp256k1 public key (0x04…): the key its briefs are wrapped to. */
+  publicKey: string;
+  accountId: number;
+  ownerAddress: string;
+  displayName: string;
+}
+
+/**
+ * What runs once for every new agent, after its record (with its fee credit) is committed and before it starts: the
+ * one place a deploy hands the agent to other features (the identity token's mint, issue 13). A failure is recorded
+ * as the agent's `lastError` and logged; the deploy stands (its fee is credited and its wallet exists).
+ */
+export type OnDeployed = (agent: DeployedAgent) => Promise<void>;
+
+/** The owner's operations on hosted agents, and the deploy. */
+export function createHostedAgents(deps: {
+  db: Db;
+  store: HostedStore;
+  fees: DeployFees;
+  runners: HostedRunners;
+  settlementChain: () => Chain;
+  config: Pick<HostedConfig, "deploysPerHour" | "maxAgentsPerAccount" | "allowPrivateNetworks" | "masterKey">;
+  now: () => number;
+  onDeployed?: OnDeployed;
+}) {
+  const { db, store, fees, runners, config, now } = deps;
+  const deployWindows = createWindows(60 * 60_000);
+
+  function checkUrl(field: string, url: string) {
+    if (config.allowPrivateNetworks) return;
+    const reason = privateUrlReason(url);
+    if (reason) throw invalid(field, reason);
+  }
+
+  function checkTools(tools: HttpTool[]) {
+    const names = new Set<string>();
+    tools.forEach((tool, i) => {
+      const field = `body.tools.${i}`;
+      if (names.has(tool.name)) throw invalid(`${field}.name`, "is used by another tool");
+      if ((BUILTIN_TOOLS as readonly string[]).includes(tool.name)) throw invalid(`${field}.name`, "is the name of a built-in tool");
+      names.add(tool.name);
+      checkUrl(`${field}.url`, tool.url);
+      const properties = Object.keys(tool.parameters.properties);
+      for (const required of tool.parameters.required ?? [])
+        if (!properties.includes(required)) throw invalid(`${field}.parameters.required`, `names ${required}, which is not a property`);
+      for (const placeholder of tool.url.match(/\{([^}]+)\}/g) ?? []) {
+        const name = placeholder.slice(1, -1);
+        if (!properties.includes(name)) throw invalid(`${field}.url`, `has the placeholder ${placeholder} with no matching property`);
+      }
+      for (const input of Object.keys(tool.paramMapping ?? {}))
+        if (!properties.includes(input)) throw invalid(`${field}.paramMapping`, `maps ${input}, which is not a property`);
+      const auth = tool.auth;
+      if (auth && auth.type !== "none") {
+        if (!auth.secretRef) throw invalid(`${field}.auth.secretRef`, "is required unless the auth type is none");
+        if (auth.type === "header" && !auth.keyName) throw invalid(`${field}.auth.keyName`, "is required for auth type header");
+      }
+    });
+  }
+
+  async function deploy(principal: Principal, body: DeployAgentBody): Promise<Deployed> {
+    if (principal.kind === "hostedAgent") {
+      throw new MarketError("HOSTED_AGENT_TOKEN_REFUSED", "A hosted agent's token cannot deploy agents.");
+    }
+    if (!config.masterKey) throw new MarketError("HOSTING_UNAVAILABLE");
+    let ownerPublicKey: string;
+    try {
+      if (!/^(0x)?04[0-9a-fA-F]{128}$/.test(body.ownerPublicKey.trim())) throw new Error("not 130 hex characters starting 04");
+      ownerPublicKey = normalizePublicKey(body.ownerPublicKey);
+    } catch (cause) {
+      throw new MarketError("INVALID_PUBLIC_KEY", "ownerPublicKey must be an uncompressed secp256k1 public key (130 hex characters, 04...).", {
+        cause,
+      });
+    }
+    checkUrl("body.model.baseUrl", body.model.baseUrl);
+    const tools = body.tools ?? [];
+    checkTools(tools);
+    const capabilities = capabilityTags(body.capabilities ?? [], "body.capabilities");
+    if (body.minReward !== undefined && BigInt(body.minReward) > MAX_UINT256) throw invalid("body.minReward", "is above 2^256-1");
+    let subtaskMaxReward: string | null = null;
+    if (body.subtasks?.enabled) {
+      const max = BigInt(body.subtasks.maxRewardRaw ?? DEFAULT_SUBTASK_MAX_REWARD);
+      if (max <= 0n || max > MAX_UINT256) throw invalid("body.subtasks.maxRewardRaw", "must be above 0");
+      subtaskMaxReward = max.toString();
+    }
+
+    const retryAfter = deployWindows.hit(`account:${principal.accountId}`, config.deploysPerHour, now());
+    if (retryAfter !== undefined) throw rateLimited(retryAfter, "deploys");
+    const owned = await db
+      .selectFrom("hosted_agents")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("account_id", "=", principal.accountId)
+      .where("state", "!=", "deleted")
+      .executeTakeFirstOrThrow();
+    if (Number(owned.n) >= config.maxAgentsPerAccount)
+      throw new MarketError("AGENT_QUOTA_EXCEEDED", `An account may have ${config.maxAgentsPerAccount} hosted agents.`);
+
+    const fee = await fees.verify(body.feeTxHash, principal.accountId);
+    const wallet = Wallet.createRandom();
+    const secrets: SecretEntry[] = [
+      { kind: "wallet", name: "wallet", value: wallet.privateKey },
+      ...(body.model.apiKey ? [{ kind: "model" as const, name: "model", value: body.model.apiKey }] : []),
+      ...Object.entries(body.toolSecrets ?? {}).map(([name, value]) => ({ kind: "tool" as const, name, value })),
+    ];
+    const at = now();
+    let agentId: number;
+    try {
+      agentId = await retryConflicts(() =>
+        db.transaction().execute(async (trx) => {
+          const row = await trx
+            .insertInto("hosted_agents")
+            .values({
+              address: wallet.address,
+              account_id: principal.accountId,
+              owner_address: principal.wallet,
+              owner_public_key: ownerPublicKey,
+              display_name: body.displayName,
+              instructions: body.instructions,
+              model_base_url: body.model.baseUrl,
+              model_name: body.model.name,
+              capabilities: json.write(capabilities),
+              min_reward: body.minReward ?? null,
+              subtask_max_reward: subtaskMaxReward,
+              state: "stopped",
+              running_config: null,
+              last_error: null,
+              exported_at: null,
+              created_at: at,
+              updated_at: at,
+            })
+            .returning("id")
+            .executeTakeFirstOrThrow();
+          if (tools.length > 0) {
+            await trx
+              .insertInto("hosted_agent_tools")
+              .values(
+                tools.map((tool) => ({ agent_id: row.id, name: tool.name, origin: "deploy", definition: json.write({ ...tool, type: "http" }) })),
+              )
+              .execute();
+          }
+          await store.storeSecrets(trx, row.id, ownerPublicKey, secrets);
+          if (fee) {
+            await trx
+              .insertInto("deploy_fee_credits")
+              .values({
+                chain: fees.chainName(),
+                tx_hash: fee.txHash,
+                agent_id: row.id,
+                account_id: principal.accountId,
+                payer: fee.payer,
+                amount: fee.amount.toString(),
+                credited_at: at,
+              })
+              .execute();
+          }
+          return row.id;
+        }),
+      );
+    } catch (error) {
+      // Another deploy credited the same fee transaction first: nothing of this one was kept.
+      if (fee && isUniqueViolation(error))
+        throw new MarketError("DEPLOY_FEE_NOT_PAID", "This fee transaction already paid for another deploy.", { reason: "ALREADY_CREDITED" });
+      throw error;
+    }
+    if (deps.onDeployed) {
+      try {
+        await deps.onDeployed({
+          id: agentId,
+          address: wallet.address,
+          publicKey: wallet.signingKey.publicKey,
+          accountId: principal.accountId,
+          ownerAddress: principal.wallet,
+          displayName: body.displayName,
+        });
+      } catch (error) {
+        await store.setState(agentId, { last_error: `after deploy: ${(error as Error).message}`.slice(0, 1000) });
+      }
+    }
+    if (body.start !== false) await start(principal, agentId);
+    const row = await store.find(agentId);
+    return {
+      agent: await store.ownedView(row!),
+      fee: fee ? { txHash: fee.txHash, payer: asAddress(fee.payer), amount: asRawAmount(fee.amount) } : null,
+    };
+  }
+
+  /** Starts the agent with its current configuration; it registers its key and chains, then browses. */
+  async function start(principal: Principal, id: number): Promise<OwnedAgentView> {
+    const row = await store.requireOwned(id, principal);
+    if (row.state !== "running") {
+      const running = await store.runningConfig(row);
+      await store.setState(id, { state: "running", running_config: json.write(running), last_error: null });
+    }
+    await runners.launch(id).catch(() => undefined);
+    return store.ownedView((await store.find(id))!);
+  }
+
+  async function stop(principal: Principal, id: number): Promise<OwnedAgentView> {
+    await store.requireOwned(id, principal);
+    // The runner stops first, while its token still works: a delivery already under way completes.
+    await runners.halt(id);
+    await store.setState(id, { state: "stopped", running_config: null });
+    return store.ownedView((await store.find(id))!);
+  }
+
+  async function restart(principal: Principal, id: number): Promise<OwnedAgentView> {
+    await stop(principal, id);
+    return start(principal, id);
+  }
+
+  /** The wallet key sealed to the owner's public key; every export is recorded first (no record, no key). */
+  async function exportKey(principal: Principal, id: number, ip: string | undefined): Promise<ExportedKey> {
+    const row = await store.requireOwned(id, principal);
+    const sealed = await store.ownerCopy(id, "wallet", "wallet");
+    if (!sealed) throw new MarketError("HOSTED_AGENT_NOT_FOUND", "The agent has no custodied wallet key.");
+    const at = now();
+    let exports: number;
+    try {
+      exports = await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto("key_exports")
+          .values({ agent_id: id, account_id: principal.accountId, ip: ip?.slice(0, 64) ?? null, exported_at: at })
+          .execute();
+        if (row.exported_at === null)
+          await trx
+            .updateTable("hosted_agents")
+            .set({ exported_at: at, updated_at: at })
+            .where("id", "=", id)
+            .where("exported_at", "is", null)
+            .execute();
+        const counted = await trx
+          .selectFrom("key_exports")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("agent_id", "=", id)
+          .executeTakeFirstOrThrow();
+        return Number(counted.n);
+      });
+    } catch (cause) {
+      throw new MarketError("KEY_EXPORT_NOT_RECORDED", undefined, { cause });
+    }
+    return {
+      agentId: id,
+      address: asAddress(row.address),
+      encryptedPrivateKey: sealed,
+      ownerPublicKey: row.owner_public_key,
+      exportedAt: at,
+      exports,
+    };
+  }
+
+  /** Sends the settlement token from the stopped agent's wallet to the owner's address, signed by the service. */
+  async function withdraw(principal: Principal, id: number, body: WithdrawBody): Promise<Withdrawal> {
+    const row = await store.requireOwned(id, principal);
+    const chain = deps.settlementChain();
+    if (body.chain !== undefined && body.chain !== chain.name) {
+      throw new MarketError(
+        "BRIDGE_UNAVAILABLE",
+        `Withdrawals go to the owner's address on ${chain.name}; bridging to ${body.chain} is not offered.`,
+      );
+    }
+    if (row.state === "running" || runners.isRunning(id)) throw new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.");
+    const secrets = await store.openSecrets(id);
+    const wallet = new Wallet(secrets.walletKey, chain.provider);
+    const token = new Contract(chain.config.token, ERC20, wallet);
+    const balance = (await chainCall(() => token.getFunction("balanceOf")(wallet.address))) as bigint;
+    const amount = body.amountRaw === undefined ? balance : BigInt(body.amountRaw);
+    if (amount === 0n || amount > balance) throw new MarketError("NOTHING_TO_WITHDRAW", `The agent's wallet holds ${balance} raw units.`);
+    const to = getAddress(row.owner_address);
+    let sent: { hash: string; wait(confirms: number, timeoutMs: number): Promise<{ status: number | null } | null> };
+    try {
+      sent = await token.getFunction("transfer")(to, amount);
+    } catch (error) {
+      if (isNodeRefusal(error))
+        throw new MarketError("TX_REJECTED", "The node refused the transfer (the agent's wallet cannot pay its gas?); nothing was sent.", {
+          cause: error,
+        });
+      throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${(error as Error).message}`, { cause: error });
+    }
+    const txHash = sent.hash;
+    let receipt: { status: number | null } | null;
+    try {
+      receipt = await sent.wait(1, WITHDRAW_WAIT_MS);
+    } catch (error) {
+      if ((error as { code?: string }).code === "CALL_EXCEPTION")
+        throw new MarketError("TX_REVERTED", `The withdrawal ${txHash} reverted.`, { cause: error });
+      throw new MarketError("TX_PENDING", `The withdrawal ${txHash} is sent but not confirmed yet.`, {
+        details: [{ message: "pending", txHash }],
+        cause: error,
+      });
+    }
+    if (receipt?.status !== 1) throw new MarketError("TX_REVERTED", `The withdrawal ${txHash} reverted.`);
+    return {
+      agentId: id,
+      chain: chain.name,
+      from: asAddress(wallet.address),
+      to: asAddress(to),
+      token: asAddress(chain.config.token),
+      amount: asRawAmount(amount),
+      txHash,
+    };
+  }
+
+  /**
+   * Stops the agent, destroys its secrets and hides it. Refused (`WRONG_STATE`, reason FUNDS_LEFT) while its wallet
+   * holds settlement tokens and its key was never exported: withdraw or export first.
+   */
+  async function remove(principal: Principal, id: number): Promise<{ id: number; deleted: true }> {
+    const row = await store.requireOwned(id, principal);
+    if (row.exported_at === null) {
+      const chain = deps.settlementChain();
+      const token = new Contract(chain.config.token, ERC20, chain.provider);
+      const balance = (await chainCall(() => token.getFunction("balanceOf")(row.address))) as bigint;
+      if (balance > 0n) {
+        throw new MarketError("WRONG_STATE", `The agent's wallet holds ${balance} raw units; withdraw them or export the key before deleting.`, {
+          reason: "FUNDS_LEFT",
+        });
+      }
+    }
+    await store.setState(id, { state: "stopped" });
+    await runners.halt(id);
+    await db.transaction().execute(async (trx) => {
+      await trx.deleteFrom("hosted_agent_secrets").where("agent_id", "=", id).execute();
+      await trx.deleteFrom("hosted_agent_tokens").where("agent_id", "=", id).execute();
+      // No longer offered tasks: its registration goes (its reputation stays with the wallet).
+      await trx.deleteFrom("agent_capabilities").where("agent_address", "=", row.address).execute();
+      await trx.deleteFrom("agents").where("address", "=", row.address).execute();
+      await trx.updateTable("hosted_agents").set({ state: "deleted", running_config: null, updated_at: now() }).where("id", "=", id).execute();
+    });
+    return { id, deleted: true };
+  }
+
+  /** The owner, or the agent itself (its own token). */
+  async function party(principal: Principal, id: number): Promise<"owner" | "agent"> {
+    const row = await store.find(id);
+    if (!row) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+    if (principal.kind === "hostedAgent") {
+      if (principal.hostedAgentId !== id)
+        throw new MarketError("NOT_AGENT_OWNER", "Only the agent's owner and the agent itself exchange these messages.");
+      return "agent";
+    }
+    if (row.account_id !== principal.accountId)
+      throw new MarketError("NOT_AGENT_OWNER", "Only the agent's owner and the agent itself exchange these messages.");
+    return "owner";
+  }
+
+  async function sendMessage(principal: Principal, id: number, body: string): Promise<AgentMessage> {
+    const sender = await party(principal, id);
+    const at = now();
+    const row = await db
+      .insertInto("hosted_agent_messages")
+      .values({ agent_id: id, sender, body, created_at: at })
+      .returning("id")
+      .executeTakeFirstOrThrow();
+    return { id: row.id, sender, body, createdAt: at };
+  }
+
+  async function messages(principal: Principal, id: number): Promise<AgentMessage[]> {
+    await party(principal, id);
+    const rows = await db.selectFrom("hosted_agent_messages").selectAll().where("agent_id", "=", id).orderBy("id", "desc").limit(200).execute();
+    return rows.reverse().map((m) => ({ id: m.id, sender: m.sender, body: m.body, createdAt: m.created_at }));
+  }
+
+  async function owned(principal: Principal, id: number): Promise<OwnedAgentView> {
+    return store.ownedView(await store.requireOwned(id, principal));
+  }
+
+  async function mine(principal: Principal): Promise<OwnedAgentView[]> {
+    const rows = await db
+      .selectFrom("hosted_agents")
+      .selectAll()
+      .where("account_id", "=", principal.accountId)
+      .where("state", "!=", "deleted")
+      .orderBy("id")
+      .execute();
+    return Promise.all(rows.map((r) => store.ownedView(r)));
+  }
+
+  return { deploy, start, stop, restart, exportKey, withdraw, remove, sendMessage, messages, owned, mine, list: store.list, terms: fees.terms };
+}

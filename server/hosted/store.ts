@@ -1,0 +1,218 @@
+import type { Transaction } from "kysely";
+import { json, type Db, type Database } from "../db";
+import type { HostedAgent } from "../db/schema";
+import type { Vault } from "./vault";
+import type { Principal } from "../auth";
+import { MarketError } from "../../core/errors";
+import { sealToPublicKey } from "../../core/crypto";
+import { BUILTIN_TOOLS, asAddress, asRawAmount, type HostedAgentView, type HttpTool, type OwnedAgentView, type PublicTool } from "../../core/api";
+import { MAX_SERIAL_ID } from "../db";
+
+export type SecretKind = "wallet" | "model" | "tool";
+
+export interface SecretEntry {
+  kind: SecretKind;
+  name: string;
+  value: string;
+}
+
+/** What a running agent works with, fixed when it starts (changes apply after a restart). */
+export interface RunningConfig {
+  displayName: string;
+  instructions: string;
+  model: { baseUrl: string; name: string };
+  capabilities: string[];
+  minReward: string | null;
+  tools: HttpTool[];
+  subtaskMaxReward: string | null;
+}
+
+/** The secrets of one agent, opened in memory. */
+export interface OpenedSecrets {
+  walletKey: string;
+  modelKey?: string;
+  tools: Map<string, string>;
+  /** Every value, for the redactor. */
+  all(): string[];
+}
+
+const MASK = "****";
+const secretContext = (agentId: number, kind: string, name: string) => `agent:${agentId}:${kind}:${name}`;
+
+export type HostedStore = ReturnType<typeof createHostedStore>;
+
+/** Hosted-agent records, their tools and their custodied secrets. */
+export function createHostedStore({ db, vault, now }: { db: Db; vault: Vault | undefined; now: () => number }) {
+  function requireVault(): Vault {
+    if (!vault) throw new MarketError("HOSTING_UNAVAILABLE");
+    return vault;
+  }
+
+  /** Seals each secret under the master key and, as a copy, to the owner's public key. */
+  async function storeSecrets(trx: Transaction<Database>, agentId: number, ownerPublicKey: string, entries: SecretEntry[]) {
+    const sealer = requireVault();
+    if (entries.length === 0) return;
+    const at = now();
+    await trx
+      .insertInto("hosted_agent_secrets")
+      .values(
+        entries.map((e) => ({
+          agent_id: agentId,
+          kind: e.kind,
+          name: e.name,
+          sealed: sealer.seal(e.value, secretContext(agentId, e.kind, e.name)),
+          owner_copy: sealToPublicKey(Buffer.from(e.value, "utf8"), ownerPublicKey),
+          created_at: at,
+        })),
+      )
+      .execute();
+  }
+
+  async function openSecrets(agentId: number): Promise<OpenedSecrets> {
+    const sealer = requireVault();
+    const rows = await db.selectFrom("hosted_agent_secrets").selectAll().where("agent_id", "=", agentId).execute();
+    let walletKey: string | undefined;
+    let modelKey: string | undefined;
+    const tools = new Map<string, string>();
+    for (const row of rows) {
+      const value = sealer.open(row.sealed, secretContext(agentId, row.kind, row.name));
+      if (row.kind === "wallet") walletKey = value;
+      else if (row.kind === "model") modelKey = value;
+      else tools.set(row.name, value);
+    }
+    if (!walletKey) throw new Error(`hosted agent ${agentId} has no wallet key`);
+    const key = walletKey;
+    return {
+      walletKey: key,
+      ...(modelKey === undefined ? {} : { modelKey }),
+      tools,
+      all: () => [key, ...(modelKey ? [modelKey] : []), ...tools.values()],
+    };
+  }
+
+  async function ownerCopy(agentId: number, kind: SecretKind, name: string): Promise<string | undefined> {
+    const row = await db
+      .selectFrom("hosted_agent_secrets")
+      .select("owner_copy")
+      .where("agent_id", "=", agentId)
+      .where("kind", "=", kind)
+      .where("name", "=", name)
+      .executeTakeFirst();
+    return row?.owner_copy;
+  }
+
+  async function find(id: number): Promise<HostedAgent | undefined> {
+    if (!Number.isSafeInteger(id) || id < 1 || id > MAX_SERIAL_ID) return undefined;
+    const row = await db.selectFrom("hosted_agents").selectAll().where("id", "=", id).executeTakeFirst();
+    return row && row.state !== "deleted" ? row : undefined;
+  }
+
+  /** The agent, for its owner only: `HOSTED_AGENT_NOT_FOUND`, or `NOT_AGENT_OWNER` for another account (or the agent's own token). */
+  async function requireOwned(id: number, principal: Principal): Promise<HostedAgent> {
+    const row = await find(id);
+    if (!row) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+    if (row.account_id !== principal.accountId || principal.kind === "hostedAgent") throw new MarketError("NOT_AGENT_OWNER");
+    return row;
+  }
+
+  async function tools(agentId: number): Promise<HttpTool[]> {
+    const rows = await db.selectFrom("hosted_agent_tools").select("definition").where("agent_id", "=", agentId).orderBy("name").execute();
+    return rows.map((r) => json.read<HttpTool>(r.definition)!);
+  }
+
+  /** The configuration an agent starts with. */
+  async function runningConfig(row: HostedAgent): Promise<RunningConfig> {
+    return {
+      displayName: row.display_name,
+      instructions: row.instructions,
+      model: { baseUrl: row.model_base_url, name: row.model_name },
+      capabilities: json.read<string[]>(row.capabilities) ?? [],
+      minReward: row.min_reward === null ? null : asRawAmount(row.min_reward),
+      tools: await tools(row.id),
+      subtaskMaxReward: row.subtask_max_reward,
+    };
+  }
+
+  async function setState(id: number, fields: Partial<Pick<HostedAgent, "state" | "running_config" | "last_error" | "exported_at">>) {
+    await db
+      .updateTable("hosted_agents")
+      .set({ ...fields, updated_at: now() })
+      .where("id", "=", id)
+      .execute();
+  }
+
+  function publicView(row: HostedAgent, toolList: HttpTool[]): HostedAgentView {
+    return {
+      id: row.id,
+      address: asAddress(row.address),
+      displayName: row.display_name,
+      state: row.state === "running" ? "running" : "stopped",
+      capabilities: json.read<string[]>(row.capabilities) ?? [],
+      minReward: row.min_reward === null ? null : asRawAmount(row.min_reward),
+      model: { name: row.model_name },
+      tools: toolList.map(publicTool),
+      builtinTools: BUILTIN_TOOLS.filter((t) => t !== "delegate_to_agent" || row.subtask_max_reward !== null),
+      subtasks: {
+        enabled: row.subtask_max_reward !== null,
+        maxRewardRaw: row.subtask_max_reward === null ? null : asRawAmount(row.subtask_max_reward),
+      },
+      createdAt: row.created_at,
+    };
+  }
+
+  async function ownedView(row: HostedAgent): Promise<OwnedAgentView> {
+    const secrets = await db
+      .selectFrom("hosted_agent_secrets")
+      .select(["kind", "name"])
+      .where("agent_id", "=", row.id)
+      .orderBy("kind")
+      .orderBy("name")
+      .execute();
+    const exports = await db
+      .selectFrom("key_exports")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("agent_id", "=", row.id)
+      .executeTakeFirstOrThrow();
+    return {
+      ...publicView(row, await tools(row.id)),
+      ownerAddress: asAddress(row.owner_address),
+      ownerPublicKey: row.owner_public_key,
+      instructions: row.instructions,
+      modelBaseUrl: row.model_base_url,
+      secrets: secrets.map((s) => ({ kind: s.kind, name: s.name })),
+      exportedAt: row.exported_at,
+      exports: Number(exports.n),
+      lastError: row.last_error,
+    };
+  }
+
+  /** Hosted agents for the public listing, newest first. */
+  async function list(limit: number): Promise<HostedAgentView[]> {
+    const rows = await db.selectFrom("hosted_agents").selectAll().where("state", "!=", "deleted").orderBy("id", "desc").limit(limit).execute();
+    if (rows.length === 0) return [];
+    const toolRows = await db
+      .selectFrom("hosted_agent_tools")
+      .select(["agent_id", "definition"])
+      .where(
+        "agent_id",
+        "in",
+        rows.map((r) => r.id),
+      )
+      .orderBy("name")
+      .execute();
+    const byAgent = new Map<number, HttpTool[]>();
+    for (const t of toolRows) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), json.read<HttpTool>(t.definition)!]);
+    return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
+  }
+
+  return { storeSecrets, openSecrets, ownerCopy, find, requireOwned, tools, runningConfig, setState, publicView, ownedView, list };
+}
+
+/** A tool as the public sees it: the headers it sends with their values masked, never a secret. */
+export function publicTool(tool: HttpTool): PublicTool {
+  const headers: Record<string, string> = {};
+  const auth = tool.auth;
+  if (auth?.type === "bearer") headers.Authorization = `Bearer ${MASK}`;
+  if (auth?.type === "header") headers[auth.keyName ?? "Authorization"] = MASK;
+  return { name: tool.name, description: tool.description, method: tool.method, url: tool.url, headers };
+}

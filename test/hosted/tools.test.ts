@@ -1,0 +1,254 @@
+/**
+ * Built-in tools and sponsored gas: an agent talks with its owner mid-task (send_message, wait_for_reply, read_inbox),
+ * delegates a paid sub-task to another hosted agent from its own wallet and reads the result, and an agent with an
+ * empty wallet delivers on sponsored gas (once; never for an exported wallet).
+ */
+import { expect } from "chai";
+import hre from "hardhat";
+import { startStack, type Stack } from "../support/stack";
+import { startModelServer, briefOf, type ModelRequest, type ModelServer } from "../support/model-server";
+import { privateKeyOf } from "../server/harness";
+import { MarketClient } from "../../sdk/src/client";
+import { escrowInterface } from "../../sdk/src/chain";
+import { time } from "@nomicfoundation/hardhat-network-helpers";
+import { agentOptions, clientOf, fundGas, statusOf, until, extraSigner } from "./helpers";
+
+const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
+
+describe("hosted agents: built-in tools", function () {
+  this.timeout(180_000);
+  let s: Stack;
+  let model: ModelServer;
+
+  beforeEach(async function () {
+    s = await startStack();
+    model = await startModelServer();
+  });
+  afterEach(async function () {
+    await s.close();
+    await model.close();
+  });
+
+  it("asks its owner mid-task and waits for the reply (send_message, wait_for_reply, read_inbox)", async function () {
+    model.setScript((request) => {
+      const results = toolResults(request);
+      if (results.length === 0)
+        return { toolCalls: [{ name: "send_message", arguments: { to: "owner", body: "Which quarter should the summary cover?" } }] };
+      if (results.length === 1) return { toolCalls: [{ name: "wait_for_reply", arguments: { from: "owner", timeoutSeconds: 60 } }] };
+      if (results.length === 2) return { toolCalls: [{ name: "read_inbox", arguments: { from: "owner" } }] };
+      const reply = results[1]!.includes("third quarter") ? "the third quarter" : "an unknown quarter";
+      return { content: `Summary of ${reply}: sales rose steadily and costs fell in every region we track.` };
+    });
+    const owner = s.stranger;
+    const ownerClient = await clientOf(s, owner);
+    const agent = (await ownerClient.deployAgent(agentOptions(model))).agent;
+    await fundGas(owner, agent.address);
+    await ownerClient.startAgent({ agentId: agent.id });
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const task = (
+      await poster.postTask({
+        instructions: "Summarise our sales.",
+        amountRaw: 1_000_000n,
+        privacy: "public",
+        capabilities: ["summarization"],
+        targetExecutor: agent.address,
+      })
+    ).taskHash!;
+
+    await until(async () => (await ownerClient.agentMessages({ agentId: agent.id })).messages.length === 1, 30_000, "the agent's question");
+    expect((await ownerClient.agentMessages({ agentId: agent.id })).messages[0]).to.deep.include({
+      sender: "agent",
+      body: "Which quarter should the summary cover?",
+    });
+    await ownerClient.sendAgentMessage({ agentId: agent.id, body: "Cover the third quarter, please." });
+    await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 30_000, "the task verified");
+    expect((await statusOf(s, posterKey, task)).output).to.equal(
+      "Summary of the third quarter: sales rose steadily and costs fell in every region we track.",
+    );
+    const last = model.requests.at(-1)!;
+    expect(toolResults(last)[2]).to.include("Cover the third quarter");
+    // Another account cannot read or write the conversation.
+    const stranger = await clientOf(s, s.poster);
+    const refused = await stranger.agentMessages({ agentId: agent.id }).catch((e: { code: string }) => e.code);
+    expect(refused).to.equal("NOT_AGENT_OWNER");
+  });
+
+  it("delegates a paid sub-task from its own wallet to another hosted agent and reads its result", async function () {
+    const ownerA = s.stranger;
+    const ownerB = await extraSigner(8);
+    model.setScript((request) => {
+      const brief = briefOf(request);
+      if (request.model === "translator") return { content: "Translation: the French word is bonjour, a greeting used all day long." };
+      const results = toolResults(request);
+      if (results.length === 0) {
+        return {
+          toolCalls: [
+            {
+              name: "delegate_to_agent",
+              arguments: {
+                instructions: `Translate 'hello' into French. (${brief.length})`,
+                amountRaw: "1000000",
+                agent: agentB.address,
+                waitSeconds: 90,
+              },
+            },
+          ],
+        };
+      }
+      return { content: `Final answer: ${JSON.parse(results[0]!).output as string}` };
+    });
+    const clientA = await clientOf(s, ownerA);
+    const clientB = await clientOf(s, ownerB);
+    const agentA = (await clientA.deployAgent(agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "2000000" } }))).agent;
+    const agentB = (
+      await clientB.deployAgent(agentOptions(model, { model: { baseUrl: model.baseUrl, name: "translator" }, capabilities: ["translation"] }))
+    ).agent;
+    expect(agentA.builtinTools).to.include("delegate_to_agent");
+    await fundGas(ownerA, agentA.address);
+    await fundGas(ownerB, agentB.address);
+    await (await s.usdc.connect(s.admin).mint(agentA.address, 5_000_000n)).wait();
+    await clientB.startAgent({ agentId: agentB.id });
+    await clientA.startAgent({ agentId: agentA.id });
+
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const task = (
+      await poster.postTask({
+        instructions: "Say hello in French for our greeting card.",
+        amountRaw: 3_000_000n,
+        privacy: "public",
+        capabilities: ["summarization"],
+        targetExecutor: agentA.address,
+      })
+    ).taskHash!;
+    await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 90_000, "the task verified");
+    expect((await statusOf(s, posterKey, task)).output).to.equal(
+      "Final answer: Translation: the French word is bonjour, a greeting used all day long.",
+    );
+
+    // The sub-task: posted and funded by agent A's wallet, private, pinned to B, paid to B.
+    const sub = await s.db.selectFrom("listings").selectAll().where("poster", "=", agentA.address).execute();
+    expect(sub).to.have.length(1);
+    expect(sub[0]).to.deep.include({ privacy: "private", target_executor: agentB.address, amount: "1000000" });
+    expect(await s.usdc.balanceOf(agentB.address)).to.equal(900_000n);
+    expect(await s.usdc.balanceOf(agentA.address)).to.equal(5_000_000n - 1_000_000n + 2_700_000n);
+  });
+
+  it("refuses delegation above the owner's limit, and offers no delegate_to_agent without the option", async function () {
+    model.setScript((request) => {
+      const results = toolResults(request);
+      if (results.length === 0)
+        return { toolCalls: [{ name: "delegate_to_agent", arguments: { instructions: "Do it all.", amountRaw: "5000000" } }] };
+      return { content: `Final answer: the delegation said ${results[0]!.slice(0, 60)} and so I did the summary myself.` };
+    });
+    const owner = s.stranger;
+    const client = await clientOf(s, owner);
+    const agent = (await client.deployAgent(agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "1000000" } }))).agent;
+    await fundGas(owner, agent.address);
+    await client.startAgent({ agentId: agent.id });
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const task = (
+      await poster.postTask({
+        instructions: "Summarise the plan.",
+        amountRaw: 1_000_000n,
+        privacy: "public",
+        capabilities: ["summarization"],
+        targetExecutor: agent.address,
+      })
+    ).taskHash!;
+    await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 30_000, "verified");
+    expect((await statusOf(s, posterKey, task)).output).to.include("above the owner's limit of 1000000");
+    expect(await s.db.selectFrom("listings").select("task_hash").where("poster", "=", agent.address).execute()).to.deep.equal([]);
+    const plain = (await client.deployAgent(agentOptions(model))).agent;
+    expect(plain.builtinTools).to.deep.equal(["send_message", "read_inbox", "wait_for_reply"]);
+  });
+});
+
+describe("hosted agents: sponsored gas", function () {
+  this.timeout(120_000);
+  let s: Stack;
+  let model: ModelServer;
+
+  beforeEach(async function () {
+    const sponsor = await extraSigner(10);
+    s = await startStack({ hosted: { gasSponsor: "on", gasSponsorKey: privateKeyOf(sponsor), releaseCheckMs: 200 } });
+    model = await startModelServer();
+    model.setScript(() => ({ content: "Summary: the memo sets out the budget for next year and who approves it." }));
+  });
+  afterEach(async function () {
+    await s.close();
+    await model.close();
+  });
+
+  it("tops up an empty wallet for its first submitEvidence, once, and never an exported wallet", async function () {
+    const sponsor = await extraSigner(10);
+    const bridge = (await s.call<{ gasSponsor: { state: string; address: string } }>("GET", "/health/bridge")).body.data;
+    expect(bridge).to.deep.equal({ gasSponsor: { state: "active", address: sponsor.address }, verifierMatches: { arc: true } });
+    const owner = s.stranger;
+    const client = await clientOf(s, owner);
+    const agent = (await client.deployAgent(agentOptions(model))).agent;
+    await client.startAgent({ agentId: agent.id });
+    expect(await s.usdc.runner!.provider!.getBalance(agent.address)).to.equal(0n);
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const task = (
+      await poster.postTask({
+        instructions: "Summarise the budget memo.",
+        amountRaw: 2_000_000n,
+        privacy: "public",
+        capabilities: ["summarization"],
+        targetExecutor: agent.address,
+      })
+    ).taskHash!;
+    await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 30_000, "verified on sponsored gas");
+    expect(await s.usdc.balanceOf(agent.address)).to.equal(1_800_000n);
+    const rows = await s.db.selectFrom("gas_sponsorships").selectAll().execute();
+    expect(rows.map((r) => [r.agent_address, r.purpose, r.status])).to.deep.equal([[agent.address, "first-evidence", "sent"]]);
+
+    // Once per purpose; and an exported wallet is never sponsored again.
+    const data = escrowInterface.encodeFunctionData("submitEvidence", [task, `0x${"00".repeat(32)}`]);
+    const call = { chain: "arc", from: agent.address, to: s.escrowAddress, data };
+    expect(await s.hosting.sponsor.topUp(call)).to.deep.equal({ sponsored: false, reason: "used" });
+    await client.exportAgentKey({ agentId: agent.id });
+    expect(await s.hosting.sponsor.topUp(call)).to.deep.equal({ sponsored: false, reason: "exported" });
+    const release = escrowInterface.encodeFunctionData("releaseUnjudgedWork", [task]);
+    expect(await s.hosting.sponsor.topUp({ ...call, data: release })).to.deep.equal({ sponsored: false, reason: "exported" });
+  });
+
+  it("collects escalated work nobody judged 14 days after the escalation (releaseUnjudgedWork), on sponsored gas", async function () {
+    const owner = s.stranger;
+    const client = await clientOf(s, owner);
+    const agent = (await client.deployAgent(agentOptions(model))).agent;
+    await client.startAgent({ agentId: agent.id });
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const task = (
+      await poster.postTask({
+        instructions: "Summarise the budget memo.",
+        amountRaw: 2_000_000n,
+        privacy: "public",
+        capabilities: ["summarization"],
+        targetExecutor: agent.address,
+        verificationMode: "manual",
+        durationSeconds: 3_600,
+      })
+    ).taskHash!;
+    await until(async () => (await statusOf(s, posterKey, task)).status === "awaiting_verification", 30_000, "delivered, awaiting the poster");
+    // The poster never judges: after the deadline its claim escalates the work.
+    await time.increase(3_601);
+    await s.sync();
+    expect((await poster.cancelAndRefund(task)).outcome).to.equal("escalate");
+    await s.sync();
+    expect((await statusOf(s, posterKey, task)).status).to.equal("escalated");
+    await time.increase(14 * 86_400 + 1);
+    await hre.network.provider.send("evm_mine", []);
+    await s.sync();
+    await until(async () => (await statusOf(s, posterKey, task)).status === "completed", 30_000, "the work released and paid");
+    expect(await s.usdc.balanceOf(agent.address)).to.equal(1_800_000n);
+    const purposes = (await s.db.selectFrom("gas_sponsorships").select(["purpose", "status"]).execute()).map((r) => `${r.purpose}:${r.status}`);
+    expect(purposes[0]).to.equal("first-evidence:sent");
+    expect(purposes.slice(1)).to.deep.equal(purposes.length > 1 ? [`release:${task}:sent`] : []);
+  });
+});

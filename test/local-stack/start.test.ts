@@ -1,0 +1,199 @@
+/**
+ * `npm start` as a user runs it (`hardhat run --network localhost scripts/start.ts`): on ports moved by
+ * MARKET_CHAIN_PORT and PORT alone, and a second start on the same ports or data folder, which must refuse without
+ * touching the first one's chain or data.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { expect } from "chai";
+import { JsonRpcProvider } from "ethers";
+import { freePort } from "../../scripts/lib/local-chain";
+import { MockUSDC__factory } from "../../typechain-types";
+import { MarketClient } from "../../sdk/src/client";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, "../..");
+const CLI = require.resolve("hardhat/internal/cli/cli");
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts `npm start`'s script with `env`; resolves with the process once it prints that it is ready. */
+async function startStack(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; output: () => string }> {
+  // Its own process group: `hardhat run` starts the script in a child process, which a signal to the CLI alone would orphan.
+  const child = spawn(process.execPath, [CLI, "run", "--network", "localhost", "scripts/start.ts"], { cwd: ROOT, env, detached: true });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 120_000;
+  while (!output.includes("Press Ctrl-C")) {
+    const failure =
+      child.exitCode !== null ? `npm start exited (${child.exitCode})` : Date.now() > deadline ? "npm start was not ready in time" : undefined;
+    if (failure) {
+      await stopGroup(child);
+      throw new Error(`${failure}:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { child, output: () => output };
+}
+
+/** Stops a started stack and everything it started (the script and its chains): SIGTERM to the group, SIGKILL after 20 s. */
+async function stopGroup(child: ChildProcess): Promise<void> {
+  const group = -(child.pid as number);
+  const alive = () => {
+    try {
+      process.kill(group, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (alive()) process.kill(group, "SIGTERM");
+  const deadline = Date.now() + 20_000;
+  while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+  if (alive()) process.kill(group, "SIGKILL");
+}
+
+/** Runs a second start to its end (it must refuse at once). */
+async function startToExit(env: NodeJS.ProcessEnv): Promise<Exit> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, "run", "--network", "localhost", "scripts/start.ts"], {
+      cwd: ROOT,
+      env,
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? null, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
+
+describe("npm start", function () {
+  this.timeout(300_000);
+  let work: string;
+  let env: NodeJS.ProcessEnv;
+  let first: { child: ChildProcess; output: () => string };
+  let chainPort: number;
+  let apiPort: number;
+  let zeroGPort: number;
+
+  before(async () => {
+    work = mkdtempSync(path.join(tmpdir(), "market-start-"));
+    [chainPort, apiPort, zeroGPort] = [await freePort(), await freePort(), await freePort()];
+    env = { ...process.env };
+    // What a user's shell would not hold: the stack's own locations come from the variables under test only.
+    for (const name of ["LOCAL_RPC_URL", "HARDHAT_NETWORK", "DATABASE_URL", "SQLITE_PATH", "BLOB_DIR", "MARKET_DATA_DIR"]) delete env[name];
+    env = {
+      ...env,
+      MARKET_CHAIN_PORT: String(chainPort),
+      MARKET_0G_CHAIN_PORT: String(zeroGPort),
+      PORT: String(apiPort),
+      MARKET_LOCAL_DATA_DIR: path.join(work, "data"),
+      DEPLOYMENTS_DIR: path.join(work, "deployments"),
+    };
+    first = await startStack(env);
+  });
+
+  after(async () => {
+    if (first) await stopGroup(first.child);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("moves the chain, the deploy and the printed exports with MARKET_CHAIN_PORT alone", async () => {
+    const output = first.output();
+    expect(output).to.include(`MARKET_RPC_ARC=http://127.0.0.1:${chainPort}`);
+    expect(output).to.include(`MARKET_CHAIN_PORT=${chainPort}`);
+    expect(output).to.include(`http://127.0.0.1:${apiPort}`);
+    const health = await fetch(`http://127.0.0.1:${apiPort}/health`);
+    expect(health.status).to.equal(200);
+    // An operator command on --network localhost follows the same variable.
+    const { stdout } = await run(process.execPath, [CLI, "--network", "localhost", "escrow:status"], { cwd: ROOT, env });
+    expect(stdout).to.match(/fee/i);
+  });
+
+  it("refuses a second start on the same ports without touching the first one's chain or data", async () => {
+    const deployment = JSON.parse(readFileSync(path.join(work, "deployments", "localhost.json"), "utf8")) as { token: string };
+    const provider = new JsonRpcProvider(`http://127.0.0.1:${chainPort}`);
+    const usdc = MockUSDC__factory.connect(deployment.token, provider);
+    const supply = await usdc.totalSupply();
+    const blocks = await provider.getBlockNumber();
+
+    const second = await startToExit(env);
+    expect(second.code).to.equal(1);
+    const lines = second.stderr.trim().split("\n");
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.include(`port ${chainPort} on 127.0.0.1 is in use`).and.include("nothing was changed");
+
+    expect(await usdc.totalSupply()).to.equal(supply);
+    expect(await provider.getBlockNumber()).to.equal(blocks);
+    expect(existsSync(path.join(work, "data", "market.sqlite"))).to.equal(true);
+    expect((await fetch(`http://127.0.0.1:${apiPort}/health`)).status).to.equal(200);
+    provider.destroy();
+  });
+
+  it("compares deadlines with chain time: a task expires through the API when the chain's clock passes its deadline", async () => {
+    const printed = (name: string, after: string) => {
+      const block = first.output().slice(first.output().indexOf(after));
+      return new RegExp(`${name}=(\\S+)`).exec(block)![1]!;
+    };
+    const rpc = `http://127.0.0.1:${chainPort}`;
+    const client = new MarketClient({
+      apiKey: printed("MARKET_API_KEY", "Demo poster"),
+      baseUrl: `http://127.0.0.1:${apiPort}`,
+      executor: { privateKey: printed("MARKET_PRIVATE_KEY", "Demo poster"), rpcUrls: { arc: rpc } },
+      escrows: { arc: printed("MARKET_ESCROW_ARC", "export") },
+    });
+    const posted = await client.postTask({
+      instructions: "Name three uses of a printing press",
+      amountRaw: 1_000_000n,
+      privacy: "public",
+      durationSeconds: 3600,
+    });
+    expect(posted.status).to.equal("posted");
+    const taskHash = posted.taskHash!;
+    /** The task's status once the indexer has it. */
+    const statusNow = () =>
+      client.getTask(taskHash).then(
+        (t) => t.state.status,
+        () => "not indexed",
+      );
+    const until = async (wanted: (status: string) => boolean) => {
+      const deadline = Date.now() + 10_000;
+      let status = await statusNow();
+      while (!wanted(status) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        status = await statusNow();
+      }
+      return status;
+    };
+    expect(await until((s) => s !== "not indexed")).to.equal("open");
+
+    const provider = new JsonRpcProvider(rpc);
+    await provider.send("evm_increaseTime", [2 * 3600]);
+    await provider.send("evm_mine", []);
+    provider.destroy();
+    expect(await until((s) => s !== "open")).to.equal("expired");
+    const browse = await client.browseA2ATasks();
+    expect(browse.tasks.map((t) => t.meta.taskHash)).to.not.include(taskHash);
+  });
+
+  it("refuses a second start on other ports over the same data folder", async () => {
+    const second = await startToExit({
+      ...env,
+      MARKET_CHAIN_PORT: String(await freePort()),
+      MARKET_0G_CHAIN_PORT: String(await freePort()),
+      PORT: String(await freePort()),
+    });
+    expect(second.code).to.equal(1);
+    expect(second.stderr.trim()).to.include("is in use by process").and.include("MARKET_LOCAL_DATA_DIR");
+    expect(existsSync(path.join(work, "data", "market.sqlite"))).to.equal(true);
+  });
+});
