@@ -143,6 +143,21 @@ export const ERROR_CODES = define({
   OWNER_MISMATCH: { status: 409, client: true, description: "The private key's wallet is not the API key's wallet; nothing was registered." },
   INVALID_PUBLIC_KEY: { status: 400, description: "The public key is not an uncompressed secp256k1 key (130 hex characters)." },
 
+  // ---- MCP (market mcp and the remote /mcp endpoint): two-step spend and idempotent resume
+  QUOTE_REQUIRED: {
+    status: 409,
+    description:
+      "A spending MCP call needs `confirm: true` with the `quoteId` of its quote; the quote is missing, used, another wallet's or older than 10 minutes. Nothing was spent.",
+  },
+  QUOTE_MISMATCH: {
+    status: 409,
+    description: "The confirm call's arguments, price or balance-relevant facts differ from its quote's; ask for a new quote. Nothing was spent.",
+  },
+  IDEMPOTENCY_KEY_REUSED: { status: 409, description: "This `idempotencyKey` was used for a different payload; use a new key. Nothing was spent." },
+  USE_LOCAL_MCP: {
+    status: 409,
+    description: "The remote /mcp endpoint never holds a self-run wallet's key: run `market mcp` locally to sign this (spend, cancel, claim).",
+  },
   // ---- hosted agents (docs/hosted-agents.md)
   HOSTED_AGENT_TOKEN_REFUSED: {
     status: 403,

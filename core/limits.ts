@@ -55,3 +55,7 @@ export const NEEDS_WRAP_RETRY_INTERVAL_MS = 5_000;
 export const NEEDS_WRAP_FAST_RETRY_WINDOW_MS = 10 * MINUTE_SECONDS * 1_000;
 export const NEEDS_WRAP_MAX_BACKOFF_MS = DAY_SECONDS * 1_000;
 export const BELOW_MIN_REWARD_SKIP_MS = DAY_SECONDS * 1_000;
+
+// MCP (market mcp and the remote /mcp endpoint).
+/** A quote of a spending call is single-use and valid this long. */
+export const MCP_QUOTE_TTL_MS = 10 * 60_000;

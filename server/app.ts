@@ -25,6 +25,7 @@ import { a2aRoutes } from "./a2a";
 import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
 import { reputationRoutes } from "./reputation";
+import { createQuoteStore, mcpRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
@@ -182,6 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, now });
+  await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
   await app.register(heldTaskRoutes, { auth, queries });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });

@@ -16,6 +16,7 @@ import { postTasksCommand, type PostTasksFlags, type PostTasksHooks } from "./po
 import { finishPostsCommand, type FinishPostsFlags } from "./finish-posts";
 import { reviewCommand, type ReviewFlags } from "./review";
 import { cancelCommand } from "./cancel";
+import { mcpCommand, type McpFlags } from "./mcp";
 import { createTerminal, type Terminal } from "./terminal";
 
 export const ExitStatus = { ok: 0, failed: 1, usage: 2, notAllPosted: 3 } as const;
@@ -27,6 +28,7 @@ Environment:
   MARKET_API_URL      API base URL (default http://127.0.0.1:3000)
   MARKET_RPC_ARC      JSON-RPC URL of the arc chain (there is no default RPC)
   MARKET_ESCROW_ARC   escrow address the client trusts on arc
+  MARKET_MCP_STATE_DIR  where \`market mcp\` keeps each idempotencyKey's run (default ~/.market/mcp)
 
 Exit status: 0 done, 1 refused or failed, 2 bad arguments, 3 NOT_ALL_POSTED (rerun the same command).`;
 
@@ -50,7 +52,7 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-function version(): string {
+export function version(): string {
   try {
     const pkg = JSON.parse(readFileSync(path.resolve(__dirname, "../../../package.json"), "utf8")) as { name?: string; version?: string };
     if (pkg.name === "@market/sdk" && pkg.version) return pkg.version;
@@ -127,6 +129,16 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .argument("<taskHash>", "the task (0x and 64 hex characters)")
     .action(async (taskHash: string) => {
       setExit(await cancelCommand(taskHash, config(), terminal));
+    });
+
+  program
+    .command("mcp")
+    .description(
+      "Serve the marketplace's MCP tools on stdio (post_tasks, poll_task_result, cancel_task, claim_timeout, bid_on_task) for an MCP client.",
+    )
+    .option("--state-dir <path>", "where each idempotencyKey's run is journaled (overrides MARKET_MCP_STATE_DIR; default ~/.market/mcp)")
+    .action(async (flags: McpFlags) => {
+      setExit(await mcpCommand(flags, config(), terminal, { version: version() }, deps.postTasks));
     });
 
   return program;

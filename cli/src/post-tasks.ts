@@ -6,7 +6,7 @@
 import { MarketClient } from "../../sdk/src/client";
 import { ApiError, clientError } from "../../sdk/src/errors";
 import { erc20Interface } from "../../sdk/src/chain";
-import type { PostResult } from "../../sdk/src/posting";
+import type { PostResult, WrapTo } from "../../sdk/src/posting";
 import { formatUsdc } from "../../core/money";
 import { publicClientOptions, type CliConfig } from "./config";
 import { journalPathFor, readJournal } from "./journal";
@@ -25,6 +25,8 @@ export interface PostTasksFlags {
   yes?: boolean;
   /** Raw units, from `--max-total <usdc>`. */
   maxTotalRaw?: bigint;
+  /** Whom private briefs are wrapped to (`market mcp` passes `any-chain`); default the posting chain's agents. */
+  wrapTo?: WrapTo;
 }
 
 /**
@@ -138,8 +140,8 @@ function notAllPosted(run: Run, terminal: Terminal, rerun: string, closed: numbe
   return 3;
 }
 
-/** One SDK run for the rows nothing was paid for yet, journaled at each step. */
-async function postFresh(
+/** One SDK run for the rows nothing was paid for yet, journaled at each step (`market mcp` runs it too). */
+export async function postFresh(
   run: Run,
   fresh: readonly FileRow[],
   flags: PostTasksFlags,
@@ -171,6 +173,7 @@ async function postFresh(
       {
         ...(flags.chunk !== undefined ? { chunkSize: flags.chunk } : {}),
         ...(flags.maxTotalRaw !== undefined ? { maxTotalRaw: flags.maxTotalRaw } : {}),
+        ...(flags.wrapTo ? { wrapTo: flags.wrapTo } : {}),
         onFunding: async (event) => {
           const block = await chain.provider.getBlockNumber();
           journal.append({

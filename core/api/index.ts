@@ -14,4 +14,5 @@ export * from "./feedback";
 export * from "./reputation";
 export * from "./health";
 export * from "./discovery";
+export * from "./mcp";
 export * from "./hosted";

@@ -31,6 +31,7 @@ export interface Database {
   capability_stats: CapabilityStatsTable;
   reviews: ReviewsTable;
   task_messages: TaskMessagesTable;
+  mcp_quotes: McpQuotesTable;
   registry_events: RegistryEventsTable;
   identity_tokens: IdentityTokensTable;
   onchain_reputation: OnchainReputationTable;
@@ -462,6 +463,20 @@ export type EscrowTask = Selectable<EscrowTasksTable>;
 export type EscrowTaskUpdate = Updateable<EscrowTasksTable>;
 export type EscrowEvent = Selectable<EscrowEventsTable>;
 
+/** A quote of an MCP spending call (two-step spend): single-use, valid until `expires_at`. */
+export interface McpQuotesTable {
+  id: string;
+  /** The wallet the quote was made for (the API key's). */
+  wallet: string;
+  tool: string;
+  /** SHA-256 of the call's arguments and the facts the quote showed (sdk/src/mcp/quotes.ts). */
+  fingerprint: string;
+  /** The quote as shown (JSON). */
+  quote: string;
+  created_at: Millis;
+  expires_at: Millis;
+  used_at: Millis | null;
+}
 /** The identity and reputation registries' kept logs, decoded (core/registries.ts). */
 export interface RegistryEventsTable {
   chain: string;

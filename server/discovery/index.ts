@@ -51,8 +51,8 @@ export function platformCard(baseUrl: string) {
       api: { baseUrl: `${baseUrl}/api/v1`, auth: "X-API-Key: sk_... (from a signed-in wallet session)" },
       openapi: `${baseUrl}/openapi.json`,
       agentCardUrlTemplate: `${baseUrl}${AGENT_CARD_PATH}`,
-      // The remote MCP endpoint needs an sk_ key; it is part of a later release and not served yet.
-      mcp: { url: `${baseUrl}/mcp`, auth: "X-API-Key: sk_...", available: false },
+      // The remote MCP endpoint (Streamable HTTP) needs an sk_ key.
+      mcp: { url: `${baseUrl}/mcp`, auth: "X-API-Key: sk_...", available: true },
     },
   };
 }

@@ -58,6 +58,7 @@ describe("core/limits", () => {
     ["NEEDS_WRAP_FAST_RETRY_WINDOW_MS", 600_000],
     ["NEEDS_WRAP_MAX_BACKOFF_MS", day * 1_000],
     ["BELOW_MIN_REWARD_SKIP_MS", day * 1_000],
+    ["MCP_QUOTE_TTL_MS", 600_000],
   ];
 
   for (const [name, expected] of table) {

@@ -14,6 +14,7 @@ import type { FundedEvent, PostResult, PostStatus, PostTasksOptions, PostTasksRe
 export { checkRows, type CheckedRow } from "./check";
 export type { PostingContext } from "./context";
 export { listFunded } from "./list";
+export { findRecipients } from "./prepare";
 export type * from "./types";
 
 type Phase = keyof PostTasksResult["timings"];
@@ -80,7 +81,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   if (options.maxTotalRaw !== undefined && totalRaw > BigInt(options.maxTotalRaw)) {
     throw clientError("SPEND_LIMIT", `The total escrow ${totalRaw} is above maxTotalRaw ${options.maxTotalRaw}; nothing was spent.`);
   }
-  const recipients = await tally.timed("checkMs", () => findRecipients(ctx, rows));
+  const recipients = await tally.timed("checkMs", () => findRecipients(ctx, rows, options.wrapTo));
   const chunkSize = chunkSizeFor(ctx.settlement, options.chunkSize);
   let approved = false;
   let stopped = false;

@@ -7,7 +7,7 @@ import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKeys } from "..
 import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "../../../core/api";
 import type { CheckedRow } from "./check";
 import type { PostingContext } from "./context";
-import type { IndexParams, PostTasksOptions } from "./types";
+import type { IndexParams, PostTasksOptions, WrapTo } from "./types";
 
 /** An agent as `GET /api/v1/a2a/executors` lists it: what wrapping a brief key needs. */
 type Agent = Pick<AgentProfile, "address" | "publicKey">;
@@ -21,17 +21,25 @@ export type PreparedRow = { checked: CheckedRow; params: Omit<IndexParams, "txHa
 const capabilitySet = (row: CheckedRow["row"]) => [...row.capabilities].sort().join(",");
 
 /**
- * The agents each private row's brief is wrapped to: those on the posting chain with a public key and every required
- * tag, and only the pinned one for a row with a target. A private row nobody can open refuses the whole call
- * (`INVALID_ROWS`, `NO_EXECUTORS`) before anything is sent.
+ * The agents each private row's brief is wrapped to: those on the posting chain (on any chain with `wrapTo`
+ * `any-chain`, the MCP rule) with a public key and every required tag, and only the pinned one for a row with a
+ * target. A private row nobody can open refuses the whole call (`INVALID_ROWS`, `NO_EXECUTORS`) before anything is
+ * sent.
  */
-export async function findRecipients(ctx: PostingContext, rows: readonly CheckedRow[]): Promise<Recipients> {
+export async function findRecipients(
+  ctx: Pick<PostingContext, "http" | "settlement">,
+  rows: readonly CheckedRow[],
+  wrapTo: WrapTo = "posting-chain",
+): Promise<Recipients> {
   const sets: Recipients = new Map();
   for (const { row } of rows) {
     if (row.privacy !== "private") continue;
     const key = capabilitySet(row);
     if (sets.has(key)) continue;
-    const query = new URLSearchParams({ chain: ctx.settlement.chain, ...(key ? { capabilities: key } : {}) });
+    const query = new URLSearchParams({
+      ...(wrapTo === "posting-chain" ? { chain: ctx.settlement.chain } : {}),
+      ...(key ? { capabilities: key } : {}),
+    });
     const { executors } = await ctx.http.get<ExecutorsAnswer>(`/api/v1/a2a/executors?${query}`);
     sets.set(
       key,
@@ -40,12 +48,13 @@ export async function findRecipients(ctx: PostingContext, rows: readonly Checked
   }
   const unreachable = rows.filter((c) => c.row.privacy === "private" && recipientsOf(c, sets).length === 0);
   if (unreachable.length > 0) {
-    throw clientError("INVALID_ROWS", "No registered agent on the posting chain can open some private briefs; nothing was sent.", {
+    const where = wrapTo === "posting-chain" ? "on the posting chain" : "on any chain";
+    throw clientError("INVALID_ROWS", `No registered agent ${where} can open some private briefs; nothing was sent.`, {
       errors: unreachable.map((c) => ({
         index: c.index,
         column: "capabilities",
         code: "NO_EXECUTORS",
-        message: "no agent with a public key and these capabilities is registered on the chain",
+        message: `no agent with a public key and these capabilities is registered ${where}`,
       })),
     });
   }

@@ -85,7 +85,15 @@ export interface FundedEvent {
   rows: Array<{ index: number; taskHash: string; indexParams: IndexParams }>;
 }
 
+/**
+ * Whom private briefs are wrapped to: registered agents with a public key and the row's capabilities on the posting
+ * chain (SDK and CLI), or on any chain (the MCP rule).
+ */
+export type WrapTo = "posting-chain" | "any-chain";
+
 export interface PostTasksOptions {
+  /** Default `posting-chain`. */
+  wrapTo?: WrapTo;
   /** Refuse before spending anything when the total escrow is above this (raw units). */
   maxTotalRaw?: bigint | string;
   /** Tasks per funding transaction when the escrow has batch creation (default 20, at most its limit). */

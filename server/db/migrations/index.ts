@@ -5,6 +5,7 @@ import * as browseIndexes from "./2026-11-21T13-30-00_browse-indexes";
 import * as escrowTaskAssignedBy from "./2026-11-22T00-00-00_escrow-task-assigned-by";
 import * as hostedAgents from "./2026-11-23T00-00-00_hosted-agents";
 import * as identityReputation from "./2026-11-23T01-00-00_identity-reputation";
+import * as mcpQuotes from "./2026-11-23T04-00-00_mcp-quotes";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-22T00-00-00_escrow-task-assigned-by": escrowTaskAssignedBy,
   "2026-11-23T00-00-00_hosted-agents": hostedAgents,
   "2026-11-23T01-00-00_identity-reputation": identityReputation,
+  "2026-11-23T04-00-00_mcp-quotes": mcpQuotes,
 };

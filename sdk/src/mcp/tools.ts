@@ -1,0 +1,264 @@
+/**
+ * The MCP tools of the marketplace, written once for both surfaces: `market mcp` (stdio, signing locally with the API
+ * key's wallet) and the remote /mcp endpoint of the API server (which signs nothing for a self-run wallet). A tool is
+ * an entry of `TOOLS`: its name and arguments (core/api/mcp.ts), a description (all the model knows of it) and what it
+ * does with the surface. Each answers structured content plus a short text summary; a refusal is an MCP tool error
+ * carrying the API's code.
+ */
+import type { TSchema } from "@sinclair/typebox";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ApiError, clientError } from "../errors";
+import type { MarketClient } from "../client";
+import { checkArgs, zodArgs } from "./schema";
+import { fingerprintOf, type QuoteStore } from "./quotes";
+import { checkMcpRows, requireExecutors, type Poster, type PostRunResult } from "./post-tasks";
+import { asRawAmount, BidOnTaskArgs, PostTasksArgs, TaskHashArgs, type McpQuote, type TaskView } from "../../../core/api";
+import { formatUsdc } from "../../../core/money";
+import { MCP_QUOTE_TTL_MS } from "../../../core/limits";
+
+/** What a surface gives the tools. */
+export interface McpSurface {
+  /** The API as the caller's API key. */
+  client: MarketClient;
+  quotes: QuoteStore;
+  poster: Poster;
+  /** Whether the surface signs with the API key's wallet (`market mcp`); the remote endpoint answers `USE_LOCAL_MCP`. */
+  signs: boolean;
+}
+
+export interface ToolAnswer {
+  data: Record<string, unknown>;
+  summary: string;
+}
+
+export interface McpTool {
+  name: string;
+  title: string;
+  description: string;
+  args: TSchema;
+  run(args: never, surface: McpSurface): Promise<ToolAnswer>;
+}
+
+const tool = <A>(definition: Omit<McpTool, "run"> & { run(args: A, surface: McpSurface): Promise<ToolAnswer> }): McpTool => definition;
+
+const usdc = (raw: bigint | string) => `${formatUsdc(BigInt(raw))} USDC`;
+
+function requireSigner(surface: McpSurface, what: string) {
+  if (!surface.signs) {
+    throw clientError(
+      "USE_LOCAL_MCP",
+      `${what} must be signed by your wallet, and this remote endpoint never holds a self-run wallet's key. Run \`npx market mcp\` locally (MARKET_API_KEY, MARKET_PRIVATE_KEY, MARKET_RPC_ARC, MARKET_ESCROW_ARC) and call it there; nothing was spent.`,
+    );
+  }
+}
+
+// ------------------------------------------------------------------ post_tasks
+
+const postTasks = tool<import("../../../core/api").PostTasksArgs>({
+  name: "post_tasks",
+  title: "Post tasks (escrowed USDC rewards)",
+  description:
+    "Post 1 to 200 tasks to the marketplace, each with a USDC reward locked in escrow until an agent's result passes automatic checks " +
+    "(at least 10 characters of real content; otherwise the reward comes back to you). Spending takes two calls: call without `confirm` " +
+    "to get a quote (tasks, escrow total, paying wallet and its balance, transactions; nothing is spent), show it to the user, then call " +
+    "again with exactly the same arguments plus `confirm: true` and the quote's `quoteId` (single-use, valid 10 minutes). Private tasks " +
+    "(the default) are encrypted for the registered agents holding the listed capabilities. If a call stops part-way, call again with " +
+    "the same `idempotencyKey`: tasks already posted are reported, tasks paid but not listed are listed without paying again. " +
+    'Amounts are USDC raw units (6 decimals): "1000000" is 1 USDC. Poll results with poll_task_result.',
+  args: PostTasksArgs,
+  async run(args, surface) {
+    // The rows first, by the bulk rules every client uses: any bad row refuses the whole call (INVALID_ROWS).
+    const checked = checkMcpRows(args.tasks);
+    const valid = checkArgs<typeof args>(PostTasksArgs, args);
+    if (valid.confirm) requireSigner(surface, "Paying the escrow");
+    await requireExecutors(surface.client, checked);
+    const session = await surface.poster.open(checked, valid.idempotencyKey);
+    try {
+      const { facts } = session;
+      const quoted = {
+        tasks: facts.tasks,
+        alreadyPosted: facts.alreadyPosted,
+        toPost: facts.toPost,
+        escrow: asRawAmount(facts.escrow),
+        currency: facts.currency,
+        settlement: facts.settlement,
+        payFrom: facts.payFrom,
+        walletBalance: asRawAmount(facts.walletBalance),
+        privacy: facts.privacy,
+        transactions: facts.transactions,
+      };
+      // What the user agrees to: the arguments, and the quote's facts that decide what is paid (the balance only as
+      // whether it covers the escrow: gas spent meanwhile does not void a quote).
+      const { walletBalance: _balance, ...binding } = quoted;
+      const fingerprint = fingerprintOf("post_tasks", valid, {
+        ...binding,
+        escrowAddress: facts.escrowAddress,
+        balanceCovers: facts.walletBalance >= facts.escrow,
+      });
+
+      if (!valid.confirm) {
+        const { quoteId } = await surface.quotes.create("post_tasks", fingerprint, quoted);
+        const quote: McpQuote = { ...quoted, quoteId };
+        return { data: quote, summary: quoteSummary(quote, facts.toFinish) };
+      }
+      if (!valid.quoteId)
+        throw clientError("QUOTE_REQUIRED", "A confirm call needs the quoteId of this call's quote: call without confirm first; nothing was spent.");
+      await surface.quotes.redeem(valid.quoteId, "post_tasks", fingerprint);
+      const result = await session.execute();
+      return { data: { ...result }, summary: runSummary(result) };
+    } finally {
+      session.close();
+    }
+  },
+});
+
+function quoteSummary(q: McpQuote, toFinish: number): string {
+  const lines = [
+    `Quote ${q.quoteId} (valid ${MCP_QUOTE_TTL_MS / 60_000} minutes, single-use): ${q.tasks} task(s)` +
+      (q.alreadyPosted ? `, ${q.alreadyPosted} already posted under this idempotencyKey` : "") +
+      (toFinish ? `, ${toFinish} paid earlier and only to be listed (nothing to pay)` : "") +
+      `; ${q.toPost} to pay for (public ${q.privacy.public}, private ${q.privacy.private}).`,
+    `Escrow ${usdc(q.escrow)} on ${q.settlement} from ${q.payFrom} (balance ${usdc(q.walletBalance)}); ${q.transactions} transaction(s) to sign.`,
+  ];
+  if (BigInt(q.walletBalance) < BigInt(q.escrow)) lines.push("The wallet balance does not cover the escrow: the run would stop unpaid.");
+  lines.push(`Nothing was spent. To post, call post_tasks again with the same arguments plus confirm: true and quoteId "${q.quoteId}".`);
+  return lines.join("\n");
+}
+
+function runSummary(r: PostRunResult): string {
+  const parts = [
+    `posted ${r.posted}`,
+    `already posted ${r.alreadyPosted}`,
+    `paid, not listed ${r.unlisted}`,
+    `failed, nothing paid ${r.failed}`,
+    `not started ${r.notStarted}`,
+  ];
+  const left = r.tasks - r.posted - r.alreadyPosted;
+  const next =
+    left > 0
+      ? ` ${left} task(s) are not posted: call post_tasks again with the same idempotencyKey (a new quote) to finish them without paying twice.`
+      : "";
+  return `${r.tasks} task(s): ${parts.join("; ")}. Escrow paid by this call: ${usdc(r.escrowPaid)}.${next}`;
+}
+
+// ------------------------------------------------------------------ tasks after posting
+
+const pollTaskResult = tool<import("../../../core/api").TaskHashArgs>({
+  name: "poll_task_result",
+  title: "Poll a task's status and result",
+  description:
+    "Get a task's status (open, submitted, awaiting_verification, failed, verified, completed, cancelled, refunded, expired...) and, " +
+    "to its poster, the agent's delivered output and the verdict. Call it until the status is verified or completed.",
+  args: TaskHashArgs,
+  async run(args, surface) {
+    const { taskHash } = checkArgs<typeof args>(TaskHashArgs, args);
+    const task = await surface.client.getTask(taskHash);
+    const data = taskResult(task);
+    const output = data.output === undefined ? "" : `; output: ${truncate(String(data.output), 500)}`;
+    return { data, summary: `Task ${task.meta.taskHash} is ${task.state.status} (reward ${usdc(task.meta.reward.amount)})${output}` };
+  },
+});
+
+function taskResult(task: TaskView) {
+  const result = task.state.resultData;
+  return {
+    taskHash: task.meta.taskHash,
+    status: task.state.status,
+    reward: task.meta.reward.amount,
+    privacy: task.meta.privacy,
+    deadline: task.meta.deadline,
+    ...(task.state.worker ? { worker: task.state.worker } : {}),
+    rounds: task.state.rounds,
+    ...(result?.output !== undefined ? { output: result.output } : {}),
+    ...(result?.verificationResult ? { verificationResult: result.verificationResult } : {}),
+  };
+}
+
+const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}...` : text);
+
+const cancelTask = tool<import("../../../core/api").TaskHashArgs>({
+  name: "cancel_task",
+  title: "Cancel an open task (full refund)",
+  description:
+    "Cancel a task you posted that no agent has taken yet: the whole reward comes back to your wallet. Works for a task paid but never " +
+    "listed too. A task already taken cannot be cancelled: after its deadline use claim_timeout.",
+  args: TaskHashArgs,
+  async run(args, surface) {
+    const { taskHash } = checkArgs<typeof args>(TaskHashArgs, args);
+    requireSigner(surface, "Cancelling a task");
+    let done: { outcome: string; txHash: string };
+    try {
+      done = await surface.client.settle({ taskHash, action: "cancel" });
+    } catch (error) {
+      // Paid but never listed: the service does not know it; the escrow does.
+      if (!(error instanceof ApiError && error.code === "TASK_NOT_FOUND")) throw error;
+      done = await surface.client.cancelAndRefund(taskHash);
+    }
+    return { data: { taskHash, ...done }, summary: `Task ${taskHash}: ${done.outcome} (transaction ${done.txHash}).` };
+  },
+});
+
+const claimTimeout = tool<import("../../../core/api").TaskHashArgs>({
+  name: "claim_timeout",
+  title: "Claim a task back after its deadline",
+  description:
+    "After a task's deadline, get the reward back when the agent never delivered, or its result failed and the 3-day appeal window " +
+    "has passed (a refund to your wallet). If a result was delivered and never judged, this escalates it instead.",
+  args: TaskHashArgs,
+  async run(args, surface) {
+    const { taskHash } = checkArgs<typeof args>(TaskHashArgs, args);
+    requireSigner(surface, "Claiming a task");
+    const done = await surface.client.settle({ taskHash, action: "claim-timeout" });
+    return { data: { taskHash, ...done }, summary: `Task ${taskHash}: ${done.outcome} (transaction ${done.txHash}).` };
+  },
+});
+
+// ------------------------------------------------------------------ working
+
+const bidOnTask = tool<import("../../../core/api").BidOnTaskArgs>({
+  name: "bid_on_task",
+  title: "Bid on a private task",
+  description:
+    "As a registered agent, register interest in an open private task whose brief is not encrypted to you yet; the poster may then " +
+    "share it with you. Costs nothing.",
+  args: BidOnTaskArgs,
+  async run(args, surface) {
+    const { taskHash, message } = checkArgs<typeof args>(BidOnTaskArgs, args);
+    const bid = await surface.client.bidOnTask({ taskHash, ...(message !== undefined ? { message } : {}) });
+    return {
+      data: { ...bid },
+      summary: bid.wrapped ? `Task ${taskHash}: the brief is already readable by you; accept it.` : `Bid on ${taskHash} recorded for ${bid.agent}.`,
+    };
+  },
+});
+
+/** Every tool, in the order `tools/list` shows them. */
+export const TOOLS: readonly McpTool[] = [postTasks, pollTaskResult, cancelTask, claimTimeout, bidOnTask];
+
+/** A refusal as an MCP tool error: the code first in the text, and the whole API error as structured content. */
+export function toolError(error: unknown): CallToolResult {
+  const e = error instanceof ApiError ? error : new ApiError(0, "INTERNAL_ERROR", (error as Error)?.message ?? String(error));
+  const { code: _code, message: _message, ...rest } = e.body;
+  return {
+    isError: true,
+    content: [{ type: "text", text: `${e.code}: ${e.message}` }],
+    structuredContent: { error: { code: e.code, message: e.message, ...rest } },
+  };
+}
+
+/** An MCP server with every tool bound to the surface. */
+export function createMcpServer(surface: McpSurface, info: { version: string }, tools: readonly McpTool[] = TOOLS): McpServer {
+  const server = new McpServer({ name: "market", version: info.version });
+  for (const t of tools) {
+    server.registerTool(t.name, { title: t.title, description: t.description, inputSchema: zodArgs(t.args) }, async (args: unknown) => {
+      try {
+        const { data, summary } = await t.run(args as never, surface);
+        return { content: [{ type: "text", text: summary }], structuredContent: data };
+      } catch (error) {
+        return toolError(error);
+      }
+    });
+  }
+  return server;
+}

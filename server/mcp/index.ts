@@ -1,0 +1,162 @@
+/**
+ * MCP on the service: the quote store both MCP surfaces share (POST /api/v1/mcp/quotes, .../redeem), and the remote
+ * MCP endpoint `POST /mcp` (Streamable HTTP, stateless, JSON answers) serving the same tools as `market mcp`
+ * (sdk/src/mcp/tools.ts). The endpoint needs an `sk_` API key (`INVALID_TOKEN` otherwise). Its tools call this API
+ * in-process as that key (`app.inject`, keeping the caller's address for rate limits), so every owner check and limit
+ * of the routes applies unchanged. The service never holds a self-run wallet's key: what needs its signature
+ * (paying, cancelling, claiming) answers `USE_LOCAL_MCP`; quotes, polling and bidding work fully.
+ */
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import { Type } from "@sinclair/typebox";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { Authenticate } from "../auth";
+import type { ChainRegistry } from "../chains";
+import { chainCall } from "../chains";
+import { presentedCredential } from "../http/credentials";
+import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
+import type { QuoteStore } from "./quotes";
+import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, QuoteRedeemed } from "../../core/api";
+import { MarketError } from "../../core/errors";
+import { MarketClient } from "../../sdk/src/client";
+import { erc20Interface } from "../../sdk/src/chain";
+import { serviceQuotes } from "../../sdk/src/mcp/quotes";
+import { unsignedPoster } from "../../sdk/src/mcp/post-tasks";
+import { createMcpServer } from "../../sdk/src/mcp/tools";
+
+export { createQuoteStore, type QuoteStore } from "./quotes";
+
+/** The app's own `inject`, to call the API in-process. */
+export type Inject = (options: InjectOptions) => Promise<LightMyRequestResponse>;
+
+const API_KEY_PREFIX = "sk_";
+const MCP_SERVER_VERSION = "1.0.0";
+
+/** One JSON-RPC message (request, notification or response) or a batch: the MCP SDK reads the rest. */
+const JsonRpcMessage = Type.Object({ jsonrpc: Type.Literal("2.0") }, { additionalProperties: true });
+const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, { minItems: 1, maxItems: 50 })], {
+  description: "A JSON-RPC 2.0 message of the MCP protocol (Streamable HTTP), or a batch of them.",
+});
+
+/** `fetch` over `inject`: the SDK client of a tool calls this API in-process, from the caller's address. */
+function injectFetch(inject: Inject, remoteAddress: string): typeof fetch {
+  return (async (input: string | URL, init: RequestInit = {}) => {
+    const url = new URL(String(input));
+    const answer = await inject({
+      method: init.method ?? "GET",
+      url: `${url.pathname}${url.search}`,
+      headers: init.headers as Record<string, string>,
+      ...(typeof init.body === "string" ? { payload: init.body } : {}),
+      remoteAddress,
+    });
+    const empty = answer.statusCode === 204 || answer.statusCode === 304;
+    return new Response(empty ? null : answer.body, {
+      status: answer.statusCode,
+      headers: { "content-type": String(answer.headers["content-type"] ?? "application/json") },
+    });
+  }) as typeof fetch;
+}
+
+export const mcpRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; quotes: QuoteStore; chains: ChainRegistry; inject: Inject }> = async (
+  app,
+  { auth, quotes, chains, inject },
+) => {
+  app.post(
+    "/api/v1/mcp/quotes",
+    {
+      schema: {
+        tags: ["mcp"],
+        summary: "Store the quote of an MCP spending call (single-use, valid 10 minutes)",
+        description: "Used by `market mcp` and the remote /mcp endpoint: the confirm call redeems the quote with the same fingerprint.",
+        security: CREDENTIALS,
+        body: QuoteCreateBody,
+        response: { 200: Envelope(QuoteCreated), ...errorResponses(401) },
+      },
+    },
+    async (request) => {
+      const { wallet } = await auth.required(request);
+      const { tool, fingerprint, quote } = request.body;
+      return ok(await quotes.create(wallet, tool, fingerprint, quote));
+    },
+  );
+
+  app.post(
+    "/api/v1/mcp/quotes/:quoteId/redeem",
+    {
+      schema: {
+        tags: ["mcp"],
+        summary: "Use a quote once, for the call it was made for",
+        description:
+          "`QUOTE_REQUIRED` when the quote is unknown, another wallet's, used or expired; `QUOTE_MISMATCH` when the fingerprint differs. " +
+          "Either way the quote is left as it was.",
+        security: CREDENTIALS,
+        params: QuoteParams,
+        body: QuoteRedeemBody,
+        response: { 200: Envelope(QuoteRedeemed), ...errorResponses(401, 409) },
+      },
+    },
+    async (request) => {
+      const { wallet } = await auth.required(request);
+      const { tool, fingerprint } = request.body;
+      return ok(await quotes.redeem(wallet, request.params.quoteId, tool, fingerprint));
+    },
+  );
+
+  /** The API key's wallet's settlement-token balance and allowance to the escrow, for the remote quote. */
+  async function readWallet(chainName: string, wallet: string) {
+    const chain = chains.require(chainName);
+    const read = (data: string) => chainCall(() => chain.provider.call({ to: chain.config.token, data })).then(BigInt);
+    const [balance, allowance] = await Promise.all([
+      read(erc20Interface.encodeFunctionData("balanceOf", [wallet])),
+      read(erc20Interface.encodeFunctionData("allowance", [wallet, chain.config.escrow])),
+    ]);
+    return { balance, allowance };
+  }
+
+  app.post(
+    "/mcp",
+    {
+      schema: {
+        tags: ["mcp"],
+        summary: "Remote MCP endpoint (Streamable HTTP): the marketplace's MCP tools for an API key",
+        description:
+          "Stateless Streamable HTTP: each POST carries JSON-RPC messages and is answered with JSON. Needs `X-API-Key: sk_...` " +
+          "(`INVALID_TOKEN` otherwise). Tools that must be signed by a self-run wallet answer `USE_LOCAL_MCP`: run `market mcp`.",
+        security: [{ apiKey: [] }],
+        body: McpBody,
+        response: {
+          200: Type.Unknown({ description: "JSON-RPC answer(s)." }),
+          202: Type.Null({ description: "Notifications accepted." }),
+          ...errorResponses(401),
+        },
+      },
+    },
+    async (request, reply) => {
+      const principal = await auth.optional(request);
+      const presented = presentedCredential(request.headers);
+      if (!principal || principal.kind !== "apiKey" || !presented || presented.via === "malformed" || !presented.token.startsWith(API_KEY_PREFIX)) {
+        throw new MarketError("INVALID_TOKEN", "The remote MCP endpoint needs an API key: send `X-API-Key: sk_...`.");
+      }
+      const client = new MarketClient({
+        apiKey: presented.token,
+        baseUrl: "http://mcp.internal",
+        fetch: injectFetch(inject, request.ip),
+        escrows: {},
+      });
+      const server = createMcpServer(
+        { client, quotes: serviceQuotes(client.http), poster: unsignedPoster(client, readWallet), signs: false },
+        { version: MCP_SERVER_VERSION },
+      );
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      // Answers are always JSON (enableJsonResponse), so any client that reads JSON may call.
+      request.raw.headers.accept = "application/json, text/event-stream";
+      reply.hijack();
+      reply.raw.on("close", () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    },
+  );
+};

@@ -1,0 +1,180 @@
+/**
+ * The remote MCP endpoint (POST /mcp, Streamable HTTP) with the official MCP SDK client: the same tools with an `sk_`
+ * key, refused without one; what needs a self-run wallet's signature answers USE_LOCAL_MCP and spends nothing; quotes
+ * are shared with `market mcp`. And the quote store's routes: another wallet cannot use a quote, a used quote stays
+ * used for a new store over the same database (a restart).
+ */
+import { expect } from "chai";
+import { stackFixture, type Stack } from "../support/stack";
+import { cliEnv, ensureCliBuilt, taskDir } from "../support/cli";
+import { httpMcp, stdioMcp } from "./helpers";
+import { createQuoteStore } from "../../server/mcp";
+import { PUBLIC_URL } from "../server/harness";
+
+const seededStack = stackFixture(async (s) => {
+  const workerKey = await s.registerAgent(s.worker, ["web_research"]);
+  await s.registerAgent(s.stranger, ["web_research"]);
+  return { posterKey: await s.apiKeyFor(s.poster), workerKey };
+});
+
+const PUBLIC = { instructions: "Name three mountains of the Alps and their heights.", amount: "1250000", privacy: "public" };
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
+
+describe("mcp: the remote /mcp endpoint", function () {
+  this.timeout(120_000);
+  let s: Stack;
+  let posterKey: string;
+  let workerKey: string;
+
+  const balances = async () => ({ poster: await s.usdc.balanceOf(s.poster.address), escrow: await s.usdc.balanceOf(s.escrowAddress) });
+
+  before(ensureCliBuilt);
+  beforeEach(async function () {
+    ({
+      stack: s,
+      seeded: { posterKey, workerKey },
+    } = await seededStack());
+  });
+  afterEach(async function () {
+    await s.close();
+  });
+
+  it("serves the same tools with an sk_ key; without one, with a wrong one or a session token: INVALID_TOKEN", async function () {
+    const mcp = await httpMcp(s.apiUrl, posterKey);
+    try {
+      const { tools } = await mcp.client.listTools();
+      expect(tools.map((t) => t.name).sort()).to.deep.equal(["bid_on_task", "cancel_task", "claim_timeout", "poll_task_result", "post_tasks"]);
+    } finally {
+      await mcp.close();
+    }
+
+    let refused: unknown;
+    try {
+      await httpMcp(s.apiUrl);
+    } catch (error) {
+      refused = error;
+    }
+    expect(String(refused)).to.match(/401|INVALID_TOKEN/);
+
+    const attempts: Array<Record<string, string>> = [{}, { "x-api-key": "sk_wrong" }, { authorization: "Bearer not-a-session" }];
+    for (const headers of attempts) {
+      const answer = await s.call<unknown>("POST", "/mcp", { body: INITIALIZE, headers });
+      expect(answer.status, JSON.stringify(headers)).to.equal(401);
+      expect((answer.body as { error: { code: string } }).error.code).to.equal("INVALID_TOKEN");
+    }
+    const card = (await s.call("GET", "/.well-known/agent.json")).body as unknown as { market: { mcp: { available: boolean; url: string } } };
+    expect(card.market.mcp).to.deep.include({ available: true, url: `${PUBLIC_URL}/mcp` });
+  });
+
+  it("quotes post_tasks from the service's view, refuses the confirm with USE_LOCAL_MCP, and market mcp confirms that same quote", async function () {
+    const start = await balances();
+    const remote = await httpMcp(s.apiUrl, posterKey);
+    const args = { tasks: [PUBLIC], idempotencyKey: "shared" };
+    let quoteId: string;
+    try {
+      const quote = await remote.call("post_tasks", args);
+      expect(quote.isError, quote.text).to.equal(false);
+      expect(quote.data).to.deep.include({
+        tasks: 1,
+        alreadyPosted: 0,
+        toPost: 1,
+        escrow: "1250000",
+        payFrom: s.poster.address,
+        walletBalance: start.poster.toString(),
+        settlement: "arc",
+      });
+      quoteId = String(quote.data.quoteId);
+      const confirm = await remote.call("post_tasks", { ...args, confirm: true, quoteId });
+      expect(confirm.code, confirm.text).to.equal("USE_LOCAL_MCP");
+      expect(confirm.text).to.contain("market mcp");
+      expect(await balances()).to.deep.equal(start);
+    } finally {
+      await remote.close();
+    }
+
+    // The quote lives on the service: the local server redeems it (the remote refusal left it unused).
+    const local = await stdioMcp(await cliEnv(s, s.poster, { apiKey: posterKey, extra: { MARKET_MCP_STATE_DIR: taskDir({}) } }));
+    try {
+      const done = await local.call("post_tasks", { ...args, confirm: true, quoteId });
+      expect(done.isError, done.text).to.equal(false);
+      expect(done.data).to.deep.include({ posted: 1, escrowPaid: "1250000" });
+      expect(start.poster - (await balances()).poster).to.equal(1_250_000n);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it("polls a task (the poster sees the output), bids as a worker, and refuses cancel and claim with USE_LOCAL_MCP", async function () {
+    const { fields } = await s.privateTask("Translate my letter into French, keep the tone formal.", [s.stranger], posterKey, {
+      routingSummary: "A formal letter to translate",
+    });
+    const { taskHash } = await s.post(s.poster, posterKey, fields);
+
+    const poster = await httpMcp(s.apiUrl, posterKey);
+    const worker = await httpMcp(s.apiUrl, workerKey);
+    try {
+      const polled = await poster.call("poll_task_result", { taskHash });
+      expect(polled.isError, polled.text).to.equal(false);
+      expect(polled.data).to.deep.include({ taskHash, status: "open", reward: "5000000", privacy: "private" });
+
+      const bid = await worker.call("bid_on_task", { taskHash, message: "I translate formal French daily." });
+      expect(bid.isError, bid.text).to.equal(false);
+      expect(bid.data).to.deep.include({ taskHash, agent: s.worker.address, wrapped: false });
+      const ownBid = await poster.call("bid_on_task", { taskHash });
+      expect(ownBid.isError).to.equal(true);
+      expect(ownBid.code).to.be.oneOf(["OWN_TASK", "AGENT_NOT_REGISTERED"]);
+
+      const before = await balances();
+      for (const name of ["cancel_task", "claim_timeout"]) {
+        const refused = await poster.call(name, { taskHash });
+        expect(refused.code, `${name}: ${refused.text}`).to.equal("USE_LOCAL_MCP");
+      }
+      expect(await balances()).to.deep.equal(before);
+      const missing = await poster.call("poll_task_result", { taskHash: `0x${"ab".repeat(32)}` });
+      expect(missing.code).to.equal("TASK_NOT_FOUND");
+    } finally {
+      await poster.close();
+      await worker.close();
+    }
+  });
+
+  it("quote routes: another wallet cannot use a quote (QUOTE_REQUIRED, left unused); a used quote stays used after a restart", async function () {
+    const fingerprint = "ab".repeat(32);
+    const created = await s.call<{ quoteId: string }>("POST", "/api/v1/mcp/quotes", {
+      key: posterKey,
+      body: { tool: "post_tasks", fingerprint, quote: {} },
+    });
+    expect(created.status).to.equal(200);
+    const { quoteId } = created.body.data;
+    const redeem = (key: string, print = fingerprint) =>
+      s.call<{ quoteId: string }>("POST", `/api/v1/mcp/quotes/${quoteId}/redeem`, { key, body: { tool: "post_tasks", fingerprint: print } });
+
+    const foreign = await redeem(workerKey);
+    expect([foreign.status, (foreign.body as unknown as { error: { code: string } }).error.code]).to.deep.equal([409, "QUOTE_REQUIRED"]);
+    const unauthenticated = await s.call("POST", `/api/v1/mcp/quotes/${quoteId}/redeem`, { body: { tool: "post_tasks", fingerprint } });
+    expect(unauthenticated.status).to.equal(401);
+    const mismatch = await redeem(posterKey, "cd".repeat(32));
+    expect((mismatch.body as unknown as { error: { code: string } }).error.code).to.equal("QUOTE_MISMATCH");
+    const wrongTool = await s.call("POST", `/api/v1/mcp/quotes/${quoteId}/redeem`, { key: posterKey, body: { tool: "rent_service", fingerprint } });
+    expect((wrongTool.body as { error: { code: string } }).error.code).to.equal("QUOTE_MISMATCH");
+
+    const used = await redeem(posterKey);
+    expect(used.status).to.equal(200);
+    expect(used.body.data.quoteId).to.equal(quoteId);
+
+    // A service restarted over the same database: the quote is still used.
+    const restarted = createQuoteStore({ db: s.db, now: Date.now });
+    let code: string | undefined;
+    try {
+      await restarted.redeem(s.poster.address, quoteId, "post_tasks", fingerprint);
+    } catch (error) {
+      code = (error as { code?: string }).code;
+    }
+    expect(code).to.equal("QUOTE_REQUIRED");
+  });
+});
