@@ -317,7 +317,7 @@ describe("MarketClient", function () {
             index: 0,
             column: "capabilities",
             code: "NO_EXECUTORS",
-            message: "no agent with a public key and these capabilities is registered on the chain",
+            message: "no agent with a public key and these capabilities is registered on the posting chain",
           },
         ]);
       });
