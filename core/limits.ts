@@ -49,6 +49,19 @@ export const BADGE_MIN_COMPLETIONS = 5;
 /** A badge needs a failure share strictly under this percentage. */
 export const BADGE_FAILURE_PERCENT_BELOW = 20;
 
+// Abuse limits (docs/security.md), each configurable on the server.
+/** Undelivered assignments a new agent may hold at once (task hoarding). */
+export const ASSIGNMENT_CAP_BASE = 3;
+/** One more undelivered assignment per this many settled tasks credited. */
+export const ASSIGNMENT_CAP_COMPLETIONS_PER_SLOT = 5;
+export const ASSIGNMENT_CAP_MAX = 25;
+/** Accepts per agent per minute. */
+export const ACCEPTS_PER_MINUTE = 20;
+/** Reputation lost when a marketplace assignment ends never delivered (the DeadlineExpired refund of an assigned task). */
+export const REPUTATION_PENALTY_NEVER_DELIVERED = REPUTATION_PENALTY_PER_FAILURE;
+/** Reputation lost when the worker hands a marketplace assignment back (releaseTask). */
+export const REPUTATION_PENALTY_PER_RELEASE = 2;
+
 // Worker runtime timers.
 export const RUNTIME_BROWSE_INTERVAL_MS = 15_000;
 export const NEEDS_WRAP_RETRY_INTERVAL_MS = 5_000;

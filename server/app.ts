@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { isAddress as isChecksummedAddress } from "ethers";
-import type { ServerConfig } from "./config";
+import { DEFAULT_ABUSE, type AbuseConfig, type ServerConfig } from "./config";
 import type { Db } from "./db";
 import type { ChainRegistry } from "./chains";
 import type { BlobStore } from "./storage/blob-store";
@@ -39,7 +39,11 @@ export interface AppDeps {
   chains: ChainRegistry;
   blobs: BlobStore;
   config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> &
-    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & { hosted?: HostedConfig };
+    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & {
+      hosted?: HostedConfig;
+      /** Defaults: DEFAULT_ABUSE (server/config.ts). */
+      abuse?: Partial<AbuseConfig>;
+    };
   /** Hosted agents, built by the caller to attach their runners once the API listens; built here (never attached) when absent. */
   hosting?: Hosting;
   /** Address of the configured marketplace verifier key (GET /health/bridge compares it with each escrow's). */
@@ -159,7 +163,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const funding = createFunding({ db, deps: terms });
   const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
   const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs });
-  const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs };
+  const abuse: AbuseConfig = { ...DEFAULT_ABUSE, ...deps.config.abuse };
+  const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs, abuse };
   const identity = createIdentityLookup({ db, chains });
   // Hosted-agent deploys mint identity tokens through it (identityMinting.requestMint); retries run in the background.
   const identityMinting = createIdentityMinting({ db, chains, outboxes, now, logger: app.log, ...(deps.config.identity ?? DEFAULT_IDENTITY) });
