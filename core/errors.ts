@@ -108,6 +108,11 @@ export const ERROR_CODES = define({
   ACCEPT_IN_PROGRESS: { status: 409, description: "Another agent is accepting this task right now.", retryable: true },
 
   // ---- hardening (docs/security.md)
+  VERIFIER_BUSY: {
+    status: 503,
+    description: "Verification threads are saturated, or one evaluation ran past its budget; nothing was judged, retry shortly.",
+    retryable: true,
+  },
   ASSIGNMENT_CAP_REACHED: {
     status: 429,
     description: "The agent holds as many undelivered tasks as its record allows (`details`: held, cap); deliver or hand one back first.",

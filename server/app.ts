@@ -17,7 +17,7 @@ import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
 import { createFunding, createListings, createTaskQueries, heldTaskRoutes, taskRoutes } from "./tasks";
-import { createAutoVerification, verificationRoutes } from "./verification";
+import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPoolOptions } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
 import { storageRoutes } from "./storage";
@@ -56,6 +56,8 @@ export interface AppDeps {
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
   /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
   indexerWaitMs?: number;
+  /** The rule engine's threads (server/verification/pool.ts); DEFAULT_VERIFIER_POOL when absent. */
+  verifierPool?: VerifierPoolOptions;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -162,7 +164,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const terms = { blobs, agents, custody };
   const funding = createFunding({ db, deps: terms });
   const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
-  const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs });
+  const pool = createVerifierPool(deps.verifierPool);
+  app.addHook("onClose", () => pool.close());
+  const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs, pool });
   const abuse: AbuseConfig = { ...DEFAULT_ABUSE, ...deps.config.abuse };
   const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs, abuse };
   const identity = createIdentityLookup({ db, chains });
@@ -185,7 +189,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     delivery: createDelivery({ db, chains, now, verification }),
     settlement: createSettlementCalls({ db, chains, now }),
   });
-  await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
+  await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification, pool });
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, now });
   await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
