@@ -163,6 +163,10 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       }
       const latest = task.delivery;
       if (!latest) throw new MarketError("WRONG_STATE", "Nothing was delivered yet.", { reason: statusOf(task, now()) });
+      const evidenced =
+        latest.round < onChain.rounds || (latest.round === onChain.rounds && latest.result_hash === onChain.result_hash?.toLowerCase());
+      // Only the worker may question a result whose evidence is not on chain: a verdict tells about the output.
+      if (role !== "executor" && !evidenced) throw new MarketError("EVIDENCE_NOT_CONFIRMED", "The latest round's evidence is not on chain yet.");
       const settles =
         listing.verification_mode === "auto" && verificationCriteria === undefined && awaitsVerdict(onChain, latest) && latest.passed === null;
       if (settles) {

@@ -40,7 +40,8 @@ describe("hardening: verification off the event loop", function () {
       const fields = server.publicTask(brief(), { verificationMode: "agent", verifierAddress: wallet.address, verificationCriteria: undefined });
       const { taskHash } = await server.post(server.poster, posterKey, fields, AMOUNT);
       expectOk(await t.accept(agentKey, taskHash));
-      await t.deliver(agentKey, taskHash, MAXIMAL);
+      await t.deliverOnChain(server.worker, agentKey, taskHash, MAXIMAL);
+      await server.sync();
       verifiers.push({ key, taskHash });
     }
     return verifiers;
