@@ -53,7 +53,17 @@ export type ApiKeyList = Static<typeof ApiKeyList>;
 
 export const ApiKeyParams = Type.Object({ id: Type.String({ pattern: "^[0-9]{1,12}$" }) });
 export const RevokedApiKey = Type.Object({ revoked: Type.Boolean() });
-export const RevokedApiKeys = Type.Object({ revoked: Type.Integer() });
+export const RevokedApiKeys = Type.Object({
+  /** API keys revoked. */
+  revoked: Type.Integer(),
+  /** Sign-in sessions ended, the caller's own included. */
+  sessionsRevoked: Type.Integer(),
+});
+export type RevokedApiKeys = Static<typeof RevokedApiKeys>;
+
+/** Answer of POST /api/v1/auth/logout. */
+export const LoggedOut = Type.Object({ loggedOut: Type.Literal(true) });
+export type LoggedOut = Static<typeof LoggedOut>;
 
 /** Answer of GET /api/v1/api-keys/whoami. */
 export const WhoAmI = Type.Object({

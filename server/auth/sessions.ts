@@ -154,5 +154,28 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
     return retryConflicts(link, { retryUnique: true });
   }
 
-  return { principalOf, issueNonce, signIn, linkWallet };
+  /** Ends one session (logout); true when it was live. */
+  async function revokeSession(accountId: number, sessionId: number): Promise<boolean> {
+    const result = await db
+      .updateTable("sessions")
+      .set({ revoked_at: now() })
+      .where("id", "=", sessionId)
+      .where("account_id", "=", accountId)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Ends every session of the account (revoke-all after a leak); the number ended. */
+  async function revokeAllSessions(accountId: number): Promise<number> {
+    const result = await db
+      .updateTable("sessions")
+      .set({ revoked_at: now() })
+      .where("account_id", "=", accountId)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  return { principalOf, issueNonce, signIn, linkWallet, revokeSession, revokeAllSessions };
 }

@@ -416,23 +416,39 @@ describe("server: authentication", function () {
       expect(badId.body.error.details?.[0]?.field).to.equal("params.id");
     });
 
-    it("revokes every key of the account at once; the session still works", async function () {
+    it("revokes every key and ends every session of the account at once; other accounts keep theirs", async function () {
       const session = await flow.signIn(s.poster);
+      const second = await flow.signIn(s.poster);
       const keys = [
         await flow.createKey(bearer(session.token)),
         await flow.createKey(bearer(session.token)),
         await flow.createKey(bearer(session.token)),
       ];
       const strangerKey = await s.apiKeyFor(s.stranger);
-      const answer = await s.call<{ revoked: number }>("POST", "/api/v1/api-keys/revoke-all", { key: keys[0]!.key });
+      const strangerSession = await flow.signIn(s.stranger);
+      const answer = await s.call<{ revoked: number; sessionsRevoked: number }>("POST", "/api/v1/api-keys/revoke-all", { key: keys[0]!.key });
       expect(answer.status).to.equal(200);
-      expect(answer.body.data.revoked).to.equal(3);
+      expect(answer.body.data).to.deep.equal({ revoked: 3, sessionsRevoked: 2 });
       for (const k of keys) expectError(await flow.whoami({ "x-api-key": k.key }), 401, "INVALID_TOKEN");
+      expectError(await flow.whoami(bearer(session.token)), 401, "INVALID_TOKEN");
+      expectError(await flow.whoami(bearer(second.token)), 401, "INVALID_TOKEN");
       expect((await flow.whoami({ "x-api-key": strangerKey })).status).to.equal(200);
-      expect((await flow.whoami(bearer(session.token))).status).to.equal(200);
-      expect(
-        (await s.call<{ revoked: number }>("POST", "/api/v1/api-keys/revoke-all", { headers: bearer(session.token) })).body.data.revoked,
-      ).to.equal(0);
+      expect((await flow.whoami(bearer(strangerSession.token))).status).to.equal(200);
+    });
+
+    it("logout ends the presented session only; an API key is refused with SESSION_REQUIRED", async function () {
+      const session = await flow.signIn(s.poster);
+      const other = await flow.signIn(s.poster);
+      const key = await flow.createKey(bearer(session.token));
+      expectError(await s.call("POST", "/api/v1/auth/logout", { key: key.key }), 403, "SESSION_REQUIRED");
+      expectError(await s.call("POST", "/api/v1/auth/logout"), 401, "AUTH_REQUIRED");
+      const out = await s.call<{ loggedOut: boolean }>("POST", "/api/v1/auth/logout", { headers: bearer(session.token) });
+      expect(out.status).to.equal(200);
+      expect(out.body.data).to.deep.equal({ loggedOut: true });
+      expectError(await flow.whoami(bearer(session.token)), 401, "INVALID_TOKEN");
+      expectError(await s.call("POST", "/api/v1/auth/logout", { headers: bearer(session.token) }), 401, "INVALID_TOKEN");
+      expect((await flow.whoami(bearer(other.token))).status).to.equal(200);
+      expect((await flow.whoami({ "x-api-key": key.key })).status).to.equal(200);
     });
 
     it("refuses a key without a name, or with unknown fields", async function () {
