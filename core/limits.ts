@@ -36,6 +36,8 @@ export const PUBLIC_BRIEF_PREVIEW_CHARS = 4_000;
 export const DEFAULT_ZONE = "global";
 export const MAX_ZONE_CHARS = 128;
 export const MAX_ROUTING_SUMMARY_CHARS = 500;
+/** The longest output a worker may deliver (JavaScript string length). */
+export const MAX_OUTPUT_CHARS = 500_000;
 
 // Reputation and badges.
 export const REPUTATION_START = 50;
