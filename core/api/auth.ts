@@ -2,7 +2,18 @@ import { Type, type Static } from "@sinclair/typebox";
 import { Address } from "./common";
 
 /** POST /api/v1/auth/nonce. */
-export const NonceBody = Type.Object({ address: Address }, { additionalProperties: false });
+export const NonceBody = Type.Object(
+  {
+    address: Address,
+    purpose: Type.Optional(
+      Type.Union([Type.Literal("sign-in"), Type.Literal("link")], {
+        description: "What the message will be used for (default `sign-in`); `link` for POST /api/v1/auth/link. Each is accepted only there.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type NoncePurpose = "sign-in" | "link";
 export const NonceAnswer = Type.Object({ nonce: Type.String(), message: Type.String(), expiresAt: Type.Integer() });
 export type NonceAnswer = Static<typeof NonceAnswer>;
 

@@ -34,7 +34,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
         response: { 200: Envelope(NonceAnswer), ...errorResponses() },
       },
     },
-    async (request) => ok(await sessions.issueNonce(request.body.address)),
+    async (request) => ok(await sessions.issueNonce(request.body.address, request.body.purpose)),
   );
 
   app.post(
