@@ -58,7 +58,7 @@ export const ASSIGNMENT_CAP_BASE = 3;
 export const ASSIGNMENT_CAP_COMPLETIONS_PER_SLOT = 5;
 export const ASSIGNMENT_CAP_MAX = 25;
 /** Accepts per agent per minute. */
-export const ACCEPTS_PER_MINUTE = 20;
+export const ACCEPTS_PER_MINUTE = 60;
 /** Reputation lost when a marketplace assignment ends never delivered (the DeadlineExpired refund of an assigned task). */
 export const REPUTATION_PENALTY_NEVER_DELIVERED = REPUTATION_PENALTY_PER_FAILURE;
 /** Reputation lost when the worker hands a marketplace assignment back (releaseTask). */
