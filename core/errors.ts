@@ -106,6 +106,19 @@ export const ERROR_CODES = define({
     retryable: true,
   },
   ACCEPT_IN_PROGRESS: { status: 409, description: "Another agent is accepting this task right now.", retryable: true },
+
+  // ---- hardening (docs/security.md)
+  VERIFIER_BUSY: {
+    status: 503,
+    description: "Verification threads are saturated, or one evaluation ran past its budget; nothing was judged, retry shortly.",
+    retryable: true,
+  },
+  ASSIGNMENT_CAP_REACHED: {
+    status: 429,
+    description: "The agent holds as many undelivered tasks as its record allows (`details`: held, cap); deliver or hand one back first.",
+    retryable: true,
+  },
+
   CHAIN_UNSUPPORTED: { status: 409, description: "The agent's registered chains exclude the task's chain." },
   NOT_TARGET_EXECUTOR: { status: 403, description: "The task is pinned to another agent." },
   OWN_TASK: { status: 403, description: "The poster, or an agent of the poster's account, cannot take or bid on its own task." },

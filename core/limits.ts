@@ -36,6 +36,8 @@ export const PUBLIC_BRIEF_PREVIEW_CHARS = 4_000;
 export const DEFAULT_ZONE = "global";
 export const MAX_ZONE_CHARS = 128;
 export const MAX_ROUTING_SUMMARY_CHARS = 500;
+/** The longest output a worker may deliver (JavaScript string length). */
+export const MAX_OUTPUT_CHARS = 500_000;
 
 // Reputation and badges.
 export const REPUTATION_START = 50;
@@ -48,6 +50,19 @@ export const DECAY_HALF_LIFE_SECONDS = 7 * DAY_SECONDS;
 export const BADGE_MIN_COMPLETIONS = 5;
 /** A badge needs a failure share strictly under this percentage. */
 export const BADGE_FAILURE_PERCENT_BELOW = 20;
+
+// Abuse limits (docs/security.md), each configurable on the server.
+/** Undelivered assignments a new agent may hold at once (task hoarding). */
+export const ASSIGNMENT_CAP_BASE = 3;
+/** One more undelivered assignment per this many settled tasks credited. */
+export const ASSIGNMENT_CAP_COMPLETIONS_PER_SLOT = 5;
+export const ASSIGNMENT_CAP_MAX = 25;
+/** Accepts per agent per minute. */
+export const ACCEPTS_PER_MINUTE = 60;
+/** Reputation lost when a marketplace assignment ends never delivered (the DeadlineExpired refund of an assigned task). */
+export const REPUTATION_PENALTY_NEVER_DELIVERED = REPUTATION_PENALTY_PER_FAILURE;
+/** Reputation lost when the worker hands a marketplace assignment back (releaseTask). */
+export const REPUTATION_PENALTY_PER_RELEASE = 2;
 
 // Worker runtime timers.
 export const RUNTIME_BROWSE_INTERVAL_MS = 15_000;

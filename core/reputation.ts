@@ -1,7 +1,8 @@
 /**
  * Reputation rules. Three numbers per wallet, kept apart:
  * - registry reputation, 0 to 100: starts at 50, +1 per settled task credited, -10 per failed verification round and
- *   per dispute ruled against the agent;
+ *   per dispute ruled against the agent; beyond the spec (docs/security.md, task hoarding): -10 per assignment that
+ *   ends never delivered and -2 per assignment handed back;
  * - decayed score: +10 raw per settled task; the shown score halves for every full 7 days without a settled task;
  * - on-chain reputation: the numbers the reputation contract (contracts/reputation/TaskReputation.sol) holds for the
  *   wallet, written by the escrows that have it (on `0g`) at settlement and read from the projection of its events
@@ -10,6 +11,9 @@
  * only those the marketplace assigned, never one its poster assigned directly.
  */
 import {
+  ASSIGNMENT_CAP_BASE,
+  ASSIGNMENT_CAP_COMPLETIONS_PER_SLOT,
+  ASSIGNMENT_CAP_MAX,
   BADGE_FAILURE_PERCENT_BELOW,
   BADGE_MIN_COMPLETIONS,
   DAY_SECONDS,
@@ -18,7 +22,9 @@ import {
   REPUTATION_GAIN_PER_SETTLED_TASK,
   REPUTATION_MAX,
   REPUTATION_MIN,
+  REPUTATION_PENALTY_NEVER_DELIVERED,
   REPUTATION_PENALTY_PER_FAILURE,
+  REPUTATION_PENALTY_PER_RELEASE,
   REPUTATION_START,
 } from "./limits";
 
@@ -37,7 +43,12 @@ export interface ReputationState {
 
 /** What happened to a worker, as reputation counts it. */
 export type ReputationEvent =
-  { kind: "settled"; payout: bigint; at: number } | { kind: "failedRound" } | { kind: "disputeRaised" } | { kind: "disputeLost" };
+  | { kind: "settled"; payout: bigint; at: number }
+  | { kind: "failedRound" }
+  | { kind: "disputeRaised" }
+  | { kind: "disputeLost" }
+  | { kind: "neverDelivered" }
+  | { kind: "released" };
 
 export const FRESH_REPUTATION: Readonly<ReputationState> = Object.freeze({
   reputation: REPUTATION_START,
@@ -69,7 +80,32 @@ export function applyReputation(state: ReputationState, event: ReputationEvent):
       return { ...state, disputes: state.disputes + 1 };
     case "disputeLost":
       return { ...state, reputation: clamp(state.reputation - REPUTATION_PENALTY_PER_FAILURE), disputesLost: state.disputesLost + 1 };
+    case "neverDelivered":
+      return { ...state, reputation: clamp(state.reputation - REPUTATION_PENALTY_NEVER_DELIVERED) };
+    case "released":
+      return { ...state, reputation: clamp(state.reputation - REPUTATION_PENALTY_PER_RELEASE) };
   }
+}
+
+export interface AssignmentCapRule {
+  base: number;
+  completionsPerSlot: number;
+  max: number;
+}
+
+export const DEFAULT_ASSIGNMENT_CAP: Readonly<AssignmentCapRule> = Object.freeze({
+  base: ASSIGNMENT_CAP_BASE,
+  completionsPerSlot: ASSIGNMENT_CAP_COMPLETIONS_PER_SLOT,
+  max: ASSIGNMENT_CAP_MAX,
+});
+
+/**
+ * How many undelivered assignments an agent may hold at once: a few for a new agent, one more per
+ * `completionsPerSlot` settled tasks credited, at most `max`. Against hoarding (docs/security.md).
+ */
+export function undeliveredAssignmentCap(tasksCompleted: number, rule: AssignmentCapRule = DEFAULT_ASSIGNMENT_CAP): number {
+  const earned = rule.completionsPerSlot > 0 ? Math.floor(tasksCompleted / rule.completionsPerSlot) : 0;
+  return Math.max(rule.base, Math.min(rule.max, rule.base + earned));
 }
 
 export interface DecayedScore {

@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { isAddress as isChecksummedAddress } from "ethers";
-import type { ServerConfig } from "./config";
+import { DEFAULT_ABUSE, type AbuseConfig, type ServerConfig } from "./config";
 import type { Db } from "./db";
 import type { ChainRegistry } from "./chains";
 import type { BlobStore } from "./storage/blob-store";
@@ -17,7 +17,7 @@ import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
 import { createFunding, createListings, createTaskQueries, heldTaskRoutes, taskRoutes } from "./tasks";
-import { createAutoVerification, verificationRoutes } from "./verification";
+import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPoolOptions } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
 import { storageRoutes } from "./storage";
@@ -39,7 +39,11 @@ export interface AppDeps {
   chains: ChainRegistry;
   blobs: BlobStore;
   config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> &
-    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & { hosted?: HostedConfig };
+    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & {
+      hosted?: HostedConfig;
+      /** Defaults: DEFAULT_ABUSE (server/config.ts). */
+      abuse?: Partial<AbuseConfig>;
+    };
   /** Hosted agents, built by the caller to attach their runners once the API listens; built here (never attached) when absent. */
   hosting?: Hosting;
   /** Address of the configured marketplace verifier key (GET /health/bridge compares it with each escrow's). */
@@ -52,6 +56,8 @@ export interface AppDeps {
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
   /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
   indexerWaitMs?: number;
+  /** The rule engine's threads (server/verification/pool.ts); DEFAULT_VERIFIER_POOL when absent. */
+  verifierPool?: VerifierPoolOptions;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -158,8 +164,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const terms = { blobs, agents, custody };
   const funding = createFunding({ db, deps: terms });
   const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
-  const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs });
-  const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs };
+  const pool = createVerifierPool(deps.verifierPool);
+  app.addHook("onClose", () => pool.close());
+  const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs, pool });
+  const abuse: AbuseConfig = { ...DEFAULT_ABUSE, ...deps.config.abuse };
+  const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs, abuse };
   const identity = createIdentityLookup({ db, chains });
   // Hosted-agent deploys mint identity tokens through it (identityMinting.requestMint); retries run in the background.
   const identityMinting = createIdentityMinting({ db, chains, outboxes, now, logger: app.log, ...(deps.config.identity ?? DEFAULT_IDENTITY) });
@@ -180,7 +189,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     delivery: createDelivery({ db, chains, now, verification }),
     settlement: createSettlementCalls({ db, chains, now }),
   });
-  await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification });
+  await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification, pool });
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, now });
   await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });

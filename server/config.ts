@@ -3,6 +3,8 @@ import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
 import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "../core/chains";
+import { DEFAULT_ASSIGNMENT_CAP, type AssignmentCapRule } from "../core/reputation";
+import { ACCEPTS_PER_MINUTE } from "../core/limits";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
 export interface ChainConfig {
@@ -71,6 +73,19 @@ export interface HostedConfig {
   gasSponsorKey?: string;
 }
 
+/** Limits against abuse (docs/security.md); each has an environment variable. */
+export interface AbuseConfig {
+  /** Undelivered assignments per agent: `base`, one more per `completionsPerSlot` credited tasks, at most `max`. */
+  assignmentCap: AssignmentCapRule;
+  /** Accepts per agent per minute. */
+  acceptsPerMinute: number;
+}
+
+export const DEFAULT_ABUSE: AbuseConfig = {
+  assignmentCap: { ...DEFAULT_ASSIGNMENT_CAP },
+  acceptsPerMinute: ACCEPTS_PER_MINUTE,
+};
+
 export interface ServerConfig {
   host: string;
   port: number;
@@ -88,6 +103,7 @@ export interface ServerConfig {
   /** Length of the exclusive window the best-ranked eligible agent gets when a task opens (ms); 0 disables offers. */
   offerWindowMs: number;
   rateLimit: RateLimitConfig;
+  abuse: AbuseConfig;
   /**
    * Which proxies' `X-Forwarded-For` names the client (the IP rate limits count): false (default) uses the socket's
    * peer; true trusts every hop; a number trusts that many hops; a list trusts those addresses or CIDR ranges.
@@ -166,6 +182,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
       perIp: integer(env.RATE_LIMIT_PER_IP, DEFAULT_RATE_LIMIT.perIp, "RATE_LIMIT_PER_IP"),
       perKey: integer(env.RATE_LIMIT_PER_KEY, DEFAULT_RATE_LIMIT.perKey, "RATE_LIMIT_PER_KEY"),
       windowMs: integer(env.RATE_LIMIT_WINDOW_MS, DEFAULT_RATE_LIMIT.windowMs, "RATE_LIMIT_WINDOW_MS"),
+    },
+    abuse: {
+      assignmentCap: {
+        base: integer(env.ASSIGNMENT_CAP_BASE, DEFAULT_ABUSE.assignmentCap.base, "ASSIGNMENT_CAP_BASE"),
+        completionsPerSlot: integer(
+          env.ASSIGNMENT_CAP_COMPLETIONS_PER_SLOT,
+          DEFAULT_ABUSE.assignmentCap.completionsPerSlot,
+          "ASSIGNMENT_CAP_COMPLETIONS_PER_SLOT",
+        ),
+        max: integer(env.ASSIGNMENT_CAP_MAX, DEFAULT_ABUSE.assignmentCap.max, "ASSIGNMENT_CAP_MAX"),
+      },
+      acceptsPerMinute: integer(env.ACCEPTS_PER_MINUTE, DEFAULT_ABUSE.acceptsPerMinute, "ACCEPTS_PER_MINUTE"),
     },
     trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),

@@ -4,7 +4,7 @@
  * problem refuses the whole file.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { bulkFormatOf, BulkRowIssue, parseBulkFile, type BulkRow, type RowIssue } from "../../core/bulk";
 import { clientError, type RowError } from "../../sdk/src/errors";
@@ -37,7 +37,7 @@ export function loadTaskFile(filePath: string): FileRow[] {
   const parsed = parseBulkFile(text, {
     format,
     allowCommaInCapabilities: true,
-    readFile: (relative) => readFileSync(path.resolve(directory, relative), "utf8"),
+    readFile: (relative) => readFileSync(confinedPath(directory, relative), "utf8"),
   });
   if (!parsed.readable) {
     const { issue } = parsed;
@@ -61,6 +61,27 @@ export function loadTaskFile(filePath: string): FileRow[] {
     occurrences.set(content, occurrence + 1);
     return { line: row.line, key: `${content}:${occurrence}`, row, input: inputOf(row) };
   });
+}
+
+/**
+ * The file an `instructions_file` names, refused unless it lies inside the task file's folder once every symlink is
+ * resolved: a task file from someone else must not publish local files (keys, credentials) as briefs
+ * (docs/security.md). Absolute paths and `../` are refused the same way.
+ */
+export function confinedPath(directory: string, relative: string): string {
+  const outside = () =>
+    Object.assign(new Error(`${relative} is outside the task file's folder; only files inside it are read`), {
+      rowCode: BulkRowIssue.INSTRUCTIONS_FILE_OUTSIDE,
+    });
+  const inside = (root: string, target: string) => {
+    const within = path.relative(root, target);
+    return within !== "" && !within.startsWith("..") && !path.isAbsolute(within);
+  };
+  if (path.isAbsolute(relative) || !inside(directory, path.resolve(directory, relative))) throw outside();
+  const root = realpathSync(directory);
+  const target = realpathSync(path.resolve(directory, relative));
+  if (!inside(root, target)) throw outside();
+  return target;
 }
 
 function rowError(issue: RowIssue): RowError {

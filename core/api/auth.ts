@@ -2,7 +2,18 @@ import { Type, type Static } from "@sinclair/typebox";
 import { Address } from "./common";
 
 /** POST /api/v1/auth/nonce. */
-export const NonceBody = Type.Object({ address: Address }, { additionalProperties: false });
+export const NonceBody = Type.Object(
+  {
+    address: Address,
+    purpose: Type.Optional(
+      Type.Union([Type.Literal("sign-in"), Type.Literal("link")], {
+        description: "What the message will be used for (default `sign-in`); `link` for POST /api/v1/auth/link. Each is accepted only there.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type NoncePurpose = "sign-in" | "link";
 export const NonceAnswer = Type.Object({ nonce: Type.String(), message: Type.String(), expiresAt: Type.Integer() });
 export type NonceAnswer = Static<typeof NonceAnswer>;
 
@@ -53,7 +64,17 @@ export type ApiKeyList = Static<typeof ApiKeyList>;
 
 export const ApiKeyParams = Type.Object({ id: Type.String({ pattern: "^[0-9]{1,12}$" }) });
 export const RevokedApiKey = Type.Object({ revoked: Type.Boolean() });
-export const RevokedApiKeys = Type.Object({ revoked: Type.Integer() });
+export const RevokedApiKeys = Type.Object({
+  /** API keys revoked. */
+  revoked: Type.Integer(),
+  /** Sign-in sessions ended, the caller's own included. */
+  sessionsRevoked: Type.Integer(),
+});
+export type RevokedApiKeys = Static<typeof RevokedApiKeys>;
+
+/** Answer of POST /api/v1/auth/logout. */
+export const LoggedOut = Type.Object({ loggedOut: Type.Literal(true) });
+export type LoggedOut = Static<typeof LoggedOut>;
 
 /** Answer of GET /api/v1/api-keys/whoami. */
 export const WhoAmI = Type.Object({

@@ -3,7 +3,9 @@ import { Address, ChainNameString, TaskHashText, UnsignedTx } from "./common";
 import { Privacy, TaskStatusText, VerificationModeString } from "./tasks";
 
 /** Largest delivered output (characters). */
-export const MAX_OUTPUT_CHARS = 500_000;
+import { MAX_OUTPUT_CHARS } from "../limits";
+
+export { MAX_OUTPUT_CHARS };
 
 /** The task of a marketplace action (`/api/v1/a2a/tasks/{taskHash}/...`). */
 export const TaskActionParams = Type.Object({ taskHash: Type.String({ maxLength: 100, description: "Task hash (0x + 64 hex)." }) });

@@ -53,6 +53,8 @@ export const BulkRowIssue = {
   INSTRUCTIONS_REQUIRED: "INSTRUCTIONS_REQUIRED",
   INSTRUCTIONS_CONFLICT: "INSTRUCTIONS_CONFLICT",
   INSTRUCTIONS_FILE_UNREADABLE: "INSTRUCTIONS_FILE_UNREADABLE",
+  /** CLI: the path leaves the task file's folder (absolute, `../`, or a symlink out of it). */
+  INSTRUCTIONS_FILE_OUTSIDE: "INSTRUCTIONS_FILE_OUTSIDE",
   INSTRUCTIONS_TOO_LONG: "INSTRUCTIONS_TOO_LONG",
   REWARD_REQUIRED: "REWARD_REQUIRED",
   REWARD_AND_AMOUNT: "REWARD_AND_AMOUNT",
@@ -227,7 +229,8 @@ function readInstructions(
     try {
       instructions = options.readFile(file.trim());
     } catch (error) {
-      fail(column, BulkRowIssue.INSTRUCTIONS_FILE_UNREADABLE, `cannot read ${file.trim()}: ${(error as Error).message}`);
+      const code = (error as { rowCode?: string }).rowCode ?? BulkRowIssue.INSTRUCTIONS_FILE_UNREADABLE;
+      fail(column, code, `cannot read ${file.trim()}: ${(error as Error).message}`);
       return undefined;
     }
   }

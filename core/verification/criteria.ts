@@ -3,6 +3,8 @@
  * used by rentals and bulk rows.
  */
 import type { Issue } from "../issues";
+import { MAX_OUTPUT_CHARS } from "../limits";
+import { charCount } from "../text";
 import { findRegexHazard, MAX_REGEX_PATTERN_CHARS } from "./regex-safety";
 
 export interface VerificationCriteria {
@@ -55,6 +57,7 @@ export const CriteriaIssue = {
   REGEX_INVALID: "CRITERIA_REGEX_INVALID",
   REGEX_UNSAFE: "CRITERIA_REGEX_UNSAFE",
   REGEX_FLAGS_INVALID: "CRITERIA_REGEX_FLAGS_INVALID",
+  UNSATISFIABLE: "CRITERIA_UNSATISFIABLE",
 } as const;
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set([...CRITERIA_RULES, "regex_flags", "pass_threshold"]);
@@ -96,6 +99,7 @@ export function validateCriteria(criteria: unknown, mode: string): Issue[] {
   checkKeywords(record.contains_keywords, issues);
   checkRegex(record.regex_pattern, record.regex_flags, issues);
   checkThreshold(record.pass_threshold, issues);
+  if (issues.length === 0) issues.push(...unsatisfiable(record));
   if (mode === "auto" && !CRITERIA_RULES.some((rule) => record[rule] !== undefined)) {
     issues.push(
       issue(
@@ -106,6 +110,30 @@ export function validateCriteria(criteria: unknown, mode: string): Issue[] {
     );
   }
   return issues;
+}
+
+/**
+ * Rules no deliverable output can pass, when they alone keep the best possible score below the pass threshold (a
+ * poster's way to fail an agent's rounds on purpose: docs/security.md): `min_length` above the output cap (500,000),
+ * a keyword longer than `max_length` (min above max is refused on its own). Decided from the rules alone; a regex
+ * that can match nothing within the bounds is not decided here. The worker runtime skips such tasks too.
+ */
+export function unsatisfiable(criteria: VerificationCriteria): Issue[] {
+  const failing: Issue[] = [];
+  const { min_length: min, max_length: max, contains_keywords: keywords } = criteria;
+  if (min !== undefined && min > MAX_OUTPUT_CHARS) {
+    failing.push(issue("min_length", CriteriaIssue.UNSATISFIABLE, `min_length ${min} is above the ${MAX_OUTPUT_CHARS}-character output cap`));
+  }
+  if (max !== undefined && keywords !== undefined) {
+    const tooLong = keywords.findIndex((keyword) => charCount(keyword.trim()) > max);
+    if (tooLong >= 0) {
+      failing.push(issue(`contains_keywords[${tooLong}]`, CriteriaIssue.UNSATISFIABLE, `keyword ${tooLong + 1} is longer than max_length ${max}`));
+    }
+  }
+  if (failing.length === 0) return [];
+  const rules = CRITERIA_RULES.filter((rule) => criteria[rule] !== undefined).length;
+  const best = Math.floor(((rules - failing.length) * 100) / rules);
+  return best < (criteria.pass_threshold ?? DEFAULT_PASS_THRESHOLD) ? failing : [];
 }
 
 function checkLength(record: Record<string, unknown>, key: "min_length" | "max_length", least: number, issues: Issue[]): void {

@@ -16,6 +16,7 @@ const ROW_ISSUES: Record<keyof typeof BulkRowIssue, string> = {
   INSTRUCTIONS_REQUIRED: "Neither `instructions` nor `instructions_file` is given.",
   INSTRUCTIONS_CONFLICT: "Both `instructions` and `instructions_file` are given.",
   INSTRUCTIONS_FILE_UNREADABLE: "`instructions_file` cannot be read (relative to the task file).",
+  INSTRUCTIONS_FILE_OUTSIDE: "`instructions_file` leaves the task file's folder (an absolute path, `../`, or a symlink out of it); it is not read.",
   INSTRUCTIONS_TOO_LONG: "The brief is longer than the limit.",
   REWARD_REQUIRED: "Neither `reward` nor `amount` is given.",
   REWARD_AND_AMOUNT: "Both `reward` and `amount` are given: exactly one.",

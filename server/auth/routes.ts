@@ -9,6 +9,7 @@ import {
   CreatedApiKey,
   Envelope,
   LinkedWallets,
+  LoggedOut,
   NonceAnswer,
   NonceBody,
   RevokedApiKey,
@@ -33,7 +34,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
         response: { 200: Envelope(NonceAnswer), ...errorResponses() },
       },
     },
-    async (request) => ok(await sessions.issueNonce(request.body.address)),
+    async (request) => ok(await sessions.issueNonce(request.body.address, request.body.purpose)),
   );
 
   app.post(
@@ -140,14 +141,35 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
     {
       schema: {
         tags: ["auth"],
-        summary: "Revoke every API key of the account (after a leak)",
+        summary: "Revoke every API key and end every sign-in session of the account (after a leak)",
         security: CREDENTIALS,
         response: { 200: Envelope(RevokedApiKeys), ...errorResponses(401) },
       },
     },
     async (request) => {
       const principal = await auth.signedIn(request);
-      return ok({ revoked: await apiKeys.revokeAllApiKeys(principal.accountId) });
+      const revoked = await apiKeys.revokeAllApiKeys(principal.accountId);
+      return ok({ revoked, sessionsRevoked: await sessions.revokeAllSessions(principal.accountId) });
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/logout",
+    {
+      schema: {
+        tags: ["auth"],
+        summary: "End the presented sign-in session (its token stops working at once)",
+        security: SESSION,
+        response: { 200: Envelope(LoggedOut), ...errorResponses(401, 403) },
+      },
+    },
+    async (request) => {
+      const principal = await auth.signedIn(request);
+      if (principal.kind !== "session" || principal.sessionId === undefined) {
+        throw new MarketError("SESSION_REQUIRED", "Logout ends a session; revoke an API key with DELETE /api/v1/api-keys/{id}.");
+      }
+      await sessions.revokeSession(principal.accountId, principal.sessionId);
+      return ok({ loggedOut: true as const });
     },
   );
 

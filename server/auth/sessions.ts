@@ -7,8 +7,16 @@ import type { Clock } from "../http/types";
 import type { Accounts } from "./accounts";
 import { sha256Hex } from "./api-keys";
 import type { Principal } from "./principal";
+import type { NoncePurpose } from "../../core/api";
 
 export const NONCE_TTL_MS = 10 * 60_000;
+/** How far a message's issue time may lie ahead of the server's clock. */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+/** The statement of each kind of signed message: one signature never serves both. */
+export const STATEMENTS: Readonly<Record<NoncePurpose, string>> = {
+  "sign-in": "Sign in to the task marketplace.",
+  link: "Link this wallet to the signed-in task marketplace account.",
+};
 export const SESSION_TTL_MS = 24 * 60 * 60_000;
 /** Expired nonces and sessions are deleted at most this often, by the sign-in requests that add them. */
 export const AUTH_SWEEP_INTERVAL_MS = 60_000;
@@ -58,7 +66,7 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
     return { kind: "session", accountId: row.account_id, wallet: row.address, sessionId: row.id };
   }
 
-  async function issueNonce(address: string) {
+  async function issueNonce(address: string, purpose: NoncePurpose = "sign-in") {
     const wallet = getAddress(address);
     const nonce = randomBytes(16).toString("hex");
     const at = now();
@@ -68,7 +76,7 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
     const message = formatSignInMessage({
       domain,
       address: wallet,
-      statement: "Sign in to the task marketplace.",
+      statement: STATEMENTS[purpose],
       uri: publicUrl,
       version: "1",
       chainId: signInChainId,
@@ -79,11 +87,25 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
     return { nonce, message, expiresAt };
   }
 
-  /** Checks an EIP-4361 message and its signature, and consumes its nonce. Returns the signing wallet. */
-  async function verifySignIn(messageText: string, signature: string): Promise<string> {
+  /**
+   * Checks an EIP-4361 message made for `purpose` (its statement: a sign-in message never links a wallet, nor the
+   * reverse), its URI and issue time, and its signature, and consumes its nonce. Returns the signing wallet.
+   */
+  async function verifySignIn(messageText: string, signature: string, purpose: NoncePurpose): Promise<string> {
     const message = parseSignInMessage(messageText);
     if (!message) throw new MarketError("SIGN_IN_MESSAGE_INVALID", "The message is not an EIP-4361 sign-in message.");
     if (message.domain !== domain) throw new MarketError("SIGN_IN_MESSAGE_INVALID", `The message is for ${message.domain}, not ${domain}.`);
+    if (message.statement !== STATEMENTS[purpose]) {
+      throw new MarketError(
+        "SIGN_IN_MESSAGE_INVALID",
+        `The message was not made for ${purpose} (ask POST /api/v1/auth/nonce with purpose "${purpose}").`,
+      );
+    }
+    if (message.uri !== publicUrl) throw new MarketError("SIGN_IN_MESSAGE_INVALID", `The message names URI ${message.uri}, not ${publicUrl}.`);
+    const issuedAt = Date.parse(message.issuedAt);
+    if (issuedAt > now() + CLOCK_SKEW_MS || issuedAt < now() - NONCE_TTL_MS - CLOCK_SKEW_MS) {
+      throw new MarketError("SIGN_IN_MESSAGE_INVALID", "The message's issue time is in the future or older than a nonce lives.");
+    }
     if (message.chainId !== signInChainId) {
       throw new MarketError("SIGN_IN_MESSAGE_INVALID", `The message names chain ${message.chainId}, not ${signInChainId}.`);
     }
@@ -112,7 +134,7 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
   }
 
   async function signIn(messageText: string, signature: string) {
-    const wallet = await verifySignIn(messageText, signature);
+    const wallet = await verifySignIn(messageText, signature, "sign-in");
     const accountId = await accounts.accountForWallet(wallet);
     const token = randomBytes(32).toString("base64url");
     const at = now();
@@ -126,7 +148,7 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
 
   /** Links another wallet to the signed-in account (proved by that wallet's own signed message). */
   async function linkWallet(principal: Principal, messageText: string, signature: string) {
-    const wallet = await verifySignIn(messageText, signature);
+    const wallet = await verifySignIn(messageText, signature, "link");
     // Concurrent links race for the wallet and for the account's next position: a rerun sees the winner's row.
     const link = () =>
       db.transaction().execute(async (trx) => {
@@ -154,5 +176,28 @@ export function createSessions({ db, now, accounts, publicUrl, signInChainId }: 
     return retryConflicts(link, { retryUnique: true });
   }
 
-  return { principalOf, issueNonce, signIn, linkWallet };
+  /** Ends one session (logout); true when it was live. */
+  async function revokeSession(accountId: number, sessionId: number): Promise<boolean> {
+    const result = await db
+      .updateTable("sessions")
+      .set({ revoked_at: now() })
+      .where("id", "=", sessionId)
+      .where("account_id", "=", accountId)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Ends every session of the account (revoke-all after a leak); the number ended. */
+  async function revokeAllSessions(accountId: number): Promise<number> {
+    const result = await db
+      .updateTable("sessions")
+      .set({ revoked_at: now() })
+      .where("account_id", "=", accountId)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  return { principalOf, issueNonce, signIn, linkWallet, revokeSession, revokeAllSessions };
 }

@@ -5,6 +5,9 @@ import { refusalFor, registeredAgent, wrappedKeyOf, type MarketplaceDeps } from 
 import { asAddress, asTaskHash, type Assigned, type DeclineAnswer } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { Ending, EscrowStatus, statusName } from "../../core/escrow";
+import { undeliveredAssignmentCap } from "../../core/reputation";
+import { createWindows, rateLimited } from "../http/rate-limit";
+import { DEFAULT_ABUSE } from "../config";
 
 export type { MarketplaceDeps } from "./deps";
 
@@ -16,6 +19,74 @@ export type Accepting = ReturnType<typeof createAccepting>;
 /** Taking a task: accepting it (assigned on chain by the marketplace verifier key) or declining its exclusive offer. */
 export function createAccepting(deps: MarketplaceDeps) {
   const { db, chains, agents, offers, custody, now } = deps;
+  const abuse = deps.abuse ?? DEFAULT_ABUSE;
+  const acceptWindows = createWindows(60_000);
+  /** Per agent, the cap check and the accept lock's insert run one at a time (per API instance). */
+  const capTurns = new Map<string, Promise<unknown>>();
+
+  /**
+   * The tasks the agent holds undelivered: assigned on chain with no evidence yet, or being assigned (an accept lock,
+   * or an assignment sent and not indexed yet).
+   */
+  async function undelivered(address: string): Promise<number> {
+    const onChain = await db
+      .selectFrom("escrow_tasks")
+      .select(["chain", "task_hash"])
+      .where("worker", "=", address)
+      .where("status", "=", EscrowStatus.Assigned)
+      .execute();
+    const pending = await db
+      .selectFrom("assignments as a")
+      .leftJoin("listings as l", "l.task_hash", "a.task_hash")
+      .leftJoin("escrow_tasks as t", (join) => join.onRef("t.task_hash", "=", "a.task_hash").onRef("t.chain", "=", "l.chain"))
+      .select(["a.task_hash", "a.status as lock", "a.updated_at", "t.status", "t.worker"])
+      .where("a.agent_address", "=", address)
+      .execute();
+    const held = new Set(onChain.map((row) => row.task_hash));
+    const sent: string[] = [];
+    for (const row of pending) {
+      if (row.worker === address || (row.status !== null && row.status !== EscrowStatus.Funded)) continue;
+      // An accept lock counts; an assignment sent but not indexed yet counts while recent (an old one was released).
+      if (row.lock === "accepting") held.add(row.task_hash);
+      else if (now() - row.updated_at < ACCEPT_LOCK_TTL_MS) sent.push(row.task_hash);
+    }
+    if (sent.length > 0) {
+      // Indexed and open again: the agent handed it back.
+      const released = await db
+        .selectFrom("escrow_events")
+        .select("task_hash")
+        .where("event", "=", "WorkerReleased")
+        .where("task_hash", "in", sent)
+        .where("args", "like", `%"worker":"${address}"%`)
+        .execute();
+      const back = new Set(released.map((row) => row.task_hash));
+      for (const taskHash of sent) if (!back.has(taskHash)) held.add(taskHash);
+    }
+    return held.size;
+  }
+
+  /** HOARDING_CAP when the agent already holds as many undelivered tasks as its record allows. */
+  async function requireUnderCap(address: string): Promise<void> {
+    const record = await db.selectFrom("reputation").select("tasks_completed").where("address", "=", address).executeTakeFirst();
+    const cap = undeliveredAssignmentCap(record?.tasks_completed ?? 0, abuse.assignmentCap);
+    const held = await undelivered(address);
+    if (held >= cap) {
+      throw new MarketError("ASSIGNMENT_CAP_REACHED", `The agent holds ${held} undelivered tasks; its record allows ${cap} at once.`, {
+        details: [{ message: "deliver or hand back a task first", held, cap }],
+      });
+    }
+  }
+
+  async function inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const before = capTurns.get(key) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(work);
+    capTurns.set(key, mine);
+    try {
+      return await mine;
+    } finally {
+      if (capTurns.get(key) === mine) capTurns.delete(key);
+    }
+  }
 
   async function assignedView(ctx: TaskContext, worker: string): Promise<Assigned> {
     const { listing, chain, onChain } = ctx;
@@ -97,6 +168,8 @@ export function createAccepting(deps: MarketplaceDeps) {
       await releaseLock(listing.task_hash, held.agent_address);
       held = undefined;
     }
+    const wait = acceptWindows.hit(address, abuse.acceptsPerMinute, now());
+    if (wait !== undefined) throw rateLimited(wait, "accepts by this agent");
     const outbox = requireOutbox(deps.outboxes, listing.chain);
     await requireLive(db, listing.chain);
     const refused = await refusalFor(deps, ctx, agent);
@@ -115,23 +188,20 @@ export function createAccepting(deps: MarketplaceDeps) {
 
     let lockedAt = held?.agent_address === address ? held.created_at : undefined;
     if (lockedAt === undefined) {
-      try {
-        lockedAt = now();
-        await db
-          .insertInto("assignments")
-          .values({
-            task_hash: listing.task_hash,
-            agent_address: address,
-            status: "accepting",
-            outbox_id: null,
-            created_at: lockedAt,
-            updated_at: lockedAt,
-          })
-          .execute();
-      } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-        throw new MarketError("ACCEPT_IN_PROGRESS");
-      }
+      lockedAt = await inTurn(address, async () => {
+        await requireUnderCap(address);
+        const at = now();
+        try {
+          await db
+            .insertInto("assignments")
+            .values({ task_hash: listing.task_hash, agent_address: address, status: "accepting", outbox_id: null, created_at: at, updated_at: at })
+            .execute();
+        } catch (error) {
+          if (!isUniqueViolation(error)) throw error;
+          throw new MarketError("ACCEPT_IN_PROGRESS");
+        }
+        return at;
+      });
     }
 
     // One purpose per accept lock: retries of this accept wait for the same transaction; an accept after a release or

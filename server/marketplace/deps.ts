@@ -4,6 +4,7 @@ import type { AgentRegistry, RegisteredAgent } from "../agents";
 import type { Outbox } from "../outbox";
 import type { TaskContext } from "../tasks";
 import type { Clock } from "../http/types";
+import type { AbuseConfig } from "../config";
 import type { Offers } from "./offers";
 import type { Custody } from "./custody";
 import { refusal } from "./eligibility";
@@ -21,6 +22,8 @@ export interface MarketplaceDeps {
   now: Clock;
   /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
   indexerWaitMs?: number;
+  /** The assignment cap and the accept rate (docs/security.md); DEFAULT_ABUSE when absent. */
+  abuse?: Pick<AbuseConfig, "assignmentCap" | "acceptsPerMinute">;
 }
 
 /** The caller's agent record, or `AGENT_NOT_REGISTERED`. */

@@ -20,6 +20,7 @@ interface WorkerFact {
 }
 
 const RELEVANT = [
+  "WorkerReleased",
   "VerificationCompleted",
   "DisputeRaised",
   "TaskCompleted",
@@ -62,6 +63,9 @@ function factOf(event: ChainEvent, worker: string | null): WorkerFact | undefine
   if (!worker || !event.taskHash) return undefined;
   const base = { worker, taskHash: event.taskHash };
   switch (event.event) {
+    case "WorkerReleased":
+      // Handing back an accepted task (it read the brief, held the task, committed nothing): docs/security.md.
+      return { ...base, reputation: { kind: "released" } };
     case "VerificationCompleted":
       return event.args.passed ? undefined : { ...base, reputation: { kind: "failedRound" } };
     case "DisputeRaised":
@@ -78,7 +82,10 @@ function factOf(event: ChainEvent, worker: string | null): WorkerFact | undefine
         : undefined;
     case "DeadlineExpired":
       // A dispute left without a ruling refunds the poster: a failure for the task's tags, no ruling against the agent.
-      return toEnding(event.args.ending) === Ending.DisputeUnruled ? { ...base, tagOutcome: "failure" } : undefined;
+      if (toEnding(event.args.ending) === Ending.DisputeUnruled) return { ...base, tagOutcome: "failure" };
+      // An assignment that ends never delivered costs the agent as a failed round does (task hoarding).
+      if (toEnding(event.args.ending) === Ending.NeverDelivered) return { ...base, reputation: { kind: "neverDelivered" }, tagOutcome: "failure" };
+      return undefined;
     default:
       return undefined;
   }
@@ -171,29 +178,47 @@ async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void>
   for (const [address, state] of states) await saveState(trx, address, state);
 }
 
-/** Replays every remaining event of the tasks credited to the agent, on every chain, in time order. */
+/**
+ * Replays every remaining event of every task the agent was ever assigned, on every chain, in time order, folding
+ * each task as the task projection does: a released task no longer names the agent, and its release still counts.
+ */
 async function rebuild(trx: Trx, worker: string): Promise<void> {
   await lockStates(trx, [worker]);
   await trx.deleteFrom("reputation").where("address", "=", worker).execute();
   await trx.deleteFrom("capability_stats").where("address", "=", worker).execute();
-  const rows = await trx
-    .selectFrom("escrow_events as e")
-    .innerJoin("escrow_tasks as t", (join) => join.onRef("t.chain", "=", "e.chain").onRef("t.task_hash", "=", "e.task_hash"))
-    .selectAll("e")
-    .select(["t.poster", "t.worker", "t.assigned_by"])
-    .where("t.worker", "=", worker)
-    .where("e.event", "in", [...RELEVANT])
-    .orderBy("e.block_time")
-    .orderBy("e.chain")
-    .orderBy("e.block_number")
-    .orderBy("e.log_index")
+  const assigned = await trx
+    .selectFrom("escrow_events")
+    .select(["chain", "task_hash"])
+    .distinct()
+    .where("event", "=", "WorkerAssigned")
+    .where("args", "like", `%"worker":"${worker}"%`)
     .execute();
-  const facts = rows.flatMap((row) => {
-    // A worker's outcomes all follow its last assignment (a task is handed back only before any of them), so the
-    // task's current assignment decides, as it did when the events were applied.
-    const fact = factOf(fromEventRow(row), creditedWorker({ poster: row.poster, worker: row.worker, assignedBy: row.assigned_by }));
-    return fact ? [fact] : [];
-  });
+  const byChain = new Map<string, string[]>();
+  for (const row of assigned) if (row.task_hash) byChain.set(row.chain, [...(byChain.get(row.chain) ?? []), row.task_hash]);
+  const events: ChainEvent[] = [];
+  for (const [chain, hashes] of byChain) {
+    for (let i = 0; i < hashes.length; i += CHUNK) {
+      const rows = await trx
+        .selectFrom("escrow_events")
+        .selectAll()
+        .where("chain", "=", chain)
+        .where("task_hash", "in", hashes.slice(i, i + CHUNK))
+        .execute();
+      events.push(...rows.map(fromEventRow));
+    }
+  }
+  events.sort((a, b) => a.blockTime - b.blockTime || a.chain.localeCompare(b.chain) || a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+  const tasks = new Map<string, ProjectedTask | undefined>();
+  const facts: WorkerFact[] = [];
+  for (const event of events) {
+    const key = `${event.chain}:${event.taskHash}`;
+    const task = tasks.get(key);
+    if (isRelevant(event)) {
+      const fact = factOf(event, creditedWorker(task));
+      if (fact?.worker === worker) facts.push(fact);
+    }
+    tasks.set(key, applyTaskEvent(task, event));
+  }
   await applyFacts(trx, facts);
 }
 
@@ -233,7 +258,7 @@ export function createReputationProjection(): Projection {
       const outcomes = new Set<string>();
       for (const event of removed) {
         if (!event.taskHash) continue;
-        if (event.event === "WorkerAssigned") workers.add(event.args.worker);
+        if (event.event === "WorkerAssigned" || event.event === "WorkerReleased") workers.add(event.args.worker);
         if (event.event === "TaskCompleted") workers.add(event.args.worker);
         if (isRelevant(event)) outcomes.add(event.taskHash);
       }

@@ -156,33 +156,53 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
   async function extrasFor(rows: readonly TaskRow[], viewer: string | undefined): Promise<Map<string, TaskExtras>> {
     const extras = new Map<string, TaskExtras>();
     if (rows.length === 0) return extras;
-    const latest = new Map<
-      string,
-      { round: number; output: string; finalized_at: number | null; passed: number | null; score: number | null; reasons: string | null }
-    >();
+    type Delivered = {
+      round: number;
+      output: string;
+      result_hash: string;
+      finalized_at: number | null;
+      passed: number | null;
+      score: number | null;
+      reasons: string | null;
+    };
+    const latest = new Map<string, Delivered>();
+    /** The latest round whose evidence is indexed (docs/security.md): what anyone but the worker may read. */
+    const evidenced = new Map<string, Delivered>();
     const deliveries = await db
       .selectFrom("deliveries")
-      .select(["task_hash", "round", "agent_address", "output", "finalized_at", "passed", "score", "reasons"])
+      .select(["task_hash", "round", "agent_address", "output", "result_hash", "finalized_at", "passed", "score", "reasons"])
       .where(
         "task_hash",
         "in",
         rows.map((r) => r.task_hash),
       )
       .execute();
-    const workers = new Map(rows.map((r) => [r.task_hash, r.worker]));
+    const byHash = new Map(rows.map((r) => [r.task_hash, r]));
     for (const d of deliveries) {
-      if (d.agent_address !== workers.get(d.task_hash)) continue;
+      const row = byHash.get(d.task_hash);
+      if (d.agent_address !== row?.worker) continue;
       const seen = latest.get(d.task_hash);
       if (!seen || d.round > seen.round) latest.set(d.task_hash, d);
+      // Its submitEvidence is indexed: an earlier round, or this round with this result's hash.
+      const onChain = d.round < row.rounds || (d.round === row.rounds && d.result_hash === row.result_hash?.toLowerCase());
+      const shown = evidenced.get(d.task_hash);
+      if (onChain && (!shown || d.round > shown.round)) evidenced.set(d.task_hash, d);
     }
     for (const row of rows) {
       const d = latest.get(row.task_hash);
       if (!d) continue;
-      const mayRead = viewer !== undefined && (viewer === row.poster || viewer === row.worker || viewer === row.verifier_address);
+      // The worker reads what it stored; the poster and the verifier only a round whose evidence is on chain, so a
+      // result cannot be read, disputed and refunded while its evidence never lands.
+      const readable =
+        viewer === row.worker
+          ? d
+          : viewer !== undefined && (viewer === row.poster || viewer === row.verifier_address)
+            ? evidenced.get(row.task_hash)
+            : undefined;
       extras.set(row.task_hash, {
-        ...(mayRead ? { output: d.output } : {}),
-        ...(mayRead && d.passed !== null
-          ? { verdict: { passed: d.passed === 1, score: d.score, reasons: json.read<string[]>(d.reasons) ?? [] } }
+        ...(readable ? { output: readable.output } : {}),
+        ...(readable && readable.passed !== null
+          ? { verdict: { passed: readable.passed === 1, score: readable.score, reasons: json.read<string[]>(readable.reasons) ?? [] } }
           : {}),
         awaitingVerdict: row.verification_mode !== "auto" && d.finalized_at !== null && d.passed === null,
       });

@@ -6,6 +6,7 @@ import { loadTask, statusOf, waitForIndexer, type Delivery, type TaskContext } f
 import { fromEventRow } from "../indexer/events";
 import type { Clock } from "../http/types";
 import { autoVerdict, sendVerdict } from "./judge";
+import type { VerifierPool } from "./pool";
 import { asTaskHash, type Finalized } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { MAX_SUBMISSIONS } from "../../core/limits";
@@ -18,6 +19,8 @@ export interface AutoVerificationDeps {
   now: Clock;
   /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
   indexerWaitMs?: number;
+  /** Where the rule engine runs (off the event loop). */
+  pool: Pick<VerifierPool, "evaluate">;
 }
 
 export type AutoVerification = ReturnType<typeof createAutoVerification>;
@@ -63,7 +66,7 @@ export function createAutoVerification(deps: AutoVerificationDeps) {
   /** The round's evidence checked on chain, the rule engine's verdict, and the verdict settled by the verifier key. */
   async function settle(context: TaskContext, delivery: Delivery, txHash?: string): Promise<Finalized> {
     const ctx = await requireEvidenceIndexed(context, delivery, txHash ?? delivery.evidence_tx ?? undefined);
-    const verdict = autoVerdict(ctx, delivery.output);
+    const verdict = await autoVerdict(deps.pool, ctx, delivery.output);
     const sent = await sendVerdict(
       { db, outbox: requireOutbox(deps.outboxes, ctx.listing.chain), now, indexerWaitMs: deps.indexerWaitMs },
       ctx,

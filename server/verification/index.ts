@@ -10,6 +10,8 @@ import type { Clock } from "../http/types";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import { createWindows, rateLimited } from "../http/rate-limit";
 import { autoVerdict, sendVerdict } from "./judge";
+import type { VerifierPool } from "./pool";
+import type { Verdict } from "../../core/verification";
 import type { AutoVerification } from "./auto";
 import { Envelope, TaskHashParams, VerdictAnswer, VerdictBody, VerifyAnswer, VerifyBody, asTaskHash } from "../../core/api";
 import { MarketError } from "../../core/errors";
@@ -17,9 +19,14 @@ import { actsOn, toEscrowStatus } from "../../core/escrow";
 
 export { autoVerdict, sendVerdict } from "./judge";
 export { createAutoVerification, type AutoVerification, type AutoVerificationDeps } from "./auto";
+export { createVerifierPool, DEFAULT_VERIFIER_POOL, type VerifierPool, type VerifierPoolOptions } from "./pool";
 
 /** Advisory (non-settling) verifications per wallet per minute. */
 export const ADVISORY_VERIFY_PER_MINUTE = 30;
+/** Advisory verifications per client IP per minute (many free wallets behind one address). */
+export const ADVISORY_VERIFY_PER_IP_PER_MINUTE = 120;
+/** Advisory verdicts kept, per (task, round, criteria): the oldest goes first. */
+export const ADVISORY_CACHE_ENTRIES = 1_000;
 
 /** The escrow takes a verdict while the task is Submitted (core/escrow), on the round the worker delivered last. */
 function awaitsVerdict(onChain: TaskContext["onChain"], latest: Delivery | undefined): latest is Delivery {
@@ -35,12 +42,27 @@ export interface VerificationRouteDeps {
   outboxes: ReadonlyMap<string, Outbox>;
   indexerWaitMs?: number;
   verification: Pick<AutoVerification, "settle">;
+  pool: Pick<VerifierPool, "evaluate">;
 }
 
 /** Verdicts of the poster (`manual`) or the verifier (`agent`), and verification runs on demand. */
 export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps> = async (app, deps) => {
   const { db, chains, auth, now, verification } = deps;
   const advisory = createWindows(60_000);
+  /** Advisory verdicts per (task, round, criteria): a delivered round never changes, so its verdict does not either. */
+  const verdicts = new Map<string, Verdict>();
+  async function cachedVerdict(key: string, compute: () => Promise<Verdict>): Promise<Verdict> {
+    const hit = verdicts.get(key);
+    if (hit) {
+      verdicts.delete(key);
+      verdicts.set(key, hit);
+      return hit;
+    }
+    const verdict = await compute();
+    verdicts.set(key, verdict);
+    if (verdicts.size > ADVISORY_CACHE_ENTRIES) verdicts.delete(verdicts.keys().next().value!);
+    return verdict;
+  }
 
   app.post(
     "/api/v1/a2a/tasks/:taskHash/verdict",
@@ -141,6 +163,10 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       }
       const latest = task.delivery;
       if (!latest) throw new MarketError("WRONG_STATE", "Nothing was delivered yet.", { reason: statusOf(task, now()) });
+      const evidenced =
+        latest.round < onChain.rounds || (latest.round === onChain.rounds && latest.result_hash === onChain.result_hash?.toLowerCase());
+      // Only the worker may question a result whose evidence is not on chain: a verdict tells about the output.
+      if (role !== "executor" && !evidenced) throw new MarketError("EVIDENCE_NOT_CONFIRMED", "The latest round's evidence is not on chain yet.");
       const settles =
         listing.verification_mode === "auto" && verificationCriteria === undefined && awaitsVerdict(onChain, latest) && latest.passed === null;
       if (settles) {
@@ -153,13 +179,17 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
           verificationResult: judged.verificationResult!,
         });
       }
-      // An opinion costs the event loop up to a regex time bound per call and settles nothing: each wallet gets a few.
-      const wait = advisory.hit(principal.wallet, ADVISORY_VERIFY_PER_MINUTE, now());
+      // An opinion costs a pool thread up to its budget and settles nothing: each wallet, and each client IP, gets a few.
+      const at = now();
+      const wait =
+        advisory.hit(`wallet:${principal.wallet}`, ADVISORY_VERIFY_PER_MINUTE, at) ??
+        advisory.hit(`ip:${request.ip}`, ADVISORY_VERIFY_PER_IP_PER_MINUTE, at);
       if (wait !== undefined) {
         reply.header("retry-after", String(wait));
         throw rateLimited(wait, "advisory verifications");
       }
-      const verdict = autoVerdict(task, latest.output, verificationCriteria ?? null);
+      const key = `${listing.chain}:${listing.task_hash}:${latest.round}:${verificationCriteria === undefined ? "" : JSON.stringify(verificationCriteria)}`;
+      const verdict = await cachedVerdict(key, () => autoVerdict(deps.pool, task, latest.output, verificationCriteria ?? null));
       return ok({
         taskHash: asTaskHash(listing.task_hash),
         settled: false,

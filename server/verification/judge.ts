@@ -6,17 +6,23 @@ import { waitForIndexer, type Delivery, type TaskContext } from "../tasks/contex
 import { listedFields } from "../tasks/listing-codec";
 import { MarketError } from "../../core/errors";
 import { decodeEscrowEvent, EscrowStatus } from "../../core/escrow";
-import { evaluate, type Verdict, type VerificationCriteria } from "../../core/verification";
+import type { Verdict, VerificationCriteria } from "../../core/verification";
+import type { VerifierPool } from "./pool";
 
 export interface JudgedBy {
   judgedBy: "auto" | "poster";
 }
 
-/** The rule engine's verdict on a delivered output, against the task's criteria and (for echo checks) its brief. */
-export function autoVerdict(ctx: Pick<TaskContext, "listing">, output: string, criteria?: VerificationCriteria | null): Verdict {
+/** The rule engine's verdict on a delivered output, against the task's criteria and (for echo checks) its brief, on a pool thread. */
+export function autoVerdict(
+  pool: Pick<VerifierPool, "evaluate">,
+  ctx: Pick<TaskContext, "listing">,
+  output: string,
+  criteria?: VerificationCriteria | null,
+): Promise<Verdict> {
   const listed = listedFields(ctx.listing);
   const rules = criteria ?? listed.verificationCriteria ?? {};
-  return evaluate(output, rules, { brief: listed.publicBrief ?? listed.routingSummary ?? undefined });
+  return pool.evaluate(output, rules, listed.publicBrief ?? listed.routingSummary ?? undefined);
 }
 
 /**

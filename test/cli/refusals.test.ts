@@ -107,6 +107,18 @@ const REFUSALS: Refusal[] = [
     detail: "line 2, column instructions_file: INSTRUCTIONS_FILE_UNREADABLE: cannot read briefs/missing.txt",
   },
   {
+    name: "an absolute instructions_file (docs/security.md)",
+    files: { "t.csv": "instructions_file,reward\n/etc/hostname,1\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column instructions_file: INSTRUCTIONS_FILE_OUTSIDE: cannot read /etc/hostname",
+  },
+  {
+    name: "an instructions_file above the task file's folder",
+    files: { "t.csv": "instructions_file,reward\n../../../../../../../../etc/hostname,1\n" },
+    code: "INVALID_ROWS",
+    detail: "line 2, column instructions_file: INSTRUCTIONS_FILE_OUTSIDE",
+  },
+  {
     name: "a CSV quote never closed",
     files: { "t.csv": 'instructions,reward\n"Do it.,1\nDo that.,2\n' },
     code: "INVALID_ROWS",

@@ -50,6 +50,9 @@ async function expectedFromLogs(fixture: EscrowFixture, chain: ChainConfig) {
     if (parsed.name === "VerificationCompleted" && !parsed.args.passed) event = { kind: "failedRound" };
     if (parsed.name === "DisputeRaised") event = { kind: "disputeRaised" };
     if (parsed.name === "TaskRefunded" && Number(parsed.args.ending) === Ending.DisputeWonByPoster) event = { kind: "disputeLost" };
+    // Beyond the spec (docs/security.md): a hand-back and a never-delivered expiry of a credited assignment.
+    if (parsed.name === "WorkerReleased") event = { kind: "released" };
+    if (parsed.name === "DeadlineExpired" && Number(parsed.args.ending) === Ending.NeverDelivered) event = { kind: "neverDelivered" };
     if (parsed.name === "TaskCompleted") {
       if (!blockTimes.has(log.blockNumber)) blockTimes.set(log.blockNumber, (await hre.ethers.provider.getBlock(log.blockNumber))!.timestamp);
       event = { kind: "settled", payout: parsed.args.payout as bigint, at: blockTimes.get(log.blockNumber)! };

@@ -68,7 +68,14 @@ function signInFlow(s: TestServer) {
 
   const whoami = (headers: Record<string, string>) => s.call<Whoami>("GET", "/api/v1/api-keys/whoami", { headers });
 
-  return { nonce, verify, messageFor, signIn, createKey, whoami };
+  /** A message made for POST /api/v1/auth/link. */
+  async function linkMessageFor(signer: HardhatEthersSigner): Promise<string> {
+    const answer = await s.call<Nonce>("POST", "/api/v1/auth/nonce", { body: { address: signer.address, purpose: "link" } });
+    expect(answer.status).to.equal(200);
+    return answer.body.data.message;
+  }
+
+  return { nonce, verify, messageFor, linkMessageFor, signIn, createKey, whoami };
 }
 
 /** The same message with some fields changed, as a client might forge it. */
@@ -325,7 +332,7 @@ describe("server: authentication", function () {
 
     it("acts as the account's first linked wallet, even when made from a later wallet's session", async function () {
       const session = await flow.signIn(s.poster);
-      const linkMessage = await flow.messageFor(s.stranger);
+      const linkMessage = await flow.linkMessageFor(s.stranger);
       const linked = await s.call<{ wallets: string[] }>("POST", "/api/v1/auth/link", {
         body: { message: linkMessage, signature: await s.stranger.signMessage(linkMessage) },
         headers: bearer(session.token),
@@ -348,7 +355,7 @@ describe("server: authentication", function () {
       expect((await flow.whoami({ "x-api-key": fromSecond.key })).body.data.addresses).to.deep.equal([s.poster.address]);
 
       // Linking an already linked wallet again is harmless.
-      const again = await flow.messageFor(s.stranger);
+      const again = await flow.linkMessageFor(s.stranger);
       const relinked = await s.call<{ wallets: string[] }>("POST", "/api/v1/auth/link", {
         body: { message: again, signature: await s.stranger.signMessage(again) },
         headers: bearer(session.token),
@@ -359,7 +366,7 @@ describe("server: authentication", function () {
     it("refuses to link a wallet that belongs to another account (WALLET_ALREADY_LINKED)", async function () {
       await flow.signIn(s.worker);
       const session = await flow.signIn(s.poster);
-      const message = await flow.messageFor(s.worker);
+      const message = await flow.linkMessageFor(s.worker);
       const answer = await s.call("POST", "/api/v1/auth/link", {
         body: { message, signature: await s.worker.signMessage(message) },
         headers: bearer(session.token),
@@ -371,18 +378,49 @@ describe("server: authentication", function () {
 
     it("links only with a session: an API key gets SESSION_REQUIRED, no credential AUTH_REQUIRED", async function () {
       const key = await s.apiKeyFor(s.poster);
-      const message = await flow.messageFor(s.stranger);
+      const message = await flow.linkMessageFor(s.stranger);
       const body = { message, signature: await s.stranger.signMessage(message) };
       expectError(await s.call("POST", "/api/v1/auth/link", { body, key }), 403, "SESSION_REQUIRED");
       expectError(await s.call("POST", "/api/v1/auth/link", { body }), 401, "AUTH_REQUIRED");
-      // The link is refused before the nonce is used: the wallet can still sign in with that message.
-      expect((await flow.verify(message, body.signature)).status).to.equal(200);
+      // The link is refused before the nonce is used: a session can still link with that message.
+      const session = await flow.signIn(s.poster);
+      expect((await s.call("POST", "/api/v1/auth/link", { body, headers: bearer(session.token) })).status).to.equal(200);
       expect(await s.db.selectFrom("account_wallets").selectAll().execute()).to.have.length(2);
+    });
+
+    it("a sign-in message never links and a link message never signs in; URI and issue time are checked", async function () {
+      const session = await flow.signIn(s.poster);
+      const signInMessage = await flow.messageFor(s.stranger);
+      const linkAnswer = await s.call("POST", "/api/v1/auth/link", {
+        body: { message: signInMessage, signature: await s.stranger.signMessage(signInMessage) },
+        headers: bearer(session.token),
+      });
+      expectError(linkAnswer, 400, "SIGN_IN_MESSAGE_INVALID");
+      const linkMessage = await flow.linkMessageFor(s.stranger);
+      expectError(await flow.verify(linkMessage, await s.stranger.signMessage(linkMessage)), 400, "SIGN_IN_MESSAGE_INVALID");
+      for (const changes of [
+        { uri: "http://evil.example" },
+        { issuedAt: new Date(Date.now() + 3_600_000).toISOString() },
+        { issuedAt: new Date(Date.now() - 3_600_000).toISOString() },
+      ]) {
+        const forged = edited(await flow.messageFor(s.stranger), changes);
+        expectError(await flow.verify(forged, await s.stranger.signMessage(forged)), 400, "SIGN_IN_MESSAGE_INVALID");
+      }
+      // Neither refusal used the nonces: the same messages still work where they belong.
+      expect(
+        (
+          await s.call("POST", "/api/v1/auth/link", {
+            body: { message: linkMessage, signature: await s.stranger.signMessage(linkMessage) },
+            headers: bearer(session.token),
+          })
+        ).status,
+      ).to.equal(200);
+      expect((await flow.verify(signInMessage, await s.stranger.signMessage(signInMessage))).status).to.equal(200);
     });
 
     it("a link with a bad signature is refused like a sign-in", async function () {
       const session = await flow.signIn(s.poster);
-      const message = await flow.messageFor(s.stranger);
+      const message = await flow.linkMessageFor(s.stranger);
       const answer = await s.call("POST", "/api/v1/auth/link", {
         body: { message, signature: await s.poster.signMessage(message) },
         headers: bearer(session.token),
@@ -416,23 +454,39 @@ describe("server: authentication", function () {
       expect(badId.body.error.details?.[0]?.field).to.equal("params.id");
     });
 
-    it("revokes every key of the account at once; the session still works", async function () {
+    it("revokes every key and ends every session of the account at once; other accounts keep theirs", async function () {
       const session = await flow.signIn(s.poster);
+      const second = await flow.signIn(s.poster);
       const keys = [
         await flow.createKey(bearer(session.token)),
         await flow.createKey(bearer(session.token)),
         await flow.createKey(bearer(session.token)),
       ];
       const strangerKey = await s.apiKeyFor(s.stranger);
-      const answer = await s.call<{ revoked: number }>("POST", "/api/v1/api-keys/revoke-all", { key: keys[0]!.key });
+      const strangerSession = await flow.signIn(s.stranger);
+      const answer = await s.call<{ revoked: number; sessionsRevoked: number }>("POST", "/api/v1/api-keys/revoke-all", { key: keys[0]!.key });
       expect(answer.status).to.equal(200);
-      expect(answer.body.data.revoked).to.equal(3);
+      expect(answer.body.data).to.deep.equal({ revoked: 3, sessionsRevoked: 2 });
       for (const k of keys) expectError(await flow.whoami({ "x-api-key": k.key }), 401, "INVALID_TOKEN");
+      expectError(await flow.whoami(bearer(session.token)), 401, "INVALID_TOKEN");
+      expectError(await flow.whoami(bearer(second.token)), 401, "INVALID_TOKEN");
       expect((await flow.whoami({ "x-api-key": strangerKey })).status).to.equal(200);
-      expect((await flow.whoami(bearer(session.token))).status).to.equal(200);
-      expect(
-        (await s.call<{ revoked: number }>("POST", "/api/v1/api-keys/revoke-all", { headers: bearer(session.token) })).body.data.revoked,
-      ).to.equal(0);
+      expect((await flow.whoami(bearer(strangerSession.token))).status).to.equal(200);
+    });
+
+    it("logout ends the presented session only; an API key is refused with SESSION_REQUIRED", async function () {
+      const session = await flow.signIn(s.poster);
+      const other = await flow.signIn(s.poster);
+      const key = await flow.createKey(bearer(session.token));
+      expectError(await s.call("POST", "/api/v1/auth/logout", { key: key.key }), 403, "SESSION_REQUIRED");
+      expectError(await s.call("POST", "/api/v1/auth/logout"), 401, "AUTH_REQUIRED");
+      const out = await s.call<{ loggedOut: boolean }>("POST", "/api/v1/auth/logout", { headers: bearer(session.token) });
+      expect(out.status).to.equal(200);
+      expect(out.body.data).to.deep.equal({ loggedOut: true });
+      expectError(await flow.whoami(bearer(session.token)), 401, "INVALID_TOKEN");
+      expectError(await s.call("POST", "/api/v1/auth/logout", { headers: bearer(session.token) }), 401, "INVALID_TOKEN");
+      expect((await flow.whoami(bearer(other.token))).status).to.equal(200);
+      expect((await flow.whoami({ "x-api-key": key.key })).status).to.equal(200);
     });
 
     it("refuses a key without a name, or with unknown fields", async function () {

@@ -25,7 +25,7 @@ import { createBlobStore, type BlobStore } from "../../server/storage/blob-store
 import { createIndexer } from "../../server/indexer";
 import { defaultProjections } from "../../server/projections";
 import { createOutbox } from "../../server/outbox";
-import { DEFAULT_HOSTED, type ChainConfig, type HostedConfig, type ServerConfig } from "../../server/config";
+import { DEFAULT_HOSTED, type AbuseConfig, type ChainConfig, type HostedConfig, type ServerConfig } from "../../server/config";
 import { createHosting, type Hosting } from "../../server/hosted";
 import { createAgentTokens } from "../../server/auth";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
@@ -74,6 +74,8 @@ export interface TestServerOptions {
   publicUrl?: string;
   /** Hosted-agent settings over the test defaults (a master key, private networks allowed, fast browsing). */
   hosted?: Partial<HostedConfig>;
+  /** Abuse limits in place of DEFAULT_ABUSE (server/config.ts). */
+  abuse?: Partial<AbuseConfig>;
 }
 
 /** A fixed test master key: hosted agents are on in every test server. */
@@ -295,6 +297,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
       offerWindowMs: options.offerWindowMs ?? 0,
       custodyKey: options.custodyKey,
       trustProxy: options.trustProxy,
+      abuse: options.abuse,
     },
     outboxes: options.withoutVerifierKey ? new Map() : new Map([[chainConfig.name, outbox]]),
     now,

@@ -6,6 +6,7 @@ import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
 import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
 import { MAX_SUBMISSIONS, RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
+import { unsatisfiable, type VerificationCriteria } from "../../../core/verification/criteria";
 
 export { needsWrapDelay, planAfterRefusal, systemClock, type Clock } from "./schedule";
 
@@ -300,6 +301,8 @@ export class WorkerRuntime {
       .filter((t) => ![this.executions, this.awaiting, this.pending, this.dropped].some((held) => held.has(t.meta.taskHash)))
       .filter((t) => this.declaredChains.includes(t.meta.chain))
       .filter((t) => !this.#options.skipTask?.(t))
+      // Criteria no output can meet (listed before the API refused them) would only fail rounds: never accepted.
+      .filter((t) => !t.meta.verificationCriteria || unsatisfiable(t.meta.verificationCriteria as VerificationCriteria).length === 0)
       .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
     // One accept per free slot at a time, all slots at once: an accept waits for its assignment on chain, so taking
     // them one after another would leave the other slots idle for as long. A refused accept frees its slot for the

@@ -29,7 +29,7 @@ describe("lifecycle: the verifier key's outbox", function () {
   const outboxes: Array<{ stop(): Promise<void> }> = [];
 
   beforeEach(async function () {
-    s = await startTestServer();
+    s = await startTestServer({ abuse: { assignmentCap: { base: 10, completionsPerSlot: 5, max: 25 } } });
     chain = createChains([s.chainConfig], { provider: () => hre.ethers.provider }).require("arc");
   });
   afterEach(async function () {

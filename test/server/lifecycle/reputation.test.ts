@@ -62,6 +62,9 @@ describe("lifecycle: reputation", function () {
         ["failed round at 0 stays 0", state({ reputation: 0, failedRounds: 4 }), { kind: "failedRound" }, { reputation: 0, failedRounds: 5 }],
         ["dispute lost", state(), { kind: "disputeLost" }, { reputation: 40, disputesLost: 1 }],
         ["dispute raised changes no reputation", state(), { kind: "disputeRaised" }, { reputation: 50, disputes: 1 }],
+        ["never delivered from 50", state(), { kind: "neverDelivered" }, { reputation: 40 }],
+        ["never delivered from 3 stops at 0", state({ reputation: 3 }), { kind: "neverDelivered" }, { reputation: 0 }],
+        ["released from 50", state(), { kind: "released" }, { reputation: 48 }],
       ];
       for (const [name, before, event, expected] of cases) {
         expect(applyReputation(before, event), name).to.deep.include(expected);
@@ -479,8 +482,9 @@ describe("lifecycle: reputation", function () {
         expect(await assignedBy(reassignedByPoster)).to.deep.equal({ worker: s.worker.address, assigned_by: s.poster.address });
         expect(await assignedBy(reassignedByMarketplace)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
         const live = await rows();
+        // 50, -2 for handing back the marketplace's assignment (docs/security.md), +1 for the task paid.
         expect(live.reputation.map((r) => [r.address, r.reputation, r.tasks_completed, r.earnings, r.raw_score])).to.deep.equal([
-          [s.worker.address, 51, 1, PAYOUT.toString(), 10],
+          [s.worker.address, 49, 1, PAYOUT.toString(), 10],
         ]);
         expect(live.stats).to.deep.equal([{ address: s.worker.address, tag: "summarization", completions: 1, failures: 0 }]);
         // The live indexer saw every step in its own range; one range of everything and one block per range agree.
