@@ -222,7 +222,15 @@ export function builtinTools(ctx: ToolRunContext) {
   async function subtaskResult(taskHash: string, waitMs: number, signal: AbortSignal): Promise<string> {
     const until = Math.min(ctx.now() + waitMs, ctx.deadline - 1000);
     for (;;) {
-      const task = await ctx.client.getTask(taskHash);
+      // A sub-task just listed may not be indexed yet (TASK_NOT_FOUND, "retry shortly"): keep polling within the wait.
+      const task = await ctx.client.getTask(taskHash).catch((error: unknown) => {
+        if (error instanceof ApiError && error.code === "TASK_NOT_FOUND" && ctx.now() < until && !signal.aborted) return undefined;
+        throw error;
+      });
+      if (task === undefined) {
+        await wait(Math.min(POLL_MS, Math.max(0, until - ctx.now())), signal);
+        continue;
+      }
       const status = task.state.status;
       const output = task.state.resultData?.output;
       if (status === "verified" || status === "completed" || ["refunded", "cancelled"].includes(status) || ctx.now() >= until || signal.aborted) {
