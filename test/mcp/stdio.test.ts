@@ -53,7 +53,16 @@ describe("mcp: market mcp over stdio", function () {
   it("tools/list: exactly the spec's tool and argument names, with the row limit and no target, zone or verification fields", async function () {
     const { tools } = await mcp.client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    expect(Object.keys(byName).sort()).to.deep.equal(["bid_on_task", "cancel_task", "claim_timeout", "poll_task_result", "post_tasks"]);
+    expect(Object.keys(byName).sort()).to.deep.equal([
+      "bid_on_task",
+      "browse_services",
+      "cancel_task",
+      "claim_timeout",
+      "get_service",
+      "poll_task_result",
+      "post_tasks",
+      "rent_service",
+    ]);
     const post = byName.post_tasks!.inputSchema as {
       properties: Record<string, { items?: { properties: Record<string, unknown>; required: string[] }; maxItems?: number }>;
       required: string[];
@@ -68,6 +77,16 @@ describe("mcp: market mcp over stdio", function () {
       expect(Object.keys((byName[name]!.inputSchema as { properties: object }).properties)).to.deep.equal(["taskHash"]);
     }
     expect(Object.keys((byName.bid_on_task!.inputSchema as { properties: object }).properties).sort()).to.deep.equal(["message", "taskHash"]);
+    // rent_service: the spec's arguments exactly; waitSeconds at most 60.
+    const rent = byName.rent_service!.inputSchema as { properties: Record<string, { maximum?: number; enum?: string[] }>; required: string[] };
+    expect(Object.keys(rent.properties).sort()).to.deep.equal(
+      ["confirm", "idempotencyKey", "privacy", "prompt", "quoteId", "serviceId", "waitSeconds"].sort(),
+    );
+    expect(rent.required.sort()).to.deep.equal(["idempotencyKey", "prompt", "serviceId"]);
+    expect(rent.properties.waitSeconds!.maximum).to.equal(60);
+    expect(rent.properties.privacy!.enum).to.deep.equal(["public", "private"]);
+    expect(Object.keys((byName.get_service!.inputSchema as { properties: object }).properties)).to.deep.equal(["serviceId"]);
+    expect(Object.keys((byName.browse_services!.inputSchema as { properties: object }).properties)).to.deep.equal(["agent"]);
     for (const t of tools) expect(t.description!.length, t.name).to.be.above(80);
   });
 
