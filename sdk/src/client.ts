@@ -509,8 +509,10 @@ export class MarketClient {
       if (onProgress && (status ?? "listing") !== last) onProgress({ taskHash, status: status ?? "listing", elapsedMs });
       last = status ?? "listing";
       const done = status !== undefined && RENTAL_DONE_STATUSES.includes(status);
-      if (done || elapsedMs >= waitMs) {
-        const result = task?.state.resultData;
+      const result = task?.state.resultData;
+      // A judged round shows its status a moment before the service records its verdict: waited for while time remains.
+      const verdictPending = (status === "verified" || status === "failed") && !result?.verificationResult;
+      if ((done && !verdictPending) || elapsedMs >= waitMs) {
         return {
           taskHash: task?.meta.taskHash ?? taskHash,
           status: status ?? "open",

@@ -127,6 +127,9 @@ describe("mcp: services (browse_services, get_service, rent_service)", function 
     const repeated = await m.call("rent_service", { ...args, confirm: true, quoteId: again.data.quoteId });
     expect(repeated.data).to.deep.include({ taskHash, alreadyPosted: true, escrowPaid: "0", status: "verified", output: ANSWER });
     expect(await balances()).to.deep.equal(end);
+    // A rental posted already is reported whatever its service does since.
+    await (await clientOf(s, s.stranger)).updateService({ agentId: seeded.agent.id, serviceId: seeded.service.id, active: false });
+    expect((await m.call("rent_service", args)).data).to.deep.include({ alreadyPosted: 1, toPost: 0 });
     // Another prompt under a used key is refused.
     const other = await m.call("rent_service", { ...args, prompt: "Review a different contract." });
     expect(other.code, other.text).to.equal("IDEMPOTENCY_KEY_REUSED");

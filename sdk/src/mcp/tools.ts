@@ -282,6 +282,18 @@ const getService = tool<import("../../../core/api").GetServiceArgs>({
   },
 });
 
+/** A new rental of this service could be taken: it is active, and its agent registered on the posting chain with a key. */
+async function requireRentable(surface: McpSurface, service: ServiceView): Promise<void> {
+  if (!service.active) throw clientError("SERVICE_NOT_ACTIVE", `Service ${service.id} is deactivated and takes no new rentals; nothing was spent.`);
+  const { chain } = await surface.client.settlement();
+  if (!service.agent_public_key || !agentChains(service.agent_supported_chains).includes(chain)) {
+    throw clientError(
+      "TARGET_CHAIN_UNSUPPORTED",
+      `The agent of service ${service.id} is not registered for ${chain} with a public key; nothing was spent.`,
+    );
+  }
+}
+
 function serviceSummary(s: ServiceView): string {
   const state = s.active ? "active" : "not active (takes no rentals)";
   return `Service #${s.id} ${s.name} (${s.service_type}), ${usdc(s.price_raw)} per call, by ${s.agent_name} (${s.agent_address}); ${state}; sold ${s.sold_count}.${s.description ? `\n${s.description}` : ""}`;
@@ -303,21 +315,18 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
     const valid = checkArgs<typeof args>(RentServiceArgs, args);
     if (valid.confirm) requireSigner(surface, "Paying for a rental");
     const service = await surface.client.getService(valid.serviceId);
-    if (!service.active) throw clientError("SERVICE_NOT_ACTIVE", `Service ${service.id} is deactivated and takes no new rentals; nothing was spent.`);
-    const settlement = await surface.client.settlement();
-    if (!service.agent_public_key || !agentChains(service.agent_supported_chains).includes(settlement.chain)) {
-      throw clientError(
-        "TARGET_CHAIN_UNSUPPORTED",
-        `The agent of service ${service.id} is not registered for ${settlement.chain} with a public key; nothing was spent.`,
-      );
-    }
-    const privacy = valid.privacy ?? "private";
-    const checked = checkRows([rentalInput(service, valid.prompt, privacy)], { allowAgentMode: false, maxRows: 1 });
-    const session = await surface.poster.open(checked, valid.idempotencyKey, {
-      wrapTo: { agents: [{ address: service.agent_address, publicKey: service.agent_public_key }] },
-    });
+    const checked = checkRows([rentalInput(service, valid.prompt, valid.privacy ?? "private")], { allowAgentMode: false, maxRows: 1 });
+    const agentKey = service.agent_public_key;
+    const session = await surface.poster.open(
+      checked,
+      valid.idempotencyKey,
+      agentKey ? { wrapTo: { agents: [{ address: service.agent_address, publicKey: agentKey }] } } : {},
+    );
     let run: PostRunResult;
     try {
+      // A rental to pay for now must be possible: refused before any quote. One posted (or paid) by an earlier call
+      // under the key is reported (or listed) whatever the service does since.
+      if (session.facts.toPost > 0) await requireRentable(surface, service);
       const spent = await quoteOrSpend("rent_service", valid, session, surface, { agent: service.agent_address });
       if ("quote" in spent) return spent.quote;
       run = spent.result;
