@@ -205,6 +205,36 @@ describe("services: renting a hosted agent's service", function () {
     expect(await soldCount()).to.equal(0);
   });
 
+  it("deleting a service keeps its paid rentals pinned: its agent still delivers one, paid exactly, and it counts", async function () {
+    const ownerClient = await owner();
+    await ownerClient.stopAgent({ agentId: seeded.agent.id });
+    const start = await balances();
+    const rental = await poster.rentService({ serviceId: seeded.service.id, prompt: "Review the consulting agreement of May.", waitSeconds: 0 });
+    expect(await ownerClient.deleteService({ agentId: seeded.agent.id, serviceId: seeded.service.id })).to.deep.equal({
+      id: seeded.service.id,
+      deleted: true,
+    });
+    let gone: unknown;
+    try {
+      await poster.getService(seeded.service.id);
+    } catch (error) {
+      gone = error;
+    }
+    expect((gone as ApiError).code).to.equal("SERVICE_NOT_FOUND");
+    await ownerClient.startAgent({ agentId: seeded.agent.id });
+    const done = await poster.waitForResult({ taskHash: rental.taskHash, waitMs: 90_000 });
+    expect(done).to.deep.include({ status: "verified", output: ANSWER });
+    const end = await balances();
+    expect(start.poster - end.poster).to.equal(PRICE);
+    expect(end.agent - start.agent).to.equal(1_350_000n);
+    expect((await poster.getTask(rental.taskHash)).meta.serviceId).to.equal(seeded.service.id);
+    const counted = async () => {
+      await s.sync();
+      return (await s.db.selectFrom("services").select("sold_count").where("id", "=", seeded.service.id).executeTakeFirstOrThrow()).sold_count;
+    };
+    await until(async () => (await counted()) === 1, 20_000, "the deleted service's sale counted");
+  });
+
   it("taken and never delivered: the poster claims it back after the one-hour deadline, exactly", async function () {
     model.setScript((request) => (briefOf(request).includes("HANG") ? { hang: true } : { content: ANSWER }));
     const start = await balances();
