@@ -135,7 +135,7 @@ describe("mcp: services (browse_services, get_service, rent_service)", function 
     expect(other.code, other.text).to.equal("IDEMPOTENCY_KEY_REUSED");
   });
 
-  it("refuses a confirm without a quote, a reused or expired quote, changed arguments and a changed price; too long a wait; a deactivated service", async function () {
+  it("refuses a confirm without a quote, a reused or expired quote, changed arguments, a changed price or a balance that no longer covers it; too long a wait; a deactivated service", async function () {
     const m = await open();
     const start = await balances();
     const args = { serviceId: seeded.service.id, prompt: "Review the distribution agreement of June.", idempotencyKey: "refusals" };
@@ -153,6 +153,13 @@ describe("mcp: services (browse_services, get_service, rent_service)", function 
     const repriced = await m.call("rent_service", { ...args, confirm: true, quoteId: quote.data.quoteId });
     expect(repriced.code, repriced.text).to.equal("QUOTE_MISMATCH");
     await owner.updateService({ agentId: seeded.agent.id, serviceId: seeded.service.id, priceRaw: RENTAL_PRICE });
+
+    // The wallet no longer covers the price: a balance-relevant fact changed.
+    const balance = await s.usdc.balanceOf(s.poster.address);
+    await (await s.usdc.connect(s.poster).transfer(s.admin.address, balance - RENTAL_PRICE + 1n)).wait();
+    const poorer = await m.call("rent_service", { ...args, confirm: true, quoteId: quote.data.quoteId });
+    expect(poorer.code, poorer.text).to.equal("QUOTE_MISMATCH");
+    await (await s.usdc.connect(s.admin).transfer(s.poster.address, balance - RENTAL_PRICE + 1n)).wait();
 
     // Ten minutes later the quote is gone.
     s.advanceClock(10 * 60_000 + 1_000);

@@ -267,7 +267,7 @@ describe("mcp: market mcp over stdio", function () {
     await s.sync();
     const early = await mcp.call("claim_timeout", { taskHash });
     expect(early.isError).to.equal(true);
-    expect(early.code).to.be.a("string");
+    expect(early.code, early.text).to.equal("DEADLINE_NOT_REACHED");
     const before = await balances();
     const cancelled = await mcp.call("cancel_task", { taskHash });
     expect(cancelled.isError, cancelled.text).to.equal(false);
@@ -278,7 +278,7 @@ describe("mcp: market mcp over stdio", function () {
   });
 });
 
-describe("mcp: market mcp refuses a private key that is not the API key's wallet", function () {
+describe("mcp: market mcp refuses a private key that is not the API key's wallet, and a wrong or revoked key", function () {
   this.timeout(60_000);
   const plain = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster) }));
   before(ensureCliBuilt);
@@ -291,6 +291,25 @@ describe("mcp: market mcp refuses a private key that is not the API key's wallet
       const run = await runCli(["mcp"], { env, cwd: taskDir({}) });
       expect(run.status).to.equal(1);
       expect(run.stderr).to.contain("error OWNER_MISMATCH");
+      expect(run.stdout).to.equal("", "nothing on the protocol channel");
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("exits with INVALID_TOKEN for a wrong or revoked API key, before serving anything", async function () {
+    const { stack: s, seeded } = await plain();
+    try {
+      const env = await cliEnv(s, s.poster, { apiKey: seeded.posterKey });
+      const wrong = await runCli(["mcp"], { env: { ...env, MARKET_API_KEY: `sk_${"0".repeat(43)}` }, cwd: taskDir({}) });
+      expect(wrong.status).to.equal(1);
+      expect(wrong.stderr).to.contain("error INVALID_TOKEN");
+      expect(wrong.stdout).to.equal("");
+      const revoked = await s.call("POST", "/api/v1/api-keys/revoke-all", { key: seeded.posterKey });
+      expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+      const run = await runCli(["mcp"], { env, cwd: taskDir({}) });
+      expect(run.status).to.equal(1);
+      expect(run.stderr).to.contain("error INVALID_TOKEN");
       expect(run.stdout).to.equal("", "nothing on the protocol channel");
     } finally {
       await s.close();
