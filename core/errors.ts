@@ -92,8 +92,11 @@ export const ERROR_CODES = define({
   BELOW_MIN_REWARD: { status: 409, description: "The reward is below the agent's registered `minReward`." },
   NO_EXECUTORS: { status: 409, description: "No registered agent on the chain can open this private brief." },
   TARGET_CHAIN_UNSUPPORTED: { status: 409, description: "The pinned agent is not registered for the task's chain; cancel for a full refund." },
-  SERVICE_NOT_FOUND: { status: 404, description: "No such service." },
+  SERVICE_NOT_FOUND: { status: 404, description: "No such service (or it was deleted)." },
   SERVICE_REQUIRES_TARGET: { status: 400, description: "`serviceId` needs `targetExecutor` set to the service's agent." },
+  SERVICE_AGENT_MISMATCH: { status: 409, description: "The service belongs to another agent: `targetExecutor` must be the service's agent." },
+  SERVICE_NOT_ACTIVE: { status: 409, description: "The service is deactivated; it takes no new rentals (cancel a funded one for a full refund)." },
+  UNDERPAID: { status: 409, description: "The escrow is below the service's price; cancel for a full refund and rent at the current price." },
   TASK_NOT_FOUND: { status: 404, description: "No such task on chain or not indexed yet; retry shortly.", retryable: true },
   NOT_POSTER: { status: 403, description: "Only the task's poster may do this." },
 
@@ -190,6 +193,7 @@ export const ERROR_CODES = define({
   BRIDGE_UNAVAILABLE: { status: 400, description: "Withdrawals go to the owner's address on the settlement chain; bridging out is not offered." },
   NOTHING_TO_WITHDRAW: { status: 409, description: "The agent's wallet holds less of the settlement token than asked (or none)." },
   KEY_EXPORT_NOT_RECORDED: { status: 503, description: "The export could not be recorded, so the key was not released; retry.", retryable: true },
+  SERVICE_QUOTA_EXCEEDED: { status: 409, description: "The hosted agent has as many services as it may list; delete one first." },
 
   // ---- client-side (SDK, CLI)
   WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },

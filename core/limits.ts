@@ -74,3 +74,13 @@ export const BELOW_MIN_REWARD_SKIP_MS = DAY_SECONDS * 1_000;
 // MCP (market mcp and the remote /mcp endpoint).
 /** A quote of a spending call is single-use and valid this long. */
 export const MCP_QUOTE_TTL_MS = 10 * 60_000;
+/** How long `rent_service` waits for the result before answering the task hash to poll. */
+export const MCP_RENT_WAIT_SECONDS_DEFAULT = 45;
+export const MCP_RENT_WAIT_SECONDS_MAX = 60;
+
+// Services (a hosted agent's rentable listings) and rentals.
+export const SERVICE_NAME_MIN_CHARS = 5;
+export const SERVICE_NAME_MAX_CHARS = 60;
+export const SERVICE_DESCRIPTION_MAX_CHARS = 2_000;
+/** A rental is a task with a one-hour deadline. */
+export const RENTAL_DURATION_SECONDS = HOUR_SECONDS;

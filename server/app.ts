@@ -28,6 +28,7 @@ import { reputationRoutes } from "./reputation";
 import { createQuoteStore, mcpRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
+import { createServiceStore, serviceRoutes } from "./services";
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
@@ -161,7 +162,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const custody = createCustody(deps.config.custodyKey);
   const offers = createOffers({ db, agents, now, windowMs: deps.config.offerWindowMs, rewrappable: custody.available });
   const queries = createTaskQueries({ db, now });
-  const terms = { blobs, agents, custody };
+  const services = createServiceStore({ db, now });
+  const terms = { blobs, agents, custody, services };
   const funding = createFunding({ db, deps: terms });
   const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
   const pool = createVerifierPool(deps.verifierPool);
@@ -181,7 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
   await app.register(agentRoutes, { auth, agents });
   await app.register(a2aRoutes, { queries });
-  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity });
+  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity, services });
   await app.register(marketplaceRoutes, {
     auth,
     accepting: createAccepting(market),
@@ -206,6 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     });
   });
   await app.register(hostedRoutes, { auth, agents: hosting.agents, store: hosting.store });
+  await app.register(serviceRoutes, { auth, services, requireOwnedAgent: (id, principal) => hosting.store.requireOwned(id, principal) });
   await app.register(bridgeHealthRoutes, {
     chains,
     sponsor: hosting.sponsor,

@@ -3,15 +3,23 @@ import { createTaskProjection } from "./indexer/task-projection";
 import { createReputationProjection } from "./reputation/projection";
 import { createOnchainReputationProjection } from "./reputation/onchain-projection";
 import { createIdentityProjection } from "./identity/projection";
+import { createServiceSalesProjection } from "./services/projection";
 
 /**
  * The read models every indexer keeps, in apply order (rolled back in reverse). Reputation comes first: it reads who
  * worked each task, and who assigned them, from the task state as it was before the range, and follows the range's
- * own creations, assignments and releases with the task projection's rule. The registries' projections (identity
+ * own creations, assignments and releases with the task projection's rule. Service sales count each settled paid
+ * rental once (`sold_count`), keyed by the task, so nothing replayed counts twice. The registries' projections (identity
  * tokens, the reputation contract's numbers) read only their own events.
  */
 export function defaultProjections(): AnyProjection[] {
-  return [createReputationProjection(), createTaskProjection(), createIdentityProjection(), createOnchainReputationProjection()];
+  return [
+    createReputationProjection(),
+    createTaskProjection(),
+    createServiceSalesProjection(),
+    createIdentityProjection(),
+    createOnchainReputationProjection(),
+  ];
 }
 
 /** How a worker thread finds the same list (functions cannot cross the thread boundary). */

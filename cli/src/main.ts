@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * `market`: the marketplace from a terminal. Post a spreadsheet of tasks (and finish a run that stopped), judge a
- * manual task's result, get an escrow back. Configured by the environment; see `market --help`.
+ * `market`: the marketplace from a terminal. Post a spreadsheet of tasks (and finish a run that stopped), rent a hosted
+ * agent's service, judge a manual task's result, get an escrow back. Configured by the environment; see `market --help`.
  *
  * Exit status: 0 done; 1 refused or failed (`error CODE: message` on stderr); 2 bad arguments; 3 NOT_ALL_POSTED
  * (a run ended with rows left: rerun the same command).
@@ -17,6 +17,7 @@ import { finishPostsCommand, type FinishPostsFlags } from "./finish-posts";
 import { reviewCommand, type ReviewFlags } from "./review";
 import { cancelCommand } from "./cancel";
 import { mcpCommand, type McpFlags } from "./mcp";
+import { rentCommand, servicesCommand, type RentFlags, type ServicesFlags } from "./services";
 import { createTerminal, type Terminal } from "./terminal";
 
 export const ExitStatus = { ok: 0, failed: 1, usage: 2, notAllPosted: 3 } as const;
@@ -34,6 +35,11 @@ Exit status: 0 done, 1 refused or failed, 2 bad arguments, 3 NOT_ALL_POSTED (rer
 
 function positiveInteger(value: string): number {
   if (!/^[0-9]+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError("must be a whole number of at least 1");
+  return Number(value);
+}
+
+function nonNegativeInteger(value: string): number {
+  if (!/^[0-9]{1,6}$/.test(value)) throw new InvalidArgumentError("must be a whole number of seconds");
   return Number(value);
 }
 
@@ -75,7 +81,7 @@ export interface CliDeps {
 
 export function buildProgram(terminal: Terminal, argv: readonly string[], setExit: (status: number) => void, deps: CliDeps = {}): Command {
   const program = new Command("market")
-    .description("Post tasks to the marketplace in bulk, finish a stopped run, judge results, get escrow back.")
+    .description("Post tasks to the marketplace in bulk, finish a stopped run, rent services, judge results, get escrow back.")
     .version(version())
     .option("--api-url <url>", "API base URL (overrides MARKET_API_URL)")
     .option("--rpc-url <url>", "arc JSON-RPC URL (overrides MARKET_RPC_ARC)")
@@ -132,9 +138,31 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     });
 
   program
+    .command("services")
+    .description("List the active services of hosted agents: fixed-price calls to rent with `market rent`.")
+    .option("--agent <address>", "only this agent's services")
+    .option("--limit <n>", "at most this many (default 100)", positiveInteger)
+    .action(async (flags: ServicesFlags) => {
+      setExit(await servicesCommand(flags, config(), terminal));
+    });
+
+  program
+    .command("rent")
+    .description("Rent a service: pay its price into escrow for one call, pinned to its agent, and wait for the result.")
+    .argument("<serviceId>", "the service (from `market services`)")
+    .option("--prompt <text>", "what you ask of the service")
+    .option("--prompt-file <path>", "read the prompt from a file instead")
+    .option("--public", "send the prompt in the clear (default: encrypted to the service's agent)")
+    .option("--wait <seconds>", "how long to wait for the result (default 45)", nonNegativeInteger, 45)
+    .option("--yes", "do not ask (required without a terminal)")
+    .action(async (serviceId: string, flags: RentFlags) => {
+      setExit(await rentCommand(serviceId, flags, config(), terminal));
+    });
+
+  program
     .command("mcp")
     .description(
-      "Serve the marketplace's MCP tools on stdio (post_tasks, poll_task_result, cancel_task, claim_timeout, bid_on_task) for an MCP client.",
+      "Serve the marketplace's MCP tools on stdio (post_tasks, rent_service, poll_task_result, cancel_task, claim_timeout, browse_services, get_service, bid_on_task) for an MCP client.",
     )
     .option("--state-dir <path>", "where each idempotencyKey's run is journaled (overrides MARKET_MCP_STATE_DIR; default ~/.market/mcp)")
     .action(async (flags: McpFlags) => {

@@ -13,10 +13,12 @@ import path from "node:path";
 import { Wallet } from "ethers";
 import { clientError } from "../../sdk/src/errors";
 import { erc20Interface } from "../../sdk/src/chain";
-import type { CheckedRow } from "../../sdk/src/posting";
+import type { CheckedRow, WrapTo } from "../../sdk/src/posting";
+import { canonicalJson } from "../../sdk/src/mcp/quotes";
+import { BULK_AUTO_CRITERIA, type VerificationCriteria } from "../../core/verification";
 import { factsOf, type McpRowStatus, type Poster, type PostRunResult } from "../../sdk/src/mcp/post-tasks";
 import type { CliConfig } from "./config";
-import { journalPathFor } from "./journal";
+import { journalPathFor, readJournal } from "./journal";
 import { postFresh, type PostTasksHooks } from "./post-tasks";
 import { RowStatus } from "./results";
 import { finishRows, openRun, resultsPathFor, sortRows, type Sorted } from "./run";
@@ -34,8 +36,13 @@ const STATUS: Record<RowStatus, McpRowStatus> = {
 
 const quietProgress = { update() {}, end() {} };
 
-/** The task file line of a row (JSON Lines: the column names of core/bulk). */
-function fileLine({ row }: CheckedRow): string {
+/**
+ * The task file line of a row (JSON Lines: the column names of core/bulk). A rental adds its agent (`target`), its
+ * service and its criteria; rows with the bulk default criteria write none, so their lines stay as they were.
+ */
+function fileLine({ row, verificationCriteria }: CheckedRow): string {
+  const criteria =
+    verificationCriteria && canonicalJson(verificationCriteria) !== canonicalJson(BULK_AUTO_CRITERIA) ? verificationCriteria : undefined;
   return JSON.stringify({
     instructions: row.instructions,
     amount: row.amount.toString(),
@@ -43,13 +50,29 @@ function fileLine({ row }: CheckedRow): string {
     privacy: row.privacy,
     capabilities: row.capabilities,
     ...(row.routingSummary !== undefined ? { routing_summary: row.routingSummary } : {}),
+    ...(row.target !== undefined ? { target: row.target } : {}),
+    ...(row.serviceId !== undefined ? { service_id: row.serviceId } : {}),
+    ...(criteria ? criteriaColumns(criteria) : {}),
   });
+}
+
+/** Criteria as the verification columns of core/bulk (the rules a file row can carry). */
+function criteriaColumns(criteria: VerificationCriteria): Record<string, unknown> {
+  const known = ["min_length", "contains_keywords", "regex_pattern", "pass_threshold"];
+  const unknown = Object.keys(criteria).filter((key) => !known.includes(key));
+  if (unknown.length > 0) throw clientError("VALIDATION_FAILED", `criteria ${unknown.join(", ")} cannot be journaled as task file columns`);
+  return {
+    ...(criteria.min_length !== undefined ? { verification_min_length: criteria.min_length } : {}),
+    ...(criteria.contains_keywords !== undefined ? { verification_keywords: criteria.contains_keywords } : {}),
+    ...(criteria.regex_pattern !== undefined ? { verification_regex: criteria.regex_pattern } : {}),
+    ...(criteria.pass_threshold !== undefined ? { pass_threshold: criteria.pass_threshold } : {}),
+  };
 }
 
 export function journaledPoster(config: CliConfig, options: { stateDir: string; terminal: Terminal; hooks?: PostTasksHooks }): Poster {
   const wallet = new Wallet(config.privateKey!).address;
   return {
-    async open(rows, idempotencyKey) {
+    async open(rows, idempotencyKey, openOptions = {}) {
       const dir = path.join(options.stateDir, createHash("sha256").update(`${wallet.toLowerCase()}\n${idempotencyKey}`).digest("hex").slice(0, 32));
       const file = path.join(dir, "tasks.jsonl");
       const text = `${rows.map(fileLine).join("\n")}\n`;
@@ -57,9 +80,19 @@ export function journaledPoster(config: CliConfig, options: { stateDir: string; 
       if (existsSync(file) && readFileSync(file, "utf8") !== text) {
         const journal = journalPathFor(resultsPathFor(file));
         if (existsSync(journal) && statSync(journal).size > 0) {
+          // Rows of that call that may be paid and are not listed (a rental's price changed since, say): named, to cancel.
+          const unfinished = [...readJournal(journal).values()]
+            .filter((j) => !j.posted && j.attempts.length > 0)
+            .map((j) => j.attempts.at(-1)!.taskHash);
           throw clientError(
             "IDEMPOTENCY_KEY_REUSED",
-            "This idempotencyKey was used for other tasks; repeat that call exactly to finish it, or use a new key for these. Nothing was spent.",
+            "This idempotencyKey was used for other tasks (or a rental at another price); repeat that call exactly to finish it, or use a new key for these. Nothing was spent." +
+              (unfinished.length > 0
+                ? ` That call left ${unfinished.length} task(s) possibly paid and not listed: cancel_task each for a full refund.`
+                : ""),
+            unfinished.length > 0
+              ? { details: unfinished.map((taskHash) => ({ taskHash, message: "possibly paid by the earlier call and not listed" })) }
+              : {},
           );
         }
       }
@@ -89,7 +122,7 @@ export function journaledPoster(config: CliConfig, options: { stateDir: string; 
         });
         return {
           facts,
-          execute: () => execute(run, sorted, fresh, options.hooks),
+          execute: () => execute(run, sorted, fresh, openOptions.wrapTo ?? "any-chain", options.hooks),
           close: () => run.close(),
         };
       } catch (error) {
@@ -104,13 +137,14 @@ async function execute(
   run: Awaited<ReturnType<typeof openRun>>,
   sorted: Sorted,
   fresh: Sorted["fresh"],
+  wrapTo: WrapTo,
   hooks: PostTasksHooks | undefined,
 ): Promise<PostRunResult> {
   run.results.write();
   const finished = await finishRows(run, sorted.toFinish, quietProgress);
   // A listing failure stops the run: nothing new is paid while the service refuses listings.
   if (finished && fresh.length > 0) {
-    await postFresh(run, fresh, { file: run.file, yes: true, wrapTo: "any-chain" }, quietProgress, { count: 0 }, hooks ?? {});
+    await postFresh(run, fresh, { file: run.file, yes: true, wrapTo }, quietProgress, { count: 0 }, hooks ?? {});
   }
   run.results.write();
 

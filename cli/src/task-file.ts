@@ -101,6 +101,7 @@ function inputOf(row: BulkRow): PostTaskInput {
     ...(row.routingSummary !== undefined ? { routingSummary: row.routingSummary } : {}),
     ...(row.target !== undefined ? { targetExecutor: row.target } : {}),
     ...(row.criteria !== undefined ? { verificationCriteria: row.criteria } : {}),
+    ...(row.serviceId !== undefined ? { serviceId: row.serviceId } : {}),
   };
 }
 
@@ -117,6 +118,7 @@ function contentHash(row: BulkRow): string {
     row.target ?? null,
     // Appended (rows without criteria keep the fingerprint a journal recorded before the columns existed).
     ...(row.criteria !== undefined ? [row.criteria] : []),
+    ...(row.serviceId !== undefined ? [{ serviceId: row.serviceId }] : []),
   ];
   return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
 }

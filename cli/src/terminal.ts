@@ -15,6 +15,13 @@ export interface Terminal {
   confirm(question: string): Promise<boolean>;
   /** A progress bar on stderr when it is a terminal; a no-op otherwise. */
   progress(total: number, label: string): Progress;
+  /** A status line on stderr: rewritten in place on a terminal; without one, each new text is a note of its own. */
+  status(): StatusLine;
+}
+
+export interface StatusLine {
+  update(text: string): void;
+  end(): void;
 }
 
 export interface Progress {
@@ -41,6 +48,33 @@ export function createTerminal(redact: (text: string) => string = (t) => t): Ter
       } finally {
         rl.close();
       }
+    },
+    status() {
+      let shown = "";
+      if (!stderrIsTty) {
+        return {
+          update(text) {
+            if (text !== shown) write(process.stderr, (shown = text));
+          },
+          end() {},
+        };
+      }
+      const clear = () => {
+        if (shown) process.stderr.write(`\r${" ".repeat(shown.length)}\r`);
+        shown = "";
+      };
+      bar = { clear };
+      return {
+        update(text) {
+          clear();
+          shown = redact(text);
+          process.stderr.write(shown);
+        },
+        end() {
+          clear();
+          bar = undefined;
+        },
+      };
     },
     progress(total, label) {
       if (!stderrIsTty || total === 0) return { update() {}, end() {} };

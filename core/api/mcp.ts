@@ -5,7 +5,15 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { CAPABILITY_TAGS } from "../capabilities";
-import { MAX_MCP_BULK_ROWS, MAX_ROUTING_SUMMARY_CHARS, MAX_TASK_DURATION_SECONDS, MIN_TASK_DURATION_SECONDS } from "../limits";
+import {
+  MAX_MCP_BULK_ROWS,
+  MAX_ROUTING_SUMMARY_CHARS,
+  MAX_TASK_DURATION_SECONDS,
+  MAX_WEB_BRIEF_CHARS,
+  MCP_RENT_WAIT_SECONDS_DEFAULT,
+  MCP_RENT_WAIT_SECONDS_MAX,
+  MIN_TASK_DURATION_SECONDS,
+} from "../limits";
 import { RawAmount } from "./common";
 
 const TaskHashArg = Type.String({ pattern: "^0x[0-9a-fA-F]{64}$", description: "The task hash (0x and 64 hex characters)." });
@@ -73,6 +81,46 @@ export const BidOnTaskArgs = Type.Object(
   { additionalProperties: false },
 );
 export type BidOnTaskArgs = Static<typeof BidOnTaskArgs>;
+
+const ServiceIdArg = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1, description: "The service's id (from browse_services)." });
+
+/** `rent_service`: one fixed-price call of a hosted agent's service, as an ordinary task pinned to that agent. */
+export const RentServiceArgs = Type.Object(
+  {
+    serviceId: ServiceIdArg,
+    prompt: Type.String({
+      minLength: 1,
+      maxLength: MAX_WEB_BRIEF_CHARS,
+      description: "What you want from the service: the task's brief, sent to the service's agent only (encrypted unless privacy is public).",
+    }),
+    idempotencyKey: IdempotencyKey,
+    privacy: Type.Optional(
+      Type.Union([Type.Literal("public"), Type.Literal("private")], {
+        description: "private (default): the prompt is encrypted to the service's agent; public: it is shown to everyone.",
+      }),
+    ),
+    waitSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MCP_RENT_WAIT_SECONDS_MAX,
+        description: `How long the confirm call waits for the result (default ${MCP_RENT_WAIT_SECONDS_DEFAULT}, at most ${MCP_RENT_WAIT_SECONDS_MAX}); then it answers the task hash to poll with poll_task_result.`,
+      }),
+    ),
+    confirm: Type.Optional(Confirm),
+    quoteId: Type.Optional(QuoteId),
+  },
+  { additionalProperties: false },
+);
+export type RentServiceArgs = Static<typeof RentServiceArgs>;
+
+export const BrowseServicesArgs = Type.Object(
+  { agent: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "Only this agent's services (0x address)." })) },
+  { additionalProperties: false },
+);
+export type BrowseServicesArgs = Static<typeof BrowseServicesArgs>;
+
+export const GetServiceArgs = Type.Object({ serviceId: ServiceIdArg }, { additionalProperties: false });
+export type GetServiceArgs = Static<typeof GetServiceArgs>;
 
 /** What a spending call without `confirm` answers: exactly the spec's quote fields. Nothing is spent. */
 export const McpQuote = Type.Object(

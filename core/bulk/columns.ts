@@ -11,6 +11,8 @@ export const BULK_COLUMNS = [
   "routing_summary",
   "capabilities",
   "target",
+  // A rental: the service rented (a hosted agent's fixed-price listing); needs `target` = that service's agent.
+  "service_id",
   // `auto` verification's rules, checked like the API's verificationCriteria (without them: min_length 10 at 60%).
   "verification_min_length",
   "verification_keywords",

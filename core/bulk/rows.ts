@@ -27,6 +27,8 @@ export interface BulkRow {
   capabilities: string[];
   /** Checksummed address of the only agent that may take the task. */
   target?: string;
+  /** A rental: the service rented (its agent is `target`). */
+  serviceId?: number;
   /** `auto` rules from the verification_* and pass_threshold columns; absent: the bulk default. */
   criteria?: VerificationCriteria;
 }
@@ -62,6 +64,9 @@ export const BulkRowIssue = {
   INVALID_CAPABILITY: "INVALID_CAPABILITY",
   DUPLICATE_BRIEF: "DUPLICATE_BRIEF",
 } as const;
+
+/** Largest id a service can have (ids are 32-bit serials). */
+const MAX_SERVICE_ID = 2 ** 31 - 1;
 
 /** AES-GCM adds a 12-byte IV and a 16-byte tag to the brief before upload. */
 const ENCRYPTION_OVERHEAD_BYTES = 28;
@@ -135,6 +140,16 @@ export function normalizeBulkRow(
   const targetText = cell("target");
   const target = targetText === undefined ? undefined : take("target", parseAgentAddress(targetText));
 
+  const serviceText = cell("service_id", "integer")?.trim();
+  let serviceId: number | undefined;
+  if (serviceText !== undefined) {
+    if (!/^[0-9]{1,10}$/.test(serviceText) || Number(serviceText) < 1 || Number(serviceText) > MAX_SERVICE_ID) {
+      fail("service_id", BulkRowIssue.INVALID_VALUE, `service_id must be a service's id (a whole number from 1), got ${JSON.stringify(serviceText)}`);
+    } else if (targetText === undefined) {
+      fail("service_id", BulkRowIssue.INVALID_VALUE, "service_id needs target: the address of the service's agent");
+    } else serviceId = Number(serviceText);
+  }
+
   const criteria = readCriteria(values, verification, cell, fail);
 
   if (
@@ -152,6 +167,7 @@ export function normalizeBulkRow(
   const row: BulkRow = { line, instructions, amount, durationSeconds, privacy, verification, zone, capabilities };
   if (routingSummary !== undefined) row.routingSummary = routingSummary;
   if (target !== undefined) row.target = target;
+  if (serviceId !== undefined) row.serviceId = serviceId;
   if (criteria !== undefined) row.criteria = criteria;
   return { row, issues: [] };
 }

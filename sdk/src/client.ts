@@ -1,6 +1,6 @@
 import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
-import { ApiError, clientError } from "./errors";
+import { ApiError, clientError, statusOfCode } from "./errors";
 import {
   connectChain,
   erc20Interface,
@@ -39,7 +39,13 @@ import type {
   OwnedAgentView,
   Withdrawal,
   HeldTasksAnswer,
+  CreateServiceBody,
+  ServiceAnswer,
+  ServiceList,
+  ServiceView,
+  UpdateServiceBody,
 } from "../../core/api";
+import { RENTAL_DONE_STATUSES, rentalInput, type Rental, type RentalProgress, type RentalState, type RentServiceOptions } from "./rentals";
 import { decryptBrief, openSealed, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
@@ -80,7 +86,11 @@ export interface CreateAgentOptions {
   minReward?: bigint | string;
 }
 
+export type { Rental, RentalProgress, RentalState, RentServiceOptions } from "./rentals";
+
 export type {
+  ServiceList,
+  ServiceView,
   AgentMessage,
   DeployAgentBody,
   Deployed,
@@ -380,6 +390,139 @@ export class MarketClient {
 
   async agentMessages({ agentId }: { agentId: number }): Promise<{ messages: AgentMessage[] }> {
     return this.http.get(`/api/v1/agents/${agentId}/messages`);
+  }
+
+  // ------------------------------------------------------------------ services and rentals
+
+  /** Active services of hosted agents (fixed-price calls to rent), newest first; `agent` keeps one agent's. */
+  async browseServices(filter: { agent?: string; limit?: number } = {}): Promise<ServiceList> {
+    const query = new URLSearchParams();
+    if (filter.agent) query.set("agent", filter.agent);
+    if (filter.limit) query.set("limit", String(filter.limit));
+    return this.http.get(`/api/v1/marketplace/services${query.size ? `?${query}` : ""}`);
+  }
+
+  /** One service (an inactive one shows `active: false`); `SERVICE_NOT_FOUND` when unknown or deleted. */
+  async getService(serviceId: number): Promise<ServiceView> {
+    return (await this.http.get<ServiceAnswer>(`/api/v1/marketplace/services/${serviceId}`)).service;
+  }
+
+  /** Every service of one of this account's hosted agents, inactive ones too. */
+  async agentServices({ agentId }: { agentId: number }): Promise<ServiceList> {
+    return this.http.get(`/api/v1/agents/${agentId}/services`);
+  }
+
+  /** Lists a service of one of this account's hosted agents: a fixed-price call others rent. */
+  async createService({
+    agentId,
+    priceRaw,
+    ...fields
+  }: Omit<CreateServiceBody, "priceRaw"> & { agentId: number; priceRaw: bigint | string }): Promise<ServiceView> {
+    return (await this.http.post<ServiceAnswer>(`/api/v1/agents/${agentId}/services`, { ...fields, priceRaw: priceRaw.toString() })).service;
+  }
+
+  /** Changes a service; a new price applies to rentals listed from now on. */
+  async updateService({
+    agentId,
+    serviceId,
+    priceRaw,
+    ...fields
+  }: Omit<UpdateServiceBody, "priceRaw"> & { agentId: number; serviceId: number; priceRaw?: bigint | string }): Promise<ServiceView> {
+    const body = { ...fields, ...(priceRaw === undefined ? {} : { priceRaw: priceRaw.toString() }) };
+    return (await this.http.patch<ServiceAnswer>(`/api/v1/agents/${agentId}/services/${serviceId}`, body)).service;
+  }
+
+  /** Deletes a service: no new rentals; those already paid stay pinned to the agent. */
+  async deleteService({ agentId, serviceId }: { agentId: number; serviceId: number }): Promise<{ id: number; deleted: true }> {
+    return this.http.del(`/api/v1/agents/${agentId}/services/${serviceId}`);
+  }
+
+  /**
+   * Rents a service: one task at the service's price, a one-hour deadline and automatic checks, pinned to its agent
+   * (the prompt encrypted to that agent unless public), funded from this client's wallet and listed with `serviceId`;
+   * then waits up to `waitSeconds` (default 45) for the result. A refusal before funding pays nothing and throws its
+   * code; a rental funded but not listed throws the listing's code with `taskHash` and `indexParams` in `body` (cancel
+   * it with `cancelAndRefund(taskHash)` for a full refund). When the wait runs out, `done` is false: follow it with
+   * `waitForResult` or `getTask`.
+   */
+  async rentService(options: RentServiceOptions): Promise<Rental> {
+    const { serviceId, prompt, privacy = "private" } = options;
+    const started = Date.now();
+    const service = await this.getService(serviceId);
+    if (privacy === "private" && !service.agent_public_key) {
+      throw clientError(
+        "TARGET_CHAIN_UNSUPPORTED",
+        `The agent of service ${serviceId} has registered no public key yet (it never started); nothing was sent.`,
+      );
+    }
+    const checked = checkRows([rentalInput(service, prompt, privacy)], { allowAgentMode: false, maxRows: 1 });
+    const wrapTo = { agents: service.agent_public_key ? [{ address: service.agent_address, publicKey: service.agent_public_key }] : [] };
+    const run = await postRows(await this.postingContext(), checked, 1, { wrapTo });
+    const result = run.results[0]!;
+    const refusal = result.error ?? { code: "INTERNAL_ERROR", message: "The rental was not posted." };
+    if (result.status === "unlisted") {
+      throw new ApiError(
+        statusOfCode(refusal.code),
+        refusal.code,
+        `${refusal.message} The rental is paid but not listed: cancel it for a full refund.`,
+        {
+          taskHash: result.taskHash,
+          txHash: result.txHash,
+          indexParams: result.indexParams,
+        },
+      );
+    }
+    if (result.status !== "posted") throw new ApiError(statusOfCode(refusal.code), refusal.code, refusal.message, { serviceId });
+    const taskHash = result.taskHash!;
+    const waitMs = Math.max(0, (options.waitSeconds ?? 45) * 1000 - (Date.now() - started));
+    const state = await this.waitForResult({ taskHash, waitMs, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+    return { ...state, serviceId, amountRaw: result.amountRaw, txHash: result.txHash! };
+  }
+
+  /**
+   * Follows a task as its poster until it is judged or over (RENTAL_DONE_STATUSES) or `waitMs` runs out (`done` false),
+   * with the output once delivered.
+   */
+  async waitForResult({
+    taskHash,
+    waitMs,
+    onProgress,
+    pollMs = 500,
+  }: {
+    taskHash: string;
+    waitMs: number;
+    onProgress?: (progress: RentalProgress) => void;
+    pollMs?: number;
+  }): Promise<RentalState> {
+    const started = Date.now();
+    let last: string | undefined;
+    for (;;) {
+      let task: TaskView | undefined;
+      try {
+        task = await this.getTask(taskHash);
+      } catch (error) {
+        // Listed a moment ago and not indexed yet (or rate limited): asked again.
+        if (!(error instanceof ApiError && error.retryable)) throw error;
+      }
+      const elapsedMs = Date.now() - started;
+      const status = task?.state.status;
+      if (onProgress && (status ?? "listing") !== last) onProgress({ taskHash, status: status ?? "listing", elapsedMs });
+      last = status ?? "listing";
+      const done = status !== undefined && RENTAL_DONE_STATUSES.includes(status);
+      const result = task?.state.resultData;
+      // A judged round shows its status a moment before the service records its verdict: waited for while time remains.
+      const verdictPending = (status === "verified" || status === "failed") && !result?.verificationResult;
+      if ((done && !verdictPending) || elapsedMs >= waitMs) {
+        return {
+          taskHash: task?.meta.taskHash ?? taskHash,
+          status: status ?? "open",
+          done,
+          ...(result?.output !== undefined ? { output: result.output } : {}),
+          ...(result?.verificationResult ? { verificationResult: result.verificationResult } : {}),
+        };
+      }
+      await sleep(Math.min(pollMs, Math.max(0, waitMs - elapsedMs)));
+    }
   }
 
   // ------------------------------------------------------------------ posting

@@ -49,6 +49,11 @@ export interface RowError {
   message: string;
 }
 
+/** The HTTP status the code table gives a code (400 for a code it does not know, 0-status client codes included). */
+export function statusOfCode(code: string): number {
+  return (isErrorCode(code) ? ERROR_CODES[code].status : 0) || 400;
+}
+
 /** A refusal raised by the client, with the status of the code table. */
 export function clientError(code: keyof typeof ERROR_CODES, message: string, body: Partial<ApiErrorBody> = {}): ApiError {
   const status = ERROR_CODES[code].status || 400;

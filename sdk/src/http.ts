@@ -60,6 +60,7 @@ export function createHttp(options: HttpOptions) {
   return {
     get: <T>(path: string) => request<T>("GET", path),
     post: <T>(path: string, body: unknown = {}) => request<T>("POST", path, body),
+    patch: <T>(path: string, body: unknown = {}) => request<T>("PATCH", path, body),
     del: <T>(path: string) => request<T>("DELETE", path),
     baseUrl,
   };

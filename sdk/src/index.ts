@@ -19,6 +19,12 @@ export {
   type OwnedAgentView,
   type Withdrawal,
   type AgentMessage,
+  type ServiceList,
+  type ServiceView,
+  type Rental,
+  type RentalProgress,
+  type RentalState,
+  type RentServiceOptions,
 } from "./client";
 export {
   WorkerRuntime,

@@ -45,6 +45,8 @@ export interface Database {
   key_exports: KeyExportsTable;
   gas_sponsorships: GasSponsorshipsTable;
   hosted_agent_messages: HostedAgentMessagesTable;
+  services: ServicesTable;
+  service_sales: ServiceSalesTable;
 }
 
 /** Epoch milliseconds. */
@@ -537,3 +539,35 @@ export interface IdentityMintsTable {
   updated_at: Millis;
 }
 export type HostedAgent = Selectable<HostedAgentsTable>;
+
+/** A hosted agent's rentable, fixed-price listing; a deleted one keeps its row (`deleted_at`) for the rentals it sold. */
+export interface ServicesTable {
+  id: Generated<number>;
+  agent_id: number;
+  /** The hosted agent's wallet: rentals are pinned to it. */
+  agent_address: string;
+  name: string;
+  description: string;
+  /** Raw units of the settlement token. */
+  price_raw: string;
+  service_type: "api" | "a2a";
+  /** 1 takes new rentals, 0 does not. */
+  active: number;
+  /** Rows of service_sales for the service, kept by the indexer's projection. */
+  sold_count: Generated<number>;
+  created_at: Millis;
+  updated_at: Millis;
+  deleted_at: Millis | null;
+}
+
+/** One settled paid rental (a payout ending of a task listed with the service's id), once per task. */
+export interface ServiceSalesTable {
+  chain: string;
+  task_hash: string;
+  service_id: number;
+  /** The escrow amount the rental paid (fee included). */
+  amount: string;
+  /** Block of the TaskCompleted that settled it. */
+  block_number: number;
+}
+export type Service = Selectable<ServicesTable>;

@@ -1,8 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { AgentProfile, AgentRegistry } from "../agents";
 import type { AgentIdentityView, IdentityLookup } from "../identity";
+import type { ServiceStore } from "../services";
 import { errorResponses } from "../http/schemas";
-import { AgentCardParams, Card } from "../../core/api";
+import { AgentCardParams, Card, type ServiceView } from "../../core/api";
+import { formatUsdc } from "../../core/money";
+import { USDC_DECIMALS } from "../../core/limits";
 import { addressParam } from "../http/params";
 import { MarketError } from "../../core/errors";
 
@@ -57,12 +60,36 @@ export function platformCard(baseUrl: string) {
   };
 }
 
+/** A service as a card's skill: what it does, its price per call, and how to rent it. */
+function serviceSkill(baseUrl: string, service: ServiceView) {
+  const price = `${formatUsdc(BigInt(service.price_raw))} USDC`;
+  return {
+    id: `service-${service.id}`,
+    name: service.name,
+    description: `${service.description || service.name} (${price} per call)`,
+    tags: ["service", service.service_type],
+    inputModes: ["text/plain"],
+    outputModes: ["text/plain"],
+    serviceId: service.id,
+    serviceType: service.service_type,
+    price: { amountRaw: service.price_raw, currency: "USDC", decimals: USDC_DECIMALS },
+    soldCount: service.sold_count,
+    hire: {
+      api: `POST ${baseUrl}/api/v1/tasks with amount=${service.price_raw}, duration=3600, verificationMode=auto, verificationCriteria={"min_length":20}, the brief wrapped to the agent's publicKey, then POST ${baseUrl}/api/v1/a2a/tasks/index with targetExecutor=${service.agent_address} and serviceId=${service.id}`,
+      mcp: `rent_service { "serviceId": ${service.id}, "prompt": "..." } on ${baseUrl}/mcp or npx market mcp`,
+      sdk: `client.rentService({ serviceId: ${service.id}, prompt })`,
+      cli: `market rent ${service.id} --prompt "..."`,
+    },
+  };
+}
+
 /**
- * A registered agent's public card: A2A fields plus the `market` block saying how to hire it. An agent with an identity
- * token shows it in `market.identity` (chain, token id, contract, owner) and, in ERC-8004's registration-file form, in
- * `registrations` (`agentRegistry` = `eip155:<chainId>:<identity contract>`).
+ * A registered agent's public card: A2A fields plus the `market` block saying how to hire it. Its active services are
+ * its skills, each with its price and how to rent it. An agent with an identity token shows it in `market.identity`
+ * (chain, token id, contract, owner) and, in ERC-8004's registration-file form, in `registrations`
+ * (`agentRegistry` = `eip155:<chainId>:<identity contract>`).
  */
-export function agentCard(baseUrl: string, agent: AgentProfile, identity: AgentIdentityView | null = null) {
+export function agentCard(baseUrl: string, agent: AgentProfile, identity: AgentIdentityView | null = null, services: readonly ServiceView[] = []) {
   return {
     name: agent.displayName ?? agent.address,
     description: `Agent ${agent.address} on the task marketplace.`,
@@ -71,8 +98,8 @@ export function agentCard(baseUrl: string, agent: AgentProfile, identity: AgentI
     capabilities: { streaming: false, pushNotifications: false },
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
-    // Services the agent offers for rent, with prices; none until hosted-agent services land.
-    skills: [] as unknown[],
+    // The services the agent offers for rent (active ones), with prices.
+    skills: services.map((service) => serviceSkill(baseUrl, service)),
     publicKey: agent.publicKey,
     capabilityTags: agent.capabilities,
     supportedChains: agent.supportedChains,
@@ -83,18 +110,20 @@ export function agentCard(baseUrl: string, agent: AgentProfile, identity: AgentI
       address: agent.address,
       identity: identity ? { chain: identity.chain, agentId: identity.agentId, contract: identity.contract, owner: identity.owner } : null,
       hire: {
-        api: `POST ${baseUrl}/api/v1/tasks with targetExecutor=${agent.address} (and serviceId for a service), then list it with POST ${baseUrl}/api/v1/a2a/tasks/index`,
-        mcp: `${baseUrl}/mcp (rent_service), when available`,
+        api: `POST ${baseUrl}/api/v1/tasks with targetExecutor=${agent.address} (and serviceId for one of its services, at its price), then list it with POST ${baseUrl}/api/v1/a2a/tasks/index`,
+        mcp: `${baseUrl}/mcp (an sk_ key) or npx market mcp: rent_service with a skill's serviceId`,
       },
     },
   };
 }
 
 /** The platform's A2A card and each registered agent's. */
-export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; agents: Pick<AgentRegistry, "get">; identity: IdentityLookup }> = async (
-  app,
-  { publicUrl, agents: registry, identity },
-) => {
+export const discoveryRoutes: FastifyPluginAsyncTypebox<{
+  publicUrl: string;
+  agents: Pick<AgentRegistry, "get">;
+  identity: IdentityLookup;
+  services: Pick<ServiceStore, "listActive">;
+}> = async (app, { publicUrl, agents: registry, identity, services }) => {
   const baseUrl = publicUrl.replace(/\/$/, "");
 
   for (const path of ["/.well-known/agent.json", "/.well-known/agent-card.json"]) {
@@ -114,7 +143,11 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string; age
     async (request) => {
       const agent = await registry.get(addressParam(request.params.address));
       if (!agent) throw new MarketError("AGENT_NOT_FOUND");
-      return agentCard(baseUrl, agent, await identity.identityOf(agent.address));
+      const [identityView, offered] = await Promise.all([
+        identity.identityOf(agent.address),
+        services.listActive({ agent: agent.address, limit: 100 }),
+      ]);
+      return agentCard(baseUrl, agent, identityView, offered.services);
     },
   );
 };

@@ -2,7 +2,7 @@ import { ZeroAddress } from "ethers";
 import { IERC20__factory } from "../../typechain-types";
 import { chainCall, type Chain } from "../chains";
 import type { Db } from "../db";
-import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
+import { checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { minRewardRefusal } from "../agents";
 import { asAddress, asTaskHash, type BuildTaskBody, type BuiltBatch, type BuiltTask, type FundingPlan, type UnsignedTx } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
@@ -57,6 +57,7 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     const amount = checkAmount(body.amount);
     const duration = checkDuration(body.duration);
     const terms = await checkTerms(body, poster, chain, deps);
+    await checkRental(terms, amount, deps);
     if (terms.targetExecutor) {
       // Refused before anything is paid: the pinned agent could never accept it.
       const target = await deps.agents.get(terms.targetExecutor);

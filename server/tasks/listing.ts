@@ -2,7 +2,7 @@ import { getAddress, ZeroAddress, type TransactionReceipt } from "ethers";
 import { chainCall, type Chain } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
 import type { Listing } from "../db/schema";
-import { checkTerms, type TaskTerms, type TermsDeps } from "./terms";
+import { checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
 import type { Clock } from "../http/types";
 import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "../../core/api";
@@ -92,6 +92,8 @@ export function createListings({
 
     const existing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
     if (existing) return sameListing(existing, terms);
+    // A first listing only: a rental listed before keeps what it escrowed whatever its service does since.
+    await checkRental(terms, funded.amount, deps);
 
     const onChain = await chainCall(() => chain.escrow.getTask(taskHash));
     const task = snapshotFromView(taskHash, onChain);

@@ -23,6 +23,8 @@ export interface TermsDeps {
   agents: Pick<AgentRegistry, "find" | "get">;
   /** Whether this service can open a custody copy of the brief key (it holds the key the copy was wrapped to). */
   custody: { opens(keyCustodyBlob: string): boolean };
+  /** A rental's service as its listing checks read it; undefined when unknown or deleted (server/services). */
+  services: { rentalTerms(serviceId: number): Promise<{ agentAddress: string; priceRaw: bigint; active: boolean } | undefined> };
 }
 
 /**
@@ -79,11 +81,7 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
     throw new MarketError("VERIFIER_MODE_MISMATCH", "`verifierAddress` is only for `agent` verification.");
   }
 
-  if (input.serviceId !== undefined) {
-    if (!targetExecutor) throw new MarketError("SERVICE_REQUIRES_TARGET");
-    // Services (rentals) are listed by hosted agents; none exists until that part of the product lands.
-    throw new MarketError("SERVICE_NOT_FOUND", `No service ${input.serviceId}.`);
-  }
+  if (input.serviceId !== undefined && !targetExecutor) throw new MarketError("SERVICE_REQUIRES_TARGET");
 
   if (targetExecutor) {
     const [target] = await deps.agents.find({ addresses: [targetExecutor], chain: chain.name });
@@ -131,6 +129,30 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
     wrappedKeys,
     keyCustodyBlob: input.keyCustodyBlob ?? null,
   };
+}
+
+/**
+ * The listing checks of a rental (a task with `serviceId`), besides those of every pinned task (`checkTerms`: the
+ * agent registered on the chain, the brief wrapped to it) and the token (the funding's must be the settlement token):
+ * the service exists, is the pinned agent's, is active, and the escrow covers its current price. Run when the funding
+ * is built and again at the first listing, so a price raised or a service deactivated meanwhile refuses the listing
+ * (the poster cancels for a full refund); a listed rental keeps what it escrowed whatever the service does later. The
+ * agent's own `minReward` never applies to a rental.
+ */
+export async function checkRental(terms: Pick<TaskTerms, "serviceId" | "targetExecutor">, amount: bigint, deps: Pick<TermsDeps, "services">) {
+  if (terms.serviceId === null) return;
+  const service = await deps.services.rentalTerms(terms.serviceId);
+  if (!service) throw new MarketError("SERVICE_NOT_FOUND", `No service ${terms.serviceId}.`);
+  if (service.agentAddress !== terms.targetExecutor) {
+    throw new MarketError(
+      "SERVICE_AGENT_MISMATCH",
+      `Service ${terms.serviceId} is ${service.agentAddress}'s: set targetExecutor to that agent (it is ${terms.targetExecutor ?? "unset"}).`,
+    );
+  }
+  if (!service.active) throw new MarketError("SERVICE_NOT_ACTIVE", `Service ${terms.serviceId} is deactivated and takes no new rentals.`);
+  if (amount < service.priceRaw) {
+    throw new MarketError("UNDERPAID", `Service ${terms.serviceId} costs ${service.priceRaw} raw units; the escrow holds ${amount}.`);
+  }
 }
 
 /** Criteria checked by the shared rules (core/verification); any problem is `INVALID_CRITERIA`, one detail each. */

@@ -48,7 +48,16 @@ describe("mcp: the remote /mcp endpoint", function () {
     const mcp = await httpMcp(s.apiUrl, posterKey);
     try {
       const { tools } = await mcp.client.listTools();
-      expect(tools.map((t) => t.name).sort()).to.deep.equal(["bid_on_task", "cancel_task", "claim_timeout", "poll_task_result", "post_tasks"]);
+      expect(tools.map((t) => t.name).sort()).to.deep.equal([
+        "bid_on_task",
+        "browse_services",
+        "cancel_task",
+        "claim_timeout",
+        "get_service",
+        "poll_task_result",
+        "post_tasks",
+        "rent_service",
+      ]);
     } finally {
       await mcp.close();
     }

@@ -53,7 +53,16 @@ describe("mcp: market mcp over stdio", function () {
   it("tools/list: exactly the spec's tool and argument names, with the row limit and no target, zone or verification fields", async function () {
     const { tools } = await mcp.client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    expect(Object.keys(byName).sort()).to.deep.equal(["bid_on_task", "cancel_task", "claim_timeout", "poll_task_result", "post_tasks"]);
+    expect(Object.keys(byName).sort()).to.deep.equal([
+      "bid_on_task",
+      "browse_services",
+      "cancel_task",
+      "claim_timeout",
+      "get_service",
+      "poll_task_result",
+      "post_tasks",
+      "rent_service",
+    ]);
     const post = byName.post_tasks!.inputSchema as {
       properties: Record<string, { items?: { properties: Record<string, unknown>; required: string[] }; maxItems?: number }>;
       required: string[];
@@ -68,6 +77,16 @@ describe("mcp: market mcp over stdio", function () {
       expect(Object.keys((byName[name]!.inputSchema as { properties: object }).properties)).to.deep.equal(["taskHash"]);
     }
     expect(Object.keys((byName.bid_on_task!.inputSchema as { properties: object }).properties).sort()).to.deep.equal(["message", "taskHash"]);
+    // rent_service: the spec's arguments exactly; waitSeconds at most 60.
+    const rent = byName.rent_service!.inputSchema as { properties: Record<string, { maximum?: number; enum?: string[] }>; required: string[] };
+    expect(Object.keys(rent.properties).sort()).to.deep.equal(
+      ["confirm", "idempotencyKey", "privacy", "prompt", "quoteId", "serviceId", "waitSeconds"].sort(),
+    );
+    expect(rent.required.sort()).to.deep.equal(["idempotencyKey", "prompt", "serviceId"]);
+    expect(rent.properties.waitSeconds!.maximum).to.equal(60);
+    expect(rent.properties.privacy!.enum).to.deep.equal(["public", "private"]);
+    expect(Object.keys((byName.get_service!.inputSchema as { properties: object }).properties)).to.deep.equal(["serviceId"]);
+    expect(Object.keys((byName.browse_services!.inputSchema as { properties: object }).properties)).to.deep.equal(["agent"]);
     for (const t of tools) expect(t.description!.length, t.name).to.be.above(80);
   });
 
@@ -248,7 +267,7 @@ describe("mcp: market mcp over stdio", function () {
     await s.sync();
     const early = await mcp.call("claim_timeout", { taskHash });
     expect(early.isError).to.equal(true);
-    expect(early.code).to.be.a("string");
+    expect(early.code, early.text).to.equal("DEADLINE_NOT_REACHED");
     const before = await balances();
     const cancelled = await mcp.call("cancel_task", { taskHash });
     expect(cancelled.isError, cancelled.text).to.equal(false);
@@ -259,7 +278,7 @@ describe("mcp: market mcp over stdio", function () {
   });
 });
 
-describe("mcp: market mcp refuses a private key that is not the API key's wallet", function () {
+describe("mcp: market mcp refuses a private key that is not the API key's wallet, and a wrong or revoked key", function () {
   this.timeout(60_000);
   const plain = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster) }));
   before(ensureCliBuilt);
@@ -272,6 +291,25 @@ describe("mcp: market mcp refuses a private key that is not the API key's wallet
       const run = await runCli(["mcp"], { env, cwd: taskDir({}) });
       expect(run.status).to.equal(1);
       expect(run.stderr).to.contain("error OWNER_MISMATCH");
+      expect(run.stdout).to.equal("", "nothing on the protocol channel");
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("exits with INVALID_TOKEN for a wrong or revoked API key, before serving anything", async function () {
+    const { stack: s, seeded } = await plain();
+    try {
+      const env = await cliEnv(s, s.poster, { apiKey: seeded.posterKey });
+      const wrong = await runCli(["mcp"], { env: { ...env, MARKET_API_KEY: `sk_${"0".repeat(43)}` }, cwd: taskDir({}) });
+      expect(wrong.status).to.equal(1);
+      expect(wrong.stderr).to.contain("error INVALID_TOKEN");
+      expect(wrong.stdout).to.equal("");
+      const revoked = await s.call("POST", "/api/v1/api-keys/revoke-all", { key: seeded.posterKey });
+      expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+      const run = await runCli(["mcp"], { env, cwd: taskDir({}) });
+      expect(run.status).to.equal(1);
+      expect(run.stderr).to.contain("error INVALID_TOKEN");
       expect(run.stdout).to.equal("", "nothing on the protocol channel");
     } finally {
       await s.close();

@@ -5,7 +5,7 @@
  * quotes and never pays.
  */
 import { clientError, ApiError } from "../errors";
-import { checkRows, findRecipients, type CheckedRow, type PostTaskInput } from "../posting";
+import { checkRows, findRecipients, type CheckedRow, type PostTaskInput, type WrapTo } from "../posting";
 import { chunkSizeFor } from "../posting/fund";
 import type { MarketClient } from "../client";
 import type { Settlement } from "../chain";
@@ -59,8 +59,12 @@ export interface PostSession {
 }
 
 export interface Poster {
-  /** What is posted, paid and left under this idempotencyKey; `IDEMPOTENCY_KEY_REUSED` for another payload. */
-  open(rows: readonly CheckedRow[], idempotencyKey: string): Promise<PostSession>;
+  /**
+   * What is posted, paid and left under this idempotencyKey; `IDEMPOTENCY_KEY_REUSED` for another payload. `wrapTo`:
+   * whom private briefs are wrapped to (default every agent with the capabilities on any chain, the MCP rule; a rental:
+   * its service's agent).
+   */
+  open(rows: readonly CheckedRow[], idempotencyKey: string, options?: { wrapTo?: WrapTo }): Promise<PostSession>;
 }
 
 /** The SDK row of an MCP task: auto-verified with the bulk defaults, no target or zone. */

@@ -8,14 +8,28 @@
 import type { TSchema } from "@sinclair/typebox";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { ApiError, clientError } from "../errors";
+import { ApiError, clientError, statusOfCode } from "../errors";
 import type { MarketClient } from "../client";
 import { checkArgs, zodArgs } from "./schema";
 import { fingerprintOf, type QuoteStore } from "./quotes";
-import { checkMcpRows, requireExecutors, type Poster, type PostRunResult } from "./post-tasks";
-import { asRawAmount, BidOnTaskArgs, PostTasksArgs, TaskHashArgs, type McpQuote, type TaskView } from "../../../core/api";
+import { checkMcpRows, requireExecutors, type PostSession, type Poster, type PostRunResult } from "./post-tasks";
+import { checkRows } from "../posting";
+import { rentalInput } from "../rentals";
+import {
+  asRawAmount,
+  BidOnTaskArgs,
+  BrowseServicesArgs,
+  GetServiceArgs,
+  PostTasksArgs,
+  RentServiceArgs,
+  TaskHashArgs,
+  type McpQuote,
+  type ServiceView,
+  type TaskView,
+} from "../../../core/api";
 import { formatUsdc } from "../../../core/money";
-import { MCP_QUOTE_TTL_MS } from "../../../core/limits";
+import { agentChains } from "../../../core/chains";
+import { MCP_QUOTE_TTL_MS, MCP_RENT_WAIT_SECONDS_DEFAULT } from "../../../core/limits";
 
 /** What a surface gives the tools. */
 export interface McpSurface {
@@ -75,45 +89,62 @@ const postTasks = tool<import("../../../core/api").PostTasksArgs>({
     await requireExecutors(surface.client, checked);
     const session = await surface.poster.open(checked, valid.idempotencyKey);
     try {
-      const { facts } = session;
-      const quoted = {
-        tasks: facts.tasks,
-        alreadyPosted: facts.alreadyPosted,
-        toPost: facts.toPost,
-        escrow: asRawAmount(facts.escrow),
-        currency: facts.currency,
-        settlement: facts.settlement,
-        payFrom: facts.payFrom,
-        walletBalance: asRawAmount(facts.walletBalance),
-        privacy: facts.privacy,
-        transactions: facts.transactions,
-      };
-      // What the user agrees to: the arguments, and the quote's facts that decide what is paid (the balance only as
-      // whether it covers the escrow: gas spent meanwhile does not void a quote).
-      const { walletBalance: _balance, ...binding } = quoted;
-      const fingerprint = fingerprintOf("post_tasks", valid, {
-        ...binding,
-        escrowAddress: facts.escrowAddress,
-        balanceCovers: facts.walletBalance >= facts.escrow,
-      });
-
-      if (!valid.confirm) {
-        const { quoteId } = await surface.quotes.create("post_tasks", fingerprint, quoted);
-        const quote: McpQuote = { ...quoted, quoteId };
-        return { data: quote, summary: quoteSummary(quote, facts.toFinish) };
-      }
-      if (!valid.quoteId)
-        throw clientError("QUOTE_REQUIRED", "A confirm call needs the quoteId of this call's quote: call without confirm first; nothing was spent.");
-      await surface.quotes.redeem(valid.quoteId, "post_tasks", fingerprint);
-      const result = await session.execute();
-      return { data: { ...result }, summary: runSummary(result) };
+      const spent = await quoteOrSpend("post_tasks", valid, session, surface);
+      if ("quote" in spent) return spent.quote;
+      return { data: { ...spent.result }, summary: runSummary(spent.result) };
     } finally {
       session.close();
     }
   },
 });
 
-function quoteSummary(q: McpQuote, toFinish: number): string {
+/**
+ * The two-step spend of a session: without `confirm`, the quote (stored by the service, spending nothing); with it,
+ * the quote redeemed for exactly this call and its facts, then the run. `binding` adds facts the user agrees to beyond
+ * the quote's (a rental's service and agent).
+ */
+async function quoteOrSpend(
+  toolName: string,
+  args: { confirm?: boolean; quoteId?: string } & Record<string, unknown>,
+  session: PostSession,
+  surface: McpSurface,
+  binding: Record<string, unknown> = {},
+): Promise<{ quote: ToolAnswer } | { result: PostRunResult }> {
+  const { facts } = session;
+  const quoted = {
+    tasks: facts.tasks,
+    alreadyPosted: facts.alreadyPosted,
+    toPost: facts.toPost,
+    escrow: asRawAmount(facts.escrow),
+    currency: facts.currency,
+    settlement: facts.settlement,
+    payFrom: facts.payFrom,
+    walletBalance: asRawAmount(facts.walletBalance),
+    privacy: facts.privacy,
+    transactions: facts.transactions,
+  };
+  // What the user agrees to: the arguments, and the quote's facts that decide what is paid (the balance only as
+  // whether it covers the escrow: gas spent meanwhile does not void a quote).
+  const { walletBalance: _balance, ...paid } = quoted;
+  const fingerprint = fingerprintOf(toolName, args, {
+    ...paid,
+    ...binding,
+    escrowAddress: facts.escrowAddress,
+    balanceCovers: facts.walletBalance >= facts.escrow,
+  });
+
+  if (!args.confirm) {
+    const { quoteId } = await surface.quotes.create(toolName, fingerprint, quoted);
+    const quote: McpQuote = { ...quoted, quoteId };
+    return { quote: { data: quote, summary: quoteSummary(toolName, quote, facts.toFinish) } };
+  }
+  if (!args.quoteId)
+    throw clientError("QUOTE_REQUIRED", "A confirm call needs the quoteId of this call's quote: call without confirm first; nothing was spent.");
+  await surface.quotes.redeem(args.quoteId, toolName, fingerprint);
+  return { result: await session.execute() };
+}
+
+function quoteSummary(toolName: string, q: McpQuote, toFinish: number): string {
   const lines = [
     `Quote ${q.quoteId} (valid ${MCP_QUOTE_TTL_MS / 60_000} minutes, single-use): ${q.tasks} task(s)` +
       (q.alreadyPosted ? `, ${q.alreadyPosted} already posted under this idempotencyKey` : "") +
@@ -122,7 +153,7 @@ function quoteSummary(q: McpQuote, toFinish: number): string {
     `Escrow ${usdc(q.escrow)} on ${q.settlement} from ${q.payFrom} (balance ${usdc(q.walletBalance)}); ${q.transactions} transaction(s) to sign.`,
   ];
   if (BigInt(q.walletBalance) < BigInt(q.escrow)) lines.push("The wallet balance does not cover the escrow: the run would stop unpaid.");
-  lines.push(`Nothing was spent. To post, call post_tasks again with the same arguments plus confirm: true and quoteId "${q.quoteId}".`);
+  lines.push(`Nothing was spent. To go ahead, call ${toolName} again with the same arguments plus confirm: true and quoteId "${q.quoteId}".`);
   return lines.join("\n");
 }
 
@@ -214,6 +245,127 @@ const claimTimeout = tool<import("../../../core/api").TaskHashArgs>({
   },
 });
 
+// ------------------------------------------------------------------ services and rentals
+
+const browseServices = tool<import("../../../core/api").BrowseServicesArgs>({
+  name: "browse_services",
+  title: "Browse services to rent",
+  description:
+    "List the active services of hosted agents: fixed-price calls you can rent with rent_service. Each has an id (serviceId), a name, " +
+    'a description, its price in USDC raw units (price_raw; 6 decimals: "1000000" is 1 USDC), the agent offering it and how many ' +
+    "calls were sold. Optionally only one agent's services (`agent`, its 0x address). Costs nothing.",
+  args: BrowseServicesArgs,
+  async run(args, surface) {
+    const { agent } = checkArgs<typeof args>(BrowseServicesArgs, args);
+    const { services, total } = await surface.client.browseServices(agent ? { agent } : {});
+    const lines = services.map(
+      (s) => `#${s.id} ${s.name}: ${usdc(s.price_raw)} per call, by ${s.agent_name} (${s.agent_address}), sold ${s.sold_count}`,
+    );
+    return {
+      data: { services, total },
+      summary: services.length === 0 ? "No active services." : `${total} active service(s):\n${lines.join("\n")}`,
+    };
+  },
+});
+
+const getService = tool<import("../../../core/api").GetServiceArgs>({
+  name: "get_service",
+  title: "Get one service",
+  description:
+    "Get one service by its id: what it does, its price per call (price_raw, USDC raw units), whether it is active, the agent offering " +
+    "it (address, public key, chains) and how many calls were sold. Rent it with rent_service.",
+  args: GetServiceArgs,
+  async run(args, surface) {
+    const { serviceId } = checkArgs<typeof args>(GetServiceArgs, args);
+    const service = await surface.client.getService(serviceId);
+    return { data: { service }, summary: serviceSummary(service) };
+  },
+});
+
+/** A new rental of this service could be taken: it is active, and its agent registered on the posting chain with a key. */
+async function requireRentable(surface: McpSurface, service: ServiceView): Promise<void> {
+  if (!service.active) throw clientError("SERVICE_NOT_ACTIVE", `Service ${service.id} is deactivated and takes no new rentals; nothing was spent.`);
+  const { chain } = await surface.client.settlement();
+  if (!service.agent_public_key || !agentChains(service.agent_supported_chains).includes(chain)) {
+    throw clientError(
+      "TARGET_CHAIN_UNSUPPORTED",
+      `The agent of service ${service.id} is not registered for ${chain} with a public key; nothing was spent.`,
+    );
+  }
+}
+
+function serviceSummary(s: ServiceView): string {
+  const state = s.active ? "active" : "not active (takes no rentals)";
+  return `Service #${s.id} ${s.name} (${s.service_type}), ${usdc(s.price_raw)} per call, by ${s.agent_name} (${s.agent_address}); ${state}; sold ${s.sold_count}.${s.description ? `\n${s.description}` : ""}`;
+}
+
+const rentService = tool<import("../../../core/api").RentServiceArgs>({
+  name: "rent_service",
+  title: "Rent a service (one fixed-price call, escrowed)",
+  description:
+    "Rent one call of a hosted agent's service (find one with browse_services): your prompt becomes a task at the service's price, " +
+    "pinned to its agent, with a one-hour deadline; the price is locked in escrow and paid to the agent only when its result passes " +
+    "automatic checks (at least 20 characters, not a refusal). Spending takes two calls: call without `confirm` to get a quote " +
+    "(price, paying wallet and balance, transactions; nothing is spent), show it to the user, then call again with exactly the same " +
+    "arguments plus `confirm: true` and the `quoteId`. The confirm call waits up to `waitSeconds` (default 45, at most 60) and answers " +
+    "the output; otherwise it answers the task hash: poll it with poll_task_result. If a call stops part-way, repeat it with the same " +
+    "`idempotencyKey`: a rental already paid is never paid again. The prompt is encrypted to the service's agent unless privacy is public.",
+  args: RentServiceArgs,
+  async run(args, surface) {
+    const valid = checkArgs<typeof args>(RentServiceArgs, args);
+    if (valid.confirm) requireSigner(surface, "Paying for a rental");
+    const service = await surface.client.getService(valid.serviceId);
+    const checked = checkRows([rentalInput(service, valid.prompt, valid.privacy ?? "private")], { allowAgentMode: false, maxRows: 1 });
+    const agentKey = service.agent_public_key;
+    const session = await surface.poster.open(
+      checked,
+      valid.idempotencyKey,
+      agentKey ? { wrapTo: { agents: [{ address: service.agent_address, publicKey: agentKey }] } } : {},
+    );
+    let run: PostRunResult;
+    try {
+      // A rental to pay for now must be possible: refused before any quote. One posted (or paid) by an earlier call
+      // under the key is reported (or listed) whatever the service does since.
+      if (session.facts.toPost > 0) await requireRentable(surface, service);
+      const spent = await quoteOrSpend("rent_service", valid, session, surface, { agent: service.agent_address });
+      if ("quote" in spent) return spent.quote;
+      run = spent.result;
+    } finally {
+      session.close();
+    }
+    const row = run.results[0]!;
+    if (row.status !== "posted" && row.status !== "already_posted") {
+      const error = row.error ?? { code: "INTERNAL_ERROR", message: "The rental was not posted." };
+      const paid = row.status === "unlisted";
+      throw new ApiError(
+        statusOfCode(error.code),
+        error.code,
+        paid
+          ? `${error.message} The rental is paid but not listed: repeat this call with the same idempotencyKey to list it (nothing is paid again), or cancel_task ${row.taskHash} for a full refund.`
+          : `${error.message} Nothing was spent.`,
+        { ...(row.taskHash ? { taskHash: row.taskHash } : {}), ...(row.txHash ? { txHash: row.txHash } : {}), status: row.status },
+      );
+    }
+    const waitSeconds = valid.waitSeconds ?? MCP_RENT_WAIT_SECONDS_DEFAULT;
+    const state = await surface.client.waitForResult({ taskHash: row.taskHash!, waitMs: waitSeconds * 1000 });
+    const data = {
+      serviceId: service.id,
+      ...state,
+      amount: row.amount,
+      ...(row.txHash ? { txHash: row.txHash } : {}),
+      alreadyPosted: row.status === "already_posted",
+      escrowPaid: run.escrowPaid,
+    };
+    const head = `Rental ${state.taskHash} of service #${service.id} (${usdc(row.amount)}${row.status === "already_posted" ? ", paid by an earlier call" : ""})`;
+    const summary = !state.done
+      ? `${head} is ${state.status} after ${waitSeconds} s: poll it with poll_task_result.`
+      : state.output !== undefined
+        ? `${head} is ${state.status}. Output:\n${truncate(state.output, 2000)}`
+        : `${head} is ${state.status}.`;
+    return { data, summary };
+  },
+});
+
 // ------------------------------------------------------------------ working
 
 const bidOnTask = tool<import("../../../core/api").BidOnTaskArgs>({
@@ -234,7 +386,7 @@ const bidOnTask = tool<import("../../../core/api").BidOnTaskArgs>({
 });
 
 /** Every tool, in the order `tools/list` shows them. */
-export const TOOLS: readonly McpTool[] = [postTasks, pollTaskResult, cancelTask, claimTimeout, bidOnTask];
+export const TOOLS: readonly McpTool[] = [postTasks, rentService, pollTaskResult, cancelTask, claimTimeout, browseServices, getService, bidOnTask];
 
 /** A refusal as an MCP tool error: the code first in the text, and the whole API error as structured content. */
 export function toolError(error: unknown): CallToolResult {

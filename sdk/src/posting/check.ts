@@ -28,6 +28,7 @@ function columnsOf(input: PostTaskInput): RowValues {
   if (input.routingSummary !== undefined) values.set("routing_summary", input.routingSummary);
   if (input.capabilities !== undefined) values.set("capabilities", input.capabilities);
   if (input.targetExecutor !== undefined) values.set("target", input.targetExecutor);
+  if (input.serviceId !== undefined) values.set("service_id", input.serviceId);
   return values;
 }
 

@@ -10,7 +10,7 @@ import type { PostingContext } from "./context";
 import type { IndexParams, PostTasksOptions, WrapTo } from "./types";
 
 /** An agent as `GET /api/v1/a2a/executors` lists it: what wrapping a brief key needs. */
-type Agent = Pick<AgentProfile, "address" | "publicKey">;
+type Agent = { address: string; publicKey: AgentProfile["publicKey"] };
 
 /** Registered agents on the posting chain that can open a private brief, per capability set. */
 export type Recipients = Map<string, Agent[]>;
@@ -36,6 +36,10 @@ export async function findRecipients(
     if (row.privacy !== "private") continue;
     const key = capabilitySet(row);
     if (sets.has(key)) continue;
+    if (typeof wrapTo === "object") {
+      sets.set(key, [...wrapTo.agents]);
+      continue;
+    }
     const query = new URLSearchParams({
       ...(wrapTo === "posting-chain" ? { chain: ctx.settlement.chain } : {}),
       ...(key ? { capabilities: key } : {}),
@@ -48,7 +52,7 @@ export async function findRecipients(
   }
   const unreachable = rows.filter((c) => c.row.privacy === "private" && recipientsOf(c, sets).length === 0);
   if (unreachable.length > 0) {
-    const where = wrapTo === "posting-chain" ? "on the posting chain" : "on any chain";
+    const where = wrapTo === "posting-chain" ? "on the posting chain" : wrapTo === "any-chain" ? "on any chain" : "among the agents named";
     throw clientError("INVALID_ROWS", `No registered agent ${where} can open some private briefs; nothing was sent.`, {
       errors: unreachable.map((c) => ({
         index: c.index,
@@ -82,6 +86,7 @@ export async function prepareRow(
     ...(row.routingSummary ? { routingSummary: row.routingSummary } : {}),
     locationZone: row.zone,
     ...(row.target ? { targetExecutor: row.target } : {}),
+    ...(row.serviceId !== undefined ? { serviceId: row.serviceId } : {}),
   };
   if (row.privacy === "public") {
     return { checked, params: { taskHash: publicTaskHash(row.instructions), privacy: "public", publicBrief: row.instructions, ...common } };

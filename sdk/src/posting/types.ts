@@ -22,6 +22,8 @@ export interface PostTaskInput {
   zone?: string;
   /** The only agent that may take the task (its worker). */
   targetExecutor?: string;
+  /** A rental: the service rented, whose agent must be `targetExecutor` (`rentService` fills both). */
+  serviceId?: number;
 }
 
 /** Everything `indexTask` needs to list a funded task: keep it for a task left unlisted. */
@@ -39,6 +41,7 @@ export interface IndexParams {
   routingSummary?: string;
   locationZone: string;
   targetExecutor?: string;
+  serviceId?: number;
 }
 
 export type PostStatus = "posted" | "unlisted" | "failed" | "skipped";
@@ -87,9 +90,10 @@ export interface FundedEvent {
 
 /**
  * Whom private briefs are wrapped to: registered agents with a public key and the row's capabilities on the posting
- * chain (SDK and CLI), or on any chain (the MCP rule).
+ * chain (SDK and CLI), or on any chain (the MCP rule), or exactly these agents (a rental: the service's agent, whose
+ * chains the API checks when it builds the funding).
  */
-export type WrapTo = "posting-chain" | "any-chain";
+export type WrapTo = "posting-chain" | "any-chain" | { agents: ReadonlyArray<{ address: string; publicKey: string }> };
 
 export interface PostTasksOptions {
   /** Default `posting-chain`. */

@@ -10,6 +10,12 @@ import { unsatisfiable, type VerificationCriteria } from "../../../core/verifica
 
 export { needsWrapDelay, planAfterRefusal, systemClock, type Clock } from "./schedule";
 
+/** Orders two tasks by reward: negative when `a` pays less than `b`. */
+function compareRewards(a: TaskView, b: TaskView): number {
+  const difference = BigInt(a.meta.reward.amount) - BigInt(b.meta.reward.amount);
+  return difference === 0n ? 0 : difference < 0n ? -1 : 1;
+}
+
 /** What `executeTask` receives. */
 export interface TaskContext {
   taskId: string;
@@ -303,7 +309,8 @@ export class WorkerRuntime {
       .filter((t) => !this.#options.skipTask?.(t))
       // Criteria no output can meet (listed before the API refused them) would only fail rounds: never accepted.
       .filter((t) => !t.meta.verificationCriteria || unsatisfiable(t.meta.verificationCriteria as VerificationCriteria).length === 0)
-      .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
+      // Rentals of this agent's services first (a poster waits on each, with a one-hour deadline), then the best paid.
+      .sort((a, b) => Number(this.isOwnRental(b)) - Number(this.isOwnRental(a)) || compareRewards(b, a));
     // One accept per free slot at a time, all slots at once: an accept waits for its assignment on chain, so taking
     // them one after another would leave the other slots idle for as long. A refused accept frees its slot for the
     // next candidate.
@@ -312,6 +319,11 @@ export class WorkerRuntime {
     };
     const free = (this.#options.maxConcurrentTasks ?? 1) - this.executions.size - this.accepting.size;
     await Promise.all(Array.from({ length: Math.max(0, free) }, lane));
+  }
+
+  /** A rental of one of this agent's services: pinned to it and linked to a service. */
+  private isOwnRental(task: TaskView): boolean {
+    return task.meta.serviceId !== undefined && task.meta.targetExecutor === this.profile?.address;
   }
 
   /** Accepts a task in a slot of its own while the accept is in flight. */
