@@ -29,6 +29,8 @@ export interface BulkRow {
   target?: string;
   /** `auto` rules from the verification_* and pass_threshold columns; absent: the bulk default. */
   criteria?: VerificationCriteria;
+  /** CLI: the `instructions_file` the brief was read from, as the row names it. */
+  instructionsFile?: string;
 }
 
 export type RowIssue = {
@@ -153,6 +155,7 @@ export function normalizeBulkRow(
   if (routingSummary !== undefined) row.routingSummary = routingSummary;
   if (target !== undefined) row.target = target;
   if (criteria !== undefined) row.criteria = criteria;
+  if (file !== undefined) row.instructionsFile = file.trim();
   return { row, issues: [] };
 }
 
