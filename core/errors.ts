@@ -24,6 +24,11 @@ export const ERROR_CODES = define({
   UNSUPPORTED_ENCODING: { status: 415, description: "Content-Encoding is not accepted (send the body uncompressed)." },
   REQUEST_ABORTED: { status: 400, description: "The client aborted the request before the body arrived." },
   VALIDATION_FAILED: { status: 400, description: "A field is missing or invalid; `details` names each field." },
+  LONE_SURROGATE: {
+    status: 400,
+    description:
+      "A string holds a UTF-16 surrogate without its pair (e.g. `\\ud800` alone): not Unicode text, it would be stored and hashed as U+FFFD. `details` names the field.",
+  },
   NOT_FOUND: { status: 404, description: "No such route." },
   RATE_LIMITED: { status: 429, description: "Too many requests; wait `Retry-After` seconds.", retryable: true },
   NOT_READY: { status: 503, description: "The service is not ready (database or a chain's indexer behind); `details` says which.", retryable: true },

@@ -31,6 +31,7 @@ import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from ".
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
+import { hasLoneSurrogate } from "../core/text";
 
 export type { App } from "./http/types";
 
@@ -108,15 +109,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // JSON only: Fastify's default text/plain parser would hand routes a string instead of answering 415.
   app.removeContentTypeParser("text/plain");
-  // Fastify's JSON parser, refusing U+0000 in any string: PostgreSQL text cannot hold it (a 500 on insert otherwise).
+  // Fastify's JSON parser, refusing U+0000 in any string (PostgreSQL text cannot hold it: a 500 on insert otherwise) and
+  // a lone UTF-16 surrogate (`\ud800` alone: stored and hashed as U+FFFD, so two briefs would hash alike).
   const parseJson = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, raw, done) => {
     const text = raw as string;
     void parseJson(request, text, (error: Error | null, body?: unknown) => {
-      const field = error || !text.includes("\\u0000") ? undefined : fieldWithNul(body);
-      if (field === undefined) return done(error, body);
-      done(new MarketError("VALIDATION_FAILED", `${field} contains U+0000`, { details: [{ field, message: "contains U+0000" }] }), undefined);
+      const suspect = !error && (text.includes("\\u0000") || /\\u[dD][89a-fA-F]/.test(text));
+      const found = suspect ? fieldWithBadText(body) : undefined;
+      if (found === undefined) return done(error, body);
+      const [field, problem] = found;
+      const refusal =
+        problem === "nul"
+          ? new MarketError("VALIDATION_FAILED", `${field} contains U+0000`, { details: [{ field, message: "contains U+0000" }] })
+          : new MarketError("LONE_SURROGATE", `${field} holds a UTF-16 surrogate without its pair`, {
+              details: [{ field, message: "holds a lone surrogate (not Unicode text)" }],
+            });
+      done(refusal, undefined);
     });
   });
   app.addSchema(ErrorEnvelope);
@@ -245,16 +255,22 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex) {
   socket.destroy(error);
 }
 
-/** The first field of a parsed body (`body.tasks.0.publicBrief`) whose name or text holds U+0000; walked without recursion. */
-function fieldWithNul(body: unknown): string | undefined {
+/**
+ * The first field of a parsed body (`body.tasks.0.publicBrief`) whose name or text holds U+0000 or a lone surrogate,
+ * and which; walked without recursion.
+ */
+function fieldWithBadText(body: unknown): [string, "nul" | "surrogate"] | undefined {
+  const problem = (text: string) => (text.includes("\0") ? "nul" : hasLoneSurrogate(text) ? "surrogate" : undefined);
   const pending: Array<[unknown, string]> = [[body, "body"]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [value, field] = next;
     if (typeof value === "string") {
-      if (value.includes("\0")) return field;
+      const found = problem(value);
+      if (found) return [field, found];
     } else if (value !== null && typeof value === "object") {
       for (const [key, child] of Object.entries(value)) {
-        if (key.includes("\0")) return field;
+        const found = problem(key);
+        if (found) return [field, found];
         pending.push([child, `${field}.${key}`]);
       }
     }
