@@ -76,6 +76,11 @@ export const ERROR_CODES = define({
   BATCH_TOO_LARGE: { status: 400, description: "More tasks than the escrow's or the server's batch limit." },
   UPLOAD_EMPTY: { status: 400, description: "The upload is empty." },
   UPLOAD_TOO_LARGE: { status: 413, description: "The upload is over 10 MB." },
+  UPLOAD_QUOTA_EXCEEDED: {
+    status: 413,
+    description:
+      "The account's blobs that no listed task references would pass its quota (`UPLOAD_QUOTA_BYTES`, default 100 MB); `details` gives `held`, `upload` and `quota`. List the tasks that use them, or wait until unreferenced blobs are collected.",
+  },
   INVALID_BASE64: { status: 400, description: "`data` is not valid base64." },
   STORAGE_FAILED: { status: 503, description: "Storage failed; nothing was paid. Retry in a minute.", retryable: true },
   TX_PENDING: { status: 409, description: "The service's transaction is not confirmed yet; retry shortly.", retryable: true },

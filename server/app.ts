@@ -20,7 +20,7 @@ import { createFunding, createListings, createTaskQueries, heldTaskRoutes, taskR
 import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPoolOptions } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
-import { storageRoutes } from "./storage";
+import { createUploads, storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
 import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
@@ -178,6 +178,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook("onClose", () => pool.close());
   const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs, pool });
   const abuse: AbuseConfig = { ...DEFAULT_ABUSE, ...deps.config.abuse };
+  // Uploads with an owner, a quota and a rate per account; unreferenced blobs collected in the background.
+  const uploads = createUploads({ db, blobs, now, limits: abuse.uploads, onSweepError: (err) => app.log.error({ err }, "blob collection failed") });
+  uploads.start();
+  app.addHook("onClose", () => uploads.stop());
   const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs, abuse };
   const identity = createIdentityLookup({ db, chains });
   // Hosted-agent deploys mint identity tokens through it (identityMinting.requestMint); retries run in the background.
@@ -187,7 +191,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey });
   await app.register(authRoutes, { auth });
-  await app.register(storageRoutes, { auth, blobs, db, now });
+  await app.register(storageRoutes, { auth, blobs, uploads });
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
   await app.register(agentRoutes, { auth, agents });
   await app.register(a2aRoutes, { queries });

@@ -4,7 +4,7 @@ import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
 import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "../core/chains";
 import { DEFAULT_ASSIGNMENT_CAP, type AssignmentCapRule } from "../core/reputation";
-import { ACCEPTS_PER_MINUTE } from "../core/limits";
+import { ACCEPTS_PER_MINUTE, BLOB_GC_GRACE_MS, BLOB_GC_INTERVAL_MS, UPLOAD_BYTES_PER_MINUTE, UPLOAD_QUOTA_BYTES } from "../core/limits";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
 export interface ChainConfig {
@@ -73,17 +73,36 @@ export interface HostedConfig {
   gasSponsorKey?: string;
 }
 
+/** Uploads (docs/security.md): a quota and a rate per account, and the collection of blobs nothing references. */
+export interface UploadLimits {
+  /** Bytes of blobs no listed task references that one account may hold. */
+  quotaBytes: number;
+  /** Bytes one account may upload per minute. */
+  bytesPerMinute: number;
+  /** How long an unreferenced blob is kept after its latest upload (ms). */
+  graceMs: number;
+  /** How often unreferenced blobs are collected (ms); 0: never here (another instance collects). */
+  gcIntervalMs: number;
+}
+
 /** Limits against abuse (docs/security.md); each has an environment variable. */
 export interface AbuseConfig {
   /** Undelivered assignments per agent: `base`, one more per `completionsPerSlot` credited tasks, at most `max`. */
   assignmentCap: AssignmentCapRule;
   /** Accepts per agent per minute. */
   acceptsPerMinute: number;
+  uploads: UploadLimits;
 }
 
 export const DEFAULT_ABUSE: AbuseConfig = {
   assignmentCap: { ...DEFAULT_ASSIGNMENT_CAP },
   acceptsPerMinute: ACCEPTS_PER_MINUTE,
+  uploads: {
+    quotaBytes: UPLOAD_QUOTA_BYTES,
+    bytesPerMinute: UPLOAD_BYTES_PER_MINUTE,
+    graceMs: BLOB_GC_GRACE_MS,
+    gcIntervalMs: BLOB_GC_INTERVAL_MS,
+  },
 };
 
 export interface ServerConfig {
@@ -194,6 +213,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
         max: integer(env.ASSIGNMENT_CAP_MAX, DEFAULT_ABUSE.assignmentCap.max, "ASSIGNMENT_CAP_MAX"),
       },
       acceptsPerMinute: integer(env.ACCEPTS_PER_MINUTE, DEFAULT_ABUSE.acceptsPerMinute, "ACCEPTS_PER_MINUTE"),
+      uploads: {
+        quotaBytes: integer(env.UPLOAD_QUOTA_BYTES, DEFAULT_ABUSE.uploads.quotaBytes, "UPLOAD_QUOTA_BYTES"),
+        bytesPerMinute: integer(env.UPLOAD_BYTES_PER_MINUTE, DEFAULT_ABUSE.uploads.bytesPerMinute, "UPLOAD_BYTES_PER_MINUTE"),
+        graceMs: integer(env.BLOB_GC_GRACE_MS, DEFAULT_ABUSE.uploads.graceMs, "BLOB_GC_GRACE_MS"),
+        gcIntervalMs: integer(env.BLOB_GC_INTERVAL_MS, DEFAULT_ABUSE.uploads.gcIntervalMs, "BLOB_GC_INTERVAL_MS"),
+      },
     },
     trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),

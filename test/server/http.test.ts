@@ -458,6 +458,7 @@ describe("server: HTTP edge", function () {
         },
         get: async () => undefined,
         has: async () => false,
+        delete: async () => undefined,
       };
       s = await startTestServer({ blobs: failing });
       const answer = await upload(Buffer.from("brief").toString("base64"), await s.apiKeyFor(s.poster));
