@@ -112,7 +112,7 @@ describe("hardening: uploads with an owner, a quota and collection", function ()
     const built = expectOk(
       await server.call<BuiltTask>("POST", "/api/v1/tasks", { key: posterKey, body: { ...fundedTask.fields, amount: "1000000", duration: 86_400 } }),
     );
-    await server.sendAll(server.poster as HardhatEthersSigner, built.transactions);
+    await server.sendAll(server.poster, built.transactions);
     await server.sync();
 
     server.advanceClock(50_000);
@@ -125,7 +125,7 @@ describe("hardening: uploads with an owner, a quota and collection", function ()
     expect(await server.db.selectFrom("blobs").select("root_hash").where("root_hash", "=", orphan).execute()).to.have.length(0);
     expect(await server.db.selectFrom("blob_uploads").select("root_hash").where("root_hash", "=", orphan).execute()).to.have.length(0);
     expect(await stored(server, kept), "uploaded again within the grace period").to.equal(true);
-    expect(await stored(server, listedTask.fields.rootHash as string), "referenced by a listing").to.equal(true);
-    expect(await stored(server, fundedTask.fields.rootHash as string), "funded on chain").to.equal(true);
+    expect(await stored(server, listedTask.fields.rootHash), "referenced by a listing").to.equal(true);
+    expect(await stored(server, fundedTask.fields.rootHash), "funded on chain").to.equal(true);
   });
 });
