@@ -6,7 +6,6 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { randomBytes } from "node:crypto";
-import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { brief } from "../lifecycle/helpers";
