@@ -3,7 +3,7 @@ import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
 import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "../core/chains";
-import { DEFAULT_ASSIGNMENT_CAP, type AssignmentCapRule } from "../core/reputation";
+import { DEFAULT_ASSIGNMENT_CAP, DEFAULT_CREDIT_RULE, type AssignmentCapRule, type CreditRule } from "../core/reputation";
 import { ACCEPTS_PER_MINUTE, BLOB_GC_GRACE_MS, BLOB_GC_INTERVAL_MS, UPLOAD_BYTES_PER_MINUTE, UPLOAD_QUOTA_BYTES } from "../core/limits";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
@@ -123,6 +123,8 @@ export interface ServerConfig {
   offerWindowMs: number;
   rateLimit: RateLimitConfig;
   abuse: AbuseConfig;
+  /** Which settled tasks credit reputation, score and badges (reputation farming, docs/security.md). */
+  reputation: CreditRule;
   /**
    * Which proxies' `X-Forwarded-For` names the client (the IP rate limits count): false (default) uses the socket's
    * peer; true trusts every hop; a number trusts that many hops; a list trusts those addresses or CIDR ranges.
@@ -220,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
         gcIntervalMs: integer(env.BLOB_GC_INTERVAL_MS, DEFAULT_ABUSE.uploads.gcIntervalMs, "BLOB_GC_INTERVAL_MS"),
       },
     },
+    reputation: creditRuleFromEnv(env),
     trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
@@ -265,6 +268,21 @@ function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
     allowPrivateNetworks: env.HOSTED_ALLOW_PRIVATE_NETWORKS === "true",
     gasSponsor: sponsor,
     ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
+  };
+}
+
+/**
+ * `REPUTATION_MIN_REWARD_RAW` (default 1000000: 1 USDC), `REPUTATION_CREDITS_PER_PAIR` (5) and
+ * `REPUTATION_PAIR_PERIOD_SECONDS` (604800: a week). The indexer's reputation projection reads them (in its worker
+ * thread too), so every instance must have the same.
+ */
+export function creditRuleFromEnv(env: NodeJS.ProcessEnv = process.env): CreditRule {
+  const min = env.REPUTATION_MIN_REWARD_RAW?.trim() || DEFAULT_CREDIT_RULE.minRewardRaw.toString();
+  if (!/^[0-9]{1,78}$/.test(min)) throw new Error(`REPUTATION_MIN_REWARD_RAW must be a whole number of raw units, got ${JSON.stringify(min)}`);
+  return {
+    minRewardRaw: BigInt(min),
+    perPair: integer(env.REPUTATION_CREDITS_PER_PAIR, DEFAULT_CREDIT_RULE.perPair, "REPUTATION_CREDITS_PER_PAIR"),
+    periodSeconds: integer(env.REPUTATION_PAIR_PERIOD_SECONDS, DEFAULT_CREDIT_RULE.periodSeconds, "REPUTATION_PAIR_PERIOD_SECONDS"),
   };
 }
 

@@ -3,15 +3,18 @@ import { createTaskProjection } from "./indexer/task-projection";
 import { createReputationProjection } from "./reputation/projection";
 import { createOnchainReputationProjection } from "./reputation/onchain-projection";
 import { createIdentityProjection } from "./identity/projection";
+import { creditRuleFromEnv } from "./config";
+import type { CreditRule } from "../core/reputation";
 
 /**
  * The read models every indexer keeps, in apply order (rolled back in reverse). Reputation comes first: it reads who
  * worked each task, and who assigned them, from the task state as it was before the range, and follows the range's
  * own creations, assignments and releases with the task projection's rule. The registries' projections (identity
- * tokens, the reputation contract's numbers) read only their own events.
+ * tokens, the reputation contract's numbers) read only their own events. `credit` decides which payouts credit reputation
+ * (the environment's REPUTATION_* by default: a worker thread calls this without arguments).
  */
-export function defaultProjections(): AnyProjection[] {
-  return [createReputationProjection(), createTaskProjection(), createIdentityProjection(), createOnchainReputationProjection()];
+export function defaultProjections(credit: CreditRule = creditRuleFromEnv(process.env)): AnyProjection[] {
+  return [createReputationProjection(credit), createTaskProjection(), createIdentityProjection(), createOnchainReputationProjection()];
 }
 
 /** How a worker thread finds the same list (functions cannot cross the thread boundary). */

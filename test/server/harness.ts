@@ -30,6 +30,7 @@ import { createHosting, type Hosting } from "../../server/hosted";
 import { createAgentTokens } from "../../server/auth";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
+import { DEFAULT_CREDIT_RULE, type CreditRule } from "../../core/reputation";
 
 export const PUBLIC_URL = "http://127.0.0.1:3000";
 const KEYS = hardhatAccountKeys();
@@ -76,6 +77,8 @@ export interface TestServerOptions {
   hosted?: Partial<HostedConfig>;
   /** Abuse limits in place of DEFAULT_ABUSE (server/config.ts). */
   abuse?: Partial<AbuseConfig>;
+  /** Which payouts credit reputation, in place of DEFAULT_CREDIT_RULE (core/reputation.ts). */
+  credit?: Partial<CreditRule>;
 }
 
 /** A fixed test master key: hosted agents are on in every test server. */
@@ -307,7 +310,13 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     verifierAddress: base.verifier.address,
   });
   logTo.app = app.log;
-  const indexer = createIndexer({ db, chain: chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
+  const indexer = createIndexer({
+    db,
+    chain: chainConfig,
+    provider: hre.ethers.provider,
+    pollIntervalMs: 20,
+    projections: defaultProjections({ ...DEFAULT_CREDIT_RULE, ...options.credit }),
+  });
   indexer.start();
 
   /** Waits until the indexer has everything mined so far, and moves the clock to chain time. */
