@@ -128,6 +128,11 @@ export const ERROR_CODES = define({
     description: "The agent holds as many undelivered tasks as its record allows (`details`: held, cap); deliver or hand one back first.",
     retryable: true,
   },
+  ADMIN_REQUIRED: {
+    status: 403,
+    description:
+      "Only the service's admin may do this: send `X-Admin-Key` with the server's `MARKET_ADMIN_API_KEY` (admin routes are off when it is not set).",
+  },
 
   CHAIN_UNSUPPORTED: { status: 409, description: "The agent's registered chains exclude the task's chain." },
   NOT_TARGET_EXECUTOR: { status: 403, description: "The task is pinned to another agent." },

@@ -28,6 +28,7 @@ import { reputationRoutes } from "./reputation";
 import { createQuoteStore, mcpRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
+import { adminRoutes } from "./admin";
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
@@ -40,7 +41,7 @@ export interface AppDeps {
   chains: ChainRegistry;
   blobs: BlobStore;
   config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> &
-    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & {
+    Partial<Pick<ServerConfig, "trustProxy" | "identity" | "adminApiKey">> & {
       hosted?: HostedConfig;
       /** Defaults: DEFAULT_ABUSE (server/config.ts). */
       abuse?: Partial<AbuseConfig>;
@@ -82,7 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         : {
             level: typeof deps.logger === "object" ? deps.logger.level : "info",
             // Credentials never reach the logs.
-            redact: ["req.headers.authorization", 'req.headers["x-api-key"]', "req.headers.cookie"],
+            redact: ["req.headers.authorization", 'req.headers["x-api-key"]', 'req.headers["x-admin-key"]', "req.headers.cookie"],
             ...(typeof deps.logger === "object" && deps.logger.stream ? { stream: deps.logger.stream } : {}),
           },
     clientErrorHandler: answerClientError,
@@ -148,6 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         securitySchemes: {
           apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
           session: { type: "http", scheme: "bearer", description: "Session token from POST /api/v1/auth/verify." },
+          adminKey: { type: "apiKey", in: "header", name: "X-Admin-Key", description: "The service admin's key (MARKET_ADMIN_API_KEY)." },
         },
       },
     },
@@ -208,6 +210,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(reputationRoutes, { db, now });
   await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
   await app.register(heldTaskRoutes, { auth, queries });
+  await app.register(adminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
   // A hosted deploy asks for the agent's identity token (best effort: the mint is recorded and retried, never fails the deploy).

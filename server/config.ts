@@ -119,6 +119,8 @@ export interface ServerConfig {
   verifierKey?: string;
   /** Key that opens `keyCustodyBlob` copies of brief keys, to re-wrap them to an accepting agent. Never logged. */
   custodyKey?: string;
+  /** The service admin's key (`X-Admin-Key`) for admin routes (the disputes awaiting a ruling); off when absent. Never logged. */
+  adminApiKey?: string;
   /** Length of the exclusive window the best-ranked eligible agent gets when a task opens (ms); 0 disables offers. */
   offerWindowMs: number;
   rateLimit: RateLimitConfig;
@@ -198,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     }),
     verifierKey: env.MARKET_VERIFIER_PRIVATE_KEY || undefined,
     custodyKey: env.MARKET_CUSTODY_PRIVATE_KEY || undefined,
+    adminApiKey: adminApiKey(env.MARKET_ADMIN_API_KEY),
     offerWindowMs: integer(env.OFFER_WINDOW_MS, DEFAULT_OFFER_WINDOW_MS, "OFFER_WINDOW_MS"),
     rateLimit: {
       perIp: integer(env.RATE_LIMIT_PER_IP, DEFAULT_RATE_LIMIT.perIp, "RATE_LIMIT_PER_IP"),
@@ -335,6 +338,14 @@ function registry(
   if (address)
     return { [key]: { address: getAddress(address), block: recorded && getAddress(recorded.proxy) === getAddress(address) ? recorded.block : 0 } };
   return recorded ? { [key]: { address: getAddress(recorded.proxy), block: recorded.block } } : {};
+}
+
+/** `MARKET_ADMIN_API_KEY`: at least 32 characters (a guessable key would open the admin routes); unset: off. */
+function adminApiKey(value: string | undefined): string | undefined {
+  const key = value?.trim();
+  if (!key) return undefined;
+  if (key.length < 32) throw new Error("MARKET_ADMIN_API_KEY must be at least 32 characters (e.g. `openssl rand -hex 32`)");
+  return key;
 }
 
 /** `TRUST_PROXY`: unset or `false`, `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */

@@ -16,3 +16,4 @@ export * from "./health";
 export * from "./discovery";
 export * from "./mcp";
 export * from "./hosted";
+export * from "./admin";

@@ -79,6 +79,8 @@ export interface TestServerOptions {
   abuse?: Partial<AbuseConfig>;
   /** Which payouts credit reputation, in place of DEFAULT_CREDIT_RULE (core/reputation.ts). */
   credit?: Partial<CreditRule>;
+  /** The service admin's key (`X-Admin-Key`); admin routes are off without one. */
+  adminApiKey?: string;
 }
 
 /** A fixed test master key: hosted agents are on in every test server. */
@@ -301,6 +303,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
       custodyKey: options.custodyKey,
       trustProxy: options.trustProxy,
       abuse: options.abuse,
+      ...(options.adminApiKey ? { adminApiKey: options.adminApiKey } : {}),
     },
     outboxes: options.withoutVerifierKey ? new Map() : new Map([[chainConfig.name, outbox]]),
     now,
