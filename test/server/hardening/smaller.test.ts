@@ -41,7 +41,10 @@ describe("hardening: smaller findings", function () {
       const page = await queries.browse({ capabilities: [`tag_${i}`], limit: 1 });
       expect(page.total).to.equal(1);
     }
-    expect(queries.cached()).to.deep.equal({ pages: 40, totals: 50 });
+    const cached = queries.cached();
+    expect(cached.totals).to.equal(50);
+    // Pages are cached on SQLite only (PostgreSQL answers each browse afresh).
+    expect(cached.pages).to.equal(process.env.TEST_DATABASE_URL ? 0 : 40);
   });
 
   it("a task view shows the poster and amount the escrow holds, not the listing's copy (a reorg funded the hash otherwise)", async function () {
