@@ -24,6 +24,11 @@ export const ERROR_CODES = define({
   UNSUPPORTED_ENCODING: { status: 415, description: "Content-Encoding is not accepted (send the body uncompressed)." },
   REQUEST_ABORTED: { status: 400, description: "The client aborted the request before the body arrived." },
   VALIDATION_FAILED: { status: 400, description: "A field is missing or invalid; `details` names each field." },
+  LONE_SURROGATE: {
+    status: 400,
+    description:
+      "A string holds a UTF-16 surrogate without its pair (e.g. `\\ud800` alone): not Unicode text, it would be stored and hashed as U+FFFD. `details` names the field.",
+  },
   NOT_FOUND: { status: 404, description: "No such route." },
   RATE_LIMITED: { status: 429, description: "Too many requests; wait `Retry-After` seconds.", retryable: true },
   NOT_READY: { status: 503, description: "The service is not ready (database or a chain's indexer behind); `details` says which.", retryable: true },
@@ -71,6 +76,11 @@ export const ERROR_CODES = define({
   BATCH_TOO_LARGE: { status: 400, description: "More tasks than the escrow's or the server's batch limit." },
   UPLOAD_EMPTY: { status: 400, description: "The upload is empty." },
   UPLOAD_TOO_LARGE: { status: 413, description: "The upload is over 10 MB." },
+  UPLOAD_QUOTA_EXCEEDED: {
+    status: 413,
+    description:
+      "The account's blobs that no listed task references would pass its quota (`UPLOAD_QUOTA_BYTES`, default 100 MB); `details` gives `held`, `upload` and `quota`. List the tasks that use them, or wait until unreferenced blobs are collected.",
+  },
   INVALID_BASE64: { status: 400, description: "`data` is not valid base64." },
   STORAGE_FAILED: { status: 503, description: "Storage failed; nothing was paid. Retry in a minute.", retryable: true },
   TX_PENDING: { status: 409, description: "The service's transaction is not confirmed yet; retry shortly.", retryable: true },
@@ -120,6 +130,11 @@ export const ERROR_CODES = define({
     status: 429,
     description: "The agent holds as many undelivered tasks as its record allows (`details`: held, cap); deliver or hand one back first.",
     retryable: true,
+  },
+  ADMIN_REQUIRED: {
+    status: 403,
+    description:
+      "Only the service's admin may do this: send `X-Admin-Key` with the server's `MARKET_ADMIN_API_KEY` (admin routes are off when it is not set).",
   },
 
   CHAIN_UNSUPPORTED: { status: 409, description: "The agent's registered chains exclude the task's chain." },

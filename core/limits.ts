@@ -63,6 +63,23 @@ export const ACCEPTS_PER_MINUTE = 60;
 export const REPUTATION_PENALTY_NEVER_DELIVERED = REPUTATION_PENALTY_PER_FAILURE;
 /** Reputation lost when the worker hands a marketplace assignment back (releaseTask). */
 export const REPUTATION_PENALTY_PER_RELEASE = 2;
+/**
+ * Least reward (raw units) of a settled task that credits reputation, score and badges: 1 USDC, so each credit costs
+ * a farmer at least the fee on it (reputation farming).
+ */
+export const REPUTATION_MIN_CREDITED_REWARD_RAW = 1_000_000n;
+/** Settled tasks one poster may credit one agent with per period. */
+export const REPUTATION_CREDITS_PER_PAIR = 5;
+/** The period of that count (a rolling week of block time). */
+export const REPUTATION_PAIR_PERIOD_SECONDS = 7 * DAY_SECONDS;
+/** Bytes of blobs no listed task references that one account may hold (100 MB, read as MiB). */
+export const UPLOAD_QUOTA_BYTES = 100 * 1024 * 1024;
+/** Bytes one account may upload per minute. */
+export const UPLOAD_BYTES_PER_MINUTE = 50 * 1024 * 1024;
+/** How long a blob nothing references is kept after its latest upload (ms): a day. */
+export const BLOB_GC_GRACE_MS = DAY_SECONDS * 1_000;
+/** How often unreferenced blobs are collected (ms): hourly. */
+export const BLOB_GC_INTERVAL_MS = 60 * MINUTE_SECONDS * 1_000;
 
 // Worker runtime timers.
 export const RUNTIME_BROWSE_INTERVAL_MS = 15_000;

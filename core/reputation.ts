@@ -7,8 +7,10 @@
  * - on-chain reputation: the numbers the reputation contract (contracts/reputation/TaskReputation.sol) holds for the
  *   wallet, written by the escrows that have it (on `0g`) at settlement and read from the projection of its events
  *   (server/reputation/onchain-projection.ts); the API shows them with the composite `onChainScore` below.
- * Which tasks are credited at all is the projection's decision (server/reputation/projection.ts `creditedWorker`):
- * only those the marketplace assigned, never one its poster assigned directly.
+ * Whose record a task's outcomes touch is the projection's decision (server/reputation/projection.ts
+ * `creditedWorker`): only tasks the marketplace assigned, never one its poster assigned directly. Of those, a settled
+ * task credits reputation, score and badges only as `creditRefusal` allows (reputation farming, docs/security.md);
+ * one that does not still pays the agent (earnings). Penalties count for every task the marketplace assigned.
  */
 import {
   ASSIGNMENT_CAP_BASE,
@@ -19,7 +21,10 @@ import {
   DAY_SECONDS,
   DECAYED_SCORE_PER_SETTLED_TASK,
   DECAY_HALF_LIFE_SECONDS,
+  REPUTATION_CREDITS_PER_PAIR,
   REPUTATION_GAIN_PER_SETTLED_TASK,
+  REPUTATION_MIN_CREDITED_REWARD_RAW,
+  REPUTATION_PAIR_PERIOD_SECONDS,
   REPUTATION_MAX,
   REPUTATION_MIN,
   REPUTATION_PENALTY_NEVER_DELIVERED,
@@ -44,6 +49,8 @@ export interface ReputationState {
 /** What happened to a worker, as reputation counts it. */
 export type ReputationEvent =
   | { kind: "settled"; payout: bigint; at: number }
+  /** A settled task that credits nothing (`creditRefusal`): only the earnings move. */
+  | { kind: "paid"; payout: bigint }
   | { kind: "failedRound" }
   | { kind: "disputeRaised" }
   | { kind: "disputeLost" }
@@ -74,6 +81,8 @@ export function applyReputation(state: ReputationState, event: ReputationEvent):
         rawScore: state.rawScore + DECAYED_SCORE_PER_SETTLED_TASK,
         lastSettledAt: Math.max(state.lastSettledAt ?? 0, event.at),
       };
+    case "paid":
+      return { ...state, earnings: (BigInt(state.earnings) + event.payout).toString() };
     case "failedRound":
       return { ...state, reputation: clamp(state.reputation - REPUTATION_PENALTY_PER_FAILURE), failedRounds: state.failedRounds + 1 };
     case "disputeRaised":
@@ -85,6 +94,39 @@ export function applyReputation(state: ReputationState, event: ReputationEvent):
     case "released":
       return { ...state, reputation: clamp(state.reputation - REPUTATION_PENALTY_PER_RELEASE) };
   }
+}
+
+/** Which settled tasks credit reputation, score and badges (reputation farming, docs/security.md). */
+export interface CreditRule {
+  /** Least reward (raw units) of a task that credits. */
+  minRewardRaw: bigint;
+  /** Credited tasks one poster may give one agent within `periodSeconds` (block time, rolling). */
+  perPair: number;
+  periodSeconds: number;
+}
+
+export const DEFAULT_CREDIT_RULE: Readonly<CreditRule> = Object.freeze({
+  minRewardRaw: REPUTATION_MIN_CREDITED_REWARD_RAW,
+  perPair: REPUTATION_CREDITS_PER_PAIR,
+  periodSeconds: REPUTATION_PAIR_PERIOD_SECONDS,
+});
+
+export type CreditRefusal = "below_min_reward" | "same_account" | "pair_limit";
+
+/**
+ * Why a settled task credits nothing, or undefined when it credits its worker (+1 reputation, a completion, +10 raw
+ * score, a completion per capability tag): its reward is below the minimum, its poster's account holds the agent's
+ * wallet (or runs it), or the pair already credited `perPair` tasks within the period before it.
+ */
+export function creditRefusal(
+  task: { amount: bigint },
+  facts: { sameAccount: boolean; pairCreditsInPeriod: number },
+  rule: CreditRule = DEFAULT_CREDIT_RULE,
+): CreditRefusal | undefined {
+  if (task.amount < rule.minRewardRaw) return "below_min_reward";
+  if (facts.sameAccount) return "same_account";
+  if (facts.pairCreditsInPeriod >= rule.perPair) return "pair_limit";
+  return undefined;
 }
 
 export interface AssignmentCapRule {

@@ -4,3 +4,12 @@ export function charCount(text: string): number {
   for (const _ of text) count++;
   return count;
 }
+
+/**
+ * True when the text holds a UTF-16 surrogate without its pair: not Unicode text. UTF-8 cannot encode it, so encoding
+ * would turn it into U+FFFD and two different briefs would hash alike; it is refused wherever text is hashed or stored.
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  // With the u flag a well-formed pair is one code point, so only a lone half matches.
+  return /\p{Surrogate}/u.test(text);
+}

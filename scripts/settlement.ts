@@ -237,6 +237,63 @@ taskOperation("escrow:resolve-dispute", "Admin rules on a disputed or escalated 
   };
 }).addParam("workerWins", "true pays the worker (fee applies), false refunds the poster", undefined, types.boolean);
 
+/** Blocks per log query of escrow:disputes (RPC providers limit the range of one eth_getLogs). */
+const LOG_RANGE_BLOCKS = 10_000;
+
+escrowTask<CommonArgs & { fromBlock?: number }>(
+  "escrow:disputes",
+  "Lists disputed and escalated tasks awaiting the admin's ruling, most urgent first (the admin's duty: rule before the window ends)",
+  async (args, { hre, escrow }) => {
+    const { EscrowStatus, statusName } = await import("../core/escrow");
+    const { readDeployment } = await import("../deploy/deployments");
+    const provider = hre.ethers.provider;
+    const start = args.fromBlock ?? readDeployment(hre.network.name)?.block ?? 0;
+    const head = await provider.getBlockNumber();
+    // Every task that was ever disputed or escalated, with who raised its dispute; the escrow says which still wait.
+    const raisedBy = new Map<string, string | null>();
+    for (let from = start; from <= head; from += LOG_RANGE_BLOCKS) {
+      const to = Math.min(head, from + LOG_RANGE_BLOCKS - 1);
+      for (const log of await escrow.queryFilter(escrow.filters.DisputeRaised(), from, to)) raisedBy.set(log.args.taskHash, log.args.raisedBy);
+      for (const log of await escrow.queryFilter(escrow.filters.UnjudgedWorkEscalated(), from, to)) {
+        if (!raisedBy.has(log.args.taskHash)) raisedBy.set(log.args.taskHash, null);
+      }
+    }
+    const now = (await provider.getBlock("latest"))?.timestamp ?? Math.floor(Date.now() / 1000);
+    const waiting = [];
+    for (const [taskHash, by] of raisedBy) {
+      const t = await escrow.getTask(taskHash);
+      const status = Number(t.status);
+      if (status !== EscrowStatus.Disputed && status !== EscrowStatus.Escalated) continue;
+      waiting.push({ taskHash, status, by, t, ruleBy: Number(t.windowEndsAt) });
+    }
+    waiting.sort((a, b) => a.ruleBy - b.ruleBy || a.taskHash.localeCompare(b.taskHash));
+    const iso = (s: number) => new Date(s * 1000).toISOString();
+    const span = (seconds: number) => `${Math.floor(seconds / 86_400)}d ${Math.floor((seconds % 86_400) / 3_600)}h`;
+    console.log(
+      `${waiting.length} task${waiting.length === 1 ? "" : "s"} awaiting the admin's ruling on ${await escrow.getAddress()} (blocks ${start} to ${head}; chain time ${iso(now)})`,
+    );
+    for (const w of waiting) {
+      const left = w.ruleBy - now;
+      const due =
+        left > 0
+          ? `rule by ${iso(w.ruleBy)} (${span(left)} left)`
+          : `OVERDUE since ${iso(w.ruleBy)}: ${w.status === EscrowStatus.Disputed ? "the poster may claim a full refund" : "the worker may collect"} without a ruling`;
+      console.log(
+        [
+          "",
+          `task        ${w.taskHash}`,
+          `status      ${statusName(w.t.status)} (${w.t.status})${w.by ? `, raised by ${w.by === w.t.worker ? "the worker" : w.by === w.t.poster ? "the poster" : w.by} ${w.by}` : ", escalated unjudged work"}`,
+          `poster      ${w.t.poster}`,
+          `worker      ${w.t.worker}`,
+          `amount      ${await tokenAmount(escrow, w.t.token, w.t.amount)}`,
+          `due         ${due}`,
+          `rule        npx hardhat --network ${hre.network.name} escrow:resolve-dispute --task ${w.taskHash} --worker-wins <true|false>`,
+        ].join("\n"),
+      );
+    }
+  },
+).addOptionalParam("fromBlock", "First block to look for disputes (default: the deployment's block)", undefined, types.int);
+
 taskOperation("escrow:release-unjudged", "Worker collects escalated work 14 days after escalation", (e, h) => ({
   simulate: () => e.releaseUnjudgedWork.staticCall(h),
   submit: () => e.releaseUnjudgedWork(h),

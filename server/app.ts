@@ -20,7 +20,7 @@ import { createFunding, createListings, createTaskQueries, heldTaskRoutes, taskR
 import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPoolOptions } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
-import { storageRoutes } from "./storage";
+import { createUploads, storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
 import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
@@ -29,9 +29,11 @@ import { createQuoteStore, mcpRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
 import { createServiceStore, serviceRoutes } from "./services";
+import { adminRoutes } from "./admin";
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
+import { hasLoneSurrogate } from "../core/text";
 
 export type { App } from "./http/types";
 
@@ -40,7 +42,7 @@ export interface AppDeps {
   chains: ChainRegistry;
   blobs: BlobStore;
   config: Pick<ServerConfig, "publicUrl" | "rateLimit" | "offerWindowMs" | "custodyKey"> &
-    Partial<Pick<ServerConfig, "trustProxy" | "identity">> & {
+    Partial<Pick<ServerConfig, "trustProxy" | "identity" | "adminApiKey">> & {
       hosted?: HostedConfig;
       /** Defaults: DEFAULT_ABUSE (server/config.ts). */
       abuse?: Partial<AbuseConfig>;
@@ -82,7 +84,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         : {
             level: typeof deps.logger === "object" ? deps.logger.level : "info",
             // Credentials never reach the logs.
-            redact: ["req.headers.authorization", 'req.headers["x-api-key"]', "req.headers.cookie"],
+            redact: ["req.headers.authorization", 'req.headers["x-api-key"]', 'req.headers["x-admin-key"]', "req.headers.cookie"],
             ...(typeof deps.logger === "object" && deps.logger.stream ? { stream: deps.logger.stream } : {}),
           },
     clientErrorHandler: answerClientError,
@@ -109,15 +111,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // JSON only: Fastify's default text/plain parser would hand routes a string instead of answering 415.
   app.removeContentTypeParser("text/plain");
-  // Fastify's JSON parser, refusing U+0000 in any string: PostgreSQL text cannot hold it (a 500 on insert otherwise).
+  // Fastify's JSON parser, refusing U+0000 in any string (PostgreSQL text cannot hold it: a 500 on insert otherwise) and
+  // a lone UTF-16 surrogate (`\ud800` alone: stored and hashed as U+FFFD, so two briefs would hash alike).
   const parseJson = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, raw, done) => {
     const text = raw as string;
     void parseJson(request, text, (error: Error | null, body?: unknown) => {
-      const field = error || !text.includes("\\u0000") ? undefined : fieldWithNul(body);
-      if (field === undefined) return done(error, body);
-      done(new MarketError("VALIDATION_FAILED", `${field} contains U+0000`, { details: [{ field, message: "contains U+0000" }] }), undefined);
+      const suspect = !error && (text.includes("\\u0000") || /\\u[dD][89a-fA-F]/.test(text));
+      const found = suspect ? fieldWithBadText(body) : undefined;
+      if (found === undefined) return done(error, body);
+      const [field, problem] = found;
+      const refusal =
+        problem === "nul"
+          ? new MarketError("VALIDATION_FAILED", `${field} contains U+0000`, { details: [{ field, message: "contains U+0000" }] })
+          : new MarketError("LONE_SURROGATE", `${field} holds a UTF-16 surrogate without its pair`, {
+              details: [{ field, message: "holds a lone surrogate (not Unicode text)" }],
+            });
+      done(refusal, undefined);
     });
   });
   app.addSchema(ErrorEnvelope);
@@ -139,6 +150,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         securitySchemes: {
           apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
           session: { type: "http", scheme: "bearer", description: "Session token from POST /api/v1/auth/verify." },
+          adminKey: { type: "apiKey", in: "header", name: "X-Admin-Key", description: "The service admin's key (MARKET_ADMIN_API_KEY)." },
         },
       },
     },
@@ -170,6 +182,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook("onClose", () => pool.close());
   const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs, pool });
   const abuse: AbuseConfig = { ...DEFAULT_ABUSE, ...deps.config.abuse };
+  // Uploads with an owner, a quota and a rate per account; unreferenced blobs collected in the background.
+  const uploads = createUploads({ db, blobs, now, limits: abuse.uploads, onSweepError: (err) => app.log.error({ err }, "blob collection failed") });
+  uploads.start();
+  app.addHook("onClose", () => uploads.stop());
   const market = { db, chains, agents, offers, custody, outboxes, now, indexerWaitMs, abuse };
   const identity = createIdentityLookup({ db, chains });
   // Hosted-agent deploys mint identity tokens through it (identityMinting.requestMint); retries run in the background.
@@ -179,7 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey });
   await app.register(authRoutes, { auth });
-  await app.register(storageRoutes, { auth, blobs, db, now });
+  await app.register(storageRoutes, { auth, blobs, uploads });
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
   await app.register(agentRoutes, { auth, agents });
   await app.register(a2aRoutes, { queries });
@@ -196,6 +212,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(reputationRoutes, { db, now });
   await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
   await app.register(heldTaskRoutes, { auth, queries });
+  await app.register(adminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
   // A hosted deploy asks for the agent's identity token (best effort: the mint is recorded and retried, never fails the deploy).
@@ -248,16 +265,22 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex) {
   socket.destroy(error);
 }
 
-/** The first field of a parsed body (`body.tasks.0.publicBrief`) whose name or text holds U+0000; walked without recursion. */
-function fieldWithNul(body: unknown): string | undefined {
+/**
+ * The first field of a parsed body (`body.tasks.0.publicBrief`) whose name or text holds U+0000 or a lone surrogate,
+ * and which; walked without recursion.
+ */
+function fieldWithBadText(body: unknown): [string, "nul" | "surrogate"] | undefined {
+  const problem = (text: string) => (text.includes("\0") ? "nul" : hasLoneSurrogate(text) ? "surrogate" : undefined);
   const pending: Array<[unknown, string]> = [[body, "body"]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [value, field] = next;
     if (typeof value === "string") {
-      if (value.includes("\0")) return field;
+      const found = problem(value);
+      if (found) return [field, found];
     } else if (value !== null && typeof value === "object") {
       for (const [key, child] of Object.entries(value)) {
-        if (key.includes("\0")) return field;
+        const found = problem(key);
+        if (found) return [field, found];
         pending.push([child, `${field}.${key}`]);
       }
     }

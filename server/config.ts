@@ -3,8 +3,8 @@ import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
 import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "../core/chains";
-import { DEFAULT_ASSIGNMENT_CAP, type AssignmentCapRule } from "../core/reputation";
-import { ACCEPTS_PER_MINUTE } from "../core/limits";
+import { DEFAULT_ASSIGNMENT_CAP, DEFAULT_CREDIT_RULE, type AssignmentCapRule, type CreditRule } from "../core/reputation";
+import { ACCEPTS_PER_MINUTE, BLOB_GC_GRACE_MS, BLOB_GC_INTERVAL_MS, UPLOAD_BYTES_PER_MINUTE, UPLOAD_QUOTA_BYTES } from "../core/limits";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
 export interface ChainConfig {
@@ -73,17 +73,36 @@ export interface HostedConfig {
   gasSponsorKey?: string;
 }
 
+/** Uploads (docs/security.md): a quota and a rate per account, and the collection of blobs nothing references. */
+export interface UploadLimits {
+  /** Bytes of blobs no listed task references that one account may hold. */
+  quotaBytes: number;
+  /** Bytes one account may upload per minute. */
+  bytesPerMinute: number;
+  /** How long an unreferenced blob is kept after its latest upload (ms). */
+  graceMs: number;
+  /** How often unreferenced blobs are collected (ms); 0: never here (another instance collects). */
+  gcIntervalMs: number;
+}
+
 /** Limits against abuse (docs/security.md); each has an environment variable. */
 export interface AbuseConfig {
   /** Undelivered assignments per agent: `base`, one more per `completionsPerSlot` credited tasks, at most `max`. */
   assignmentCap: AssignmentCapRule;
   /** Accepts per agent per minute. */
   acceptsPerMinute: number;
+  uploads: UploadLimits;
 }
 
 export const DEFAULT_ABUSE: AbuseConfig = {
   assignmentCap: { ...DEFAULT_ASSIGNMENT_CAP },
   acceptsPerMinute: ACCEPTS_PER_MINUTE,
+  uploads: {
+    quotaBytes: UPLOAD_QUOTA_BYTES,
+    bytesPerMinute: UPLOAD_BYTES_PER_MINUTE,
+    graceMs: BLOB_GC_GRACE_MS,
+    gcIntervalMs: BLOB_GC_INTERVAL_MS,
+  },
 };
 
 export interface ServerConfig {
@@ -100,10 +119,14 @@ export interface ServerConfig {
   verifierKey?: string;
   /** Key that opens `keyCustodyBlob` copies of brief keys, to re-wrap them to an accepting agent. Never logged. */
   custodyKey?: string;
+  /** The service admin's key (`X-Admin-Key`) for admin routes (the disputes awaiting a ruling); off when absent. Never logged. */
+  adminApiKey?: string;
   /** Length of the exclusive window the best-ranked eligible agent gets when a task opens (ms); 0 disables offers. */
   offerWindowMs: number;
   rateLimit: RateLimitConfig;
   abuse: AbuseConfig;
+  /** Which settled tasks credit reputation, score and badges (reputation farming, docs/security.md). */
+  reputation: CreditRule;
   /**
    * Which proxies' `X-Forwarded-For` names the client (the IP rate limits count): false (default) uses the socket's
    * peer; true trusts every hop; a number trusts that many hops; a list trusts those addresses or CIDR ranges.
@@ -177,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     }),
     verifierKey: env.MARKET_VERIFIER_PRIVATE_KEY || undefined,
     custodyKey: env.MARKET_CUSTODY_PRIVATE_KEY || undefined,
+    adminApiKey: adminApiKey(env.MARKET_ADMIN_API_KEY),
     offerWindowMs: integer(env.OFFER_WINDOW_MS, DEFAULT_OFFER_WINDOW_MS, "OFFER_WINDOW_MS"),
     rateLimit: {
       perIp: integer(env.RATE_LIMIT_PER_IP, DEFAULT_RATE_LIMIT.perIp, "RATE_LIMIT_PER_IP"),
@@ -194,7 +218,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
         max: integer(env.ASSIGNMENT_CAP_MAX, DEFAULT_ABUSE.assignmentCap.max, "ASSIGNMENT_CAP_MAX"),
       },
       acceptsPerMinute: integer(env.ACCEPTS_PER_MINUTE, DEFAULT_ABUSE.acceptsPerMinute, "ACCEPTS_PER_MINUTE"),
+      uploads: {
+        quotaBytes: integer(env.UPLOAD_QUOTA_BYTES, DEFAULT_ABUSE.uploads.quotaBytes, "UPLOAD_QUOTA_BYTES"),
+        bytesPerMinute: integer(env.UPLOAD_BYTES_PER_MINUTE, DEFAULT_ABUSE.uploads.bytesPerMinute, "UPLOAD_BYTES_PER_MINUTE"),
+        graceMs: integer(env.BLOB_GC_GRACE_MS, DEFAULT_ABUSE.uploads.graceMs, "BLOB_GC_GRACE_MS"),
+        gcIntervalMs: integer(env.BLOB_GC_INTERVAL_MS, DEFAULT_ABUSE.uploads.gcIntervalMs, "BLOB_GC_INTERVAL_MS"),
+      },
     },
+    reputation: creditRuleFromEnv(env),
     trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
@@ -240,6 +271,21 @@ function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
     allowPrivateNetworks: env.HOSTED_ALLOW_PRIVATE_NETWORKS === "true",
     gasSponsor: sponsor,
     ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
+  };
+}
+
+/**
+ * `REPUTATION_MIN_REWARD_RAW` (default 1000000: 1 USDC), `REPUTATION_CREDITS_PER_PAIR` (5) and
+ * `REPUTATION_PAIR_PERIOD_SECONDS` (604800: a week). The indexer's reputation projection reads them (in its worker
+ * thread too), so every instance must have the same.
+ */
+export function creditRuleFromEnv(env: NodeJS.ProcessEnv = process.env): CreditRule {
+  const min = env.REPUTATION_MIN_REWARD_RAW?.trim() || DEFAULT_CREDIT_RULE.minRewardRaw.toString();
+  if (!/^[0-9]{1,78}$/.test(min)) throw new Error(`REPUTATION_MIN_REWARD_RAW must be a whole number of raw units, got ${JSON.stringify(min)}`);
+  return {
+    minRewardRaw: BigInt(min),
+    perPair: integer(env.REPUTATION_CREDITS_PER_PAIR, DEFAULT_CREDIT_RULE.perPair, "REPUTATION_CREDITS_PER_PAIR"),
+    periodSeconds: integer(env.REPUTATION_PAIR_PERIOD_SECONDS, DEFAULT_CREDIT_RULE.periodSeconds, "REPUTATION_PAIR_PERIOD_SECONDS"),
   };
 }
 
@@ -292,6 +338,14 @@ function registry(
   if (address)
     return { [key]: { address: getAddress(address), block: recorded && getAddress(recorded.proxy) === getAddress(address) ? recorded.block : 0 } };
   return recorded ? { [key]: { address: getAddress(recorded.proxy), block: recorded.block } } : {};
+}
+
+/** `MARKET_ADMIN_API_KEY`: at least 32 characters (a guessable key would open the admin routes); unset: off. */
+function adminApiKey(value: string | undefined): string | undefined {
+  const key = value?.trim();
+  if (!key) return undefined;
+  if (key.length < 32) throw new Error("MARKET_ADMIN_API_KEY must be at least 32 characters (e.g. `openssl rand -hex 32`)");
+  return key;
 }
 
 /** `TRUST_PROXY`: unset or `false`, `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */

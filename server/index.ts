@@ -91,7 +91,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       provider: chain.provider,
       pollIntervalMs: config.pollIntervalMs,
       logger: indexerLog,
-      projections: defaultProjections(),
+      projections: defaultProjections(config.reputation),
     });
     indexer.start();
     return { stop: () => indexer.stop() };

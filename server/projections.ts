@@ -4,17 +4,20 @@ import { createReputationProjection } from "./reputation/projection";
 import { createOnchainReputationProjection } from "./reputation/onchain-projection";
 import { createIdentityProjection } from "./identity/projection";
 import { createServiceSalesProjection } from "./services/projection";
+import { creditRuleFromEnv } from "./config";
+import type { CreditRule } from "../core/reputation";
 
 /**
  * The read models every indexer keeps, in apply order (rolled back in reverse). Reputation comes first: it reads who
  * worked each task, and who assigned them, from the task state as it was before the range, and follows the range's
  * own creations, assignments and releases with the task projection's rule. Service sales count each settled paid
  * rental once (`sold_count`), keyed by the task, so nothing replayed counts twice. The registries' projections (identity
- * tokens, the reputation contract's numbers) read only their own events.
+ * tokens, the reputation contract's numbers) read only their own events. `credit` decides which payouts credit reputation
+ * (the environment's REPUTATION_* by default: a worker thread calls this without arguments).
  */
-export function defaultProjections(): AnyProjection[] {
+export function defaultProjections(credit: CreditRule = creditRuleFromEnv(process.env)): AnyProjection[] {
   return [
-    createReputationProjection(),
+    createReputationProjection(credit),
     createTaskProjection(),
     createServiceSalesProjection(),
     createIdentityProjection(),

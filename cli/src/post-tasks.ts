@@ -14,7 +14,7 @@ import { reconcile } from "./reconcile";
 import { RowStatus } from "./results";
 import { finishRows, openRun, PENDING_FUNDING_WAIT_MS, resultsPathFor, sortRows, summarize, type Run } from "./run";
 import { loadTaskFile, type FileRow } from "./task-file";
-import { showTotals, totalsOf } from "./totals";
+import { showBriefFiles, showTotals, totalsOf } from "./totals";
 import type { Progress, Terminal } from "./terminal";
 
 export interface PostTasksFlags {
@@ -64,6 +64,7 @@ export async function postTasksCommand(
       terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
     if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
     showTotals(terminal, totals, totals.tasks > 0 ? allowance < totals.totalRaw : false);
+    const files = showBriefFiles(terminal, sorted.fresh);
     checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
 
     if (sorted.pending.length > 0) {
@@ -76,7 +77,8 @@ export async function postTasksCommand(
       await confirm(
         flags,
         terminal,
-        `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) from ${run.chain.wallet.address}?`,
+        `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) from ${run.chain.wallet.address}` +
+          `${files > 0 ? `, with the briefs of the ${files} local file(s) listed above` : ""}?`,
       );
 
     const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows");
@@ -107,6 +109,7 @@ async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Termin
   if (inFlight.length > 0)
     terminal.say(`left in flight by an earlier run: ${inFlight.length} (a run checks the chain: those already paid are only listed)`);
   showTotals(terminal, totals, undefined);
+  showBriefFiles(terminal, remaining);
   checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
   terminal.say("dry run: nothing was sent");
   return 0;

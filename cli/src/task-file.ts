@@ -21,6 +21,8 @@ export interface FileRow {
   key: string;
   row: BulkRow;
   input: PostTaskInput;
+  /** The file the brief was read from (`instructions_file`), resolved: the confirmation names it. */
+  instructionsFile?: string;
 }
 
 /** Reads, parses and checks the task file; refuses it (`BAD_COLUMNS`, `DUPLICATE_BRIEF`, `INVALID_ROWS`) on any problem. */
@@ -59,7 +61,8 @@ export function loadTaskFile(filePath: string): FileRow[] {
     const content = contentHash(row);
     const occurrence = occurrences.get(content) ?? 0;
     occurrences.set(content, occurrence + 1);
-    return { line: row.line, key: `${content}:${occurrence}`, row, input: inputOf(row) };
+    const instructionsFile = row.instructionsFile === undefined ? undefined : confinedPath(directory, row.instructionsFile);
+    return { line: row.line, key: `${content}:${occurrence}`, row, input: inputOf(row), ...(instructionsFile ? { instructionsFile } : {}) };
   });
 }
 

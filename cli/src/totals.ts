@@ -54,3 +54,17 @@ export function showTotals(terminal: Terminal, totals: Totals, approval: boolean
   const how = totals.batch ? `batch creation: up to ${totals.perTransaction} tasks per funding` : "no batch creation: one funding per task";
   terminal.say(`transactions: ${count}; ${how}`);
 }
+
+/**
+ * The local files the rows' briefs were read from (`instructions_file`), named before anything is asked or sent: a task
+ * file from someone else must not publish a file without the user seeing which (docs/security.md). Public briefs are
+ * published as they are; private ones go encrypted to the agents that may open them.
+ */
+export function showBriefFiles(terminal: Terminal, rows: readonly FileRow[]): number {
+  const read = rows.filter((r) => r.instructionsFile !== undefined);
+  if (read.length === 0) return 0;
+  const files = new Set(read.map((r) => r.instructionsFile));
+  terminal.say(`briefs read from ${files.size} local file${files.size === 1 ? "" : "s"} (public ones are published as they are):`);
+  for (const r of read) terminal.say(`  line ${r.line} (${r.row.privacy}): ${r.instructionsFile}`);
+  return files.size;
+}

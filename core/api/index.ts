@@ -17,3 +17,4 @@ export * from "./discovery";
 export * from "./mcp";
 export * from "./hosted";
 export * from "./services";
+export * from "./admin";

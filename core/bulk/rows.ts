@@ -8,7 +8,7 @@ import type { Checked } from "../issues";
 import { DEFAULT_BULK_DURATION_SECONDS, DEFAULT_ZONE, MAX_UPLOAD_BYTES } from "../limits";
 import { parseRawAmount, parseUsdcDecimal } from "../money";
 import { checkRoutingSummary, checkZone, parseAgentAddress, parseDuration, parsePrivacy, type Privacy } from "../task-fields";
-import { charCount } from "../text";
+import { charCount, hasLoneSurrogate } from "../text";
 import type { BulkColumn } from "./columns";
 import { validateCriteria, type VerificationCriteria } from "../verification/criteria";
 
@@ -31,6 +31,8 @@ export interface BulkRow {
   serviceId?: number;
   /** `auto` rules from the verification_* and pass_threshold columns; absent: the bulk default. */
   criteria?: VerificationCriteria;
+  /** CLI: the `instructions_file` the brief was read from, as the row names it. */
+  instructionsFile?: string;
 }
 
 export type RowIssue = {
@@ -58,6 +60,8 @@ export const BulkRowIssue = {
   /** CLI: the path leaves the task file's folder (absolute, `../`, or a symlink out of it). */
   INSTRUCTIONS_FILE_OUTSIDE: "INSTRUCTIONS_FILE_OUTSIDE",
   INSTRUCTIONS_TOO_LONG: "INSTRUCTIONS_TOO_LONG",
+  /** A UTF-16 surrogate without its pair: it would be encrypted or hashed as U+FFFD, alike another brief. */
+  LONE_SURROGATE: "LONE_SURROGATE",
   REWARD_REQUIRED: "REWARD_REQUIRED",
   REWARD_AND_AMOUNT: "REWARD_AND_AMOUNT",
   INVALID_VERIFICATION: "INVALID_VERIFICATION",
@@ -169,6 +173,7 @@ export function normalizeBulkRow(
   if (target !== undefined) row.target = target;
   if (serviceId !== undefined) row.serviceId = serviceId;
   if (criteria !== undefined) row.criteria = criteria;
+  if (file !== undefined) row.instructionsFile = file.trim();
   return { row, issues: [] };
 }
 
@@ -252,6 +257,10 @@ function readInstructions(
   }
   if (instructions === undefined || instructions.trim() === "") {
     fail(column, BulkRowIssue.INSTRUCTIONS_REQUIRED, "each row needs instructions (the brief)");
+    return undefined;
+  }
+  if (hasLoneSurrogate(instructions)) {
+    fail(column, BulkRowIssue.LONE_SURROGATE, "instructions hold a UTF-16 surrogate without its pair (not Unicode text)");
     return undefined;
   }
   if (options.maxInstructionsChars !== undefined && charCount(instructions) > options.maxInstructionsChars) {

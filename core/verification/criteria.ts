@@ -6,6 +6,7 @@ import type { Issue } from "../issues";
 import { MAX_OUTPUT_CHARS } from "../limits";
 import { charCount } from "../text";
 import { findRegexHazard, MAX_REGEX_PATTERN_CHARS } from "./regex-safety";
+import { leastMatch } from "./regex-length";
 
 export interface VerificationCriteria {
   /** Least number of characters (Unicode code points) of the trimmed output. */
@@ -114,26 +115,46 @@ export function validateCriteria(criteria: unknown, mode: string): Issue[] {
 
 /**
  * Rules no deliverable output can pass, when they alone keep the best possible score below the pass threshold (a
- * poster's way to fail an agent's rounds on purpose: docs/security.md): `min_length` above the output cap (500,000),
- * a keyword longer than `max_length` (min above max is refused on its own). Decided from the rules alone; a regex
- * that can match nothing within the bounds is not decided here. The worker runtime skips such tasks too.
+ * poster's way to fail an agent's rounds on purpose: docs/security.md). Decided from the rules alone:
+ * - a rule that always fails: `min_length` above the output cap (500,000), a `regex_pattern` that can match nothing
+ *   (an empty class) or whose shortest match is longer than the output cap;
+ * - rules that fail with `max_length`: a keyword longer than it, a `regex_pattern` whose shortest match holds more
+ *   characters that trimming cannot remove than it allows (one of them or `max_length` fails, so they cost one rule).
+ * `min_length` above `max_length` is refused on its own. Not decided: a regex that an anchored length or another
+ * rule rules out. The worker runtime skips such tasks too.
  */
 export function unsatisfiable(criteria: VerificationCriteria): Issue[] {
   const failing: Issue[] = [];
-  const { min_length: min, max_length: max, contains_keywords: keywords } = criteria;
+  const withMax: Issue[] = [];
+  const { min_length: min, max_length: max, contains_keywords: keywords, regex_pattern: pattern } = criteria;
   if (min !== undefined && min > MAX_OUTPUT_CHARS) {
     failing.push(issue("min_length", CriteriaIssue.UNSATISFIABLE, `min_length ${min} is above the ${MAX_OUTPUT_CHARS}-character output cap`));
   }
   if (max !== undefined && keywords !== undefined) {
     const tooLong = keywords.findIndex((keyword) => charCount(keyword.trim()) > max);
     if (tooLong >= 0) {
-      failing.push(issue(`contains_keywords[${tooLong}]`, CriteriaIssue.UNSATISFIABLE, `keyword ${tooLong + 1} is longer than max_length ${max}`));
+      withMax.push(issue(`contains_keywords[${tooLong}]`, CriteriaIssue.UNSATISFIABLE, `keyword ${tooLong + 1} is longer than max_length ${max}`));
     }
   }
-  if (failing.length === 0) return [];
+  const least = pattern === undefined ? undefined : leastMatch(pattern, criteria.regex_flags ?? "");
+  if (least && least.chars === Infinity) {
+    failing.push(issue("regex_pattern", CriteriaIssue.UNSATISFIABLE, "regex_pattern can match nothing (it needs an empty character class)"));
+  } else if (least && least.chars > MAX_OUTPUT_CHARS) {
+    failing.push(
+      issue(
+        "regex_pattern",
+        CriteriaIssue.UNSATISFIABLE,
+        `regex_pattern needs at least ${least.chars} characters; the output cap is ${MAX_OUTPUT_CHARS}`,
+      ),
+    );
+  } else if (least && max !== undefined && least.solid > max) {
+    withMax.push(issue("regex_pattern", CriteriaIssue.UNSATISFIABLE, `regex_pattern needs at least ${least.solid} characters; max_length is ${max}`));
+  }
+  if (failing.length === 0 && withMax.length === 0) return [];
   const rules = CRITERIA_RULES.filter((rule) => criteria[rule] !== undefined).length;
-  const best = Math.floor(((rules - failing.length) * 100) / rules);
-  return best < (criteria.pass_threshold ?? DEFAULT_PASS_THRESHOLD) ? failing : [];
+  // Rules at odds with max_length: failing max_length alone satisfies all of them.
+  const best = Math.floor(((rules - failing.length - Math.min(1, withMax.length)) * 100) / rules);
+  return best < (criteria.pass_threshold ?? DEFAULT_PASS_THRESHOLD) ? [...failing, ...withMax] : [];
 }
 
 function checkLength(record: Record<string, unknown>, key: "min_length" | "max_length", least: number, issues: Issue[]): void {

@@ -18,6 +18,7 @@ const ROW_ISSUES: Record<keyof typeof BulkRowIssue, string> = {
   INSTRUCTIONS_FILE_UNREADABLE: "`instructions_file` cannot be read (relative to the task file).",
   INSTRUCTIONS_FILE_OUTSIDE: "`instructions_file` leaves the task file's folder (an absolute path, `../`, or a symlink out of it); it is not read.",
   INSTRUCTIONS_TOO_LONG: "The brief is longer than the limit.",
+  LONE_SURROGATE: "The brief holds a UTF-16 surrogate without its pair (not Unicode text: it would be hashed as U+FFFD).",
   REWARD_REQUIRED: "Neither `reward` nor `amount` is given.",
   REWARD_AND_AMOUNT: "Both `reward` and `amount` are given: exactly one.",
   INVALID_VERIFICATION:

@@ -14,6 +14,7 @@ export interface Database {
   agents: AgentsTable;
   agent_capabilities: AgentCapabilitiesTable;
   blobs: BlobsTable;
+  blob_uploads: BlobUploadsTable;
   listings: ListingsTable;
   listing_capabilities: ListingCapabilitiesTable;
   task_keys: TaskKeysTable;
@@ -29,6 +30,7 @@ export interface Database {
   outbox: OutboxTable;
   reputation: ReputationTable;
   capability_stats: CapabilityStatsTable;
+  reputation_credits: ReputationCreditsTable;
   reviews: ReviewsTable;
   task_messages: TaskMessagesTable;
   mcp_quotes: McpQuotesTable;
@@ -124,6 +126,14 @@ export interface BlobsTable {
   root_hash: string;
   size: number;
   created_at: Millis;
+}
+
+/** Who uploaded a blob (one row per account and blob; uploading the same bytes again moves `uploaded_at`). */
+export interface BlobUploadsTable {
+  root_hash: string;
+  account_id: number;
+  size: number;
+  uploaded_at: Millis;
 }
 
 /** The marketplace's listing of a funded task; its properties are fixed by the first listing. */
@@ -320,6 +330,16 @@ export interface ReputationTable {
   raw_score: number;
   /** Seconds (block time) of the latest settled task. */
   last_settled_at: number | null;
+}
+
+/** A settled task that credited its worker's reputation, score and badges (docs/security.md, reputation farming). */
+export interface ReputationCreditsTable {
+  chain: string;
+  task_hash: string;
+  worker: string;
+  poster: string;
+  /** Seconds (block time) of the settlement. */
+  credited_at: number;
 }
 
 export interface CapabilityStatsTable {

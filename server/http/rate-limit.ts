@@ -31,6 +31,22 @@ export function createWindows(windowMs: number) {
       if (w.count <= limit) return undefined;
       return Math.max(1, Math.ceil((w.startedAt + windowMs - at) / 1000));
     },
+    /**
+     * Takes `amount` (e.g. bytes) from the key's window when it fits within `limit`, answering undefined; else takes
+     * nothing and answers the seconds until the window ends.
+     */
+    take(key: string, limit: number, at: number, amount: number): number | undefined {
+      let w = windows.get(key);
+      if (!w || at - w.startedAt >= windowMs) {
+        w = { startedAt: at, count: 0 };
+        windows.set(key, w);
+      }
+      if (w.count + amount <= limit) {
+        w.count += amount;
+        return undefined;
+      }
+      return Math.max(1, Math.ceil((w.startedAt + windowMs - at) / 1000));
+    },
   };
 }
 

@@ -4,7 +4,15 @@ import { json } from "../db";
 import { fromEventRow, type ChainEvent } from "../indexer/events";
 import type { Projection } from "../indexer/projection";
 import { projectedTaskOf } from "../indexer/task-projection";
-import { applyReputation, FRESH_REPUTATION, type ReputationEvent, type ReputationState } from "../../core/reputation";
+import {
+  applyReputation,
+  creditRefusal,
+  DEFAULT_CREDIT_RULE,
+  FRESH_REPUTATION,
+  type CreditRule,
+  type ReputationEvent,
+  type ReputationState,
+} from "../../core/reputation";
 import { applyTaskEvent, Ending, toEnding, type EscrowEventName, type ProjectedTask } from "../../core/escrow";
 
 type Trx = Transaction<Database>;
@@ -14,10 +22,17 @@ const CHUNK = 1_000;
 /** What one escrow event means for the task's worker: a reputation event and/or a per-tag outcome. */
 interface WorkerFact {
   worker: string;
+  chain: string;
   taskHash: string;
   reputation?: ReputationEvent;
   tagOutcome?: "completion" | "failure";
+  /** A payout: it credits the worker only as `creditRefusal` allows (decided in order, in `applyFacts`). */
+  settlement?: { poster: string; amount: bigint; at: number };
 }
+
+/** Who raised each task's dispute (`chain:taskHash`): a worker's dispute left unruled counts as lost. */
+type Raisers = Map<string, string>;
+const taskKey = (chain: string, taskHash: string) => `${chain}:${taskHash}`;
 
 const RELEVANT = [
   "WorkerReleased",
@@ -59,9 +74,10 @@ async function indexedTasks(trx: Trx, chain: string, hashes: readonly string[]):
 }
 
 /** The worker fact of an event, or undefined when the event does not concern a worker's record. */
-function factOf(event: ChainEvent, worker: string | null): WorkerFact | undefined {
-  if (!worker || !event.taskHash) return undefined;
-  const base = { worker, taskHash: event.taskHash };
+function factOf(event: ChainEvent, task: ProjectedTask | undefined, raisers: Raisers): WorkerFact | undefined {
+  const worker = creditedWorker(task);
+  if (!worker || !task || !event.taskHash) return undefined;
+  const base = { worker, chain: event.chain, taskHash: event.taskHash };
   switch (event.event) {
     case "WorkerReleased":
       // Handing back an accepted task (it read the brief, held the task, committed nothing): docs/security.md.
@@ -75,20 +91,91 @@ function factOf(event: ChainEvent, worker: string | null): WorkerFact | undefine
         ...base,
         reputation: { kind: "settled", payout: BigInt(event.args.payout), at: event.blockTime },
         tagOutcome: "completion",
+        settlement: { poster: task.poster, amount: task.amount, at: event.blockTime },
       };
     case "TaskRefunded":
       return toEnding(event.args.ending) === Ending.DisputeWonByPoster
         ? { ...base, reputation: { kind: "disputeLost" }, tagOutcome: "failure" }
         : undefined;
     case "DeadlineExpired":
-      // A dispute left without a ruling refunds the poster: a failure for the task's tags, no ruling against the agent.
-      if (toEnding(event.args.ending) === Ending.DisputeUnruled) return { ...base, tagOutcome: "failure" };
+      // A dispute left without a ruling refunds the poster: a failure for the task's tags; when the worker raised it
+      // (disputes as a weapon: docs/security.md), it costs the worker as a dispute lost.
+      if (toEnding(event.args.ending) === Ending.DisputeUnruled) {
+        return raisers.get(taskKey(event.chain, event.taskHash)) === worker
+          ? { ...base, reputation: { kind: "disputeLost" }, tagOutcome: "failure" }
+          : { ...base, tagOutcome: "failure" };
+      }
       // An assignment that ends never delivered costs the agent as a failed round does (task hoarding).
       if (toEnding(event.args.ending) === Ending.NeverDelivered) return { ...base, reputation: { kind: "neverDelivered" }, tagOutcome: "failure" };
       return undefined;
     default:
       return undefined;
   }
+}
+
+/** Remembers who raised a dispute, before the events that follow it are read. */
+function noteRaiser(event: ChainEvent, raisers: Raisers): void {
+  if (event.event === "DisputeRaised" && event.taskHash) raisers.set(taskKey(event.chain, event.taskHash), event.args.raisedBy);
+}
+
+/**
+ * Whether the poster's account holds the agent's wallet, registered the agent, or runs it as a hosted agent: such a
+ * poster never credits the agent (two wallets of one person). Read as the accounts are when the payout is indexed.
+ */
+async function sameAccount(trx: Trx, poster: string, worker: string): Promise<boolean> {
+  const account = (await trx.selectFrom("account_wallets").select("account_id").where("address", "=", poster).executeTakeFirst())?.account_id;
+  if (account === undefined) return false;
+  const linked = await trx
+    .selectFrom("account_wallets")
+    .select("address")
+    .where("address", "=", worker)
+    .where("account_id", "=", account)
+    .executeTakeFirst();
+  if (linked) return true;
+  const agent = await trx.selectFrom("agents").select("address").where("address", "=", worker).where("account_id", "=", account).executeTakeFirst();
+  if (agent) return true;
+  const hosted = await trx
+    .selectFrom("hosted_agents")
+    .select("id")
+    .where("address", "=", worker)
+    .where("account_id", "=", account)
+    .executeTakeFirst();
+  return hosted !== undefined;
+}
+
+/** Tasks the poster credited the worker with in the period up to `at`. */
+async function pairCredits(trx: Trx, poster: string, worker: string, at: number, rule: CreditRule): Promise<number> {
+  const row = await trx
+    .selectFrom("reputation_credits")
+    .select((eb) => eb.fn.countAll<number | string>().as("n"))
+    .where("worker", "=", worker)
+    .where("poster", "=", poster)
+    .where("credited_at", ">", at - rule.periodSeconds)
+    .where("credited_at", "<=", at)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** A payout as it counts: credited (recorded, and the fact as it is), or only paid (earnings, no tag completion). */
+async function settle(trx: Trx, fact: WorkerFact, rule: CreditRule): Promise<WorkerFact> {
+  const settlement = fact.settlement;
+  if (!settlement || fact.reputation?.kind !== "settled") return fact;
+  const refused = creditRefusal(
+    { amount: settlement.amount },
+    {
+      sameAccount: await sameAccount(trx, settlement.poster, fact.worker),
+      pairCreditsInPeriod: await pairCredits(trx, settlement.poster, fact.worker, settlement.at, rule),
+    },
+    rule,
+  );
+  if (refused)
+    return { worker: fact.worker, chain: fact.chain, taskHash: fact.taskHash, reputation: { kind: "paid", payout: fact.reputation.payout } };
+  await trx
+    .insertInto("reputation_credits")
+    .values({ chain: fact.chain, task_hash: fact.taskHash, worker: fact.worker, poster: settlement.poster, credited_at: settlement.at })
+    .onConflict((oc) => oc.columns(["chain", "task_hash"]).doNothing())
+    .execute();
+  return fact;
 }
 
 /**
@@ -162,13 +249,14 @@ async function countTags(trx: Trx, fact: WorkerFact): Promise<void> {
   }
 }
 
-async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void> {
+async function applyFacts(trx: Trx, facts: readonly WorkerFact[], rule: CreditRule): Promise<void> {
   await lockStates(
     trx,
     facts.flatMap((fact) => (fact.reputation ? [fact.worker] : [])),
   );
   const states = new Map<string, ReputationState>();
-  for (const fact of facts) {
+  for (const given of facts) {
+    const fact = await settle(trx, given, rule);
     if (fact.reputation) {
       const state = states.get(fact.worker) ?? (await loadState(trx, fact.worker));
       states.set(fact.worker, applyReputation(state, fact.reputation));
@@ -182,10 +270,11 @@ async function applyFacts(trx: Trx, facts: readonly WorkerFact[]): Promise<void>
  * Replays every remaining event of every task the agent was ever assigned, on every chain, in time order, folding
  * each task as the task projection does: a released task no longer names the agent, and its release still counts.
  */
-async function rebuild(trx: Trx, worker: string): Promise<void> {
+async function rebuild(trx: Trx, worker: string, rule: CreditRule): Promise<void> {
   await lockStates(trx, [worker]);
   await trx.deleteFrom("reputation").where("address", "=", worker).execute();
   await trx.deleteFrom("capability_stats").where("address", "=", worker).execute();
+  await trx.deleteFrom("reputation_credits").where("worker", "=", worker).execute();
   const assigned = await trx
     .selectFrom("escrow_events")
     .select(["chain", "task_hash"])
@@ -209,27 +298,48 @@ async function rebuild(trx: Trx, worker: string): Promise<void> {
   }
   events.sort((a, b) => a.blockTime - b.blockTime || a.chain.localeCompare(b.chain) || a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
   const tasks = new Map<string, ProjectedTask | undefined>();
+  const raisers: Raisers = new Map();
   const facts: WorkerFact[] = [];
   for (const event of events) {
-    const key = `${event.chain}:${event.taskHash}`;
+    const key = taskKey(event.chain, event.taskHash ?? "");
     const task = tasks.get(key);
+    noteRaiser(event, raisers);
     if (isRelevant(event)) {
-      const fact = factOf(event, creditedWorker(task));
+      const fact = factOf(event, task, raisers);
       if (fact?.worker === worker) facts.push(fact);
     }
     tasks.set(key, applyTaskEvent(task, event));
   }
-  await applyFacts(trx, facts);
+  await applyFacts(trx, facts, rule);
+}
+
+/** Who raised the disputes of these tasks, from the stored events (the range's own are stored before projections run). */
+async function storedRaisers(trx: Trx, chain: string, hashes: readonly string[]): Promise<Raisers> {
+  const raisers: Raisers = new Map();
+  for (let i = 0; i < hashes.length; i += CHUNK) {
+    const rows = await trx
+      .selectFrom("escrow_events")
+      .selectAll()
+      .where("chain", "=", chain)
+      .where("event", "=", "DisputeRaised")
+      .where("task_hash", "in", hashes.slice(i, i + CHUNK))
+      .orderBy("block_number")
+      .orderBy("log_index")
+      .execute();
+    for (const row of rows) noteRaiser(fromEventRow(row), raisers);
+  }
+  return raisers;
 }
 
 /**
- * Keeps `reputation` and `capability_stats` in step with the escrow's events: applied incrementally, and rebuilt
- * for each affected worker when a reorg removes events (the clamping at 0 and 100 makes the result depend on order).
- * Only marketplace-assigned tasks count (`creditedWorker`). It runs before the task projection, so the stored task
+ * Keeps `reputation`, `capability_stats` and `reputation_credits` in step with the escrow's events: applied
+ * incrementally, and rebuilt for each affected worker when a reorg removes events (the clamping at 0 and 100, and the
+ * credits per pair and period, make the result depend on order). Only marketplace-assigned tasks count
+ * (`creditedWorker`), and a payout credits only as `rule` allows (`creditRefusal`). It runs before the task projection, so the stored task
  * is the one before the range; the range's own creations, assignments and releases are followed event by event with
  * the task projection's rule (`applyTaskEvent`), so assignment and payout count alike in one range or in two.
  */
-export function createReputationProjection(): Projection {
+export function createReputationProjection(rule: CreditRule = DEFAULT_CREDIT_RULE): Projection {
   return {
     name: "reputation",
     async apply(trx, chain, events) {
@@ -237,19 +347,22 @@ export function createReputationProjection(): Projection {
       if (hashes.length === 0) return;
       const tracked = new Set(hashes);
       const tasks: Map<string, ProjectedTask | undefined> = await indexedTasks(trx, chain, hashes);
+      const expiring = [...new Set(events.flatMap((e) => (e.event === "DeadlineExpired" && e.taskHash !== null ? [e.taskHash] : [])))];
+      const raisers = await storedRaisers(trx, chain, expiring);
       const facts: WorkerFact[] = [];
       for (const event of events) {
         if (event.taskHash === null || !tracked.has(event.taskHash)) continue;
         const task = tasks.get(event.taskHash);
+        noteRaiser(event, raisers);
         if (isRelevant(event)) {
-          const fact = factOf(event, creditedWorker(task));
+          const fact = factOf(event, task, raisers);
           if (fact) facts.push(fact);
         }
         // A task created before the start block stays undefined: a rebuild never counts it, so whether its
         // assignment and ending fall into one range must not decide whether they count.
         tasks.set(event.taskHash, applyTaskEvent(task, event));
       }
-      await applyFacts(trx, facts);
+      await applyFacts(trx, facts, rule);
     },
     async rollback(trx, chain, removed) {
       // Runs after the task projection rolled back: the stored workers and assignments are the canonical ones again,
@@ -263,7 +376,7 @@ export function createReputationProjection(): Projection {
         if (isRelevant(event)) outcomes.add(event.taskHash);
       }
       for (const task of (await indexedTasks(trx, chain, [...outcomes])).values()) if (task.worker) workers.add(task.worker);
-      for (const worker of [...workers].sort()) await rebuild(trx, worker);
+      for (const worker of [...workers].sort()) await rebuild(trx, worker, rule);
     },
   };
 }

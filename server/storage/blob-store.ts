@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { readFile, rename, writeFile, stat } from "node:fs/promises";
+import { readFile, rename, rm, writeFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { contentHash } from "../../core/crypto";
 
@@ -9,6 +9,8 @@ export interface BlobStore {
   put(bytes: Uint8Array): Promise<{ rootHash: string; size: number }>;
   get(rootHash: string): Promise<Uint8Array | undefined>;
   has(rootHash: string): Promise<boolean>;
+  /** Removes a blob (garbage collection of unreferenced uploads); nothing when it is not there. */
+  delete(rootHash: string): Promise<void>;
 }
 
 export function createBlobStore(dir: string): BlobStore {
@@ -44,6 +46,10 @@ export function createBlobStore(dir: string): BlobStore {
     async has(rootHash) {
       const file = fileOf(rootHash);
       return file ? exists(file) : false;
+    },
+    async delete(rootHash) {
+      const file = fileOf(rootHash);
+      if (file) await rm(file, { force: true });
     },
   };
 }

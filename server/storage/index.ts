@@ -1,23 +1,23 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Db } from "../db";
 import type { Authenticate } from "../auth";
-import type { Clock } from "../http/types";
 import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
 import type { BlobStore } from "./blob-store";
+import type { Uploads } from "./uploads";
 import { BlobData, BlobParams, Envelope, UploadBody, Uploaded } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { MAX_UPLOAD_BYTES } from "../../core/limits";
 
 export { createBlobStore, type BlobStore } from "./blob-store";
+export { createUploads, type Uploads } from "./uploads";
 
 /** Base64 of 10 MB plus room for the JSON around it. */
 const UPLOAD_BODY_LIMIT = Math.ceil(MAX_UPLOAD_BYTES / 3) * 4 + 64 * 1024;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Blobs (private briefs' ciphertexts), named by the SHA-256 of their bytes. */
-export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blobs: BlobStore; db: Db; now: Clock }> = async (
+export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blobs: BlobStore; uploads: Pick<Uploads, "store"> }> = async (
   app,
-  { auth, blobs, db, now },
+  { auth, blobs, uploads },
 ) => {
   app.post(
     "/api/v1/storage/upload",
@@ -26,13 +26,17 @@ export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blob
       schema: {
         tags: ["posting"],
         summary: "Store a blob (e.g. a private brief's ciphertext); its rootHash is the SHA-256 of the bytes",
+        description:
+          "Recorded as the account's upload. An account may hold `UPLOAD_QUOTA_BYTES` (default 100 MB) of blobs no listed task " +
+          "references (413 `UPLOAD_QUOTA_EXCEEDED`) and upload `UPLOAD_BYTES_PER_MINUTE` (default 50 MB) a minute (429 " +
+          "`RATE_LIMITED` with Retry-After); a blob nothing references is removed `BLOB_GC_GRACE_MS` (default a day) after its latest upload.",
         security: CREDENTIALS,
         body: UploadBody,
-        response: { 200: Envelope(Uploaded), ...errorResponses(401, 413, 503) },
+        response: { 200: Envelope(Uploaded), ...errorResponses(401, 413, 429, 503) },
       },
     },
-    async (request) => {
-      await auth.required(request);
+    async (request, reply) => {
+      const principal = await auth.required(request);
       const { data } = request.body;
       if (data.length % 4 !== 0 || !BASE64.test(data)) throw new MarketError("INVALID_BASE64");
       const bytes = Buffer.from(data, "base64");
@@ -41,15 +45,12 @@ export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blob
         throw new MarketError("UPLOAD_TOO_LARGE", `The upload is ${bytes.length} bytes; at most ${MAX_UPLOAD_BYTES}.`);
       let stored: { rootHash: string; size: number };
       try {
-        stored = await blobs.put(bytes);
-      } catch (cause) {
-        throw new MarketError("STORAGE_FAILED", undefined, { cause });
+        stored = await uploads.store(principal.accountId, bytes);
+      } catch (error) {
+        const retryAfter = error instanceof MarketError && error.code === "RATE_LIMITED" ? error.details?.[0]?.retryAfterSeconds : undefined;
+        if (retryAfter !== undefined) reply.header("retry-after", String(retryAfter));
+        throw error;
       }
-      await db
-        .insertInto("blobs")
-        .values({ root_hash: stored.rootHash, size: stored.size, created_at: now() })
-        .onConflict((oc) => oc.column("root_hash").doNothing())
-        .execute();
       return ok(stored);
     },
   );

@@ -11,6 +11,10 @@ export type Assignment = Selectable<AssignmentsTable>;
 
 /** Everything the service knows about one task: its listing, its indexed escrow state and its deliveries. */
 export interface TaskContext {
+  /**
+   * The listing, with `poster`, `amount` and `token` as the escrow holds them (not the copy the listing took when it was
+   * listed: a reorg may have funded the hash otherwise since), so every check and answer reads the escrow's.
+   */
   listing: Listing;
   chain: Chain;
   /** The escrow's state as indexed. */
@@ -40,7 +44,7 @@ export async function loadTask(db: Db, chains: ChainRegistry, taskHashInput: str
     .where("agent_address", "=", onChain.worker)
     .orderBy("round", "desc")
     .executeTakeFirst();
-  return { listing, chain, onChain, assignment, delivery };
+  return { listing: { ...listing, poster: onChain.poster, amount: onChain.amount, token: onChain.token }, chain, onChain, assignment, delivery };
 }
 
 /** Whether the chain's escrow is paused (as indexed): only the admin's rulings go through. */

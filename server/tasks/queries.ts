@@ -7,10 +7,13 @@ import { taskStatus, type TaskStatus } from "../../core/status";
 import { endingName, Ending, openTaskFilter } from "../../core/escrow";
 import { BROWSE_PAGE_SIZE } from "../../core/limits";
 import type { Clock } from "../http/types";
+import { createLru } from "../http/lru";
 
 type ListingRow = Selectable<ListingsTable>;
 type ChainRow = Pick<Selectable<EscrowTasksTable>, "status" | "deadline" | "worker" | "rounds" | "ending" | "result_hash">;
-export type TaskRow = ListingRow & ChainRow;
+/** Who funded the task and with what, as the escrow holds it: the listing's copy is never shown (docs/security.md). */
+type EscrowMoney = { escrow_poster: string; escrow_amount: string; escrow_token: string };
+export type TaskRow = ListingRow & ChainRow & EscrowMoney;
 
 /** Extra facts other domains know about a task (the delivered output, whether a verdict is awaited). */
 export interface TaskExtras {
@@ -26,7 +29,9 @@ export interface TaskExtras {
  * bounds how late a task whose deadline just passed may still show.
  */
 const PAGE_TTL_MS = 1_000;
-const MAX_CACHED_PAGES = 1_000;
+/** Browse pages and totals kept at most (least recently used forgotten first): callers choose the capability sets. */
+export const MAX_CACHED_PAGES = 1_000;
+export const MAX_CACHED_TOTALS = 1_000;
 
 /** How long a full browse page's `total` may be reused (counting every open task costs a scan). */
 const TOTAL_TTL_MS = 2_000;
@@ -47,7 +52,8 @@ export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {})
         }
       : undefined;
   return {
-    meta: listingMeta(row, row.deadline),
+    // The listing copied poster, amount and token at listing time; a reorg may have funded the hash otherwise since.
+    meta: listingMeta({ ...row, poster: row.escrow_poster, amount: row.escrow_amount, token: row.escrow_token }, row.deadline),
     state: {
       taskId: asTaskHash(row.task_hash),
       status,
@@ -64,8 +70,8 @@ export type TaskQueries = ReturnType<typeof createTaskQueries>;
 /** A browse page: the answer of GET /api/v1/a2a/tasks. */
 export type BrowsePage = BrowseAnswer;
 
-export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
-  const totals = new Map<string, { total: number; at: number }>();
+export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; maxCached?: { pages: number; totals: number } }) {
+  const totals = createLru<string, { total: number; at: number }>(maxCached?.totals ?? MAX_CACHED_TOTALS);
 
   /**
    * Listings joined with their on-chain state; a task shows once the indexer has seen its funding. Written as a cross
@@ -80,7 +86,8 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
       .whereRef("t.chain", "=", "l.chain")
       .whereRef("t.task_hash", "=", "l.task_hash")
       .selectAll("l")
-      .select(["t.status", "t.deadline", "t.worker", "t.rounds", "t.ending", "t.result_hash"]);
+      .select(["t.status", "t.deadline", "t.worker", "t.rounds", "t.ending", "t.result_hash"])
+      .select(["t.poster as escrow_poster", "t.amount as escrow_amount", "t.token as escrow_token"]);
 
   /** Open tasks the caller can take: required capabilities all held, not pinned to someone else, before deadline. */
   function openFor(capabilities: readonly string[], caller: string | undefined) {
@@ -98,7 +105,7 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
       });
   }
 
-  const pages = new Map<string, { version: string; at: number; page: BrowsePage }>();
+  const pages = createLru<string, { version: string; at: number; page: BrowsePage }>(maxCached?.pages ?? MAX_CACHED_PAGES);
   const sqlite = db.getExecutor().adapter.constructor.name === "SqliteAdapter";
 
   /** Changes whenever any connection commits a write: `data_version` counts other connections, `total_changes()` this one. */
@@ -118,7 +125,6 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
     const at = now();
     if (cached && cached.version === version && at - cached.at < PAGE_TTL_MS) return cached.page;
     const page = await browseUncached(filter);
-    if (pages.size >= MAX_CACHED_PAGES) pages.clear();
     pages.set(key, { version, at, page });
     return page;
   }
@@ -196,7 +202,7 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
       const readable =
         viewer === row.worker
           ? d
-          : viewer !== undefined && (viewer === row.poster || viewer === row.verifier_address)
+          : viewer !== undefined && (viewer === row.escrow_poster || viewer === row.verifier_address)
             ? evidenced.get(row.task_hash)
             : undefined;
       extras.set(row.task_hash, {
@@ -219,7 +225,8 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
 
   /** The poster's tasks, newest first, with their delivered outputs; `before` is the `nextCursor` of the previous page. */
   async function posted(poster: string, options: { limit: number; before?: { listedAt: number; taskHash: string } }) {
-    let query = listed().where("l.poster", "=", poster);
+    // Listed by the poster and funded by it as the escrow holds it now.
+    let query = listed().where("l.poster", "=", poster).where("t.poster", "=", poster);
     const before = options.before;
     if (before) {
       query = query.where((eb) =>
@@ -259,5 +266,8 @@ export function createTaskQueries({ db, now }: { db: Db; now: Clock }) {
     return views(rows, worker);
   }
 
-  return { browse, posted, get, view, held, listed, openFor };
+  /** How many browse pages and totals are kept in memory (each bounded). */
+  const cached = () => ({ pages: pages.size, totals: totals.size });
+
+  return { browse, posted, get, view, held, listed, openFor, cached };
 }

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
 import { startStack, type Stack } from "../support/stack";
@@ -194,6 +194,9 @@ describe("cli: market post-tasks", function () {
     expect(run.status, run.stderr).to.equal(0);
     expect(run.stdout).to.contain("file: tasks.csv (6 rows, all valid)");
     expect(run.stdout).to.contain("tasks to post: 6 (public 3, private 3)");
+    // The local files whose text becomes briefs are named before anything is sent (docs/security.md).
+    expect(run.stdout).to.contain("briefs read from 1 local file (public ones are published as they are):");
+    expect(run.stdout).to.contain(`  line 5 (public): ${realpathSync(path.join(dir, "briefs", "long.txt"))}`);
     expect(run.stdout).to.contain("total escrow: 7.75 USDC (7750000 raw)");
     expect(run.stdout).to.contain(
       "transactions: 2 (1 approval + 1 funding; no approval if the allowance already covers the total); batch creation: up to 20 tasks per funding",
@@ -205,16 +208,22 @@ describe("cli: market post-tasks", function () {
   });
 
   it("without a terminal and without --yes, refuses with CONFIRMATION_REQUIRED and sends nothing", async function () {
-    const dir = taskDir({ "tasks.csv": "instructions,reward,privacy\nName three uses of a paperclip.,1,public\n" });
+    const dir = taskDir({
+      "tasks.csv": "instructions,instructions_file,reward,privacy\nName three uses of a paperclip.,,1,public\n,notes/b.txt,1,private\n",
+      "notes/b.txt": "Name three uses of a stapler.",
+    });
     const before = await balances();
     const listedBefore = (await posted()).length;
     const run = await runCli(["post-tasks", "--file", "tasks.csv"], { env: await cliEnv(s, s.poster), cwd: dir });
     expect(run.status).to.equal(1);
-    expect(run.stdout).to.contain("tasks to post: 1 (public 1, private 0)");
+    expect(run.stdout).to.contain("tasks to post: 2 (public 1, private 1)");
+    expect(run.stdout).to.contain(
+      `briefs read from 1 local file (public ones are published as they are):\n  line 3 (private): ${realpathSync(path.join(dir, "notes", "b.txt"))}`,
+    );
     expect(run.stderr).to.contain("error CONFIRMATION_REQUIRED: No terminal to confirm on: pass --yes to post. Nothing was sent.");
     expect(await balances()).to.deep.equal(before);
     expect((await posted()).length).to.equal(listedBefore);
-    expect(readdirSync(dir)).to.deep.equal(["tasks.csv"], "no results file, no journal, no lock left behind");
+    expect(readdirSync(dir)).to.deep.equal(["notes", "tasks.csv"], "no results file, no journal, no lock left behind");
   });
 
   it("on a terminal, asks once: no sends nothing; yes posts, with a progress bar on stderr", async function () {

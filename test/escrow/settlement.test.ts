@@ -130,6 +130,50 @@ describe("TaskEscrow settlement commands", function () {
     expect(await blockNumber()).to.equal(before);
   });
 
+  it("escrow:disputes lists the disputed and escalated tasks awaiting a ruling, most urgent first, and flags the overdue", async function () {
+    // Commands before this one sent from the poster's wallet themselves.
+    posterSender.reset();
+    const worker = new NonceManager(new Wallet(chain.accounts[4]!, provider));
+    const workerAddress = await worker.getAddress();
+    const asPoster = TaskEscrow__factory.connect(deployment.proxy, posterSender);
+    const asWorker = TaskEscrow__factory.connect(deployment.proxy, worker);
+    const assigned = async () => {
+      const taskHash = await fundedTask();
+      await (await asPoster.assignWorker(taskHash, workerAddress)).wait();
+      return taskHash;
+    };
+    // Disputed at once by the worker; delivered and escalated after the deadline; disputed and already ruled.
+    const disputed = await assigned();
+    await (await asWorker.raiseDispute(disputed)).wait();
+    const escalated = await assigned();
+    await (await asWorker.submitEvidence(escalated, id("result"))).wait();
+    const ruled = await assigned();
+    await (await asWorker.raiseDispute(ruled)).wait();
+    const asAdmin = TaskEscrow__factory.connect(deployment.proxy, new NonceManager(new Wallet(chain.accounts[0]!, provider)));
+    await (await asAdmin.resolveDispute(ruled, false)).wait();
+    await provider.send("evm_increaseTime", [Number(DURATION) + 60]);
+    await (await asPoster.claimTimeout(escalated)).wait();
+
+    const listed = await hardhat("escrow:disputes");
+    expect(listed.code, listed.stderr).to.equal(0);
+    expect(listed.stdout).to.match(/^2 tasks awaiting the admin's ruling on /);
+    expect(listed.stdout).to.not.contain(ruled);
+    const first = listed.stdout.indexOf(`task        ${disputed}`);
+    const second = listed.stdout.indexOf(`task        ${escalated}`);
+    expect(first, listed.stdout).to.be.greaterThan(0);
+    expect(second, "the dispute is due before the later escalation").to.be.greaterThan(first);
+    expect(listed.stdout).to.contain(`status      Disputed (5), raised by the worker ${workerAddress}`);
+    expect(listed.stdout).to.contain("status      Escalated (6), escalated unjudged work");
+    expect(listed.stdout).to.match(/due {9}rule by \d{4}-\d\d-\d\dT.* \(1[23]d \d+h left\)/);
+    expect(listed.stdout).to.contain(`escrow:resolve-dispute --task ${disputed} --worker-wins <true|false>`);
+
+    await provider.send("evm_increaseTime", [14 * 86_400]);
+    await provider.send("evm_mine", []);
+    const later = await hardhat("escrow:disputes");
+    expect(later.stdout).to.contain("OVERDUE since");
+    expect(later.stdout).to.contain("the poster may claim a full refund without a ruling");
+  });
+
   it("decodes an admin refusal with its arguments", async function () {
     const result = await hardhat("escrow:set-fee", "--bps", "3001");
     expect(result.code).to.equal(1);

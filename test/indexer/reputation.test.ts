@@ -4,10 +4,17 @@ import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import type { Db } from "../../server/db";
 import type { ChainConfig } from "../../server/config";
 import { defaultProjections } from "../../server/projections";
-import { applyReputation, FRESH_REPUTATION, type ReputationEvent, type ReputationState } from "../../core/reputation";
+import {
+  applyReputation,
+  creditRefusal,
+  DEFAULT_CREDIT_RULE,
+  FRESH_REPUTATION,
+  type ReputationEvent,
+  type ReputationState,
+} from "../../core/reputation";
 import { Ending } from "../../core/escrow";
 import { deployEscrowFixture } from "../fixtures/escrow";
-import { chainConfig, inProcessIndexer, memoryDb, randomActivity, syncToHead, type EscrowFixture } from "./helpers";
+import { chainConfig, inProcessIndexer, memoryDb, mineBlocks, randomActivity, syncToHead, type EscrowFixture } from "./helpers";
 
 const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
 
@@ -31,21 +38,34 @@ async function freshReputation(chain: ChainConfig, size: number) {
 
 /**
  * The worker's record read straight from the node's logs, without the indexer: every outcome of a task counts when
- * the task's last WorkerAssigned before it came from someone other than the task's poster.
+ * the task's last WorkerAssigned before it came from someone other than the task's poster; a payout credits only a
+ * task of at least the minimum reward, within the pair's credits per period (one poster, one worker here; no
+ * accounts); a dispute the worker raised and left unruled counts as lost.
  */
 async function expectedFromLogs(fixture: EscrowFixture, chain: ChainConfig) {
   const logs = await hre.ethers.provider.getLogs({ address: chain.escrow, fromBlock: chain.startBlock, toBlock: "latest" });
   const blockTimes = new Map<number, number>();
+  const blockTime = async (block: number) => {
+    if (!blockTimes.has(block)) blockTimes.set(block, (await hre.ethers.provider.getBlock(block))!.timestamp);
+    return blockTimes.get(block)!;
+  };
   const posters = new Map<string, string>();
+  const amounts = new Map<string, bigint>();
   const assigners = new Map<string, string>();
+  const raisers = new Map<string, string>();
+  const credits: number[] = [];
   let state: ReputationState = { ...FRESH_REPUTATION };
-  const outcomes = { credited: 0, posterAssigned: 0 };
+  const outcomes = { credited: 0, posterAssigned: 0, uncreditedPayouts: 0, workerDisputesUnruled: 0 };
   for (const log of logs) {
     const parsed = fixture.escrow.interface.parseLog(log);
     if (!parsed) continue;
     const taskHash = parsed.args.taskHash as string | undefined;
-    if (parsed.name === "TaskCreated") posters.set(taskHash!, parsed.args.poster as string);
+    if (parsed.name === "TaskCreated") {
+      posters.set(taskHash!, parsed.args.poster as string);
+      amounts.set(taskHash!, parsed.args.amount as bigint);
+    }
     if (parsed.name === "WorkerAssigned") assigners.set(taskHash!, parsed.args.assignedBy as string);
+    if (parsed.name === "DisputeRaised") raisers.set(taskHash!, parsed.args.raisedBy as string);
     let event: ReputationEvent | undefined;
     if (parsed.name === "VerificationCompleted" && !parsed.args.passed) event = { kind: "failedRound" };
     if (parsed.name === "DisputeRaised") event = { kind: "disputeRaised" };
@@ -53,9 +73,12 @@ async function expectedFromLogs(fixture: EscrowFixture, chain: ChainConfig) {
     // Beyond the spec (docs/security.md): a hand-back and a never-delivered expiry of a credited assignment.
     if (parsed.name === "WorkerReleased") event = { kind: "released" };
     if (parsed.name === "DeadlineExpired" && Number(parsed.args.ending) === Ending.NeverDelivered) event = { kind: "neverDelivered" };
+    // Disputes as a weapon: the worker's own dispute that ends without a ruling.
+    const workerUnruled =
+      parsed.name === "DeadlineExpired" && Number(parsed.args.ending) === Ending.DisputeUnruled && raisers.get(taskHash!) === fixture.worker.address;
+    if (workerUnruled) event = { kind: "disputeLost" };
     if (parsed.name === "TaskCompleted") {
-      if (!blockTimes.has(log.blockNumber)) blockTimes.set(log.blockNumber, (await hre.ethers.provider.getBlock(log.blockNumber))!.timestamp);
-      event = { kind: "settled", payout: parsed.args.payout as bigint, at: blockTimes.get(log.blockNumber)! };
+      event = { kind: "settled", payout: parsed.args.payout as bigint, at: await blockTime(log.blockNumber) };
     }
     if (!event) continue;
     if (assigners.get(taskHash!) === posters.get(taskHash!)) {
@@ -63,9 +86,42 @@ async function expectedFromLogs(fixture: EscrowFixture, chain: ChainConfig) {
       continue;
     }
     outcomes.credited += 1;
+    if (workerUnruled) outcomes.workerDisputesUnruled += 1;
+    if (event.kind === "settled") {
+      const at = event.at;
+      const inPeriod = credits.filter((t) => t > at - DEFAULT_CREDIT_RULE.periodSeconds && t <= at).length;
+      if (creditRefusal({ amount: amounts.get(taskHash!)! }, { sameAccount: false, pairCreditsInPeriod: inPeriod })) {
+        outcomes.uncreditedPayouts += 1;
+        event = { kind: "paid", payout: event.payout };
+      } else credits.push(at);
+    }
     state = applyReputation(state, event);
   }
   return { state, outcomes };
+}
+
+/**
+ * Marketplace-assigned payouts the farming rules refuse (one below the minimum reward, and more in a week than the
+ * pair may credit), and a dispute the worker raises at once that nobody rules.
+ */
+async function farmingTail(fixture: EscrowFixture) {
+  const { escrow, token, poster, worker, verifier } = fixture;
+  const wait = async (sent: Promise<{ wait(): Promise<unknown> }>) => (await sent).wait();
+  const assigned = async (tag: string, amount: bigint) => {
+    const hash = hre.ethers.id(`farming-tail-${tag}`);
+    await wait(escrow.connect(poster).createTask(hash, token, amount, 2n * 86_400n, hre.ethers.ZeroAddress));
+    await wait(escrow.connect(verifier).marketplaceAssign(hash, worker.address));
+    return hash;
+  };
+  for (const [i, amount] of [999_999n, ...Array<bigint>(DEFAULT_CREDIT_RULE.perPair + 1).fill(DEFAULT_CREDIT_RULE.minRewardRaw)].entries()) {
+    const hash = await assigned(`paid-${i}`, amount);
+    await wait(escrow.connect(worker).submitEvidence(hash, hre.ethers.id(`farming-tail-result-${i}`)));
+    await wait(escrow.connect(verifier).completeVerification(hash, true, 90));
+  }
+  const disputed = await assigned("dispute", 2_000_000n);
+  await wait(escrow.connect(worker).raiseDispute(disputed));
+  await send("evm_increaseTime", [17 * 86_400]);
+  await wait(escrow.connect(poster).claimTimeout(disputed));
 }
 
 describe("indexer: reputation counts marketplace assignments only", function () {
@@ -83,11 +139,21 @@ describe("indexer: reputation counts marketplace assignments only", function () 
     await send("evm_revert", [fork]);
     await randomActivity(fixture, { seed: 42, steps: 60, tag: "reputation-new-branch" });
     expect((await syncToHead(indexer)).removed).to.be.greaterThan(0);
+    // Reputation farming and disputes as a weapon (docs/security.md), then a reorg across them.
+    await farmingTail(fixture);
+    const beforeTail = (await send("evm_snapshot")) as string;
+    await randomActivity(fixture, { seed: 43, steps: 20, tag: "reputation-tail-old-branch" });
+    await syncToHead(indexer);
+    await send("evm_revert", [beforeTail]);
+    await mineBlocks(3);
+    expect((await syncToHead(indexer)).removed).to.be.greaterThan(0);
 
     const { state, outcomes } = await expectedFromLogs(fixture, chain);
     // The seeds give both kinds: outcomes of poster-assigned tasks that must not count, and ones that must.
     expect(outcomes.credited, "credited outcomes").to.be.greaterThan(0);
     expect(outcomes.posterAssigned, "poster-assigned outcomes").to.be.greaterThan(0);
+    expect(outcomes.uncreditedPayouts, "payouts that credit nothing (small, or past the pair's credits)").to.be.greaterThan(1);
+    expect(outcomes.workerDisputesUnruled, "the worker's disputes left unruled").to.be.greaterThan(0);
     expect(state.tasksCompleted).to.be.greaterThan(0);
 
     const now = await reputationRows(db);

@@ -32,8 +32,32 @@ describe("hardening: unsatisfiable criteria", function () {
     expect(unsatisfiable({ min_length: 600_000, contains_keywords: ["x"], pass_threshold: 51 })).to.have.length(1);
   });
 
+  it("unsatisfiable: a regex that can match nothing, or whose shortest match cannot fit max_length or the output cap", function () {
+    const fields = (criteria: Parameters<typeof unsatisfiable>[0]) => unsatisfiable(criteria).map((i) => i.field);
+    expect(fields({ regex_pattern: "a[]b" })).to.deep.equal(["verificationCriteria.regex_pattern"]);
+    expect(fields({ regex_pattern: "x{400000}y{100001}" })).to.deep.equal(["verificationCriteria.regex_pattern"]);
+    expect(fields({ regex_pattern: "Hamlet \\d{3}", max_length: 8 })).to.deep.equal(["verificationCriteria.regex_pattern"]);
+    // The inner space is not counted (a space could be trimmed): 9 characters decided, so 9 is let through.
+    expect(fields({ regex_pattern: "Hamlet \\d{3}", max_length: 9 })).to.deep.equal([]);
+    // Whitespace a match may hold at either end is trimmed away before the length rules count.
+    expect(fields({ regex_pattern: "\\s{20}ok", max_length: 2 })).to.deep.equal([]);
+    expect(fields({ regex_pattern: "ok\\s*", max_length: 2 })).to.deep.equal([]);
+    // Optional parts, alternatives and lookarounds count as their shortest way through.
+    expect(fields({ regex_pattern: "(?:long alternative|ok)(?=.{50})(abc)?", max_length: 2 })).to.deep.equal([]);
+    expect(fields({ regex_pattern: "[a-z]{5}|[0-9]{4}", max_length: 3 })).to.deep.equal(["verificationCriteria.regex_pattern"]);
+    // Without the u flag an astral character is two units of the pattern but one character of the output.
+    expect(fields({ regex_pattern: "\ud83d\ude00\ud83d\ude00", max_length: 2 })).to.deep.equal([]);
+    // A keyword and a regex both too long for max_length: failing max_length alone would pass both (2 of 3 rules).
+    expect(fields({ max_length: 3, contains_keywords: ["Hamlet"], regex_pattern: "Ophelia", pass_threshold: 66 })).to.deep.equal([]);
+    expect(fields({ max_length: 3, contains_keywords: ["Hamlet"], regex_pattern: "Ophelia", pass_threshold: 67 })).to.have.length(2);
+  });
+
   it("POST /api/v1/tasks refuses them with INVALID_CRITERIA (detail CRITERIA_UNSATISFIABLE); nothing is built", async function () {
-    for (const verificationCriteria of [{ min_length: 600_000 }, { max_length: 3, contains_keywords: ["Hamlet"] }]) {
+    for (const verificationCriteria of [
+      { min_length: 600_000 },
+      { max_length: 3, contains_keywords: ["Hamlet"] },
+      { max_length: 5, regex_pattern: "^Verdict: (yes|no)$" },
+    ]) {
       const answer = await s.call("POST", "/api/v1/tasks", {
         key: keys.posterKey,
         body: {

@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Wallet } from "ethers";
-import { DEFAULT_OFFER_WINDOW_MS, DEFAULT_RATE_LIMIT, loadConfig } from "../../server/config";
+import { creditRuleFromEnv, DEFAULT_ABUSE, DEFAULT_OFFER_WINDOW_MS, DEFAULT_RATE_LIMIT, loadConfig } from "../../server/config";
+import { DEFAULT_CREDIT_RULE } from "../../core/reputation";
 import { writeDeployment, type EscrowDeployment } from "../../deploy/deployments";
 
 describe("server: configuration", function () {
@@ -24,6 +25,25 @@ describe("server: configuration", function () {
     expect(config.trustProxy).to.equal(false);
     expect(config.verifierKey).to.equal(undefined);
     expect(config.identity).to.deep.equal({ chain: "0g", retryMs: 30_000, maxRetryMs: 3_600_000 });
+    expect(config.abuse).to.deep.equal(DEFAULT_ABUSE);
+    expect(config.reputation).to.deep.equal(DEFAULT_CREDIT_RULE);
+  });
+
+  it("reads the upload quota and collection, and the reputation credit rule (docs/security.md)", function () {
+    const config = loadConfig({
+      UPLOAD_QUOTA_BYTES: "2048",
+      UPLOAD_BYTES_PER_MINUTE: "1024",
+      BLOB_GC_GRACE_MS: "60000",
+      BLOB_GC_INTERVAL_MS: "0",
+      REPUTATION_MIN_REWARD_RAW: "250000",
+      REPUTATION_CREDITS_PER_PAIR: "3",
+      REPUTATION_PAIR_PERIOD_SECONDS: "86400",
+    });
+    expect(config.abuse.uploads).to.deep.equal({ quotaBytes: 2048, bytesPerMinute: 1024, graceMs: 60_000, gcIntervalMs: 0 });
+    expect(config.reputation).to.deep.equal({ minRewardRaw: 250_000n, perPair: 3, periodSeconds: 86_400 });
+    expect(creditRuleFromEnv({ REPUTATION_MIN_REWARD_RAW: "1" }).minRewardRaw).to.equal(1n);
+    expect(() => loadConfig({ UPLOAD_QUOTA_BYTES: "lots" })).to.throw(/UPLOAD_QUOTA_BYTES must be a whole number/);
+    expect(() => loadConfig({ REPUTATION_MIN_REWARD_RAW: "0.5" })).to.throw(/REPUTATION_MIN_REWARD_RAW/);
   });
 
   describe("chains", function () {

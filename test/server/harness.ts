@@ -30,6 +30,7 @@ import { createHosting, type Hosting } from "../../server/hosted";
 import { createAgentTokens } from "../../server/auth";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
+import { DEFAULT_CREDIT_RULE, type CreditRule } from "../../core/reputation";
 
 export const PUBLIC_URL = "http://127.0.0.1:3000";
 const KEYS = hardhatAccountKeys();
@@ -76,6 +77,10 @@ export interface TestServerOptions {
   hosted?: Partial<HostedConfig>;
   /** Abuse limits in place of DEFAULT_ABUSE (server/config.ts). */
   abuse?: Partial<AbuseConfig>;
+  /** Which payouts credit reputation, in place of DEFAULT_CREDIT_RULE (core/reputation.ts). */
+  credit?: Partial<CreditRule>;
+  /** The service admin's key (`X-Admin-Key`); admin routes are off without one. */
+  adminApiKey?: string;
 }
 
 /** A fixed test master key: hosted agents are on in every test server. */
@@ -298,6 +303,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
       custodyKey: options.custodyKey,
       trustProxy: options.trustProxy,
       abuse: options.abuse,
+      ...(options.adminApiKey ? { adminApiKey: options.adminApiKey } : {}),
     },
     outboxes: options.withoutVerifierKey ? new Map() : new Map([[chainConfig.name, outbox]]),
     now,
@@ -307,7 +313,13 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     verifierAddress: base.verifier.address,
   });
   logTo.app = app.log;
-  const indexer = createIndexer({ db, chain: chainConfig, provider: hre.ethers.provider, pollIntervalMs: 20, projections: defaultProjections() });
+  const indexer = createIndexer({
+    db,
+    chain: chainConfig,
+    provider: hre.ethers.provider,
+    pollIntervalMs: 20,
+    projections: defaultProjections({ ...DEFAULT_CREDIT_RULE, ...options.credit }),
+  });
   indexer.start();
 
   /** Waits until the indexer has everything mined so far, and moves the clock to chain time. */

@@ -317,7 +317,8 @@ describe("server: HTTP edge", function () {
       expect(served.length).to.be.at.least(20);
 
       expect(doc.components.schemas).to.have.property("ErrorEnvelope");
-      expect(doc.components.securitySchemes).to.have.keys(["apiKey", "session"]);
+      // The service admin's key (X-Admin-Key) opens the admin routes only.
+      expect(doc.components.securitySchemes).to.have.keys(["apiKey", "session", "adminKey"]);
       // Every documented error answer is the envelope.
       let errorAnswers = 0;
       for (const [path, operations] of Object.entries(doc.paths)) {
@@ -458,6 +459,7 @@ describe("server: HTTP edge", function () {
         },
         get: async () => undefined,
         has: async () => false,
+        delete: async () => undefined,
       };
       s = await startTestServer({ blobs: failing });
       const answer = await upload(Buffer.from("brief").toString("base64"), await s.apiKeyFor(s.poster));

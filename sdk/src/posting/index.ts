@@ -6,7 +6,8 @@
 import { ApiError, clientError } from "../errors";
 import type { CheckedRow } from "./check";
 import type { PostingContext } from "./context";
-import { approveEscrow, buildFunding, chunkSizeFor, expectedFunding, type Funding } from "./fund";
+import { approveEscrow, chunkSizeFor, expectedFunding, type Funding } from "./fund";
+import { chunkBuilder, mayBeSquatted, type ChunkBuilder } from "./squat";
 import { listFunded } from "./list";
 import { findRecipients, prepareRow, type PreparedRow, type Recipients } from "./prepare";
 import type { FundedEvent, PostResult, PostStatus, PostTasksOptions, PostTasksResult } from "./types";
@@ -15,6 +16,7 @@ export { checkRows, type CheckedRow } from "./check";
 export type { PostingContext } from "./context";
 export { listFunded } from "./list";
 export { findRecipients } from "./prepare";
+export { MAX_REENCRYPTIONS } from "./squat";
 export type * from "./types";
 
 type Phase = keyof PostTasksResult["timings"];
@@ -83,44 +85,75 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   }
   const recipients = await tally.timed("checkMs", () => findRecipients(ctx, rows, options.wrapTo));
   const chunkSize = chunkSizeFor(ctx.settlement, options.chunkSize);
+  // Rows the API refuses fail alone; rows whose hash someone else funded first are replaced or failed (squat.ts).
+  const builder = chunkBuilder(
+    ctx,
+    recipients,
+    (r, error) => tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error }),
+    options.onBriefKey,
+  );
   let approved = false;
   let stopped = false;
 
   // The next chunk is staged (briefs encrypted, uploaded and keys wrapped, then its funding built by the API) while the
   // current one is approved, funded and listed: staging pays nothing, and the client's CPU work and the API's checks
   // overlap the chain's mining and the listing.
-  const stage = (start: number) => stageChunk(ctx, rows.slice(start, start + chunkSize), recipients, tally, options.onBriefKey);
+  const stage = (start: number) => stageChunk(ctx, rows.slice(start, start + chunkSize), recipients, tally, builder, options.onBriefKey);
   let next = rows.length > 0 ? stage(0) : undefined;
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
     const staged = await next!;
     next = start + chunkSize < rows.length ? stage(start + chunkSize) : undefined;
     const fundingStarted = performance.now();
     let chunk = staged.prepared;
-    let funding: Funding;
-    try {
-      if (!staged.built) throw staged.error;
-      chunk = staged.built.rows;
-      if (!staged.built.unsignedTx) continue;
-      if (!approved) {
-        approved = true;
-        await approveEscrow(ctx, sumOf(rows.slice(start)));
+    let built = staged.built;
+    let txHash: string | undefined;
+    // A funding the escrow refuses because someone funded one of its hashes first is built again without that row
+    // (or with it encrypted afresh) and sent again; each turn pays nothing until one is mined.
+    for (;;) {
+      let funding: Funding;
+      try {
+        if (!built) throw staged.error;
+        chunk = built.rows;
+        if (!built.unsignedTx) break;
+        if (!approved) {
+          approved = true;
+          await approveEscrow(ctx, sumOf(rows.slice(start)));
+        }
+        const nonce = await ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
+        funding = { unsignedTx: built.unsignedTx, expected: expectedFunding(ctx, chunk), nonce };
+        await options.onFunding?.({
+          rows: chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: r.params })),
+          nonce,
+        });
+      } catch (error) {
+        // Nothing of this chunk is paid (preparing, building, approving or journaling it failed): its rows fail and the
+        // run stops. Never thrown: earlier chunks may be paid, and the caller must learn which rows were.
+        await failUnpaid(rows.slice(start, start + chunkSize), chunk, tally, asFailure(error));
+        stopped = true;
+        break;
       }
-      const nonce = await ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
-      funding = { unsignedTx: staged.built.unsignedTx, expected: expectedFunding(ctx, chunk), nonce };
-      await options.onFunding?.({ rows: chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: r.params })), nonce });
-    } catch (error) {
-      // Nothing of this chunk is paid (preparing, building, approving or journaling it failed): its rows fail and the
-      // run stops. Never thrown: earlier chunks may be paid, and the caller must learn which rows were.
-      await failUnpaid(rows.slice(start, start + chunkSize), chunk, tally, asFailure(error));
-      stopped = true;
-      break;
+      const sent = await trySend(ctx, funding);
+      if (sent.error === undefined) {
+        txHash = sent.hash;
+        break;
+      }
+      let rebuilt: Awaited<ReturnType<typeof builder.afterRevert>>;
+      try {
+        rebuilt = mayBeSquatted(sent.error) ? await builder.afterRevert(chunk) : undefined;
+      } catch (error) {
+        await failUnpaid(rows.slice(start, start + chunkSize), chunk, tally, asFailure(error));
+        stopped = true;
+        break;
+      }
+      if (!rebuilt) {
+        await settleSendFailure(chunk, sent.error, tally);
+        stopped = true;
+        break;
+      }
+      built = rebuilt;
     }
-
-    const txHash = await sendFunding(ctx, chunk, funding, tally);
-    if (!txHash) {
-      stopped = true;
-      break;
-    }
+    if (stopped) break;
+    if (!txHash) continue;
     tally.add("fundMs", performance.now() - fundingStarted);
     const funded: FundedEvent["rows"] = chunk.map((r) => ({
       index: r.checked.index,
@@ -138,7 +171,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
 }
 
 /** A chunk made ready to fund: prepared, then its funding built (with the rows the API refused dropped). */
-type Staged = { prepared: PreparedRow[]; built?: Awaited<ReturnType<typeof buildFunding>>; error?: unknown };
+type Staged = { prepared: PreparedRow[]; built?: Awaited<ReturnType<ChunkBuilder["build"]>>; error?: unknown };
 
 /** Prepares and builds a chunk; never rejects (a failure comes back as `error`, with the rows prepared so far). */
 async function stageChunk(
@@ -146,14 +179,13 @@ async function stageChunk(
   rows: readonly CheckedRow[],
   recipients: Recipients,
   tally: Tally,
+  builder: ChunkBuilder,
   onBriefKey: PostTasksOptions["onBriefKey"],
 ): Promise<Staged> {
   let prepared: PreparedRow[] = [];
   try {
     prepared = await tally.timed("prepareMs", () => Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients, onBriefKey))));
-    const built = await tally.timed("fundMs", () =>
-      buildFunding(ctx, prepared, (r, error) => tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error })),
-    );
+    const built = await tally.timed("fundMs", () => builder.build(prepared));
     return { prepared, built };
   } catch (error) {
     return { prepared, error };
@@ -176,29 +208,34 @@ async function failUnpaid(chunkRows: readonly CheckedRow[], prepared: readonly P
 
 /**
  * Sends the chunk's funding at exactly the nonce `onFunding` was told, so a journal of it can tell sent from never
- * sent. Its hash once mined; undefined when it was not (its rows are settled: failed when nothing can have been paid,
- * unlisted when the transaction was sent and its fate is unknown).
+ * sent: its hash once mined, or the error.
  */
-async function sendFunding(ctx: PostingContext, chunk: readonly PreparedRow[], funding: Funding, tally: Tally): Promise<string | undefined> {
+async function trySend(ctx: PostingContext, funding: Funding): Promise<{ hash: string; error?: undefined } | { hash?: undefined; error: ApiError }> {
   try {
-    return (await ctx.chain.send(funding.unsignedTx, funding.expected, { nonce: funding.nonce })).hash;
+    return { hash: (await ctx.chain.send(funding.unsignedTx, funding.expected, { nonce: funding.nonce })).hash };
   } catch (error) {
-    const e = error instanceof ApiError ? error : new ApiError(0, "TX_FAILED", (error as Error).message);
-    const failure = { code: e.code, message: e.message };
-    if (e.code === "TX_UNCONFIRMED") {
-      // Sent, fate unknown: the rows may be paid. They come back unlisted with their indexParams (indexTask lists
-      // them once the transaction is mined); posting them again could pay twice.
-      const sentHash = String(e.body.txHash);
-      for (const r of chunk) {
-        const indexParams = { ...r.params, txHash: sentHash };
-        await tally.settle({ ...base(r.checked), status: "unlisted", taskHash: r.params.taskHash, txHash: sentHash, indexParams, error: failure });
-      }
-      return undefined;
-    }
-    // A guard refusal, a funding that reverted or one never sent pays nothing.
-    for (const r of chunk) await tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error: failure });
-    return undefined;
+    return { error: error instanceof ApiError ? error : new ApiError(0, "TX_FAILED", (error as Error).message) };
   }
+}
+
+/**
+ * Settles the rows of a funding that was not mined: unlisted when it was sent and its fate is unknown (the rows may be
+ * paid), failed when nothing can have been paid.
+ */
+async function settleSendFailure(chunk: readonly PreparedRow[], e: ApiError, tally: Tally): Promise<void> {
+  const failure = { code: e.code, message: e.message };
+  if (e.code === "TX_UNCONFIRMED") {
+    // Sent, fate unknown: the rows may be paid. They come back unlisted with their indexParams (indexTask lists
+    // them once the transaction is mined); posting them again could pay twice.
+    const sentHash = String(e.body.txHash);
+    for (const r of chunk) {
+      const indexParams = { ...r.params, txHash: sentHash };
+      await tally.settle({ ...base(r.checked), status: "unlisted", taskHash: r.params.taskHash, txHash: sentHash, indexParams, error: failure });
+    }
+    return;
+  }
+  // A guard refusal, a funding that reverted or one never sent pays nothing.
+  for (const r of chunk) await tally.settle({ ...base(r.checked), status: "failed", taskHash: r.params.taskHash, error: failure });
 }
 
 /** Lists a funded chunk and settles each row posted or unlisted; true when every row was listed. */

@@ -15,7 +15,15 @@ import { createIndexer, type BlockRangeOptions, type ChainEvent } from "../../..
 import { defaultProjections } from "../../../server/projections";
 import { createReputationProjection } from "../../../server/reputation/projection";
 import { Ending, EscrowStatus } from "../../../core/escrow";
-import { applyReputation, decayedScore, earnsBadge, FRESH_REPUTATION, offerRank, type ReputationState } from "../../../core/reputation";
+import {
+  applyReputation,
+  decayedScore,
+  DEFAULT_CREDIT_RULE,
+  earnsBadge,
+  FRESH_REPUTATION,
+  offerRank,
+  type ReputationState,
+} from "../../../core/reputation";
 import { AMOUNT, brief, CRITERIA, DAY, FAILING, partiesServer, PASSING, PAYOUT, steps, type Steps } from "./helpers";
 
 const WEEK = 7 * DAY;
@@ -65,6 +73,12 @@ describe("lifecycle: reputation", function () {
         ["never delivered from 50", state(), { kind: "neverDelivered" }, { reputation: 40 }],
         ["never delivered from 3 stops at 0", state({ reputation: 3 }), { kind: "neverDelivered" }, { reputation: 0 }],
         ["released from 50", state(), { kind: "released" }, { reputation: 48 }],
+        [
+          "paid without credit: earnings only",
+          state(),
+          { kind: "paid", payout: 7n },
+          { reputation: 50, tasksCompleted: 0, earnings: "7", rawScore: 0 },
+        ],
       ];
       for (const [name, before, event, expected] of cases) {
         expect(applyReputation(before, event), name).to.deep.include(expected);
@@ -434,8 +448,9 @@ describe("lifecycle: reputation", function () {
         const hashes = await workedOnChain("marketplace");
         for (const taskHash of hashes)
           expect(await assignedBy(taskHash)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
-        // 50, a failed round -10, paid +1, paid +1, the dispute lost -10.
-        expect(await reputation()).to.deep.include({ reputation: 32, rawScore: 20, offChainTasksCompleted: 2, offChainDisputes: 1 });
+        // 50, a failed round -10, paid +1, the 1-unit task paid but below the least credited reward (+0: only its
+        // earnings count; docs/security.md, reputation farming), the dispute lost -10.
+        expect(await reputation()).to.deep.include({ reputation: 31, rawScore: 10, offChainTasksCompleted: 1, offChainDisputes: 1 });
 
         const accepted = await settleOne(["summarization"]);
         expect(await assignedBy(accepted)).to.deep.equal({ worker: s.worker.address, assigned_by: s.verifier.address });
@@ -443,13 +458,13 @@ describe("lifecycle: reputation", function () {
         expect(after.reputation).to.have.length(1);
         expect(after.reputation[0]).to.include({
           address: s.worker.address,
-          reputation: 33,
-          tasks_completed: 3,
+          reputation: 32,
+          tasks_completed: 2,
           failed_rounds: 1,
           disputes: 1,
           disputes_lost: 1,
           earnings: (2n * PAYOUT + 1n).toString(),
-          raw_score: 30,
+          raw_score: 20,
         });
         expect(after.stats).to.deep.equal([{ address: s.worker.address, tag: "summarization", completions: 2, failures: 1 }]);
         expect(await freshProjection(1)).to.deep.equal(after);
@@ -535,7 +550,8 @@ describe("lifecycle: reputation", function () {
         await send(s.escrow.connect(s.verifier).completeVerification(other, true, 80));
         await s.sync();
 
-        // A database of its own, indexed to the head by the current projections.
+        // A database of its own, indexed to the head by the current projections, crediting any reward as the rules of
+        // that migration did (the least credited reward came later: docs/security.md, reputation farming).
         const { db, drop } = await testDatabase();
         try {
           await db
@@ -547,7 +563,7 @@ describe("lifecycle: reputation", function () {
             chain: s.chainConfig,
             provider: hre.ethers.provider,
             pollIntervalMs: 20,
-            projections: defaultProjections(),
+            projections: defaultProjections({ ...DEFAULT_CREDIT_RULE, minRewardRaw: 1n }),
           });
           while (!(await indexer.syncOnce()).caughtUp);
           const tasks = async () => db.selectFrom("escrow_tasks").selectAll().orderBy("chain").orderBy("task_hash").execute();
@@ -649,7 +665,7 @@ describe("lifecycle: reputation", function () {
               task_hash: taskHash(chain),
               poster: hre.ethers.ZeroAddress,
               token: hre.ethers.ZeroAddress,
-              amount: "1000",
+              amount: "1000000",
               verifier: null,
               worker,
               // Assigned by the marketplace's verifier key, not the poster: the payouts count.
