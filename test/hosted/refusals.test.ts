@@ -281,7 +281,10 @@ describe("hosted agents: quotas and configuration", function () {
     await s.close();
     s = await startTestServer({ hosted: { allowPrivateNetworks: false } });
     const key2 = await s.apiKeyFor(s.stranger);
-    for (const baseUrl of ["http://127.0.0.1:11434/v1", "http://localhost:8000/v1", "http://169.254.169.254/latest", "http://10.1.2.3/v1"]) {
+    const privateUrls = ["http://127.0.0.1:11434/v1", "http://localhost:8000/v1", "http://169.254.169.254/latest", "http://10.1.2.3/v1"];
+    // The same addresses spelled as IPv6 (IPv4-mapped): the kernel connects them to the IPv4 address.
+    privateUrls.push("http://[::ffff:127.0.0.1]:11434/v1", "http://[::ffff:a9fe:a9fe]/latest", "http://[0:0:0:0:0:ffff:a01:203]/v1");
+    for (const baseUrl of privateUrls) {
       const answer = await s.call("POST", "/api/v1/agents", { key: key2, body: { ...body(s.stranger), model: { baseUrl, name: "m" } } });
       expectError(answer, "VALIDATION_FAILED");
       expect(answer.body.error.details?.[0]?.field).to.equal("body.model.baseUrl");

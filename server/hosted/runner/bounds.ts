@@ -52,24 +52,56 @@ export function createSemaphore(limit: number): Semaphore {
   };
 }
 
-/** An address no hosted agent may reach unless private networks are allowed (loopback, private, link-local...). */
-export function isPrivateAddress(address: string): boolean {
-  const v4 = address.startsWith("::ffff:") ? address.slice(7) : address;
-  if (isIP(v4) === 4) {
-    const [a = 0, b = 0] = v4.split(".").map(Number);
-    return (
-      a === 0 ||
-      a === 10 ||
-      a === 127 ||
-      (a === 100 && b >= 64 && b < 128) ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b < 32) ||
-      (a === 192 && b === 168) ||
-      a >= 224
-    );
+function isPrivateV4([a = 0, b = 0]: readonly number[]): boolean {
+  return (
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    (a === 100 && b >= 64 && b < 128) ||
+    (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b < 32) ||
+    (a === 192 && b === 168) ||
+    a >= 224
+  );
+}
+
+/** The 16 bytes of an IPv6 address (`::` shorthand and a dotted IPv4 tail included); undefined when it is not one. */
+function ipv6Bytes(address: string): number[] | undefined {
+  if (isIP(address) !== 6) return undefined;
+  let text = address.toLowerCase();
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const [a = 0, b = 0, c = 0, d = 0] = dotted[1]!.split(".").map(Number);
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
-  const v6 = address.toLowerCase();
-  return v6 === "::" || v6 === "::1" || v6.startsWith("fc") || v6.startsWith("fd") || v6.startsWith("fe80") || v6.startsWith("ff");
+  const [head = "", tail] = text.split("::");
+  const groups = (part: string) => (part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)));
+  const left = groups(head);
+  const right = tail === undefined ? [] : groups(tail);
+  const words = [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+  return words.flatMap((w) => [w >> 8, w & 0xff]);
+}
+
+/**
+ * An address no hosted agent may reach unless private networks are allowed (loopback, private, link-local...). An IPv6
+ * address that carries an IPv4 one (IPv4-mapped `::ffff:a.b.c.d` in any spelling, NAT64 `64:ff9b::/96`, 6to4
+ * `2002::/16`) is judged by that IPv4 address: `[::ffff:127.0.0.1]` connects to loopback.
+ */
+export function isPrivateAddress(address: string): boolean {
+  if (isIP(address) === 4) return isPrivateV4(address.split(".").map(Number));
+  const bytes = ipv6Bytes(address);
+  if (!bytes) return false;
+  const zeros = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+  // IPv4-mapped (::ffff:0:0/96): the kernel connects to the IPv4 address.
+  if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return isPrivateV4(bytes.slice(12));
+  // ::/96: unspecified, loopback and the deprecated IPv4-compatible addresses.
+  if (zeros(0, 12)) return true;
+  // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they carry.
+  if (bytes[0] === 0x00 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12)) return isPrivateV4(bytes.slice(12));
+  if (bytes[0] === 0x20 && bytes[1] === 0x02) return isPrivateV4(bytes.slice(2, 6));
+  const [first = 0, second = 0] = bytes;
+  // Unique local fc00::/7, link-local fe80::/10, site-local fec0::/10, multicast ff00::/8.
+  return (first & 0xfe) === 0xfc || (first === 0xfe && (second & 0x80) === 0x80) || first === 0xff;
 }
 
 /** Why a URL may not be used by a hosted agent, judged from its text alone (deploy time); undefined when it may. */
