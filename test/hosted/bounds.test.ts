@@ -1,22 +1,28 @@
 /**
  * The runner's bounds against real servers on loopback: a hosted agent's model or HTTP tool never reaches a private
- * address, however its URL spells one.
+ * address, however its URL spells one, and no part of a secret reaches the model through an HTTP tool's answer.
  */
 import { expect } from "chai";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { boundedFetch, FetchRefused, isPrivateAddress, privateUrlReason } from "../../server/hosted/runner/bounds";
+import { boundedFetch, createRedactor, FetchRefused, isPrivateAddress, privateUrlReason } from "../../server/hosted/runner/bounds";
+import { callHttpTool, type ToolRunContext } from "../../server/hosted/runner/tools";
+import { MarketClient } from "../../sdk/src/client";
 
 describe("hosted agents: runner bounds", function () {
   let server: Server;
   let port: number;
   let hits: string[];
+  /** What the server answers before echoing the request's Authorization header (an echo endpoint, say). */
+  let echoPadding: number;
 
   beforeEach(async function () {
     hits = [];
+    echoPadding = 0;
     server = createServer((req, res) => {
       hits.push(req.url ?? "/");
-      res.end("internal secret page");
+      if (req.url === "/echo") res.end(`${"x".repeat(echoPadding)}${req.headers.authorization ?? ""}`);
+      else res.end("internal secret page");
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     port = (server.address() as AddressInfo).port;
@@ -58,5 +64,38 @@ describe("hosted agents: runner bounds", function () {
     // Allowed private networks (a local model server), the same URL goes through.
     const allowed = await boundedFetch({ maxBytes: 1024, allowPrivateNetworks: true })(mapped);
     expect(await allowed.text()).to.equal("internal secret page");
+  });
+
+  it("redacts a tool secret an HTTP tool's answer echoes before cutting the answer, so no prefix of it reaches the model", async function () {
+    const secret = "tool-secret-0123456789abcdef";
+    const ctx: ToolRunContext = {
+      agentId: 1,
+      taskHash: `0x${"ab".repeat(32)}`,
+      client: new MarketClient({ apiKey: "ha_unused", baseUrl: "http://127.0.0.1:9", escrows: {} }),
+      secret: (name) => (name === "echo_key" ? secret : undefined),
+      redact: createRedactor([secret]),
+      allowPrivateNetworks: true,
+      subtaskMaxReward: null,
+      deadline: Date.now() + 60_000,
+      now: Date.now,
+      background: () => undefined,
+    };
+    const tool = {
+      name: "echo",
+      description: "Echoes the request.",
+      parameters: { type: "object" as const, properties: {} },
+      method: "GET" as const,
+      url: `http://127.0.0.1:${port}/echo`,
+      auth: { type: "bearer" as const, secretRef: "echo_key" },
+    };
+    // The answer is cut at 6,000 characters; the padding puts the cut inside the secret ("Bearer " comes first).
+    for (const padding of [5_980, 5_990, 100]) {
+      echoPadding = padding;
+      const answer = await callHttpTool(tool, {}, ctx, new AbortController().signal);
+      expect(answer, `padding ${padding}`).not.to.include(secret.slice(0, 8));
+      expect(answer).to.match(/^HTTP 200\n/);
+    }
+    echoPadding = 100;
+    expect(await callHttpTool(tool, {}, ctx, new AbortController().signal)).to.include("Bearer [redacted]");
   });
 });

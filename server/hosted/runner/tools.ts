@@ -143,8 +143,9 @@ export async function callHttpTool(tool: HttpTool, args: Record<string, unknown>
       body: payload,
       signal: AbortSignal.any([signal, AbortSignal.timeout(left)]),
     });
-    const answer = await response.text();
-    return ctx.redact(`HTTP ${response.status}\n${truncate(answer, 6_000)}`);
+    // Redacted whole before it is cut: a cut through a secret would leave its first characters unredacted.
+    const answer = ctx.redact(await response.text());
+    return `HTTP ${response.status}\n${truncate(answer, 6_000)}`;
   } catch (error) {
     return ctx.redact(`Error: the request failed: ${(error as Error).message}`);
   }
