@@ -147,7 +147,12 @@ const Fingerprint = Type.String({ pattern: "^[0-9a-f]{64}$", description: "SHA-2
 const ToolName = Type.String({ pattern: "^[a-z_]{1,64}$" });
 
 export const QuoteCreateBody = Type.Object(
-  { tool: ToolName, fingerprint: Fingerprint, quote: Type.Object({}, { additionalProperties: true, description: "The quote as shown." }) },
+  {
+    tool: ToolName,
+    fingerprint: Fingerprint,
+    // Exactly the quote's fields (a row per quote: never free storage for anything else).
+    quote: Type.Omit(McpQuote, ["quoteId"], { additionalProperties: false, description: "The quote as shown (without its quoteId)." }),
+  },
   { additionalProperties: false },
 );
 export type QuoteCreateBody = Static<typeof QuoteCreateBody>;

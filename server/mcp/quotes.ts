@@ -11,8 +11,11 @@ import { MarketError } from "../../core/errors";
 import { DAY_SECONDS, MCP_QUOTE_TTL_MS } from "../../core/limits";
 import { rateLimited } from "../http/rate-limit";
 
-/** Unused, unexpired quotes one wallet may hold at once (a quote is a row: asking costs the service storage). */
-const MAX_OPEN_QUOTES = 100;
+/**
+ * Quotes one wallet may ask for within a quote's lifetime, used or not (a quote is a row kept a day past its expiry:
+ * asking costs the service storage, and using a quote at once must not make room for more).
+ */
+const MAX_QUOTES_PER_TTL = 100;
 
 export type QuoteStore = ReturnType<typeof createQuoteStore>;
 
@@ -26,14 +29,13 @@ export function createQuoteStore({ db, now }: { db: Db; now: Clock }) {
         .deleteFrom("mcp_quotes")
         .where("expires_at", "<", at - DAY_SECONDS * 1000)
         .execute();
-      const open = await db
+      const recent = await db
         .selectFrom("mcp_quotes")
         .select((eb) => eb.fn.countAll<number>().as("n"))
         .where("wallet", "=", sameWallet(wallet))
-        .where("used_at", "is", null)
         .where("expires_at", ">", at)
         .executeTakeFirstOrThrow();
-      if (Number(open.n) >= MAX_OPEN_QUOTES) throw rateLimited(Math.ceil(MCP_QUOTE_TTL_MS / 1000), "open quotes");
+      if (Number(recent.n) >= MAX_QUOTES_PER_TTL) throw rateLimited(Math.ceil(MCP_QUOTE_TTL_MS / 1000), "quotes");
       const quoteId = `q_${randomBytes(16).toString("hex")}`;
       const expiresAt = at + MCP_QUOTE_TTL_MS;
       await db

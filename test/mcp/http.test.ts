@@ -18,6 +18,19 @@ const seededStack = stackFixture(async (s) => {
 });
 
 const PUBLIC = { instructions: "Name three mountains of the Alps and their heights.", amount: "1250000", privacy: "public" };
+/** A quote as the tools store it (McpQuote without its id). */
+const QUOTE = {
+  tasks: 1,
+  alreadyPosted: 0,
+  toPost: 1,
+  escrow: "1250000",
+  currency: "USDC",
+  settlement: "arc",
+  payFrom: "0x0000000000000000000000000000000000000001",
+  walletBalance: "5000000",
+  privacy: { public: 1, private: 0 },
+  transactions: 2,
+};
 const INITIALIZE = {
   jsonrpc: "2.0",
   id: 1,
@@ -156,7 +169,7 @@ describe("mcp: the remote /mcp endpoint", function () {
     const fingerprint = "ab".repeat(32);
     const created = await s.call<{ quoteId: string }>("POST", "/api/v1/mcp/quotes", {
       key: posterKey,
-      body: { tool: "post_tasks", fingerprint, quote: {} },
+      body: { tool: "post_tasks", fingerprint, quote: QUOTE },
     });
     expect(created.status).to.equal(200);
     const { quoteId } = created.body.data;
@@ -185,5 +198,37 @@ describe("mcp: the remote /mcp endpoint", function () {
       code = (error as { code?: string }).code;
     }
     expect(code).to.equal("QUOTE_REQUIRED");
+  });
+
+  it("quote routes: a stored quote is the quote's fields only, and a wallet asks for at most 100 quotes per 10 minutes, used or not", async function () {
+    const create = (quote: Record<string, unknown>, fingerprint = "ab".repeat(32)) =>
+      s.call<{ quoteId: string }>("POST", "/api/v1/mcp/quotes", { key: posterKey, body: { tool: "post_tasks", fingerprint, quote } });
+    const stored = async () => (await s.db.selectFrom("mcp_quotes").select("id").execute()).length;
+
+    // Anything but the quote's own fields is refused: a quote row is never a free megabyte of storage.
+    const padded = await create({ ...QUOTE, notes: "x".repeat(500_000) });
+    expect([padded.status, (padded.body as { error: { code: string } }).error.code]).to.deep.equal([400, "VALIDATION_FAILED"]);
+    expect(await stored()).to.equal(0);
+
+    // Each quote is a row: using it at once does not make room for more.
+    for (let i = 0; i < 100; i++) {
+      const fingerprint = i.toString(16).padStart(64, "0");
+      const created = await create(QUOTE, fingerprint);
+      expect(created.status, `quote ${i}`).to.equal(200);
+      const used = await s.call("POST", `/api/v1/mcp/quotes/${created.body.data.quoteId}/redeem`, {
+        key: posterKey,
+        body: { tool: "post_tasks", fingerprint },
+      });
+      expect(used.status, `redeem ${i}`).to.equal(200);
+    }
+    const refused = await create(QUOTE);
+    expect([refused.status, (refused.body as { error: { code: string } }).error.code]).to.deep.equal([429, "RATE_LIMITED"]);
+    expect(await stored()).to.equal(100);
+    // Another wallet is not held back by this one.
+    const other = await s.call("POST", "/api/v1/mcp/quotes", {
+      key: workerKey,
+      body: { tool: "post_tasks", fingerprint: "ab".repeat(32), quote: QUOTE },
+    });
+    expect(other.status).to.equal(200);
   });
 });
