@@ -107,6 +107,11 @@ export const ERROR_CODES = define({
   SERVICE_AGENT_MISMATCH: { status: 409, description: "The service belongs to another agent: `targetExecutor` must be the service's agent." },
   SERVICE_NOT_ACTIVE: { status: 409, description: "The service is deactivated; it takes no new rentals (cancel a funded one for a full refund)." },
   UNDERPAID: { status: 409, description: "The escrow is below the service's price; cancel for a full refund and rent at the current price." },
+  RENTAL_TERMS_MISMATCH: {
+    status: 400,
+    description:
+      "A rental (`serviceId`) is auto-verified with exactly `{ min_length: 20 }` and lasts one hour (3600 s); `details` names each field that differs (cancel a funded one for a full refund).",
+  },
   TASK_NOT_FOUND: { status: 404, description: "No such task on chain or not indexed yet; retry shortly.", retryable: true },
   NOT_POSTER: { status: 403, description: "Only the task's poster may do this." },
 

@@ -37,6 +37,14 @@ export const ALLOWED_REGEX_FLAGS = "imsu";
 
 /** Rentals: at least 20 characters; the real-content rules add "not a refusal". */
 export const RENTAL_CRITERIA: Readonly<VerificationCriteria> = Object.freeze({ min_length: 20 });
+
+/** Whether criteria are exactly a rental's (spec "Limits": a rental's result is at least 20 characters and not a refusal). */
+export function isRentalCriteria(criteria: unknown): boolean {
+  if (criteria === null || typeof criteria !== "object" || Array.isArray(criteria)) return false;
+  const record = criteria as Record<string, unknown>;
+  const expected = Object.entries(RENTAL_CRITERIA);
+  return Object.keys(record).length === expected.length && expected.every(([key, value]) => record[key] === value);
+}
 /** Bulk rows posted with `verification` = `auto`. */
 export const BULK_AUTO_CRITERIA: Readonly<VerificationCriteria> = Object.freeze({ min_length: 10, pass_threshold: 60 });
 

@@ -8,6 +8,7 @@ export {
   MAX_KEYWORD_CHARS,
   MAX_KEYWORDS,
   RENTAL_CRITERIA,
+  isRentalCriteria,
   validateCriteria,
   VERIFICATION_MODES,
   type CriteriaRule,

@@ -57,7 +57,7 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     const amount = checkAmount(body.amount);
     const duration = checkDuration(body.duration);
     const terms = await checkTerms(body, poster, chain, deps);
-    await checkRental(terms, amount, deps);
+    await checkRental(terms, { amount, durationSeconds: duration }, deps);
     if (terms.targetExecutor) {
       // Refused before anything is paid: the pinned agent could never accept it.
       const target = await deps.agents.get(terms.targetExecutor);

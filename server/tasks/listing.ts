@@ -17,6 +17,8 @@ interface Funded {
   amount: bigint;
   deadline: bigint;
   verifier: string;
+  /** The block that funded it (its timestamp is when the deadline's duration began). */
+  blockNumber: number;
 }
 
 export type ListingResult = ListingOutcome;
@@ -62,6 +64,7 @@ export function createListings({
         amount: BigInt(amount),
         deadline: BigInt(deadline),
         verifier,
+        blockNumber: receipt.blockNumber,
       });
     }
     return funded;
@@ -93,7 +96,11 @@ export function createListings({
     const existing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
     if (existing) return sameListing(existing, terms);
     // A first listing only: a rental listed before keeps what it escrowed whatever its service does since.
-    await checkRental(terms, funded.amount, deps);
+    if (terms.serviceId !== null) {
+      const block = await chainCall(() => chain.provider.getBlock(funded.blockNumber));
+      if (!block) throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer block ${funded.blockNumber}.`);
+      await checkRental(terms, { amount: funded.amount, durationSeconds: Number(funded.deadline) - block.timestamp }, deps);
+    }
 
     const onChain = await chainCall(() => chain.escrow.getTask(taskHash));
     const task = snapshotFromView(taskHash, onChain);

@@ -7,8 +7,8 @@ import { addressParam } from "../http/params";
 import type { TaskFieldsInput } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { contentHash, publicTaskHash } from "../../core/crypto";
-import { validateCriteria, type VerificationMode } from "../../core/verification";
-import { DEFAULT_ZONE } from "../../core/limits";
+import { isRentalCriteria, validateCriteria, type VerificationMode } from "../../core/verification";
+import { DEFAULT_ZONE, RENTAL_DURATION_SECONDS } from "../../core/limits";
 
 /** A task's listed properties, checked and normalized (addresses checksummed, hashes lowercase). */
 export interface TaskTerms extends ListedFields {
@@ -134,13 +134,21 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
 /**
  * The listing checks of a rental (a task with `serviceId`), besides those of every pinned task (`checkTerms`: the
  * agent registered on the chain, the brief wrapped to it) and the token (the funding's must be the settlement token):
- * the service exists, is the pinned agent's, is active, and the escrow covers its current price. Run when the funding
- * is built and again at the first listing, so a price raised or a service deactivated meanwhile refuses the listing
- * (the poster cancels for a full refund); a listed rental keeps what it escrowed whatever the service does later. The
- * agent's own `minReward` never applies to a rental.
+ * the service exists, is the pinned agent's, is active, and the escrow covers its current price; and the task is a
+ * rental's (spec "Rental", "Limits"): auto-verified with exactly the rental criteria, for one hour. A rental judged
+ * by its poster (manual), by a verifier the poster picks (agent) or by stricter criteria could be failed at will, the
+ * output read and the price refunded, and the hosted agent never resubmits a rental. Run when the funding is built and
+ * again at the first listing, so a price raised or a service deactivated meanwhile refuses the listing (the poster
+ * cancels for a full refund); a listed rental keeps what it escrowed whatever the service does later. The agent's own
+ * `minReward` never applies to a rental.
  */
-export async function checkRental(terms: Pick<TaskTerms, "serviceId" | "targetExecutor">, amount: bigint, deps: Pick<TermsDeps, "services">) {
+export async function checkRental(
+  terms: Pick<TaskTerms, "serviceId" | "targetExecutor" | "verificationMode" | "verificationCriteria">,
+  escrow: { amount: bigint; durationSeconds: number },
+  deps: Pick<TermsDeps, "services">,
+) {
   if (terms.serviceId === null) return;
+  const amount = escrow.amount;
   const service = await deps.services.rentalTerms(terms.serviceId);
   if (!service) throw new MarketError("SERVICE_NOT_FOUND", `No service ${terms.serviceId}.`);
   if (service.agentAddress !== terms.targetExecutor) {
@@ -152,6 +160,21 @@ export async function checkRental(terms: Pick<TaskTerms, "serviceId" | "targetEx
   if (!service.active) throw new MarketError("SERVICE_NOT_ACTIVE", `Service ${terms.serviceId} is deactivated and takes no new rentals.`);
   if (amount < service.priceRaw) {
     throw new MarketError("UNDERPAID", `Service ${terms.serviceId} costs ${service.priceRaw} raw units; the escrow holds ${amount}.`);
+  }
+  const differs: ErrorDetail[] = [];
+  if (terms.verificationMode !== "auto") differs.push({ field: "body.verificationMode", message: "must be auto for a rental" });
+  if (!isRentalCriteria(terms.verificationCriteria))
+    differs.push({ field: "body.verificationCriteria", message: "must be exactly { min_length: 20 } for a rental" });
+  if (escrow.durationSeconds !== RENTAL_DURATION_SECONDS)
+    differs.push({ field: "body.duration", message: `must be ${RENTAL_DURATION_SECONDS} seconds for a rental (got ${escrow.durationSeconds})` });
+  if (differs.length > 0) {
+    throw new MarketError(
+      "RENTAL_TERMS_MISMATCH",
+      `A rental is auto-verified with { min_length: 20 } for one hour: ${differs.map((d) => `${d.field} ${d.message}`).join("; ")}.`,
+      {
+        details: differs,
+      },
+    );
   }
 }
 

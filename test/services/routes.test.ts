@@ -280,6 +280,38 @@ describe("services: routes and rental listing checks", function () {
         expect(answer.body.error?.code, what).to.equal(code);
         expectError(answer, code);
       }
+      // A rental is auto-verified with exactly the rental criteria, for one hour: a poster judging it (manual), naming
+      // its verifier (agent) or asking more could fail it at will, read the output and take the price back.
+      const terms: Array<[string, Record<string, unknown>, string[], number?]> = [
+        [
+          "manual verification",
+          rental(service.id, { verificationMode: "manual", verificationCriteria: undefined }),
+          ["body.verificationMode", "body.verificationCriteria"],
+        ],
+        [
+          "the poster's own verifier",
+          rental(service.id, { verificationMode: "agent", verifierAddress: s.worker.address }),
+          ["body.verificationMode"],
+        ],
+        [
+          "stricter criteria",
+          rental(service.id, { verificationCriteria: { min_length: 20, contains_keywords: ["zebra-unicorn"] } }),
+          ["body.verificationCriteria"],
+        ],
+        ["a longer minimum", rental(service.id, { verificationCriteria: { min_length: 200 } }), ["body.verificationCriteria"]],
+        ["a longer deadline", rental(service.id), ["body.duration"], 7_200],
+      ];
+      for (const [what, fields, fieldsNamed, duration] of terms) {
+        const answer = await s.call<BuiltTask>("POST", "/api/v1/tasks", {
+          key: posterKey,
+          body: { ...fields, amount: PRICE.toString(), duration: duration ?? 3600 },
+        });
+        expectError(answer, "RENTAL_TERMS_MISMATCH");
+        expect(
+          answer.body.error.details?.map((d) => d.field),
+          what,
+        ).to.deep.equal(fieldsNamed);
+      }
       // The price or more is accepted, and the agent's minReward (ten times the price) does not apply to a rental...
       expectOk(await build(rental(service.id)));
       expectOk(await build(rental(service.id), PRICE + 1n));
@@ -346,6 +378,21 @@ describe("services: routes and rental listing checks", function () {
       const funded = await s.escrow.connect(s.poster).createTask(fields.taskHash, await token.getAddress(), PRICE, 3_600n, hre.ethers.ZeroAddress);
       await funded.wait();
       expectError(await list(fields, funded.hash), "TOKEN_NOT_SETTLEMENT");
+
+      // A rental funded straight on chain (no build) as another kind of task: judged by its poster, or for two hours.
+      for (const [text, changed, duration] of [
+        ["Rental seven: judged by its poster.", { verificationMode: "manual", verificationCriteria: undefined }, 3_600n],
+        ["Rental eight: two hours.", {}, 7_200n],
+      ] as const) {
+        const direct = { ...rental(other.id), taskHash: publicTaskHash(text), publicBrief: text, ...changed };
+        await (await s.usdc.connect(s.poster).approve(s.escrowAddress, PRICE)).wait();
+        const sent = await s.escrow.connect(s.poster).createTask(direct.taskHash, s.token, PRICE, duration, hre.ethers.ZeroAddress);
+        await sent.wait();
+        expectError(await list(direct, sent.hash), "RENTAL_TERMS_MISMATCH");
+        const held = await s.usdc.balanceOf(s.poster.address);
+        await (await s.escrow.connect(s.poster).cancelTask(direct.taskHash)).wait();
+        expect(await s.usdc.balanceOf(s.poster.address)).to.equal(held + PRICE, `${text}: the whole price back`);
+      }
 
       // A rental listed at the price stays listed whatever the service does later (pinned), and lists again as it was.
       const kept = { ...rental(other.id), taskHash: publicTaskHash("Rental six: kept."), publicBrief: "Rental six: kept." };
