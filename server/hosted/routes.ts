@@ -174,7 +174,7 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
       schema: {
         tags: ["hosted agents"],
         summary: "Delete a hosted agent: it stops, its secrets are destroyed and it is no longer offered tasks",
-        description: `Refused (\`WRONG_STATE\`, reason FUNDS_LEFT) while its wallet holds tokens and its key was never exported. ${OWNER_ONLY}`,
+        description: `Refused (\`WRONG_STATE\`) while its key was never exported and its wallet holds tokens (reason FUNDS_LEFT) or it is the worker of a task not ended (reason TASKS_IN_HAND). ${OWNER_ONLY}`,
         security: CREDENTIALS,
         params: AgentParams,
         response: { 200: Envelope(DeletedAgent), ...errorResponses(401, 403, 404, 409) },

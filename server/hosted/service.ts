@@ -12,6 +12,7 @@ import { MarketError } from "../../core/errors";
 import { normalizePublicKey } from "../../core/crypto";
 import { isNodeRefusal } from "../../core/revert";
 import { MAX_UINT256 } from "../../core/limits";
+import { Ending } from "../../core/escrow";
 import type { HostedStore, SecretEntry } from "./store";
 import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
@@ -334,12 +335,27 @@ export function createHostedAgents(deps: {
   }
 
   /**
-   * Stops the agent, destroys its secrets and hides it. Refused (`WRONG_STATE`, reason FUNDS_LEFT) while its wallet
-   * holds settlement tokens and its key was never exported: withdraw or export first.
+   * Stops the agent, destroys its secrets and hides it. Refused (`WRONG_STATE`) while its key was never exported and
+   * its wallet holds settlement tokens (reason FUNDS_LEFT: withdraw or export first) or it is the worker of a task not
+   * ended (reason TASKS_IN_HAND: a payout, a ruling for it or its escalated work would reach a wallet nobody holds a
+   * key to; wait for the tasks to end, or export first).
    */
   async function remove(principal: Principal, id: number): Promise<{ id: number; deleted: true }> {
     const row = await store.requireOwned(id, principal);
     if (row.exported_at === null) {
+      const held = await db
+        .selectFrom("escrow_tasks")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("worker", "=", row.address)
+        .where("ending", "=", Ending.None)
+        .executeTakeFirstOrThrow();
+      if (Number(held.n) > 0) {
+        throw new MarketError(
+          "WRONG_STATE",
+          `The agent is the worker of ${held.n} task(s) not ended; their payouts would reach a wallet whose key is destroyed. Wait for them to end, or export the key before deleting.`,
+          { reason: "TASKS_IN_HAND" },
+        );
+      }
       const chain = deps.settlementChain();
       const token = new Contract(chain.config.token, ERC20, chain.provider);
       const balance = (await chainCall(() => token.getFunction("balanceOf")(row.address))) as bigint;

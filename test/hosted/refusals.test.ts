@@ -189,6 +189,38 @@ describe("hosted agents: refusals", function () {
     expect(await s.db.selectFrom("hosted_agent_secrets").selectAll().execute()).to.deep.equal([]);
   });
 
+  it("refuses deleting an agent that holds a task not ended (its payout would reach a destroyed key) until the key is exported", async function () {
+    const agent = await deployed({ start: true });
+    // Its runner's token (no runner runs here): it registers and takes a task as its runner would.
+    const token = `ha_${randomBytes(32).toString("base64url")}`;
+    await s.db
+      .insertInto("hosted_agent_tokens")
+      .values({ token_hash: sha256Hex(token), agent_id: agent.id, created_at: Date.now() })
+      .execute();
+    expectOk(
+      await s.call("POST", "/api/v1/a2a/register", {
+        key: token,
+        body: { publicKey: hre.ethers.Wallet.createRandom().signingKey.publicKey, supportedChains: ["arc"] },
+      }),
+    );
+    const { taskHash } = await s.post(s.poster, otherKey, s.publicTask("Summarise the attached board minutes in two lines."));
+    expectOk(await s.call("POST", `/api/v1/a2a/tasks/${taskHash}/accept`, { key: token }));
+    await s.sync();
+    expect((await s.escrow.getTask(taskHash)).worker).to.equal(agent.address);
+    expectOk(await s.call("POST", `/api/v1/agents/${agent.id}/stop`, { key: ownerKey }));
+
+    // Its wallet holds nothing yet, but the task may still pay it: deleting would destroy the only key to that wallet.
+    expect(await s.usdc.balanceOf(agent.address)).to.equal(0n);
+    const refused = await s.call("DELETE", `/api/v1/agents/${agent.id}`, { key: ownerKey });
+    expectError(refused, "WRONG_STATE");
+    expect((refused.body.error as { reason?: string }).reason).to.equal("TASKS_IN_HAND");
+    expect(await s.db.selectFrom("hosted_agent_secrets").select("kind").where("agent_id", "=", agent.id).execute()).to.have.length(2);
+    expect(expectOk(await s.call<{ agent: { state: string } }>("GET", `/api/v1/agents/${agent.id}`)).agent.state).to.equal("stopped");
+    // With the key exported, the owner holds the wallet: deleting goes through.
+    expectOk(await s.call("POST", `/api/v1/agents/${agent.id}/export-key`, { key: ownerKey }));
+    expectOk(await s.call("DELETE", `/api/v1/agents/${agent.id}`, { key: ownerKey }));
+  });
+
   it("a hosted agent's own token cannot create or list keys, deploy, or act as its owner", async function () {
     const agent = await deployed({ start: true });
     // The runner's token, as the runner makes it (held in its memory only).
