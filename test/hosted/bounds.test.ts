@@ -79,6 +79,7 @@ describe("hosted agents: runner bounds", function () {
       deadline: Date.now() + 60_000,
       now: Date.now,
       background: () => undefined,
+      subtasks: { posted: () => 0, add: () => undefined },
     };
     const tool = {
       name: "echo",

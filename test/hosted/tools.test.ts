@@ -11,7 +11,7 @@ import { privateKeyOf } from "../server/harness";
 import { MarketClient } from "../../sdk/src/client";
 import { escrowInterface } from "../../sdk/src/chain";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { agentOptions, clientOf, fundGas, statusOf, until, extraSigner } from "./helpers";
+import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, extraSigner } from "./helpers";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
 
@@ -133,6 +133,60 @@ describe("hosted agents: built-in tools", function () {
     expect(sub[0]).to.deep.include({ privacy: "private", target_executor: agentB.address, amount: "1000000" });
     expect(await s.usdc.balanceOf(agentB.address)).to.equal(900_000n);
     expect(await s.usdc.balanceOf(agentA.address)).to.equal(5_000_000n - 1_000_000n + 2_700_000n);
+  });
+
+  it("posts at most 3 sub-tasks per task, over all its rounds", async function () {
+    const worker = s.worker;
+    await s.registerAgent(worker, ["summarization"]);
+    // Each round the model delegates 3 sub-tasks (waiting for none), then answers: the first answer fails the poster's
+    // keyword, so the task is delivered again, and the model asks for 3 more.
+    model.setScript((request) => {
+      const results = toolResults(request);
+      const second = briefOf(request).includes("failed verification");
+      if (results.length < 3) {
+        return {
+          toolCalls: [
+            {
+              name: "delegate_to_agent",
+              arguments: {
+                instructions: `Summarise part ${results.length + 1} of the plan.`,
+                amountRaw: "100000",
+                agent: worker.address,
+                waitSeconds: 0,
+              },
+            },
+          ],
+        };
+      }
+      return { content: second ? "Plan summary, second version: the budget rises and hiring waits a year." : "Plan summary: the budget rises." };
+    });
+    const owner = s.stranger;
+    const client = await clientOf(s, owner);
+    const agent = (await client.deployAgent(agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }))).agent;
+    await fundGas(owner, agent.address);
+    await (await s.usdc.connect(s.admin).mint(agent.address, 5_000_000n)).wait();
+    await client.startAgent({ agentId: agent.id });
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const task = (
+      await poster.postTask({
+        instructions: "Summarise the plan.",
+        amountRaw: 1_000_000n,
+        privacy: "public",
+        capabilities: ["summarization"],
+        targetExecutor: agent.address,
+        verificationMode: "auto",
+        verificationCriteria: { contains_keywords: ["second version"] },
+      })
+    ).taskHash!;
+    await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 60_000, "verified in its second round");
+    expect(await deliveriesOf(s, task)).to.have.length(2);
+    const subtasks = await s.db.selectFrom("listings").select("task_hash").where("poster", "=", agent.address).execute();
+    expect(subtasks).to.have.length(3);
+    expect(await s.usdc.balanceOf(agent.address)).to.equal(5_000_000n - 3n * 100_000n + 900_000n);
+    // The second round's three asks were refused (its last model call sees all three answers).
+    const refusals = toolResults(model.requests.at(-1)!).filter((r) => r.includes("at most 3 sub-tasks per task"));
+    expect(refusals).to.have.length(3);
   });
 
   it("refuses delegation above the owner's limit, and offers no delegate_to_agent without the option", async function () {

@@ -69,6 +69,8 @@ export async function startAgentRun(
   );
   const stopping = new AbortController();
   const background = new Set<Promise<void>>();
+  /** Sub-tasks posted per task: kept across its rounds, so a task failed and delivered again posts no more. */
+  const subtaskCounts = new Map<string, number>();
   const model = modelClient(
     { ...running.model, ...(secrets.modelKey ? { apiKey: secrets.modelKey } : {}) },
     { timeoutMs: config.modelTimeoutMs, allowPrivateNetworks: config.allowPrivateNetworks },
@@ -139,6 +141,10 @@ export async function startAgentRun(
           const running = work(stopping.signal).catch(() => undefined);
           background.add(running);
           void running.finally(() => background.delete(running));
+        },
+        subtasks: {
+          posted: () => subtaskCounts.get(context.taskId) ?? 0,
+          add: () => void subtaskCounts.set(context.taskId, (subtaskCounts.get(context.taskId) ?? 0) + 1),
         },
       };
       const builtins = builtinTools(ctx);

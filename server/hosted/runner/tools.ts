@@ -17,7 +17,7 @@ export const MAX_TOOL_RESPONSE_BYTES = 256 * 1024;
 export const MAX_TOOL_WAIT_MS = 120_000;
 /** How long a delegated private brief is wrapped to agents that bid on it (spec "Authentication" 10). */
 export const DELEGATION_WRAP_WINDOW_MS = 120_000;
-/** Sub-tasks one task may post. */
+/** Sub-tasks one task may post, over all its rounds. */
 export const MAX_SUBTASKS_PER_TASK = 3;
 const POLL_MS = 2_000;
 
@@ -38,6 +38,8 @@ export interface ToolRunContext {
   now(): number;
   /** Keeps background work (wrapping a delegated brief to bidders) tied to the agent's life. */
   background(work: (signal: AbortSignal) => Promise<void>): void;
+  /** Sub-tasks this task has posted, over all its rounds (the run's count, not one execution's). */
+  subtasks: { posted(): number; add(): void };
 }
 
 const text = (description: string) => ({ type: "string", description });
@@ -163,7 +165,6 @@ export function builtinTools(ctx: ToolRunContext) {
   const http = ctx.client.http;
   const agentPath = `/api/v1/agents/${ctx.agentId}/messages`;
   const taskPath = `/api/v1/a2a/tasks/${ctx.taskHash}/messages`;
-  let subtasks = 0;
 
   async function inbox(from: string): Promise<Array<Message & { from: "poster" | "owner" }>> {
     const out: Array<Message & { from: "poster" | "owner" }> = [];
@@ -274,11 +275,11 @@ export function builtinTools(ctx: ToolRunContext) {
     const amount = /^[0-9]{1,30}$/.test(String(args.amountRaw ?? "")) ? BigInt(String(args.amountRaw)) : 0n;
     if (amount <= 0n) return "Error: amountRaw must be a whole number of raw units above 0";
     if (amount > ctx.subtaskMaxReward) return `Error: amountRaw is above the owner's limit of ${ctx.subtaskMaxReward} per sub-task`;
-    if (subtasks >= MAX_SUBTASKS_PER_TASK) return `Error: at most ${MAX_SUBTASKS_PER_TASK} sub-tasks per task`;
+    if (ctx.subtasks.posted() >= MAX_SUBTASKS_PER_TASK) return `Error: at most ${MAX_SUBTASKS_PER_TASK} sub-tasks per task`;
     const agent = typeof args.agent === "string" && args.agent ? args.agent : undefined;
     if (agent !== undefined && !isAddress(agent)) return "Error: agent is not a 0x address";
     const capabilities = Array.isArray(args.capabilities) ? args.capabilities.filter((c): c is string => typeof c === "string") : [];
-    subtasks += 1;
+    ctx.subtasks.add();
     let briefKey: Uint8Array | undefined;
     try {
       const result = await ctx.client.postTasks(
