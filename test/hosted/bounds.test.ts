@@ -99,4 +99,40 @@ describe("hosted agents: runner bounds", function () {
     echoPadding = 100;
     expect(await callHttpTool(tool, {}, ctx, new AbortController().signal)).to.include("Bearer [redacted]");
   });
+
+  it("refuses a path input that is a dot segment (. or ..), which would move an HTTP tool's request, secret attached, up its URL's path", async function () {
+    const secret = "tool-secret-0123456789abcdef";
+    const ctx: ToolRunContext = {
+      agentId: 1,
+      taskHash: `0x${"ab".repeat(32)}`,
+      client: new MarketClient({ apiKey: "ha_unused", baseUrl: "http://127.0.0.1:9", escrows: {} }),
+      secret: () => secret,
+      redact: createRedactor([secret]),
+      allowPrivateNetworks: true,
+      subtaskMaxReward: null,
+      deadline: Date.now() + 60_000,
+      now: Date.now,
+      background: () => undefined,
+      subtasks: { posted: () => 0, add: () => undefined },
+    };
+    const tool = {
+      name: "profile",
+      description: "A user's profile.",
+      parameters: { type: "object" as const, properties: { id: { type: "string" as const, description: "The user id." } } },
+      method: "GET" as const,
+      url: `http://127.0.0.1:${port}/v1/users/{id}/profile`,
+      paramMapping: { id: "path" as const },
+      auth: { type: "bearer" as const, secretRef: "api" },
+    };
+    for (const id of ["..", "."]) {
+      const answer = await callHttpTool(tool, { id }, ctx, new AbortController().signal);
+      expect(answer, id).to.match(/^Error: /);
+    }
+    expect(hits).to.deep.equal([]);
+    // Anything else is encoded into one segment, dots and slashes included.
+    await callHttpTool(tool, { id: "../admin" }, ctx, new AbortController().signal);
+    await callHttpTool(tool, { id: "a.b" }, ctx, new AbortController().signal);
+    await callHttpTool(tool, { id: "%2e%2e" }, ctx, new AbortController().signal);
+    expect(hits).to.deep.equal(["/v1/users/..%2Fadmin/profile", "/v1/users/a.b/profile", "/v1/users/%252e%252e/profile"]);
+  });
 });

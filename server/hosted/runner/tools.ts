@@ -124,8 +124,13 @@ export async function callHttpTool(tool: HttpTool, args: Record<string, unknown>
     const value = args[name];
     if (value === undefined) continue;
     const where = mapping[name];
-    if (where === "path") url = url.split(`{${name}}`).join(encodeURIComponent(String(value)));
-    else if (where === "query") query.set(name, String(value));
+    if (where === "path") {
+      // encodeURIComponent leaves dots alone: "." or ".." would be a dot segment, moving the request (and the secret
+      // it carries) up the URL's path.
+      const segment = encodeURIComponent(String(value));
+      if (segment === "." || segment === "..") return `Error: ${name} may not be "${segment}"`;
+      url = url.split(`{${name}}`).join(segment);
+    } else if (where === "query") query.set(name, String(value));
     else if (where === "body") body[name] = value;
     // `header` is accepted and dropped; an input with no mapping is never sent.
   }
