@@ -45,6 +45,7 @@ export function isRentalCriteria(criteria: unknown): boolean {
   const expected = Object.entries(RENTAL_CRITERIA);
   return Object.keys(record).length === expected.length && expected.every(([key, value]) => record[key] === value);
 }
+
 /** Bulk rows posted with `verification` = `auto`. */
 export const BULK_AUTO_CRITERIA: Readonly<VerificationCriteria> = Object.freeze({ min_length: 10, pass_threshold: 60 });
 
