@@ -221,7 +221,20 @@ export const ERROR_CODES = define({
   EXECUTION_FAILED: {
     status: 0,
     client: true,
-    description: "WorkerRuntime: executeTask threw or delivering failed; the task stays assigned, undelivered.",
+    description:
+      "WorkerRuntime: executeTask kept failing (after `executeAttempts` tries with back-off; a task never delivered is then released), delivering failed, or stop() left the task; the task is held, undelivered, and a restart resumes what is still held.",
+  },
+  TASK_TIMEOUT: {
+    status: 0,
+    client: true,
+    description:
+      "WorkerRuntime: an executeTask attempt ran past `taskTimeoutMs` or the task's deadline (its `signal` was aborted); counted as a failed attempt.",
+  },
+  PRIVATE_KEY_REQUIRED: {
+    status: 0,
+    client: true,
+    description:
+      "WorkerRuntime needs `privateKey` (or `existingPrivateKey`): the API key wallet's key, which opens private briefs and signs evidence.",
   },
   CONFIRMATION_REQUIRED: {
     status: 0,

@@ -38,7 +38,7 @@ import type {
   HostedAgentView,
   OwnedAgentView,
   Withdrawal,
-  HeldTasksAnswer,
+  AssignedTasksAnswer,
 } from "../../core/api";
 import { decryptBrief, openSealed, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../core/crypto";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
@@ -232,9 +232,12 @@ export class MarketClient {
     return this.http.get(`/api/v1/a2a/tasks/posted${query.size ? `?${query}` : ""}`);
   }
 
-  /** Tasks this wallet works on that have not ended (assigned, delivered, awaiting a verdict, a failed round, disputed or escalated). */
-  async heldTasks(): Promise<HeldTasksAnswer> {
-    return this.http.get("/api/v1/a2a/tasks/held");
+  /**
+   * Tasks this wallet works on that have not ended (assigned, delivered, awaiting a verdict, a failed round, disputed
+   * or escalated), each with `roundsLeft`: `GET /api/v1/a2a/tasks/assigned`.
+   */
+  async assignedTasks(): Promise<AssignedTasksAnswer> {
+    return this.http.get("/api/v1/a2a/tasks/assigned");
   }
 
   /** Takes the task as its worker: assigned on chain once the answer comes, with the brief or how to open it. */
@@ -427,7 +430,9 @@ export class MarketClient {
 
   /**
    * The poster's verdict on the latest delivered round of a `manual` task (the service settles it), or the designated
-   * verifier's on an `agent` task (signed by this client's wallet).
+   * verifier's on an `agent` task (signed by this client's wallet, then reported back with its hash so the task view
+   * shows it with its reasons). Answers once the settlement shows: `status` is the task's status after the verdict
+   * (`verified`, `failed`...), never the `awaiting_verification` it had before.
    */
   async reviewResult(verdict: {
     taskHash: string;
@@ -436,12 +441,13 @@ export class MarketClient {
     reasons?: string[];
   }): Promise<Pick<VerdictAnswer, "status" | "txHash">> {
     const { taskHash } = verdict;
-    const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, {
+    const body = {
       passed: verdict.approve,
       ...(verdict.score !== undefined ? { score: verdict.score } : {}),
       ...(verdict.reasons ? { reasons: verdict.reasons } : {}),
-    });
-    if (!answer.unsignedTx) return answer;
+    };
+    const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, body);
+    if (!answer.unsignedTx) return { status: await this.settledStatus(taskHash, answer.status), ...(answer.txHash ? { txHash: answer.txHash } : {}) };
     const task = await this.taskToSign(taskHash);
     const wallet = await this.wallet(task.meta.chain);
     const score = verdict.score ?? (verdict.approve ? 100 : 0);
@@ -450,7 +456,31 @@ export class MarketClient {
       data: escrowInterface.encodeFunctionData("completeVerification", [task.meta.taskHash, verdict.approve, score]),
     };
     const receipt = await wallet.send(answer.unsignedTx, expected);
-    return { status: answer.status, txHash: receipt.hash };
+    const recorded = await this.retrying(() =>
+      this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, { ...body, score, txHash: receipt.hash }),
+    );
+    return { status: await this.settledStatus(taskHash, recorded.status), txHash: receipt.hash };
+  }
+
+  /** The task's status once a verdict's settlement shows (asked again while it still reads as awaiting one, up to a minute). */
+  private async settledStatus(taskHash: string, status: TaskView["state"]["status"]): Promise<TaskView["state"]["status"]> {
+    for (let attempt = 0; (status === "awaiting_verification" || status === "submitted") && attempt < 120; attempt++) {
+      await sleep(500);
+      status = (await this.getTask(taskHash)).state.status;
+    }
+    return status;
+  }
+
+  /** Calls again while the refusal is retryable (a receipt or index not visible yet), about half a minute at most. */
+  private async retrying<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call();
+      } catch (error) {
+        if (!(error instanceof ApiError) || !error.retryable || attempt >= 20) throw error;
+        await sleep(500 * Math.min(attempt + 1, 6));
+      }
+    }
   }
 
   /**

@@ -28,6 +28,7 @@ export {
   type Clock,
   type ExecutionStatus,
   type RuntimeEvent,
+  type StopReport,
   type TaskContext,
   type WorkerRuntimeOptions,
 } from "./runtime";

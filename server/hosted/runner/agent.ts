@@ -200,8 +200,10 @@ export async function startAgentRun(
     ...(running.minReward === null ? {} : { minReward: running.minReward }),
     maxConcurrentTasks: config.agentConcurrency,
     browseIntervalMs: config.browseIntervalMs,
-    resumeHeld: true,
     resubmitRentals: false,
+    // The runner records a failed run and releases the task itself (below), and a model failure is not tried again.
+    executeAttempts: 1,
+    releaseFailed: false,
     skipTask: (task) => failed.has(task.state.taskId),
     hasCapacity: () => deps.serverSlots.available() > 0,
     beforeSend,
@@ -242,7 +244,7 @@ export async function startAgentRun(
     if (releasing || stopping.signal.aborted) return;
     releasing = true;
     try {
-      const { tasks } = await client.heldTasks();
+      const { tasks } = await client.assignedTasks();
       for (const task of tasks.filter((t) => t.state.status === "escalated")) {
         try {
           await client.settle({ taskHash: task.state.taskId, action: "release-unjudged" });
