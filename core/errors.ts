@@ -245,7 +245,20 @@ export const ERROR_CODES = define({
   JOURNAL_MISMATCH: {
     status: 0,
     client: true,
-    description: "The CLI journal was written for another wallet, escrow or chain, or is damaged; nothing was sent.",
+    description:
+      "The CLI journal was written for another wallet, escrow or chain (id or genesis block), claims a funding the escrow does not have (the chain or escrow was reset), or is damaged; nothing was sent. Move it and the results file away to post the file afresh.",
+  },
+  ALREADY_FUNDED: {
+    status: 0,
+    client: true,
+    description:
+      "Rows of the task file were already paid for by this wallet from a task file (a copy under another name, or a journal moved away); nothing was sent. Answer yes on a terminal, or pass `--allow-repost`, to pay for them again.",
+  },
+  ROWS_NOT_POSTABLE: {
+    status: 0,
+    client: true,
+    description:
+      "Every row a CLI run left can never be posted (NOT_OPEN: paid and no longer open on chain; TASK_HASH_IN_USE or TASK_HASH_CLAIMED: that task hash is taken); rerunning changes nothing (exit 1, not 3).",
   },
 } as const);
 

@@ -70,6 +70,13 @@ export type AssignedTask = Assigned;
 /** The settlement calls a poster or worker signs: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */
 export type SettleAction = "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged";
 
+/** A settlement call sent: which call, what it does (`refund`, `escalate`, `dispute`, `payout`, `reopen`) and its transaction. */
+export interface Settled {
+  action: SettleAction;
+  outcome: string;
+  txHash: string;
+}
+
 export interface CreateAgentOptions {
   /** The API key wallet's private key. Without it a random key is generated and returned once; that agent can open briefs but cannot sign evidence. */
   privateKey?: string;
@@ -484,10 +491,11 @@ export class MarketClient {
   }
 
   /**
-   * Gets the escrow back: cancels an open task, or claims after the deadline (a refund, or the escalation of
-   * delivered work nobody judged). Signed by this client's wallet.
+   * Gets the escrow back: cancels an open task (`action: "cancel"`, the whole reward back), or claims after the
+   * deadline (`action: "claim-timeout"`: a refund, or the escalation of delivered work nobody judged). Signed by this
+   * client's wallet. `outcome` is the API's word for what the transaction does (`refund`, `escalate`).
    */
-  async cancelAndRefund(taskHash: string): Promise<{ outcome: string; txHash: string }> {
+  async cancelAndRefund(taskHash: string): Promise<Settled> {
     let task: TaskView;
     try {
       task = await this.getTask(taskHash);
@@ -500,7 +508,7 @@ export class MarketClient {
   }
 
   /** Cancels (while Funded) or claims (after the deadline) a task the service never listed, straight on the escrow. */
-  private async refundUnlisted(taskHash: string): Promise<{ outcome: string; txHash: string }> {
+  private async refundUnlisted(taskHash: string): Promise<Settled> {
     const wallet = await this.wallet();
     const escrow = TaskEscrow__factory.connect(wallet.escrow, wallet.provider);
     const task = snapshotFromView(taskHash, await escrow.getTask(taskHash));
@@ -514,15 +522,15 @@ export class MarketClient {
     const open = canCancel(task, { taskHash, caller: wallet.wallet.address, paused: false }).ok;
     const data = open ? escrowInterface.encodeFunctionData("cancelTask", [taskHash]) : escrowInterface.encodeFunctionData("claimTimeout", [taskHash]);
     const receipt = await wallet.send(null, { to: wallet.escrow, data });
-    return { outcome: open ? "refund" : "claim", txHash: receipt.hash };
+    return { action: open ? "cancel" : "claim-timeout", outcome: "refund", txHash: receipt.hash };
   }
 
   /** A poster's or worker's own settlement call, signed by this client's wallet. */
-  async settle({ taskHash, action }: { taskHash: string; action: SettleAction }): Promise<{ outcome: string; txHash: string }> {
+  async settle({ taskHash, action }: { taskHash: string; action: SettleAction }): Promise<Settled> {
     return this.sendSettlement(taskHash, action);
   }
 
-  private async sendSettlement(taskHash: string, action: SettleAction, known?: TaskView): Promise<{ outcome: string; txHash: string }> {
+  private async sendSettlement(taskHash: string, action: SettleAction, known?: TaskView): Promise<Settled> {
     const task = await this.taskToSign(taskHash, known);
     const wallet = await this.wallet(task.meta.chain);
     const answer = await this.http.post<SettlementTx>(`/api/v1/a2a/tasks/${taskHash}/${action}`);
@@ -535,6 +543,6 @@ export class MarketClient {
     }[action];
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData(fn as "cancelTask", [task.meta.taskHash]) };
     const receipt = await wallet.send(answer.unsignedTx, expected);
-    return { outcome: answer.outcome, txHash: receipt.hash };
+    return { action, outcome: answer.outcome, txHash: receipt.hash };
   }
 }
