@@ -115,7 +115,7 @@ export function reward(meta: TaskView["meta"]): string {
   return `${formatDecimalAmount(raw, meta.reward.unit.decimals)} ${meta.reward.unit.symbol} (${raw} raw)`;
 }
 
-/** Unix seconds as an ISO date (UTC). */
-export function date(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace(".000Z", "Z");
+/** Unix milliseconds as an ISO date (UTC). */
+export function date(ms: number): string {
+  return new Date(ms).toISOString().replace(".000Z", "Z");
 }

@@ -144,7 +144,7 @@ export const TaskMeta = Type.Object({
   targetExecutor: Type.Optional(Address),
   targetExecutorType: Type.Optional(Type.String()),
   serviceId: Type.Optional(Type.Integer()),
-  deadline: Type.Integer({ description: "Unix seconds; moved by escrow pauses." }),
+  deadline: Type.Integer({ description: "Unix milliseconds (the escrow's block-time deadline); moved by escrow pauses." }),
   listedAt: Type.Integer({ description: "Unix milliseconds." }),
   fundingTx: TxHash,
 });

@@ -43,7 +43,7 @@ function assigned(taskId: string, worker: string) {
     chain: "arc",
     escrowAddress: worker,
     worker,
-    deadline: 4_102_444_800, // 2100: the fake clock starts at 0
+    deadline: 4_102_444_800_000, // 2100: the fake clock starts at 0
     rounds: 0,
     brief: { privacy: "public", publicBrief: `brief ${taskId}` },
     verification: { mode: "auto" },

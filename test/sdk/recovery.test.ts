@@ -70,8 +70,12 @@ describe("Workers that recover", function () {
     });
     const first = await publicTask("Summarise the first memo about harbour logistics.");
     const second = await publicTask("Summarise the second memo about rail freight.", { verificationMode: "manual" });
-    await worker.acceptTask(first.taskHash!);
+    const accepted = await worker.acceptTask(first.taskHash!);
     await worker.acceptTask(second.taskHash!);
+    // One time unit on the wire: the escrow's deadline (block-time seconds) answered as Unix milliseconds.
+    const onChainDeadline = Number((await s.escrow.getTask(first.taskHash!)).deadline);
+    expect(accepted.deadline).to.equal(onChainDeadline * 1000);
+    expect((await poster.getTask(first.taskHash!)).meta.deadline).to.equal(onChainDeadline * 1000);
     await worker.deliverResult({ taskHash: second.taskHash!, output: "The second memo argues rail freight needs new sidings." });
     await s.sync();
 

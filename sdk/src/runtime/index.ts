@@ -27,7 +27,7 @@ export interface TaskContext {
   reward: { amount: string; amountRaw: bigint; decimal: string; symbol: string; decimals: number };
   capabilities: string[];
   verification: { mode: string; criteria?: Record<string, unknown> };
-  /** Unix seconds. */
+  /** Unix milliseconds, like every time on the wire. */
   deadline: number;
   /** 1 for the first delivery; a redelivery after a failed round gets the previous attempt. */
   round: number;
@@ -559,10 +559,7 @@ export class WorkerRuntime {
       if (state.status === "failed" && !verdict && held.assigned.verification.mode === "manual") continue;
       const reasons = verdict?.reasons ?? [];
       const again =
-        state.status === "failed" &&
-        state.rounds < MAX_SUBMISSIONS &&
-        this.clock.now() < held.assigned.deadline * 1000 &&
-        this.mayResubmit(held.task);
+        state.status === "failed" && state.rounds < MAX_SUBMISSIONS && this.clock.now() < held.assigned.deadline && this.mayResubmit(held.task);
       if (again && !this.hasSlot()) continue;
       this.awaiting.delete(taskHash);
       if (state.status !== "failed" && state.status !== "verified" && state.status !== "completed") continue; // disputed, refunded...
@@ -674,7 +671,7 @@ export class WorkerRuntime {
    */
   private async runTries(record: Execution, context: Omit<TaskContext, "attempt" | "signal">): Promise<string> {
     const tries = Math.max(1, Math.floor(this.#options.executeAttempts ?? DEFAULT_EXECUTE_ATTEMPTS));
-    const deadlineMs = context.deadline * 1000;
+    const deadlineMs = context.deadline;
     let last: { code: "EXECUTION_FAILED" | "TASK_TIMEOUT"; message: string } = { code: "TASK_TIMEOUT", message: "The task's deadline has passed." };
     let made = 0;
     while (made < tries) {

@@ -124,7 +124,7 @@ export async function startAgentRun(
     let steps = 0;
     try {
       await recordRun(context.taskId, { status: "running" });
-      const deadline = Math.min(now() + config.taskBudgetMs, context.deadline * 1000 - 30_000);
+      const deadline = Math.min(now() + config.taskBudgetMs, context.deadline - 30_000);
       const ctx = {
         agentId,
         taskHash: context.taskId,
