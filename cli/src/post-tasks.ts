@@ -314,11 +314,13 @@ export async function postFresh(
             fundedHere.add(rowAt(r.index).key);
             results.set(rowAt(r.index), { status: RowStatus.notStarted, error: fundingInFlight(event.nonce) });
           }
+          results.write();
           await hooks.afterJournaled?.("funding");
         },
         onFunded: async (event) => {
           journal.append({ t: "funded", txHash: event.txHash, rows: event.rows.map((r) => ({ key: rowAt(r.index).key, taskHash: r.taskHash })) });
           for (const r of event.rows) results.set(rowAt(r.index), { status: RowStatus.unlisted, taskHash: r.taskHash, txHash: event.txHash });
+          results.write();
           await hooks.afterJournaled?.("funded");
         },
         onProgress: ({ result }) => {

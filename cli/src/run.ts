@@ -130,6 +130,7 @@ export async function openRun(
       notListed,
       terminal,
       close() {
+        results.flush();
         opened.close();
         chain.provider.destroy();
       },
@@ -344,6 +345,7 @@ export function finalRows(run: Run): FileRow[] {
 /** The closing lines of a run (and its JSON answer with --json); the exit status is the caller's. */
 export function summarize(run: Run, exitStatus: number) {
   const { results } = run;
+  results.flush();
   const parts = [
     `posted ${results.count(RowStatus.posted)}`,
     `paid, not listed ${results.count(RowStatus.unlisted)}`,

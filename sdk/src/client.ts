@@ -63,7 +63,7 @@ export interface MarketClientOptions {
 }
 
 /** The API's own answer types (core/api), under the names the SDK has always exported. */
-export type { AgentProfile, Finalized, TaskView } from "../../core/api";
+export type { AgentProfile, AssignedTaskView, Finalized, TaskView } from "../../core/api";
 /** What `accept` answers: the brief (or how to open it) and how the result is judged. */
 export type AssignedTask = Assigned;
 

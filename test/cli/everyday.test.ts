@@ -93,6 +93,7 @@ describe("cli: everyday tooling", function () {
       { instructions: "Name three straits.", amountRaw: 1_000_000n, privacy: "public" },
     ]);
     const [capes, straits] = posted.results.map((r) => r.taskHash!);
+    await s.sync();
     await worker.acceptTask(straits!);
     await s.sync();
 
@@ -155,6 +156,7 @@ describe("cli: everyday tooling", function () {
       { instructions: "Name three atolls.", amountRaw: 1_000_000n, privacy: "public" },
     ]);
     const [fjords, atolls] = posted.results.map((r) => r.taskHash!);
+    await s.sync();
     await worker.acceptTask(fjords!);
     await worker.acceptTask(atolls!);
 
@@ -184,6 +186,7 @@ describe("cli: everyday tooling", function () {
         .then((r) => r.taskHash!);
     const approved = await post("Summarise the treaty of the harbour towns.");
     const rejected = await post("Summarise the charter of the harbour guild.");
+    await s.sync();
     for (const taskHash of [approved, rejected]) {
       await worker.acceptTask(taskHash);
       const finalized = await worker.deliverResult({ taskHash, output: "The treaty binds the towns to share the harbour dues fairly." });

@@ -70,6 +70,7 @@ describe("Workers that recover", function () {
     });
     const first = await publicTask("Summarise the first memo about harbour logistics.");
     const second = await publicTask("Summarise the second memo about rail freight.", { verificationMode: "manual" });
+    await s.sync();
     const accepted = await worker.acceptTask(first.taskHash!);
     await worker.acceptTask(second.taskHash!);
     // One time unit on the wire: the escrow's deadline (block-time seconds) answered as Unix milliseconds.
