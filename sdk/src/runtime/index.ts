@@ -293,7 +293,8 @@ export class WorkerRuntime {
     try {
       return (await this.client.http.get<Partial<AgentAnswer>>(`/api/v1/a2a/executors/${address}`)).profile;
     } catch (error) {
-      if (error instanceof ApiError && error.code === "EXECUTOR_NOT_FOUND") return undefined;
+      // Not registered (or a service without this read): registering answers for itself.
+      if (error instanceof ApiError && error.status === 404) return undefined;
       throw error;
     }
   }
