@@ -10,14 +10,11 @@ import { ApiError, clientError } from "../../sdk/src/errors";
 import { erc20Interface } from "../../sdk/src/chain";
 import type { PostResult, WrapTo } from "../../sdk/src/posting";
 import { formatUsdc } from "../../core/money";
-import { sameAddress, snapshotFromView } from "../../core/escrow";
-import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 import { publicClientOptions, type CliConfig } from "./config";
 import { journalPathFor, readJournal } from "./journal";
 import { reconcile } from "./reconcile";
 import { RowStatus } from "./results";
 import {
-  eachLimited,
   endOfRun,
   finishRows,
   fundingInFlight,
@@ -29,7 +26,7 @@ import {
   type Run,
   type Sorted,
 } from "./run";
-import type { FundedRow } from "./funded-index";
+import { confirmRepost, findRepeats, showRepeats } from "./repeats";
 import { loadTaskFile, type FileRow } from "./task-file";
 import { showTotals, totalsOf } from "./totals";
 import type { Progress, Terminal } from "./terminal";
@@ -184,61 +181,6 @@ async function journalOnlyDryRun(flags: PostTasksFlags, config: CliConfig, termi
   checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
   terminal.say("dry run: nothing was sent (the chain was not checked: at most this is paid)");
   return 0;
-}
-
-/** A row of this file that this wallet already funded from a task file (found in the funded-rows index, confirmed on chain). */
-interface Repeat {
-  row: FileRow;
-  earlier: FundedRow;
-}
-
-/**
- * The fresh private rows this wallet already paid for with the same content (another file, or this one with its
- * journal gone). A public row cannot be paid twice: its task hash is its brief's, which the service lists only once.
- */
-async function findRepeats(run: Run, fresh: readonly FileRow[]): Promise<Repeat[]> {
-  const escrow = TaskEscrow__factory.connect(run.chain.escrow, run.chain.provider);
-  const repeats: Repeat[] = [];
-  await eachLimited(
-    fresh.filter((row) => row.row.privacy === "private"),
-    async (row) => {
-      const own = new Set((run.journal.rows.get(row.key)?.attempts ?? []).map((a) => a.taskHash.toLowerCase()));
-      for (const earlier of [...run.funded.lookup(row.key)].reverse()) {
-        if (own.has(earlier.taskHash.toLowerCase())) continue; // this row's own attempt, found unfunded
-        let task;
-        try {
-          task = snapshotFromView(earlier.taskHash, await escrow.getTask(earlier.taskHash));
-        } catch (error) {
-          throw clientError("CHAIN_UNAVAILABLE", `The RPC did not answer: ${(error as Error).message}`);
-        }
-        if (task && sameAddress(task.poster, run.chain.wallet.address)) {
-          repeats.push({ row, earlier });
-          return;
-        }
-      }
-    },
-  );
-  return repeats.sort((a, b) => a.row.line - b.row.line);
-}
-
-function showRepeats(terminal: Terminal, repeats: readonly Repeat[]) {
-  if (repeats.length === 0) return;
-  terminal.say(`already paid for by this wallet from a task file (a copy of one?): ${repeats.length} private row(s) below would be paid again`);
-  for (const { row, earlier } of repeats.slice(0, 5)) {
-    terminal.say(`  line ${row.line}: as ${earlier.file} line ${earlier.line} on ${earlier.at.slice(0, 10)}, task ${earlier.taskHash}`);
-  }
-  if (repeats.length > 5) terminal.say(`  ... and ${repeats.length - 5} more`);
-}
-
-/** Paying again for rows already funded takes its own yes (or --allow-repost); --yes alone does not. */
-async function confirmRepost(flags: PostTasksFlags, terminal: Terminal, count: number) {
-  if (flags.allowRepost) {
-    terminal.note(`note: paying again for ${count} private row(s) already funded by this wallet (--allow-repost).`);
-    return;
-  }
-  const refusal = `${count} private row(s) of this file were already paid for by this wallet from a task file (lines above); nothing was sent.`;
-  if (!terminal.interactive) throw clientError("ALREADY_FUNDED", `${refusal} Pass --allow-repost to pay for them again.`);
-  if (!(await terminal.confirm(`Pay again for the ${count} private row(s) already paid for?`))) throw clientError("ALREADY_FUNDED", refusal);
 }
 
 function checkSpendLimit(totalRaw: bigint, maxTotalRaw: bigint | undefined) {
