@@ -245,7 +245,20 @@ export const ERROR_CODES = define({
   EXECUTION_FAILED: {
     status: 0,
     client: true,
-    description: "WorkerRuntime: executeTask threw or delivering failed; the task stays assigned, undelivered.",
+    description:
+      "WorkerRuntime: executeTask kept failing (after `executeAttempts` tries with back-off; a task never delivered is then released), delivering failed, or stop() left the task; the task is held, undelivered, and a restart resumes what is still held.",
+  },
+  TASK_TIMEOUT: {
+    status: 0,
+    client: true,
+    description:
+      "WorkerRuntime: an executeTask attempt ran past `taskTimeoutMs` or the task's deadline (its `signal` was aborted); counted as a failed attempt.",
+  },
+  PRIVATE_KEY_REQUIRED: {
+    status: 0,
+    client: true,
+    description:
+      "WorkerRuntime needs `privateKey` (or `existingPrivateKey`): the API key wallet's key, which opens private briefs and signs evidence.",
   },
   CONFIRMATION_REQUIRED: {
     status: 0,
@@ -256,7 +269,20 @@ export const ERROR_CODES = define({
   JOURNAL_MISMATCH: {
     status: 0,
     client: true,
-    description: "The CLI journal was written for another wallet, escrow or chain, or is damaged; nothing was sent.",
+    description:
+      "The CLI journal was written for another wallet, escrow or chain (id or genesis block), claims a funding the escrow does not have (the chain or escrow was reset), or is damaged; nothing was sent. Move it and the results file away to post the file afresh.",
+  },
+  ALREADY_FUNDED: {
+    status: 0,
+    client: true,
+    description:
+      "Rows of the task file were already paid for by this wallet from a task file (a copy under another name, or a journal moved away); nothing was sent. Answer yes on a terminal, or pass `--allow-repost`, to pay for them again.",
+  },
+  ROWS_NOT_POSTABLE: {
+    status: 0,
+    client: true,
+    description:
+      "Every row a CLI run left can never be posted (NOT_OPEN: paid and no longer open on chain; TASK_HASH_IN_USE or TASK_HASH_CLAIMED: that task hash is taken); rerunning changes nothing (exit 1, not 3).",
   },
 } as const);
 

@@ -16,7 +16,7 @@ import { memoizedSchemaCompilers } from "./http/schema-compilers";
 import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
-import { createFunding, createListings, createTaskQueries, heldTaskRoutes, taskRoutes } from "./tasks";
+import { createFunding, createListings, createTaskQueries, assignedTaskRoutes, taskRoutes } from "./tasks";
 import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPoolOptions } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
@@ -211,7 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, now });
   await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
-  await app.register(heldTaskRoutes, { auth, queries });
+  await app.register(assignedTaskRoutes, { auth, queries });
   await app.register(adminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });

@@ -7,6 +7,7 @@ import { getAddress } from "ethers";
 import { clientError } from "../../sdk/src/errors";
 import { pinnedEscrowsFromEnv, rpcUrlsFromEnv, type PinnedEscrows, type RpcUrls } from "../../sdk/src/chain";
 import type { MarketClientOptions } from "../../sdk/src/client";
+import { defaultStateDirectory } from "./funded-index";
 
 export const DEFAULT_API_URL = "http://127.0.0.1:3000";
 
@@ -18,6 +19,8 @@ export interface GlobalFlags {
 
 export interface CliConfig {
   apiUrl: string;
+  /** Where the CLI keeps what outlives one task file (MARKET_STATE_DIR, else ~/.market): the funded-rows index. */
+  stateDir: string;
   apiKey?: string;
   privateKey?: string;
   rpcUrls: RpcUrls;
@@ -39,6 +42,7 @@ export function readConfig(env: NodeJS.ProcessEnv, flags: GlobalFlags): CliConfi
   const privateKey = env.MARKET_PRIVATE_KEY?.trim() || undefined;
   return {
     apiUrl: flags.apiUrl ?? (env.MARKET_API_URL?.trim() || DEFAULT_API_URL),
+    stateDir: defaultStateDirectory(env),
     ...(apiKey ? { apiKey } : {}),
     ...(privateKey ? { privateKey } : {}),
     rpcUrls,

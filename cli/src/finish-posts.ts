@@ -22,22 +22,22 @@ export async function finishPostsCommand(flags: FinishPostsFlags, config: CliCon
     const progress = terminal.progress(sorted.toFinish.length, "listed");
     const finished = await finishRows(run, sorted.toFinish, progress);
     progress.end();
-    run.results.write();
-    summarize(run);
+    let status = 0;
     if (!finished || sorted.pending.length > 0) {
       const left = run.results.count(RowStatus.unlisted) - sorted.closed.length + sorted.pending.length;
       terminal.note(`error NOT_ALL_POSTED: ${left} paid or pending row(s) are not listed yet; run finish-posts again later.`);
-      return 3;
-    }
-    const unposted = run.rows.length - run.results.count(RowStatus.posted) - sorted.closed.length;
-    if (unposted > 0) terminal.say(`${unposted} row(s) were never paid for; post them with: ${postCommand}`);
-    if (sorted.closed.length > 0) {
+      status = 3;
+    } else if (sorted.closed.length > 0) {
+      // Nothing a rerun can do: those rows are paid and no longer open on chain.
       terminal.note(
-        `error NOT_ALL_POSTED: ${sorted.closed.length} paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed (NOT_OPEN in the results file).`,
+        `error ROWS_NOT_POSTABLE: ${sorted.closed.length} paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed (NOT_OPEN in the results file).`,
       );
-      return 3;
+      status = 1;
     }
-    return 0;
+    summarize(run, status);
+    const unposted = sorted.fresh.length;
+    if (unposted > 0) terminal.say(`${unposted} row(s) were never paid for; post them with: ${postCommand}`);
+    return status;
   } finally {
     run.close();
   }

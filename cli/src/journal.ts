@@ -7,7 +7,9 @@
  *   funded    written once it is mined: its hash
  *   posted    the row is listed (final)
  *   unlisted  paid but the listing was refused (a rerun lists it)
- *   failed    nothing paid for this attempt (a rerun posts the row again)
+ *   failed    nothing paid for this attempt (a rerun posts the row again, unless its refusal is final: FINAL_CODES)
+ *   bind      what the entries after it were written against: the chain (name, id, genesis block), the escrow, the
+ *             wallet and the API; written before a run's first entry whenever it differs from the last one
  *
  * Entries name rows by key (content hash and occurrence, see task-file.ts), so an edited row never reuses the entry
  * of the row it replaced. A run holds `<journal>.lock` (its pid) so two runs never post the same file at once.
@@ -30,7 +32,27 @@ export interface PreparedEntryRow {
   indexParams: Omit<IndexParams, "txHash">;
 }
 
+/** What a journal's entries were written against (a `bind` entry): a rerun elsewhere is refused or checked. */
+export interface JournalBinding {
+  chain: string;
+  chainId: number;
+  /** Hash of the chain's block 0: a chain started again (a new local chain) has another. */
+  genesis: string;
+  escrow: string;
+  wallet: string;
+  /** The API base URL the rows were listed through. */
+  api: string;
+}
+
+/**
+ * Refusals after which a row can never be posted: paid and no longer open on chain (NOT_OPEN), or a task hash that can
+ * never be listed (a public brief listed by anyone, TASK_HASH_IN_USE; a hash another wallet funded, TASK_HASH_CLAIMED).
+ * A rerun does not try them again, and a run that leaves only such rows exits 1, not 3.
+ */
+export const FINAL_CODES: ReadonlySet<string> = new Set(["NOT_OPEN", "TASK_HASH_IN_USE", "TASK_HASH_CLAIMED"]);
+
 export type JournalEntry =
+  | ({ t: "bind"; at: string } & JournalBinding)
   | { t: "funding"; at: string; chain: string; wallet: string; escrow: string; nonce: number; block: number; rows: PreparedEntryRow[] }
   | { t: "funded"; at: string; txHash: string; rows: Array<{ key: string; taskHash: string }> }
   | { t: "posted"; at: string; key: string; taskHash: string; txHash: string }
@@ -63,8 +85,14 @@ export function journalPathFor(resultsPath: string): string {
 
 /** The journal's rows by key; a torn last line (the process killed mid-write) is ignored. */
 export function readJournal(journalPath: string): Map<string, RowJournal> {
+  return readJournalState(journalPath).rows;
+}
+
+/** The journal's rows by key and the binding its latest entries were written against (none in an older journal). */
+export function readJournalState(journalPath: string): { rows: Map<string, RowJournal>; binding?: JournalBinding } {
   const rows = new Map<string, RowJournal>();
-  if (!existsSync(journalPath)) return rows;
+  let binding: JournalBinding | undefined;
+  if (!existsSync(journalPath)) return { rows };
   const text = readFileSync(journalPath, "utf8");
   const lines = text.split("\n");
   for (const [i, line] of lines.entries()) {
@@ -77,9 +105,25 @@ export function readJournal(journalPath: string): Map<string, RowJournal> {
       if (i === lines.length - 1) continue;
       throw clientError("JOURNAL_MISMATCH", `${journalPath} line ${i + 1} is not a journal entry; restore the file or move it away.`);
     }
-    apply(rows, entry);
+    if (entry.t === "bind") {
+      const { t: _t, at: _at, ...bound } = entry;
+      binding = bound;
+    } else apply(rows, entry);
   }
-  return rows;
+  return { rows, ...(binding ? { binding } : {}) };
+}
+
+/** Which part of the binding differs (chain, chain id, genesis, escrow, wallet), if any; the API URL may change. */
+export function bindingMismatch(recorded: JournalBinding, current: JournalBinding): string | undefined {
+  const parts: Array<[string, string | number, string | number]> = [
+    ["chain", recorded.chain, current.chain],
+    ["chain id", recorded.chainId, current.chainId],
+    ["chain (its genesis block: the chain was started again)", recorded.genesis.toLowerCase(), current.genesis.toLowerCase()],
+    ["escrow", recorded.escrow.toLowerCase(), current.escrow.toLowerCase()],
+    ["wallet", recorded.wallet.toLowerCase(), current.wallet.toLowerCase()],
+  ];
+  const differs = parts.find(([, was, now]) => was !== now);
+  return differs ? `${differs[0]}: ${String(differs[1])} then, ${String(differs[2])} now` : undefined;
 }
 
 /** Cuts a torn last line (unreadable) or ends a whole one with its missing newline, so appends start on a line. */
@@ -97,7 +141,7 @@ function repairTail(journalPath: string) {
   else truncateSync(journalPath, Buffer.byteLength(text.slice(0, lastLineStart), "utf8"));
 }
 
-function apply(rows: Map<string, RowJournal>, entry: JournalEntry) {
+function apply(rows: Map<string, RowJournal>, entry: Exclude<JournalEntry, { t: "bind" }>) {
   const row = (key: string) => {
     let found = rows.get(key);
     if (!found) rows.set(key, (found = { attempts: [] }));
@@ -139,8 +183,10 @@ function apply(rows: Map<string, RowJournal>, entry: JournalEntry) {
 export interface JournalWriter {
   readonly path: string;
   readonly rows: Map<string, RowJournal>;
-  /** Appends one entry and fsyncs it; returns once it is on disk. */
-  append(entry: DistributiveOmit<JournalEntry, "at">): void;
+  /** The binding of the latest entries (none in a new or older journal). */
+  readonly binding?: JournalBinding;
+  /** Appends one entry and fsyncs it (after the run's binding, when it differs from the last one); returns once it is on disk. */
+  append(entry: DistributiveOmit<Exclude<JournalEntry, { t: "bind" }>, "at">): void;
   close(): void;
 }
 
@@ -148,9 +194,15 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 
 /**
  * Opens the journal for a run: takes the lock and reads what earlier runs recorded. The file is created at the first
- * entry, so a run that sends nothing leaves none behind.
+ * entry, so a run that sends nothing leaves none behind. `bind` is written before the run's first entry unless the
+ * journal's last binding is the same. `readOnly` (a dry run) takes no lock and writes nothing: entries only change
+ * what this run sees.
  */
-export function openJournal(journalPath: string): JournalWriter {
+export function openJournal(journalPath: string, options: { bind?: JournalBinding; readOnly?: boolean } = {}): JournalWriter {
+  if (options.readOnly) {
+    const { rows, binding } = readJournalState(journalPath);
+    return { path: journalPath, rows, ...(binding ? { binding } : {}), append: (partial) => apply(rows, { ...partial, at: "" }), close() {} };
+  }
   const release = lock(`${journalPath}.lock`);
   let fd: number | undefined;
   const file = () => {
@@ -163,15 +215,21 @@ export function openJournal(journalPath: string): JournalWriter {
   };
   try {
     if (existsSync(journalPath)) repairTail(journalPath);
-    const rows = readJournal(journalPath);
+    const { rows, binding } = readJournalState(journalPath);
+    const bind = options.bind;
+    let unbound = bind !== undefined && (!binding || bindingMismatch(binding, bind) !== undefined || binding.api !== bind.api);
     return {
       path: journalPath,
       rows,
+      ...(binding ? { binding } : {}),
       append(partial) {
-        const entry = { ...partial, at: new Date().toISOString() };
+        const at = new Date().toISOString();
+        const entry = { ...partial, at };
         const handle = file();
-        writeSync(handle, `${JSON.stringify(entry)}\n`);
+        const binding = unbound ? `${JSON.stringify({ t: "bind", at, ...bind })}\n` : "";
+        writeSync(handle, `${binding}${JSON.stringify(entry)}\n`);
         fsyncSync(handle);
+        unbound = false;
         apply(rows, entry);
       },
       close() {

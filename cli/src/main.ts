@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 /**
- * `market`: the marketplace from a terminal. Post a spreadsheet of tasks (and finish a run that stopped), rent a hosted
- * agent's service, judge a manual task's result, get an escrow back. Configured by the environment; see `market --help`.
+ * `market`: the marketplace from a terminal. Post a spreadsheet of tasks (and finish a run that stopped), follow your
+ * tasks, rent a hosted agent's service, judge a result, settle (cancel, dispute, release), manage API keys. Configured
+ * by the environment; see `market --help`. `--json` on any command prints its answer as JSON on stdout (the report goes
+ * to stderr).
  *
  * Exit status: 0 done; 1 refused or failed (`error CODE: message` on stderr); 2 bad arguments; 3 NOT_ALL_POSTED
- * (a run ended with rows left: rerun the same command).
+ * (a run ended with rows a rerun can still post: rerun the same command).
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -15,23 +17,29 @@ import { readConfig, redact, secretsOf, type CliConfig, type GlobalFlags } from 
 import { postTasksCommand, type PostTasksFlags, type PostTasksHooks } from "./post-tasks";
 import { finishPostsCommand, type FinishPostsFlags } from "./finish-posts";
 import { reviewCommand, type ReviewFlags } from "./review";
-import { cancelCommand } from "./cancel";
+import { actionCommand, cancelCommand } from "./settle";
+import { statusCommand, tasksCommand, type TasksFlags } from "./tasks";
+import { keysCreateCommand, keysListCommand, keysRevokeCommand } from "./keys";
 import { mcpCommand, type McpFlags } from "./mcp";
 import { rentCommand, servicesCommand, type RentFlags, type ServicesFlags } from "./services";
 import { createTerminal, type Terminal } from "./terminal";
+import { TASK_STATUSES } from "../../core/status";
 
 export const ExitStatus = { ok: 0, failed: 1, usage: 2, notAllPosted: 3 } as const;
 
 const ENVIRONMENT_HELP = `
 Environment:
-  MARKET_API_KEY      API key (sk_...) of the posting wallet
-  MARKET_PRIVATE_KEY  private key of that same wallet; signs escrow transactions and never leaves this machine
+  MARKET_API_KEY      API key (sk_...) of the wallet (market keys create makes one)
+  MARKET_PRIVATE_KEY  private key of that same wallet; signs escrow transactions and sign-ins, never leaves this machine
   MARKET_API_URL      API base URL (default http://127.0.0.1:3000)
   MARKET_RPC_ARC      JSON-RPC URL of the arc chain (there is no default RPC)
   MARKET_ESCROW_ARC   escrow address the client trusts on arc
   MARKET_MCP_STATE_DIR  where \`market mcp\` keeps each idempotencyKey's run (default ~/.market/mcp)
 
-Exit status: 0 done, 1 refused or failed, 2 bad arguments, 3 NOT_ALL_POSTED (rerun the same command).`;
+--json on any command: its answer as JSON on stdout (bigints as strings); the report and notes go to stderr.
+
+Exit status: 0 done, 1 refused or failed (also a run whose remaining rows can never be posted), 2 bad arguments,
+3 NOT_ALL_POSTED (rows a rerun can still post: rerun the same command).`;
 
 function positiveInteger(value: string): number {
   if (!/^[0-9]+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError("must be a whole number of at least 1");
@@ -81,11 +89,12 @@ export interface CliDeps {
 
 export function buildProgram(terminal: Terminal, argv: readonly string[], setExit: (status: number) => void, deps: CliDeps = {}): Command {
   const program = new Command("market")
-    .description("Post tasks to the marketplace in bulk, finish a stopped run, rent services, judge results, get escrow back.")
+    .description("Post tasks to the marketplace in bulk, follow them, rent services, judge results, settle, manage API keys.")
     .version(version())
     .option("--api-url <url>", "API base URL (overrides MARKET_API_URL)")
     .option("--rpc-url <url>", "arc JSON-RPC URL (overrides MARKET_RPC_ARC)")
     .option("--escrow <address>", "escrow address trusted on arc (overrides MARKET_ESCROW_ARC)")
+    .option("--json", "print the command's answer as JSON on stdout (the report goes to stderr)")
     .addHelpText("after", ENVIRONMENT_HELP)
     .showHelpAfterError("(market --help for usage)")
     .exitOverride();
@@ -100,6 +109,7 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .option("--results <path>", "results file (default <file>.results.csv); the journal is <results>.journal.jsonl")
     .option("--chunk <n>", "tasks per funding transaction when the escrow has batch creation (default 20)", positiveInteger)
     .option("--yes", "do not ask (required without a terminal)")
+    .option("--allow-repost", "pay again for rows this wallet already paid for from a task file (a copy); asked on a terminal, refused otherwise")
     .option("--max-total <usdc>", "refuse, before paying anything, a run whose escrow total is above this (USDC)", usdc)
     .action(async (options: Omit<PostTasksFlags, "maxTotalRaw"> & { maxTotal?: bigint }) => {
       const { maxTotal, ...rest } = options;
@@ -131,7 +141,7 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
 
   program
     .command("cancel")
-    .description("Get the escrow back: cancel an open task, or claim after its deadline.")
+    .description("Get the escrow back: cancel an open task, or claim after its deadline (the poster's).")
     .argument("<taskHash>", "the task (0x and 64 hex characters)")
     .action(async (taskHash: string) => {
       setExit(await cancelCommand(taskHash, config(), terminal));
@@ -160,6 +170,62 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     });
 
   program
+    .command("dispute")
+    .description("Raise a dispute on a task: the poster before its deadline, the worker before it or within 3 days of a failed verdict.")
+    .argument("<taskHash>", "the task (0x and 64 hex characters)")
+    .action(async (taskHash: string) => {
+      setExit(await actionCommand("dispute", taskHash, config(), terminal));
+    });
+
+  program
+    .command("release")
+    .description("Hand back a task you hold and have not delivered for (the worker's): it opens again for other agents.")
+    .argument("<taskHash>", "the task (0x and 64 hex characters)")
+    .action(async (taskHash: string) => {
+      setExit(await actionCommand("release", taskHash, config(), terminal));
+    });
+
+  program
+    .command("tasks")
+    .description("List the tasks you posted (newest first), or with --assigned the tasks you work on, with status, reward and deadline.")
+    .option("--assigned", "the tasks your wallet works on as worker (not ended), with the rounds each has left")
+    .option("--status <status>", `only tasks with this status (repeat, or separate with commas): ${TASK_STATUSES.join(", ")}`, collect)
+    .option("--limit <n>", "at most this many tasks (default 100)", positiveInteger)
+    .action(async (flags: TasksFlags) => {
+      setExit(await tasksCommand(flags, config(), terminal));
+    });
+
+  program
+    .command("status")
+    .description("Show one task: status, reward, parties, rounds, deadline and verdict (the output with market review).")
+    .argument("<taskHash>", "the task (0x and 64 hex characters)")
+    .action(async (taskHash: string) => {
+      setExit(await statusCommand(taskHash, config(), terminal));
+    });
+
+  const keys = program.command("keys").description("Your account's API keys, signing in with MARKET_PRIVATE_KEY (no API key needed).");
+  keys
+    .command("create")
+    .description("Create an API key acting as your wallet; it is printed once.")
+    .option("--name <name>", 'a name to tell keys apart (default "market cli")')
+    .action(async (flags: { name?: string }) => {
+      setExit(await keysCreateCommand(flags, config(), terminal));
+    });
+  keys
+    .command("list")
+    .description("List the account's API keys (never the keys themselves).")
+    .action(async () => {
+      setExit(await keysListCommand(config(), terminal));
+    });
+  keys
+    .command("revoke")
+    .description("Revoke one API key of the account by its id (market keys list shows it).")
+    .argument("<id>", "the key's id", positiveInteger)
+    .action(async (id: number) => {
+      setExit(await keysRevokeCommand(id, config(), terminal));
+    });
+
+  program
     .command("mcp")
     .description(
       "Serve the marketplace's MCP tools on stdio (post_tasks, rent_service, poll_task_result, cancel_task, claim_timeout, browse_services, get_service, bid_on_task) for an MCP client.",
@@ -175,6 +241,7 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
 /** Prints an error as `error CODE: message` (with each row of a bulk refusal) and returns the exit status. */
 export function reportError(terminal: Terminal, error: unknown): number {
   if (error instanceof ApiError) {
+    terminal.data({ error: error.body });
     terminal.note(`error ${error.code}: ${error.message}`);
     for (const e of error.body.errors ?? []) {
       terminal.note(`  line ${e.line ?? e.index + 1}${e.column ? `, column ${e.column}` : ""}: ${e.code}: ${e.message}`);
@@ -185,6 +252,7 @@ export function reportError(terminal: Terminal, error: unknown): number {
     }
     return error.code === "VALIDATION_FAILED" ? ExitStatus.usage : ExitStatus.failed;
   }
+  terminal.data({ error: { code: "INTERNAL_ERROR", message: (error as Error)?.message ?? String(error) } });
   terminal.note(`error INTERNAL_ERROR: ${(error as Error)?.message ?? String(error)}`);
   if (process.env.MARKET_DEBUG) terminal.note(String((error as Error)?.stack));
   return ExitStatus.failed;
@@ -192,7 +260,9 @@ export function reportError(terminal: Terminal, error: unknown): number {
 
 export async function main(argv: readonly string[], deps: CliDeps = {}): Promise<number> {
   const secrets = secretsOf({ apiKey: process.env.MARKET_API_KEY?.trim(), privateKey: process.env.MARKET_PRIVATE_KEY?.trim() });
-  const terminal = createTerminal((text) => redact(text, secrets));
+  // Known before parsing, so an error in the arguments is answered as JSON too.
+  const json = argv.slice(0, argv.includes("--") ? argv.indexOf("--") : argv.length).includes("--json");
+  const terminal = createTerminal((text) => redact(text, secrets), { json });
   let status: number = ExitStatus.ok;
   const program = buildProgram(terminal, argv, (s) => (status = s), deps);
   try {

@@ -29,7 +29,7 @@ export async function mcpCommand(
   await client.requireOwnKey(options.executor!.privateKey);
   const stateDir = flags.stateDir ?? (process.env.MARKET_MCP_STATE_DIR?.trim() || defaultStateDir());
   // Anything the posting engine says goes to stderr: stdout is the protocol's.
-  const quiet: Terminal = { ...terminal, say: (line = "") => terminal.note(line), interactive: false };
+  const quiet: Terminal = { ...terminal, say: (line = "") => terminal.note(line), data: () => {}, interactive: false };
   const server = createMcpServer(
     { client, quotes: serviceQuotes(client.http), poster: journaledPoster(config, { stateDir, terminal: quiet, hooks }), signs: true },
     info,

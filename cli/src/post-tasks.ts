@@ -1,8 +1,10 @@
 /**
  * `market post-tasks`: checks the whole file, shows the totals, asks once, then finishes what an earlier run of the
  * same file paid for but did not list and posts the rest in one SDK run, journaling every step (journal.ts) so that
- * rerunning the same command after any failure or kill never pays for a row twice.
+ * rerunning the same command after any failure or kill never pays for a row twice. Rows this wallet already funded
+ * from another task file (a copy) are paid again only when the user says so.
  */
+import path from "node:path";
 import { MarketClient } from "../../sdk/src/client";
 import { ApiError, clientError } from "../../sdk/src/errors";
 import { erc20Interface } from "../../sdk/src/chain";
@@ -12,7 +14,19 @@ import { publicClientOptions, type CliConfig } from "./config";
 import { journalPathFor, readJournal } from "./journal";
 import { reconcile } from "./reconcile";
 import { RowStatus } from "./results";
-import { finishRows, openRun, PENDING_FUNDING_WAIT_MS, resultsPathFor, sortRows, summarize, type Run } from "./run";
+import {
+  endOfRun,
+  finishRows,
+  fundingInFlight,
+  openRun,
+  PENDING_FUNDING_WAIT_MS,
+  resultsPathFor,
+  sortRows,
+  summarize,
+  type Run,
+  type Sorted,
+} from "./run";
+import { confirmRepost, findRepeats, showRepeats } from "./repeats";
 import { loadTaskFile, type FileRow } from "./task-file";
 import { showBriefFiles, showTotals, totalsOf } from "./totals";
 import type { Progress, Terminal } from "./terminal";
@@ -23,6 +37,8 @@ export interface PostTasksFlags {
   results?: string;
   chunk?: number;
   yes?: boolean;
+  /** Pay again for rows this wallet already funded from another task file (a copy) without asking. */
+  allowRepost?: boolean;
   /** Raw units, from `--max-total <usdc>`. */
   maxTotalRaw?: bigint;
   /** Whom private briefs are wrapped to (`market mcp` passes `any-chain`); default the posting chain's agents. */
@@ -58,21 +74,20 @@ export async function postTasksCommand(
       }),
     );
     terminal.say(`file: ${flags.file} (${run.rows.length} rows)`);
-    if (sorted.posted.length > 0) terminal.say(`already posted by an earlier run: ${sorted.posted.length}`);
-    if (sorted.toFinish.length > 0) terminal.say(`paid by an earlier run, to be listed (nothing to pay): ${sorted.toFinish.length}`);
-    if (sorted.closed.length > 0)
-      terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
-    if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
+    describeSorted(terminal, sorted);
+    const repeats = await findRepeats(run, sorted.fresh);
+    showRepeats(terminal, repeats);
     showTotals(terminal, totals, totals.tasks > 0 ? allowance < totals.totalRaw : false);
     const files = showBriefFiles(terminal, sorted.fresh);
     checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
 
     if (sorted.pending.length > 0) {
       // Posting now would queue behind the pending nonce; finish it first.
-      run.results.write();
-      summarize(run);
-      return notAllPosted(run, terminal, rerun, sorted.closed.length);
+      const status = endOfRun(run, rerun);
+      summarize(run, status);
+      return status;
     }
+    if (repeats.length > 0) await confirmRepost(flags, terminal, repeats.length);
     if (totals.tasks > 0)
       await confirm(
         flags,
@@ -81,22 +96,67 @@ export async function postTasksCommand(
           `${files > 0 ? `, with the briefs of the ${files} local file(s) listed above` : ""}?`,
       );
 
-    const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows");
+    const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows", totals.perTransaction);
     const done = { count: 0 };
-    run.results.write();
     const finished = await finishRows(run, sorted.toFinish, progress, done);
     // A listing failure stops the run: nothing new is paid while the service refuses listings.
     if (finished && sorted.fresh.length > 0) await postFresh(run, sorted.fresh, flags, progress, done, hooks);
     progress.end();
-    run.results.write();
-    summarize(run);
-    return run.results.count(RowStatus.posted) === run.rows.length ? 0 : notAllPosted(run, terminal, rerun, sorted.closed.length);
+    const status = endOfRun(run, rerun);
+    summarize(run, status);
+    return status;
   } finally {
     run.close();
   }
 }
 
+/** What earlier runs did, as the lines before the totals. */
+function describeSorted(terminal: Terminal, sorted: Sorted) {
+  if (sorted.posted.length > 0) terminal.say(`already posted by an earlier run: ${sorted.posted.length}`);
+  if (sorted.toFinish.length > 0) terminal.say(`paid by an earlier run, to be listed (nothing to pay): ${sorted.toFinish.length}`);
+  if (sorted.closed.length > 0)
+    terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
+  if (sorted.final.length > 0) terminal.say(`refused for good by an earlier run (not tried again): ${sorted.final.length}`);
+  if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
+}
+
+/**
+ * The dry run: what a run would really pay now. With the wallet's keys (MARKET_API_KEY, MARKET_PRIVATE_KEY) it reads
+ * the chain and the API as a run would (rows an earlier run paid for cost nothing: they are only listed), writing and
+ * locking nothing; without, it counts every row the journal does not show posted, an upper bound.
+ */
 async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Terminal): Promise<number> {
+  if (!config.apiKey || !config.privateKey) return journalOnlyDryRun(flags, config, terminal);
+  const run = await openRun(flags.file, flags.results, config, terminal, { readOnly: true });
+  try {
+    const sorted = await sortRows(run, { waitMs: 0 });
+    const repeats = await findRepeats(run, sorted.fresh);
+    const totals = totalsOf(sorted.fresh, await run.client.settlement(run.chain.chain), flags.chunk);
+    terminal.data({
+      dryRun: true,
+      file: flags.file,
+      rows: run.rows.length,
+      alreadyPosted: sorted.posted.length,
+      toList: sorted.toFinish.length,
+      closed: sorted.closed.length,
+      final: sorted.final.length,
+      pending: sorted.pending.length,
+      alreadyPaidElsewhere: repeats.length,
+      toPay: { tasks: totals.tasks, totalRaw: totals.totalRaw, transactions: totals.fundings },
+    });
+    terminal.say(`file: ${flags.file} (${run.rows.length} rows, all valid)`);
+    describeSorted(terminal, sorted);
+    showRepeats(terminal, repeats);
+    showTotals(terminal, totals, undefined);
+    checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
+    terminal.say("dry run: nothing was sent");
+    return 0;
+  } finally {
+    run.close();
+  }
+}
+
+async function journalOnlyDryRun(flags: PostTasksFlags, config: CliConfig, terminal: Terminal): Promise<number> {
   const rows = loadTaskFile(flags.file);
   const journal = readJournal(journalPathFor(resultsPathFor(flags.file, flags.results)));
   const posted = rows.filter((r) => journal.get(r.key)?.posted);
@@ -104,14 +164,25 @@ async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Termin
   const remaining = rows.filter((r) => !journal.get(r.key)?.posted);
   const settlement = await new MarketClient(publicClientOptions(config)).settlement();
   const totals = totalsOf(remaining, settlement, flags.chunk);
+  terminal.data({
+    dryRun: true,
+    checkedChain: false,
+    file: flags.file,
+    rows: rows.length,
+    alreadyPosted: posted.length,
+    inFlight: inFlight.length,
+    toPay: { atMostTasks: totals.tasks, atMostRaw: totals.totalRaw },
+  });
   terminal.say(`file: ${flags.file} (${rows.length} rows, all valid)`);
   if (posted.length > 0) terminal.say(`already posted by an earlier run: ${posted.length}`);
   if (inFlight.length > 0)
-    terminal.say(`left in flight by an earlier run: ${inFlight.length} (a run checks the chain: those already paid are only listed)`);
+    terminal.say(
+      `left in flight by an earlier run: ${inFlight.length} (counted below; set MARKET_API_KEY and MARKET_PRIVATE_KEY to check the chain: those already paid are only listed)`,
+    );
   showTotals(terminal, totals, undefined);
   showBriefFiles(terminal, remaining);
   checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
-  terminal.say("dry run: nothing was sent");
+  terminal.say("dry run: nothing was sent (the chain was not checked: at most this is paid)");
   return 0;
 }
 
@@ -128,19 +199,6 @@ async function confirm(flags: PostTasksFlags, terminal: Terminal, question: stri
   if (flags.yes) return;
   if (!terminal.interactive) throw clientError("CONFIRMATION_REQUIRED", "No terminal to confirm on: pass --yes to post. Nothing was sent.");
   if (!(await terminal.confirm(question))) throw clientError("CONFIRMATION_REQUIRED", "Not confirmed; nothing was sent.");
-}
-
-function notAllPosted(run: Run, terminal: Terminal, rerun: string, closed: number): number {
-  const left = run.rows.length - run.results.count(RowStatus.posted);
-  terminal.note(
-    `error NOT_ALL_POSTED: ${left} of ${run.rows.length} rows are not posted. Rerun the same command to finish them; rows already paid are listed without paying again:\n  ${rerun}`,
-  );
-  if (closed > 0) {
-    terminal.note(
-      `${closed} of them were paid and are no longer open on chain (cancelled, refunded or expired): they can never be listed (NOT_OPEN in the results file).`,
-    );
-  }
-  return 3;
 }
 
 /** One SDK run for the rows nothing was paid for yet, journaled at each step (`market mcp` runs it too). */
@@ -167,7 +225,6 @@ export async function postFresh(
       journal.append({ t: "failed", key: row.key, ...(result.taskHash ? { taskHash: result.taskHash } : {}), error: error! });
       results.set(row, { status: RowStatus.failed, ...(result.taskHash ? { taskHash: result.taskHash } : {}), ...(error ? { error } : {}) });
     }
-    results.writeSoon();
   };
 
   try {
@@ -179,6 +236,10 @@ export async function postFresh(
         ...(flags.wrapTo ? { wrapTo: flags.wrapTo } : {}),
         onFunding: async (event) => {
           const block = await chain.provider.getBlockNumber();
+          // Recorded by content before anything is sent, so a copy of this file finds these rows (findRepeats).
+          run.funded.record(
+            event.rows.map((r) => ({ key: rowAt(r.index).key, taskHash: r.taskHash, file: path.resolve(run.file), line: rowAt(r.index).line })),
+          );
           journal.append({
             t: "funding",
             chain: chain.chain,
@@ -194,7 +255,11 @@ export async function postFresh(
               indexParams: r.indexParams,
             })),
           });
-          for (const r of event.rows) fundedHere.add(rowAt(r.index).key);
+          for (const r of event.rows) {
+            fundedHere.add(rowAt(r.index).key);
+            results.set(rowAt(r.index), { status: RowStatus.notStarted, error: fundingInFlight(event.nonce) });
+          }
+          results.write();
           await hooks.afterJournaled?.("funding");
         },
         onFunded: async (event) => {

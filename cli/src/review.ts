@@ -28,6 +28,8 @@ export async function reviewCommand(taskHash: string, flags: ReviewFlags, config
     ...(flags.score !== undefined ? { score: flags.score } : {}),
     ...(flags.reason?.length ? { reasons: flags.reason } : {}),
   });
+  // The SDK answers once the settlement shows: the status after the verdict (verified, failed...).
+  terminal.data({ taskHash, approved: approve, ...verdict });
   terminal.say(`${approve ? "approved" : "rejected"} ${taskHash}`);
   terminal.say(`status: ${verdict.status}`);
   if (verdict.txHash) terminal.say(`tx: ${verdict.txHash}`);
@@ -36,7 +38,9 @@ export async function reviewCommand(taskHash: string, flags: ReviewFlags, config
 
 /** The task's state and its latest delivered output, as the service shows it to this key. */
 async function showResult(client: MarketClient, taskHash: string, terminal: Terminal): Promise<number> {
-  const { meta, state } = await client.getTask(taskHash);
+  const task = await client.getTask(taskHash);
+  terminal.data(task);
+  const { meta, state } = task;
   terminal.say(`task: ${taskHash} (${meta.verificationMode})`);
   terminal.say(`status: ${state.status}, rounds used: ${state.rounds} of 3`);
   const result = state.resultData;
@@ -49,8 +53,10 @@ async function showResult(client: MarketClient, taskHash: string, terminal: Term
     return 0;
   }
   const verdict = result.verificationResult;
-  if (verdict)
-    terminal.say(`verdict: ${verdict.passed ? "passed" : "failed"}${verdict.reasons.length > 0 ? ` (${verdict.reasons.join("; ")})` : ""}`);
+  if (verdict) {
+    const score = verdict.score === null ? "" : `, score ${verdict.score}`;
+    terminal.say(`verdict: ${verdict.passed ? "passed" : "failed"}${score}${verdict.reasons.length > 0 ? ` (${verdict.reasons.join("; ")})` : ""}`);
+  }
   terminal.say("output:");
   terminal.say(result.output);
   if (state.status === "awaiting_verification") terminal.say(`judge it with: market review ${taskHash} --approve | --reject --reason <text>`);

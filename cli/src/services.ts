@@ -21,6 +21,7 @@ export async function servicesCommand(flags: ServicesFlags, config: CliConfig, t
     ...(flags.agent ? { agent: flags.agent } : {}),
     ...(flags.limit ? { limit: flags.limit } : {}),
   });
+  terminal.data({ services, total });
   if (services.length === 0) {
     terminal.say("no active services");
     return 0;
@@ -81,6 +82,7 @@ export async function rentCommand(serviceIdText: string, flags: RentFlags, confi
   } finally {
     line.end();
   }
+  terminal.data(rental);
   terminal.say(`task: ${rental.taskHash}`);
   terminal.say(`paid: ${formatUsdc(BigInt(rental.amountRaw))} USDC (tx ${rental.txHash})`);
   terminal.say(`status: ${rental.status}`);

@@ -1,20 +1,28 @@
 /**
- * What the CLI says and asks: reports on stdout, errors, notes and the progress bar on stderr. The bar and the
- * question need a terminal; without one the bar stays silent and a question is never asked.
+ * What the CLI says and asks: reports on stdout, errors, notes and progress on stderr. The bar and the question need
+ * a terminal; without one, progress is a plain line per step (a chunk of rows) and a question is never asked. With
+ * `--json`, stdout carries only the command's JSON answer (`data`); the report lines go to stderr with the notes.
  */
 import { createInterface } from "node:readline/promises";
 
 export interface Terminal {
-  /** A line of the report (stdout). */
+  /** A line of the report (stdout; stderr with --json). */
   say(line?: string): void;
   /** A note or an error line (stderr). */
   note(line: string): void;
+  /** The command's answer as JSON on stdout, with --json only (amounts and other bigints as strings). */
+  data(value: unknown): void;
+  /** Whether --json was given. */
+  readonly json: boolean;
   /** Whether the user can answer a question (stdin and stderr are terminals). */
   readonly interactive: boolean;
   /** Asks once, y/N; anything but y or yes is no. */
   confirm(question: string): Promise<boolean>;
-  /** A progress bar on stderr when it is a terminal; a no-op otherwise. */
-  progress(total: number, label: string): Progress;
+  /**
+   * Progress on stderr: a bar on a terminal; otherwise a line `<label>: <done>/<total>` each time `step` more are done
+   * (a chunk of rows), and at the end.
+   */
+  progress(total: number, label: string, step?: number): Progress;
   /** A status line on stderr: rewritten in place on a terminal; without one, each new text is a note of its own. */
   status(): StatusLine;
 }
@@ -29,16 +37,26 @@ export interface Progress {
   end(): void;
 }
 
-export function createTerminal(redact: (text: string) => string = (t) => t): Terminal {
+/** JSON text of a command's answer: bigints as decimal strings. */
+export function toJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2);
+}
+
+export function createTerminal(redact: (text: string) => string = (t) => t, options: { json?: boolean } = {}): Terminal {
   const stderrIsTty = process.stderr.isTTY === true;
+  const json = options.json === true;
   let bar: { clear(): void } | undefined;
   const write = (stream: NodeJS.WriteStream, line: string) => {
     bar?.clear();
     stream.write(`${redact(line)}\n`);
   };
   return {
-    say: (line = "") => write(process.stdout, line),
+    say: (line = "") => write(json ? process.stderr : process.stdout, line),
     note: (line) => write(process.stderr, line),
+    data: (value) => {
+      if (json) process.stdout.write(`${redact(toJson(value))}\n`);
+    },
+    json,
     interactive: process.stdin.isTTY === true && stderrIsTty,
     async confirm(question) {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
@@ -76,8 +94,22 @@ export function createTerminal(redact: (text: string) => string = (t) => t): Ter
         },
       };
     },
-    progress(total, label) {
-      if (!stderrIsTty || total === 0) return { update() {}, end() {} };
+    progress(total, label, step = 1) {
+      if (total === 0) return { update() {}, end() {} };
+      if (!stderrIsTty) {
+        // No terminal (a pipe, a log file, CI): one line per step, never a carriage-return bar.
+        let shown = 0;
+        const line = (done: number) => {
+          shown = done;
+          process.stderr.write(`${redact(`${label}: ${done}/${total}`)}\n`);
+        };
+        return {
+          update(done) {
+            if (done - shown >= Math.max(1, step) || (done === total && shown !== total)) line(done);
+          },
+          end() {},
+        };
+      }
       const width = 30;
       let last = "";
       const draw = (done: number) => {

@@ -64,6 +64,7 @@ export type ApiKeyList = Static<typeof ApiKeyList>;
 
 export const ApiKeyParams = Type.Object({ id: Type.String({ pattern: "^[0-9]{1,12}$" }) });
 export const RevokedApiKey = Type.Object({ revoked: Type.Boolean() });
+export type RevokedApiKey = Static<typeof RevokedApiKey>;
 export const RevokedApiKeys = Type.Object({
   /** API keys revoked. */
   revoked: Type.Integer(),

@@ -18,7 +18,7 @@ export const Assigned = Type.Object({
   worker: Address,
   status: Type.Literal("assigned"),
   assignTx: Type.Union([Type.String(), Type.Null()]),
-  deadline: Type.Integer(),
+  deadline: Type.Integer({ description: "Unix milliseconds." }),
   rounds: Type.Integer(),
   brief: Type.Object({
     privacy: Privacy,

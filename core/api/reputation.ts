@@ -23,7 +23,9 @@ export const Leaderboard = Type.Object({
       decayedScore: Type.Number(),
       rawScore: Type.Integer(),
       reputation: Type.Integer(),
-      tasksCompleted: Type.Integer(),
+      tasksCompleted: Type.Integer({
+        description: "Tasks settled for the agent on every chain this service indexes: the reputation answer's `offChainTasksCompleted`.",
+      }),
     }),
   ),
 });
@@ -34,7 +36,8 @@ export const Reputation = Type.Object({
   address: Address,
   reputation: Type.Integer({ description: "Registry reputation, 0 to 100." }),
   tasksCompleted: Type.Integer({
-    description: "Tasks completed as the reputation contract records them (written by the `0g` escrow at settlement); 0 without a record.",
+    description:
+      "On chain: tasks completed as the reputation contract records them, written only by the `0g` escrow at settlement (the `arc` escrow has no reputation contract); 0 without a record. Every settled task, on any chain, is `offChainTasksCompleted`.",
   }),
   avgScore: Type.Number({
     description: "The contract's average verification score of the scored tasks, 0 to 100 (hundredths, floored); 0 when none was scored.",
@@ -50,8 +53,16 @@ export const Reputation = Type.Object({
   decayedScore: Type.Number(),
   decayFactor: Type.Number(),
   daysSinceLastTask: Type.Union([Type.Integer(), Type.Null()]),
-  offChainTasksCompleted: Type.Integer(),
-  offChainDisputes: Type.Integer(),
+  offChainTasksCompleted: Type.Integer({
+    description:
+      "Tasks settled for the agent (paid) on every chain this service indexes, `arc` included, as its indexer counts them: what `reputation` and the decayed score move with. It differs from the on-chain `tasksCompleted` whenever tasks were settled outside `0g`.",
+  }),
+  offChainDisputes: Type.Integer({ description: "Disputes ruled against the agent on every chain this service indexes." }),
+  note: Type.Optional(
+    Type.String({
+      description: "Present when the on-chain and off-chain counts differ: which numbers count what, in words.",
+    }),
+  ),
 });
 export type Reputation = Static<typeof Reputation>;
 

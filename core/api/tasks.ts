@@ -144,7 +144,7 @@ export const TaskMeta = Type.Object({
   targetExecutor: Type.Optional(Address),
   targetExecutorType: Type.Optional(Type.String()),
   serviceId: Type.Optional(Type.Integer()),
-  deadline: Type.Integer({ description: "Unix seconds; moved by escrow pauses." }),
+  deadline: Type.Integer({ description: "Unix milliseconds (the escrow's block-time deadline); moved by escrow pauses." }),
   listedAt: Type.Integer({ description: "Unix milliseconds." }),
   fundingTx: TxHash,
 });
@@ -183,9 +183,22 @@ export const BrowseQuery = Type.Object({ capabilities: Type.Optional(Type.String
 export const BrowseAnswer = Type.Object({ tasks: Type.Array(TaskView), total: Type.Integer() });
 export type BrowseAnswer = Static<typeof BrowseAnswer>;
 
-/** GET /api/v1/a2a/tasks/held: the tasks a worker holds that have not ended. */
-export const HeldTasksAnswer = Type.Object({ tasks: Type.Array(TaskView) });
-export type HeldTasksAnswer = Static<typeof HeldTasksAnswer>;
+/** A task the caller works on, as GET /api/v1/a2a/tasks/assigned lists it: the task view and the rounds it has left. */
+export const AssignedTaskView = Type.Intersect([
+  TaskView,
+  Type.Object({
+    roundsLeft: Type.Integer({
+      minimum: 0,
+      description:
+        "Evidence rounds the worker may still submit: 3 minus `state.rounds` while assigned, delivered (a round awaiting its verdict counts as used) or after a failed round, before the deadline; 0 otherwise (disputed, escalated, past the deadline).",
+    }),
+  }),
+]);
+export type AssignedTaskView = Static<typeof AssignedTaskView>;
+
+/** GET /api/v1/a2a/tasks/assigned: the tasks a worker holds that have not ended. */
+export const AssignedTasksAnswer = Type.Object({ tasks: Type.Array(AssignedTaskView) });
+export type AssignedTasksAnswer = Static<typeof AssignedTasksAnswer>;
 
 /** GET /api/v1/a2a/tasks/posted. */
 export const PostedQuery = Type.Object(

@@ -12,6 +12,13 @@ export const VerdictBody = Type.Object(
     passed: Type.Boolean(),
     score: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: "Default 100 for a pass, 0 for a fail." })),
     reasons: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 20 })),
+    txHash: Type.Optional(
+      Type.String({
+        pattern: "^0x[0-9a-fA-F]{64}$",
+        description:
+          "`agent` mode, after the verifier's own completeVerification is mined: its hash. The service checks the receipt carries this verdict, records it with its reasons (shown as `verificationResult` in the task view) and answers once the indexer shows the settlement.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

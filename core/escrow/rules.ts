@@ -158,6 +158,17 @@ export function canDeliver(task: TaskSnapshot | undefined, call: TimedCaller & {
   return { ok: true, round: t.rounds + 1 };
 }
 
+/**
+ * Evidence rounds the worker may still submit: 3 minus the rounds used while the task is Assigned, Submitted (a
+ * round awaiting its verdict counts as used) or Failed, before its deadline; none otherwise (ended, in dispute,
+ * escalated, or past the deadline).
+ */
+export function roundsLeft(task: { status: number; rounds: number; deadline: number }, now: number): number {
+  const working: readonly number[] = [EscrowStatus.Assigned, EscrowStatus.Submitted, EscrowStatus.Failed];
+  if (!working.includes(task.status) || now >= task.deadline) return 0;
+  return Math.max(0, MAX_SUBMISSIONS - task.rounds);
+}
+
 /** Who judges the task: its verifier agent, else the marketplace verifier. */
 export function judgeOf(task: Pick<TaskSnapshot, "verifier">, marketplaceVerifier: string): string {
   return task.verifier ?? marketplaceVerifier;

@@ -9,6 +9,11 @@ import {
 } from "../../core/errors";
 import { BulkRowIssue } from "../../core/bulk";
 import { CAPABILITY_TAGS } from "../../core/capabilities";
+import { AmountIssue } from "../../core/money";
+import { TaskFieldIssue } from "../../core/task-fields";
+import { CriteriaIssue } from "../../core/verification/criteria";
+
+type CodesOf<T extends Record<string, string>> = T[keyof T];
 
 /** What each bulk-row issue means; `INVALID_ROWS` lists them per row in `details` (API) or `body.errors` (SDK, CLI). */
 const ROW_ISSUES: Record<keyof typeof BulkRowIssue, string> = {
@@ -26,6 +31,47 @@ const ROW_ISSUES: Record<keyof typeof BulkRowIssue, string> = {
   INVALID_CAPABILITY:
     "A capability tag is malformed: tags are a letter, then letters, digits, `_` or `-`, at most 64 characters (compared without case).",
   DUPLICATE_BRIEF: "The same public brief appears twice in the file.",
+};
+
+/** Field rules shared by the API, the SDK, the CLI and MCP (core/task-fields.ts), as row codes. */
+const FIELD_ISSUES: Record<CodesOf<typeof TaskFieldIssue>, string> = {
+  DURATION_NOT_INTEGER: "`duration` is not a whole number of seconds.",
+  DURATION_OUT_OF_RANGE: "`duration` is outside 3600 to 7776000 seconds (1 hour to 90 days).",
+  ZONE_TOO_LONG: "`zone` is longer than 128 characters.",
+  ROUTING_SUMMARY_TOO_LONG: "`routing_summary` is longer than 500 characters.",
+  INVALID_PRIVACY: "`privacy` is neither `public` nor `private` (any case).",
+  INVALID_ADDRESS: "`target` (or a verifier) is not a 0x address of 40 hex characters with a valid checksum, or is the zero address.",
+};
+
+/** Amount rules (core/money.ts): `reward` is USDC decimal text, `amount` raw units. */
+const AMOUNT_ISSUES: Record<CodesOf<typeof AmountIssue>, string> = {
+  AMOUNT_NOT_WHOLE_NUMBER: "`amount` is not a plain whole number of raw units (no sign, decimals, spaces or exponent).",
+  AMOUNT_NOT_DECIMAL: "`reward` is not plain decimal text such as `2.5` (no sign, spaces, exponent or thousands separators).",
+  AMOUNT_TOO_MANY_DECIMALS: "`reward` has more decimals than the token (6 for USDC); it is refused, never rounded.",
+  AMOUNT_NOT_POSITIVE: "The reward or amount is 0.",
+  AMOUNT_TOO_LARGE: "The amount is above 2^256-1.",
+};
+
+/** Verification criteria rules (core/verification/criteria.ts), for the API's `verificationCriteria` and the bulk columns. */
+const CRITERIA_ISSUES: Record<CodesOf<typeof CriteriaIssue>, string> = {
+  UNSUPPORTED_VERIFICATION_MODE: "The verification mode is not `auto`, `manual` or `agent` (a bulk row takes `auto` or `manual`).",
+  CRITERIA_REQUIRED: "`auto` verification without criteria.",
+  CRITERIA_NOT_OBJECT: "The criteria are not an object.",
+  CRITERIA_NO_RULE: "No real rule (`min_length`, `max_length`, `contains_keywords`, `regex_pattern`) is given.",
+  CRITERIA_UNKNOWN_KEY: "A criteria key the rule engine does not know.",
+  CRITERIA_NOT_INTEGER: "A length or `pass_threshold` is not a whole number.",
+  CRITERIA_OUT_OF_RANGE: "A length or `pass_threshold` is outside its range (`pass_threshold` 0 to 100).",
+  CRITERIA_LENGTH_RANGE_EMPTY: "`max_length` is below `min_length`.",
+  CRITERIA_KEYWORDS_NOT_LIST: "`contains_keywords` is not a list (`verification_keywords`: separated by `;`, or a JSON list).",
+  CRITERIA_KEYWORDS_EMPTY: "`contains_keywords` is an empty list.",
+  CRITERIA_KEYWORD_INVALID: "A keyword is empty or not text.",
+  CRITERIA_TOO_MANY_KEYWORDS: "More keywords than the rule engine takes.",
+  CRITERIA_REGEX_NOT_STRING: "`regex_pattern` is not text.",
+  CRITERIA_REGEX_TOO_LONG: "`regex_pattern` is longer than the rule engine takes.",
+  CRITERIA_REGEX_INVALID: "`regex_pattern` does not compile.",
+  CRITERIA_REGEX_UNSAFE: "`regex_pattern` could backtrack catastrophically (nested or overlapping repetition).",
+  CRITERIA_REGEX_FLAGS_INVALID: "`regex_flags` holds a flag other than the ones allowed, or one twice.",
+  CRITERIA_UNSATISFIABLE: "No output can meet the criteria (e.g. `min_length` above the output cap, a keyword longer than `max_length`).",
 };
 
 /** docs/errors.md, generated from the one table of codes in core/errors.ts. */
@@ -65,11 +111,15 @@ export function errorDocs(): string {
     "",
     "## Bulk row issues",
     "",
-    "The per-row `code` inside `INVALID_ROWS` (with `line` or `index` and `column`), besides the codes above.",
+    "The per-row `code` inside `INVALID_ROWS` (with `line` or `index` and `column`), besides the codes above: a bulk",
+    "file's own rules, then the field, amount and verification-criteria rules every surface shares (the API answers the",
+    "same codes in `details` when it refuses a field).",
     "",
     "| Code | Meaning |",
     "| - | - |",
-    ...Object.entries(ROW_ISSUES).map(([code, meaning]) => `| \`${code}\` | ${meaning} |`),
+    ...[ROW_ISSUES, FIELD_ISSUES, AMOUNT_ISSUES, CRITERIA_ISSUES].flatMap((table) =>
+      Object.entries(table).map(([code, meaning]) => `| \`${code}\` | ${meaning.replace(/\|/g, "\\|")} |`),
+    ),
     "",
     "## Capability tags",
     "",

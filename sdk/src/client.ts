@@ -38,7 +38,7 @@ import type {
   HostedAgentView,
   OwnedAgentView,
   Withdrawal,
-  HeldTasksAnswer,
+  AssignedTasksAnswer,
   CreateServiceBody,
   ServiceAnswer,
   ServiceList,
@@ -69,12 +69,19 @@ export interface MarketClientOptions {
 }
 
 /** The API's own answer types (core/api), under the names the SDK has always exported. */
-export type { AgentProfile, Finalized, TaskView } from "../../core/api";
+export type { AgentProfile, AssignedTaskView, Finalized, TaskView } from "../../core/api";
 /** What `accept` answers: the brief (or how to open it) and how the result is judged. */
 export type AssignedTask = Assigned;
 
 /** The settlement calls a poster or worker signs: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */
 export type SettleAction = "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged";
+
+/** A settlement call sent: which call, what it does (`refund`, `escalate`, `dispute`, `payout`, `reopen`) and its transaction. */
+export interface Settled {
+  action: SettleAction;
+  outcome: string;
+  txHash: string;
+}
 
 export interface CreateAgentOptions {
   /** The API key wallet's private key. Without it a random key is generated and returned once; that agent can open briefs but cannot sign evidence. */
@@ -242,9 +249,12 @@ export class MarketClient {
     return this.http.get(`/api/v1/a2a/tasks/posted${query.size ? `?${query}` : ""}`);
   }
 
-  /** Tasks this wallet works on that have not ended (assigned, delivered, awaiting a verdict, a failed round, disputed or escalated). */
-  async heldTasks(): Promise<HeldTasksAnswer> {
-    return this.http.get("/api/v1/a2a/tasks/held");
+  /**
+   * Tasks this wallet works on that have not ended (assigned, delivered, awaiting a verdict, a failed round, disputed
+   * or escalated), each with `roundsLeft`: `GET /api/v1/a2a/tasks/assigned`.
+   */
+  async assignedTasks(): Promise<AssignedTasksAnswer> {
+    return this.http.get("/api/v1/a2a/tasks/assigned");
   }
 
   /** Takes the task as its worker: assigned on chain once the answer comes, with the brief or how to open it. */
@@ -570,7 +580,9 @@ export class MarketClient {
 
   /**
    * The poster's verdict on the latest delivered round of a `manual` task (the service settles it), or the designated
-   * verifier's on an `agent` task (signed by this client's wallet).
+   * verifier's on an `agent` task (signed by this client's wallet, then reported back with its hash so the task view
+   * shows it with its reasons). Answers once the settlement shows: `status` is the task's status after the verdict
+   * (`verified`, `failed`...), never the `awaiting_verification` it had before.
    */
   async reviewResult(verdict: {
     taskHash: string;
@@ -579,12 +591,13 @@ export class MarketClient {
     reasons?: string[];
   }): Promise<Pick<VerdictAnswer, "status" | "txHash">> {
     const { taskHash } = verdict;
-    const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, {
+    const body = {
       passed: verdict.approve,
       ...(verdict.score !== undefined ? { score: verdict.score } : {}),
       ...(verdict.reasons ? { reasons: verdict.reasons } : {}),
-    });
-    if (!answer.unsignedTx) return answer;
+    };
+    const answer = await this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, body);
+    if (!answer.unsignedTx) return { status: await this.settledStatus(taskHash, answer.status), ...(answer.txHash ? { txHash: answer.txHash } : {}) };
     const task = await this.taskToSign(taskHash);
     const wallet = await this.wallet(task.meta.chain);
     const score = verdict.score ?? (verdict.approve ? 100 : 0);
@@ -593,14 +606,39 @@ export class MarketClient {
       data: escrowInterface.encodeFunctionData("completeVerification", [task.meta.taskHash, verdict.approve, score]),
     };
     const receipt = await wallet.send(answer.unsignedTx, expected);
-    return { status: answer.status, txHash: receipt.hash };
+    const recorded = await this.retrying(() =>
+      this.http.post<VerdictAnswer>(`/api/v1/a2a/tasks/${taskHash}/verdict`, { ...body, score, txHash: receipt.hash }),
+    );
+    return { status: await this.settledStatus(taskHash, recorded.status), txHash: receipt.hash };
+  }
+
+  /** The task's status once a verdict's settlement shows (asked again while it still reads as awaiting one, up to a minute). */
+  private async settledStatus(taskHash: string, status: TaskView["state"]["status"]): Promise<TaskView["state"]["status"]> {
+    for (let attempt = 0; (status === "awaiting_verification" || status === "submitted") && attempt < 120; attempt++) {
+      await sleep(500);
+      status = (await this.getTask(taskHash)).state.status;
+    }
+    return status;
+  }
+
+  /** Calls again while the refusal is retryable (a receipt or index not visible yet), about half a minute at most. */
+  private async retrying<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call();
+      } catch (error) {
+        if (!(error instanceof ApiError) || !error.retryable || attempt >= 20) throw error;
+        await sleep(500 * Math.min(attempt + 1, 6));
+      }
+    }
   }
 
   /**
-   * Gets the escrow back: cancels an open task, or claims after the deadline (a refund, or the escalation of
-   * delivered work nobody judged). Signed by this client's wallet.
+   * Gets the escrow back: cancels an open task (`action: "cancel"`, the whole reward back), or claims after the
+   * deadline (`action: "claim-timeout"`: a refund, or the escalation of delivered work nobody judged). Signed by this
+   * client's wallet. `outcome` is the API's word for what the transaction does (`refund`, `escalate`).
    */
-  async cancelAndRefund(taskHash: string): Promise<{ outcome: string; txHash: string }> {
+  async cancelAndRefund(taskHash: string): Promise<Settled> {
     let task: TaskView;
     try {
       task = await this.getTask(taskHash);
@@ -613,7 +651,7 @@ export class MarketClient {
   }
 
   /** Cancels (while Funded) or claims (after the deadline) a task the service never listed, straight on the escrow. */
-  private async refundUnlisted(taskHash: string): Promise<{ outcome: string; txHash: string }> {
+  private async refundUnlisted(taskHash: string): Promise<Settled> {
     const wallet = await this.wallet();
     const escrow = TaskEscrow__factory.connect(wallet.escrow, wallet.provider);
     const task = snapshotFromView(taskHash, await escrow.getTask(taskHash));
@@ -627,15 +665,15 @@ export class MarketClient {
     const open = canCancel(task, { taskHash, caller: wallet.wallet.address, paused: false }).ok;
     const data = open ? escrowInterface.encodeFunctionData("cancelTask", [taskHash]) : escrowInterface.encodeFunctionData("claimTimeout", [taskHash]);
     const receipt = await wallet.send(null, { to: wallet.escrow, data });
-    return { outcome: open ? "refund" : "claim", txHash: receipt.hash };
+    return { action: open ? "cancel" : "claim-timeout", outcome: "refund", txHash: receipt.hash };
   }
 
   /** A poster's or worker's own settlement call, signed by this client's wallet. */
-  async settle({ taskHash, action }: { taskHash: string; action: SettleAction }): Promise<{ outcome: string; txHash: string }> {
+  async settle({ taskHash, action }: { taskHash: string; action: SettleAction }): Promise<Settled> {
     return this.sendSettlement(taskHash, action);
   }
 
-  private async sendSettlement(taskHash: string, action: SettleAction, known?: TaskView): Promise<{ outcome: string; txHash: string }> {
+  private async sendSettlement(taskHash: string, action: SettleAction, known?: TaskView): Promise<Settled> {
     const task = await this.taskToSign(taskHash, known);
     const wallet = await this.wallet(task.meta.chain);
     const answer = await this.http.post<SettlementTx>(`/api/v1/a2a/tasks/${taskHash}/${action}`);
@@ -648,6 +686,6 @@ export class MarketClient {
     }[action];
     const expected = { to: wallet.escrow, data: escrowInterface.encodeFunctionData(fn as "cancelTask", [task.meta.taskHash]) };
     const receipt = await wallet.send(answer.unsignedTx, expected);
-    return { outcome: answer.outcome, txHash: receipt.hash };
+    return { action, outcome: answer.outcome, txHash: receipt.hash };
   }
 }

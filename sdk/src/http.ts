@@ -3,6 +3,8 @@ import { ApiError } from "./errors";
 export interface HttpOptions {
   baseUrl: string;
   apiKey?: string;
+  /** A sign-in session token, sent as `Authorization: Bearer` (account routes: API keys). */
+  sessionToken?: string;
   /** Per request (ms). */
   timeoutMs?: number;
   /** How many times a 429 is retried after its Retry-After. */
@@ -27,6 +29,7 @@ export function createHttp(options: HttpOptions) {
           accept: "application/json",
           ...(body === undefined ? {} : { "content-type": "application/json" }),
           ...(options.apiKey ? { "x-api-key": options.apiKey } : {}),
+          ...(options.sessionToken ? { authorization: `Bearer ${options.sessionToken}` } : {}),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         // fetch keeps custom headers across a redirect to another origin: following one would hand the API key to it.

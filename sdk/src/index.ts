@@ -7,6 +7,9 @@ export {
   decryptExportedKey,
   type MarketClientOptions,
   type TaskView,
+  type AssignedTaskView,
+  type Settled,
+  type SettleAction,
   type AssignedTask,
   type Finalized,
   type AgentProfile,
@@ -34,10 +37,12 @@ export {
   type Clock,
   type ExecutionStatus,
   type RuntimeEvent,
+  type StopReport,
   type TaskContext,
   type WorkerRuntimeOptions,
 } from "./runtime";
 export { ApiError, type ApiErrorBody, type RowError } from "./errors";
+export { signIn, AccountSession, type SignInOptions, type ApiKeyInfo, type CreatedApiKey } from "./session";
 export type { IndexParams, PostResult, PostStatus, PostTaskInput, PostTasksOptions, PostTasksResult, FundingEvent, FundedEvent } from "./posting";
 export { pinnedEscrowsFromEnv, rpcUrlsFromEnv, guard, type Settlement, type UnsignedTx, type RpcUrls, type PinnedEscrows } from "./chain";
 export { AgentCap, CAPABILITY_TAGS, type CapabilityTag } from "../../core/capabilities";

@@ -107,7 +107,7 @@ export function createAccepting(deps: MarketplaceDeps) {
       worker: asAddress(worker),
       status: "assigned",
       assignTx: assignTx?.tx_hash ?? null,
-      deadline: onChain.deadline,
+      deadline: onChain.deadline * 1000,
       rounds: onChain.rounds,
       brief: {
         privacy: fields.privacy,

@@ -36,6 +36,15 @@ async function onChainNumbers(db: Db, address: string) {
   };
 }
 
+/** Why `tasksCompleted` and `offChainTasksCompleted` differ, for the person reading the answer. */
+export function countsNote(onChain: number, offChain: number): string {
+  return (
+    `tasksCompleted (${onChain}) is the reputation contract's record: only tasks settled on the 0g escrow write to it (the arc escrow has none). ` +
+    `offChainTasksCompleted (${offChain}) counts every task settled for this agent on every chain this service indexes, arc included; ` +
+    "reputation and the decayed score move with it."
+  );
+}
+
 /** Reputation: the leaderboard, an agent's numbers and its badges. */
 export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }> = async (app, { db, now }) => {
   const nowSeconds = () => Math.floor(now() / 1000);
@@ -89,6 +98,8 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }>
       const row = await db.selectFrom("reputation").selectAll().where("address", "=", address).executeTakeFirst();
       const decay = decayedScore(row?.raw_score ?? 0, row?.last_settled_at ?? null, nowSeconds());
       const onChain = await onChainNumbers(db, address);
+      const offChainTasksCompleted = row?.tasks_completed ?? 0;
+      const differ = onChain.tasksCompleted !== offChainTasksCompleted;
       return ok({
         address,
         reputation: row?.reputation ?? FRESH_REPUTATION.reputation,
@@ -97,8 +108,9 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }>
         decayedScore: decay.decayedScore,
         decayFactor: decay.decayFactor,
         daysSinceLastTask: decay.daysSinceLastTask,
-        offChainTasksCompleted: row?.tasks_completed ?? 0,
+        offChainTasksCompleted,
         offChainDisputes: row?.disputes ?? 0,
+        ...(differ ? { note: countsNote(onChain.tasksCompleted, offChainTasksCompleted) } : {}),
       });
     },
   );

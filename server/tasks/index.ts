@@ -32,7 +32,7 @@ import { MarketError } from "../../core/errors";
 export { createTaskQueries, toTaskView, type TaskQueries, type TaskRow } from "./queries";
 export { createFunding, type Funding } from "./funding";
 export { createListings, type Listings } from "./listing";
-export { heldTaskRoutes } from "./held";
+export { assignedTaskRoutes } from "./assigned";
 export { escrowPaused, loadTask, requireLive, statusOf, waitForIndexer, type Assignment, type Delivery, type TaskContext } from "./context";
 export { listedFields, listingChain, listingMeta, listingRow, type ListedFields } from "./listing-codec";
 export { normalizeWrappedKeys, requireValidCriteria, type TermsDeps } from "./terms";

@@ -91,10 +91,11 @@ export function listingChain(row: Pick<Listing, "chain">): ChainName {
 }
 
 /**
- * A task's metadata as the API shows it, from its listing and its deadline on chain. Optional fields are left out
- * when not set; a public brief shows its first PUBLIC_BRIEF_PREVIEW_CHARS characters.
+ * A task's metadata as the API shows it, from its listing and its deadline on chain (block-time seconds, answered as
+ * Unix milliseconds like every time on the wire). Optional fields are left out when not set; a public brief shows its
+ * first PUBLIC_BRIEF_PREVIEW_CHARS characters.
  */
-export function listingMeta(row: Listing, deadline: number): TaskMeta {
+export function listingMeta(row: Listing, deadlineSeconds: number): TaskMeta {
   const f = listedFields(row);
   const brief = f.publicBrief;
   return {
@@ -116,7 +117,7 @@ export function listingMeta(row: Listing, deadline: number): TaskMeta {
     ...(f.targetExecutor === null ? {} : { targetExecutor: asAddress(f.targetExecutor) }),
     ...(f.targetExecutorType === null ? {} : { targetExecutorType: f.targetExecutorType }),
     ...(f.serviceId === null ? {} : { serviceId: f.serviceId }),
-    deadline,
+    deadline: deadlineSeconds * 1000,
     listedAt: row.listed_at,
     fundingTx: row.funding_tx,
   };

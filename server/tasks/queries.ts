@@ -2,15 +2,15 @@ import { sql, type Selectable } from "kysely";
 import { json, type Db } from "../db";
 import type { EscrowTasksTable, ListingsTable } from "../db/schema";
 import { listingMeta } from "./listing-codec";
-import { asAddress, asTaskHash, type BrowseAnswer, type RoundVerdict, type TaskView } from "../../core/api";
+import { asAddress, asTaskHash, type AssignedTaskView, type BrowseAnswer, type RoundVerdict, type TaskView } from "../../core/api";
 import { taskStatus, type TaskStatus } from "../../core/status";
-import { endingName, Ending, openTaskFilter } from "../../core/escrow";
+import { endingName, Ending, EscrowStatus, openTaskFilter, roundsLeft } from "../../core/escrow";
 import { BROWSE_PAGE_SIZE } from "../../core/limits";
 import type { Clock } from "../http/types";
 import { createLru } from "../http/lru";
 
 type ListingRow = Selectable<ListingsTable>;
-type ChainRow = Pick<Selectable<EscrowTasksTable>, "status" | "deadline" | "worker" | "rounds" | "ending" | "result_hash">;
+type ChainRow = Pick<Selectable<EscrowTasksTable>, "status" | "deadline" | "worker" | "rounds" | "ending" | "result_hash" | "last_score">;
 /** Who funded the task and with what, as the escrow holds it: the listing's copy is never shown (docs/security.md). */
 type EscrowMoney = { escrow_poster: string; escrow_amount: string; escrow_token: string };
 export type TaskRow = ListingRow & ChainRow & EscrowMoney;
@@ -65,6 +65,17 @@ export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {})
   };
 }
 
+/**
+ * The verdict of a delivered round that the chain settled without the service recording it (a verifier agent's own
+ * completeVerification whose hash was never reported back): passed or failed as the escrow says, its score, no reasons.
+ */
+function judgedOnChain(row: TaskRow, round: number): RoundVerdict | undefined {
+  // `auto` and `manual` verdicts are sent by the service, which records them itself (reasons and all).
+  if (row.verification_mode !== "agent" || round !== row.rounds) return undefined;
+  if (row.status !== EscrowStatus.Verified && row.status !== EscrowStatus.Failed) return undefined;
+  return { passed: row.status === EscrowStatus.Verified, score: row.last_score, reasons: [] };
+}
+
 export type TaskQueries = ReturnType<typeof createTaskQueries>;
 
 /** A browse page: the answer of GET /api/v1/a2a/tasks. */
@@ -86,7 +97,7 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
       .whereRef("t.chain", "=", "l.chain")
       .whereRef("t.task_hash", "=", "l.task_hash")
       .selectAll("l")
-      .select(["t.status", "t.deadline", "t.worker", "t.rounds", "t.ending", "t.result_hash"])
+      .select(["t.status", "t.deadline", "t.worker", "t.rounds", "t.ending", "t.result_hash", "t.last_score"])
       .select(["t.poster as escrow_poster", "t.amount as escrow_amount", "t.token as escrow_token"]);
 
   /** Open tasks the caller can take: required capabilities all held, not pinned to someone else, before deadline. */
@@ -205,11 +216,14 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
           : viewer !== undefined && (viewer === row.escrow_poster || viewer === row.verifier_address)
             ? evidenced.get(row.task_hash)
             : undefined;
+      const verdict: RoundVerdict | undefined = !readable
+        ? undefined
+        : readable.passed !== null
+          ? { passed: readable.passed === 1, score: readable.score, reasons: json.read<string[]>(readable.reasons) ?? [] }
+          : judgedOnChain(row, readable.round);
       extras.set(row.task_hash, {
         ...(readable ? { output: readable.output } : {}),
-        ...(readable && readable.passed !== null
-          ? { verdict: { passed: readable.passed === 1, score: readable.score, reasons: json.read<string[]>(readable.reasons) ?? [] } }
-          : {}),
+        ...(verdict ? { verdict } : {}),
         awaitingVerdict: row.verification_mode !== "auto" && d.finalized_at !== null && d.passed === null,
       });
     }
@@ -252,10 +266,10 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
   }
 
   /**
-   * Tasks `worker` holds that have not ended (assigned, delivered, judged or in dispute), oldest listing first. The
-   * escrow names a task's worker from its assignment until it ends (a release clears it).
+   * Tasks `worker` holds that have not ended (assigned, delivered, judged or in dispute), oldest listing first, each
+   * with the rounds it has left. The escrow names a task's worker from its assignment until it ends (a release clears it).
    */
-  async function held(worker: string, limit = 200): Promise<TaskView[]> {
+  async function assigned(worker: string, limit = 200): Promise<AssignedTaskView[]> {
     const rows = await listed()
       .where("t.worker", "=", worker)
       .where("t.ending", "=", Ending.None)
@@ -263,11 +277,13 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
       .orderBy("l.task_hash")
       .limit(limit)
       .execute();
-    return views(rows, worker);
+    const nowSeconds = Math.floor(now() / 1000);
+    const tasks = await views(rows, worker);
+    return tasks.map((task, i) => ({ ...task, roundsLeft: roundsLeft(rows[i]!, nowSeconds) }));
   }
 
   /** How many browse pages and totals are kept in memory (each bounded). */
   const cached = () => ({ pages: pages.size, totals: totals.size });
 
-  return { browse, posted, get, view, held, listed, openFor, cached };
+  return { browse, posted, get, view, assigned, listed, openFor, cached };
 }

@@ -9,7 +9,7 @@ import { requireValidCriteria } from "../tasks/terms";
 import type { Clock } from "../http/types";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import { createWindows, rateLimited } from "../http/rate-limit";
-import { autoVerdict, sendVerdict } from "./judge";
+import { autoVerdict, recordVerifierVerdict, sendVerdict } from "./judge";
 import type { VerifierPool } from "./pool";
 import type { Verdict } from "../../core/verification";
 import type { AutoVerification } from "./auto";
@@ -17,7 +17,7 @@ import { Envelope, TaskHashParams, VerdictAnswer, VerdictBody, VerifyAnswer, Ver
 import { MarketError } from "../../core/errors";
 import { actsOn, toEscrowStatus } from "../../core/escrow";
 
-export { autoVerdict, sendVerdict } from "./judge";
+export { autoVerdict, recordVerifierVerdict, sendVerdict } from "./judge";
 export { createAutoVerification, type AutoVerification, type AutoVerificationDeps } from "./auto";
 export { createVerifierPool, DEFAULT_VERIFIER_POOL, type VerifierPool, type VerifierPoolOptions } from "./pool";
 
@@ -73,7 +73,9 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
         description:
           "`manual`: the service's marketplace verifier key sends completeVerification and the answer comes once it is " +
           "confirmed (a pass pays the worker, a fail opens the 3-day appeal window). `agent`: the escrow takes the verdict " +
-          "only from the verifier agent's own wallet, so the answer is the unsigned completeVerification for it to sign.",
+          "only from the verifier agent's own wallet, so the answer is the unsigned completeVerification for it to sign; " +
+          "once it is mined, send the same verdict again with its `txHash`: the service records it (with the reasons) so the " +
+          "task view shows `verificationResult`, and answers the settled status.",
         security: CREDENTIALS,
         params: TaskHashParams,
         body: VerdictBody,
@@ -91,6 +93,16 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       if (mode === "manual" && principal.wallet !== task.listing.poster)
         throw new MarketError("NOT_POSTER", "In manual mode only the poster judges.");
       if (mode === "agent" && principal.wallet !== task.listing.verifier_address) throw new MarketError("NOT_VERIFIER");
+      if (request.body.txHash !== undefined) {
+        if (mode !== "agent") throw new MarketError("MODE_MISMATCH", "`txHash` reports a verifier agent's own verdict (agent mode).");
+        await recordVerifierVerdict({ db, now, indexerWaitMs: deps.indexerWaitMs }, task, principal.wallet, request.body.txHash, {
+          passed,
+          score,
+          reasons,
+        });
+        const after = await loadTask(db, chains, task.listing.task_hash);
+        return ok({ taskHash: asTaskHash(task.listing.task_hash), status: statusOf(after, now()), txHash: request.body.txHash.toLowerCase() });
+      }
       const latest = task.delivery;
       if (!awaitsVerdict(task.onChain, latest)) {
         throw new MarketError("WRONG_STATE", "There is no submitted round awaiting a verdict.", { reason: statusOf(task, now()) });

@@ -1,6 +1,7 @@
 import type { Db } from "../db";
 import { json } from "../db";
 import type { Outbox } from "../outbox";
+import { chainCall } from "../chains";
 import { OutboxRevert } from "../outbox";
 import { waitForIndexer, type Delivery, type TaskContext } from "../tasks/context";
 import { listedFields } from "../tasks/listing-codec";
@@ -79,4 +80,67 @@ export async function sendVerdict(
     return row !== undefined && (row.status === expected || row.rounds > delivery.round);
   }, deps.indexerWaitMs);
   return { txHash: sent.txHash };
+}
+
+/**
+ * Records the verdict a task's verifier agent settled with its own completeVerification (`txHash`, mined): the
+ * receipt must carry this task's VerificationCompleted from `verifier` with the same pass and score, for a delivered
+ * round; the round's delivery then shows it (with the reasons the verifier gives) and the answer waits for the indexer
+ * to show the settlement. Recording the same verdict again changes nothing.
+ */
+export async function recordVerifierVerdict(
+  deps: { db: Db; now: () => number; indexerWaitMs?: number },
+  ctx: TaskContext,
+  verifier: string,
+  txHash: string,
+  verdict: Pick<Verdict, "passed" | "score" | "reasons">,
+): Promise<{ round: number }> {
+  const { listing, chain } = ctx;
+  const receipt = await chainCall(() => chain.provider.getTransactionReceipt(txHash));
+  if (!receipt) throw new MarketError("TX_NOT_FOUND", `No receipt for ${txHash} yet; send it again once it is mined.`);
+  if (receipt.status !== 1) throw new MarketError("TX_REVERTED", "The verdict transaction reverted.");
+  let settled: { round: number; passed: boolean; score: number; verifier: string } | undefined;
+  for (const log of receipt.logs) {
+    if (log.address.toLowerCase() !== chain.config.escrow.toLowerCase()) continue;
+    const event = decodeEscrowEvent(log.topics, log.data);
+    if (event?.event !== "VerificationCompleted" || event.args.taskHash.toLowerCase() !== listing.task_hash) continue;
+    settled = { round: Number(event.args.round), passed: event.args.passed, score: Number(event.args.score), verifier: event.args.verifier };
+  }
+  if (!settled || settled.verifier.toLowerCase() !== verifier.toLowerCase() || settled.passed !== verdict.passed || settled.score !== verdict.score) {
+    throw new MarketError("VERDICT_MISMATCH", `Transaction ${txHash} does not settle this verdict on this task from ${verifier}.`);
+  }
+  const { round } = settled;
+  const delivery = await deps.db
+    .selectFrom("deliveries")
+    .selectAll()
+    .where("task_hash", "=", listing.task_hash)
+    .where("round", "=", round)
+    .executeTakeFirst();
+  if (!delivery) throw new MarketError("WRONG_STATE", `No delivery of round ${round} is recorded for this task.`);
+  if (delivery.passed === null) {
+    await deps.db
+      .updateTable("deliveries")
+      .set({
+        passed: verdict.passed ? 1 : 0,
+        score: verdict.score,
+        reasons: json.write(verdict.reasons),
+        judged_by: "verifier",
+        finalized_at: delivery.finalized_at ?? deps.now(),
+      })
+      .where("task_hash", "=", listing.task_hash)
+      .where("round", "=", round)
+      .where("passed", "is", null)
+      .execute();
+  }
+  const expected = verdict.passed ? EscrowStatus.Verified : EscrowStatus.Failed;
+  await waitForIndexer(async () => {
+    const row = await deps.db
+      .selectFrom("escrow_tasks")
+      .select(["status", "rounds", "updated_block"])
+      .where("chain", "=", chain.name)
+      .where("task_hash", "=", listing.task_hash)
+      .executeTakeFirst();
+    return row !== undefined && (row.updated_block >= receipt.blockNumber || row.status === expected || row.rounds > round);
+  }, deps.indexerWaitMs);
+  return { round };
 }

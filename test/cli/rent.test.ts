@@ -49,6 +49,11 @@ describe("cli: market services and market rent", function () {
     expect(listed.stdout).to.contain("1 of 1 active service(s)");
     const other = await runCli(["services", "--agent", s.worker.address], { env, cwd });
     expect(other.stdout).to.equal("no active services\n");
+    const asJson = await runCli(["services", "--json"], { env, cwd });
+    expect(asJson.status, asJson.stderr).to.equal(0);
+    const answer = JSON.parse(asJson.stdout) as { services: { id: number; price_raw: string }[]; total: number };
+    expect(answer.total).to.equal(1);
+    expect(answer.services.map((x) => [x.id, x.price_raw])).to.deep.equal([[seeded.service.id, RENTAL_PRICE.toString()]]);
 
     const before = await s.usdc.balanceOf(s.poster.address);
     const rented = await runCli(["rent", String(seeded.service.id), "--prompt-file", "prompt.txt", "--yes", "--wait", "90"], { env, cwd });
@@ -63,6 +68,19 @@ describe("cli: market services and market rent", function () {
     expect(rented.stderr).to.match(/rental 0x[0-9a-f]{8}…: verified/);
     expect(before - (await s.usdc.balanceOf(s.poster.address))).to.equal(RENTAL_PRICE);
     expect(rented.stdout + rented.stderr).to.not.contain(env.MARKET_PRIVATE_KEY!.slice(2));
+
+    // --json: the rental's answer alone on stdout (the report goes to stderr).
+    const again = await runCli(
+      ["rent", String(seeded.service.id), "--prompt", "Review the second lease, 12 months.", "--yes", "--wait", "90", "--json"],
+      {
+        env,
+        cwd,
+      },
+    );
+    expect(again.status, again.stderr).to.equal(0);
+    const rental = JSON.parse(again.stdout) as { taskHash: string; status: string; output: string; amountRaw: string };
+    expect(rental).to.deep.include({ status: "verified", output: ANSWER, amountRaw: RENTAL_PRICE.toString() });
+    expect(again.stderr).to.contain("status: verified");
   });
 
   it("refuses without --yes off a terminal, a bad id, no prompt, and a deactivated service, paying nothing", async function () {

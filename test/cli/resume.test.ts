@@ -134,15 +134,17 @@ describe("cli: a killed post-tasks run, rerun", function () {
     const killed = await killBeforeSecondListing(env);
     const cancel = await runCli(["cancel", killed.taskHash], { env, cwd: dir });
     expect(cancel.status, cancel.stderr).to.equal(0);
-    expect(cancel.stdout).to.contain(`${killed.taskHash}: refund`);
-    expect((await balances()).escrow - initial.escrow).to.equal(1_000_000n, "row 2 refunded, row 1 paid");
+    expect(cancel.stdout).to.contain(`${killed.taskHash}: cancelled`);
+    expect((await balances()).escrow - initial.escrow).to.equal(1_000_000n, "row 2 cancelled (its reward back), row 1 paid");
 
+    // The only row left can never be posted: the run is over (exit 1), not "rerun" (3) forever.
     const rerun = await runCli(ARGS, { env, cwd: dir });
-    expect(rerun.status, rerun.stderr).to.equal(3);
+    expect(rerun.status, rerun.stderr).to.equal(1);
     expect(rerun.stdout).to.contain("paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): 1");
     expect(rerun.stdout).to.contain("tasks to post: 4 (public 2, private 2)");
     expect(rerun.stdout).to.contain("6 rows: posted 5; paid, not listed 1; failed, nothing paid 0; not started 0");
-    expect(rerun.stderr).to.contain("error NOT_ALL_POSTED: 1 of 6 rows are not posted.");
+    expect(rerun.stderr).to.contain("error ROWS_NOT_POSTABLE: 1 of 6 rows can never be posted (line 3: NOT_OPEN); rerunning changes nothing.");
+    expect(rerun.stderr).to.not.contain("NOT_ALL_POSTED");
     await expectPostedBesidesLine3(killed, /^NOT_OPEN: The task was cancelled on chain .*; it cannot be listed\.$/);
     // Every row paid once; the cancelled one came back.
     const paid = await balances();
@@ -150,18 +152,18 @@ describe("cli: a killed post-tasks run, rerun", function () {
     expect(paid.escrow - initial.escrow).to.equal(TOTAL - 2_000_000n);
 
     const again = await runCli(ARGS, { env, cwd: dir });
-    expect(again.status, again.stderr).to.equal(3);
+    expect(again.status, again.stderr).to.equal(1);
     expect(again.stdout).to.contain("already posted by an earlier run: 5");
     expect(again.stdout).to.contain("tasks to post: 0");
     await expectPostedBesidesLine3(killed, /^NOT_OPEN: The task was cancelled on chain/);
     expect(await balances()).to.deep.equal(paid);
 
     const finish = await runCli(["finish-posts", "--file", "tasks.csv"], { env, cwd: dir });
-    expect(finish.status, finish.stderr).to.equal(3);
+    expect(finish.status, finish.stderr).to.equal(1);
     expect(finish.stdout).to.contain("paid by an earlier run, to be listed: 0");
     expect(finish.stdout).to.not.contain("never paid for");
     expect(finish.stderr).to.contain(
-      "error NOT_ALL_POSTED: 1 paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed",
+      "error ROWS_NOT_POSTABLE: 1 paid row(s) are no longer open on chain (cancelled, refunded or expired) and can never be listed",
     );
     expect(await balances()).to.deep.equal(paid);
   });
@@ -172,7 +174,7 @@ describe("cli: a killed post-tasks run, rerun", function () {
     await time.increase(86_401);
 
     const rerun = await runCli(ARGS, { env, cwd: dir });
-    expect(rerun.status, rerun.stderr).to.equal(3);
+    expect(rerun.status, rerun.stderr).to.equal(1);
     expect(rerun.stdout).to.contain("tasks to post: 4 (public 2, private 2)");
     const rows = await expectPostedBesidesLine3(
       killed,

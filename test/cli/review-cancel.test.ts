@@ -78,7 +78,7 @@ describe("cli: market review and market cancel", function () {
     expect(both.status).to.equal(2);
     expect(both.stderr).to.contain("error VALIDATION_FAILED: give at most one of --approve and --reject");
     const judged = await runCli(["review", rejected!], { env, cwd });
-    expect(judged.stdout).to.contain("verdict: failed (Too short)");
+    expect(judged.stdout).to.contain("verdict: failed, score 0 (Too short)");
   });
 
   it("review by someone other than the poster is refused with NOT_POSTER", async function () {
@@ -89,7 +89,7 @@ describe("cli: market review and market cancel", function () {
     expect(stranger.stderr).to.match(/^error NOT_POSTER: /);
   });
 
-  it("cancel refunds an open task, and claims an assigned one after its deadline", async function () {
+  it("cancel cancels an open task (says cancelled, not refund), and claims an assigned one after its deadline", async function () {
     const [open, assigned] = await post([
       { instructions: "Name the largest desert.", amountRaw: 2_000_000n },
       { instructions: "Name the deepest lake.", amountRaw: 3_000_000n, durationSeconds: 3600 },
@@ -99,7 +99,7 @@ describe("cli: market review and market cancel", function () {
 
     const cancelled = await runCli(["cancel", open!], { env, cwd });
     expect(cancelled.status, cancelled.stderr).to.equal(0);
-    expect(cancelled.stdout).to.contain(`${open}: refund`);
+    expect(cancelled.stdout).to.contain(`${open}: cancelled: the whole reward went back to your wallet`);
     const tx = /tx: (0x[0-9a-f]{64})/.exec(cancelled.stdout)![1]!;
     expect((await s.escrow.runner!.provider!.getTransactionReceipt(tx))!.from).to.equal(s.poster.address);
     expect((await s.usdc.balanceOf(s.poster.address)) - posterBefore).to.equal(2_000_000n);
@@ -112,7 +112,7 @@ describe("cli: market review and market cancel", function () {
     await s.sync();
     const claimed = await runCli(["cancel", assigned!], { env, cwd });
     expect(claimed.status, claimed.stderr).to.equal(0);
-    expect(claimed.stdout).to.contain(`${assigned}: refund`);
+    expect(claimed.stdout).to.contain(`${assigned}: claimed after the deadline: the whole reward went back to your wallet`);
     expect((await s.usdc.balanceOf(s.poster.address)) - posterBefore).to.equal(5_000_000n);
     expect(escrowBefore - (await s.usdc.balanceOf(s.escrowAddress))).to.equal(5_000_000n);
   });

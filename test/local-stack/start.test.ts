@@ -10,7 +10,9 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
 import { JsonRpcProvider } from "ethers";
-import { freePort } from "../../scripts/lib/local-chain";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { freePort, portIsFree } from "../../scripts/lib/local-chain";
 import { MockUSDC__factory } from "../../typechain-types";
 import { MarketClient } from "../../sdk/src/client";
 
@@ -183,6 +185,32 @@ describe("npm start", function () {
     expect(await until((s) => s !== "open")).to.equal("expired");
     const browse = await client.browseA2ATasks();
     expect(browse.tasks.map((t) => t.meta.taskHash)).to.not.include(taskHash);
+  });
+
+  it("checks every port before touching anything: a busy API port alone refuses the start, no chain started", async () => {
+    const [freeChain, freeZeroG] = [await freePort(), await freePort()];
+    const busy = createServer((_request, response) => response.end("busy"));
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    const busyPort = (busy.address() as AddressInfo).port;
+    try {
+      const second = await startToExit({
+        ...env,
+        MARKET_CHAIN_PORT: String(freeChain),
+        MARKET_0G_CHAIN_PORT: String(freeZeroG),
+        PORT: String(busyPort),
+        MARKET_LOCAL_DATA_DIR: path.join(work, "other-data"),
+      });
+      expect(second.code).to.equal(1);
+      const lines = second.stderr.trim().split("\n");
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.include(`port ${busyPort} on 127.0.0.1 is in use`).and.include("set PORT").and.include("nothing was changed");
+      // Nothing was started or written: both chain ports are still free, no data folder was made.
+      expect(await portIsFree(freeChain)).to.equal(true);
+      expect(await portIsFree(freeZeroG)).to.equal(true);
+      expect(existsSync(path.join(work, "other-data"))).to.equal(false);
+    } finally {
+      await new Promise((resolve) => busy.close(resolve));
+    }
   });
 
   it("refuses a second start on other ports over the same data folder", async () => {

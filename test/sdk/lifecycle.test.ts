@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { Wallet } from "ethers";
-import { WorkerRuntime, type TaskContext } from "../../sdk/src/runtime";
+import { WorkerRuntime, type RuntimeEvent, type TaskContext, type WorkerRuntimeOptions } from "../../sdk/src/runtime";
 import { FakeClock, settle } from "../support/clock";
 import { ensureCliBuilt } from "../support/cli";
 
@@ -43,7 +43,7 @@ function assigned(taskId: string, worker: string) {
     chain: "arc",
     escrowAddress: worker,
     worker,
-    deadline: 0,
+    deadline: 4_102_444_800_000, // 2100: the fake clock starts at 0
     rounds: 0,
     brief: { privacy: "public", publicBrief: `brief ${taskId}` },
     verification: { mode: "auto" },
@@ -59,11 +59,21 @@ function scriptedApi(options: { whoami: string; browse: () => unknown[]; accept:
     if (pathname.startsWith("/api/v1/a2a/executors/"))
       return ok({ profile: { address: options.whoami, supportedChains: ["arc"], capabilities: [] } });
     if (pathname === "/api/v1/a2a/tasks" && (init?.method ?? "GET") === "GET") return ok({ tasks: options.browse(), total: 0 });
+    if (pathname === "/api/v1/a2a/tasks/assigned") return ok({ tasks: [] });
     const accept = /^\/api\/v1\/a2a\/tasks\/(0x[0-9a-f]{64})\/accept$/.exec(pathname);
     if (accept) return options.accept(accept[1]!);
     if (pathname.endsWith("/bid")) return ok({ taskHash: pathname.split("/")[5], wrapped: false });
     return refusal("GONE", 410); // getTask while delivering: the delivery fails and the slot is freed
   }) as typeof fetch;
+}
+
+/** stop() with a fake clock: advances it until stop() answers, at most `timeoutMs` past now. */
+async function stopWithin(clock: FakeClock, runtime: WorkerRuntime, timeoutMs: number) {
+  let report: Awaited<ReturnType<WorkerRuntime["stop"]>> | undefined;
+  const stopped = runtime.stop({ timeoutMs }).then((r) => (report = r));
+  await clock.advanceTo(clock.now() + timeoutMs);
+  await stopped;
+  return report!;
 }
 
 function runtimeWith(options: {
@@ -72,8 +82,10 @@ function runtimeWith(options: {
   fetch: typeof fetch;
   executeTask: (context: TaskContext) => Promise<{ output: string }>;
   browseIntervalMs?: number;
+  extra?: Partial<WorkerRuntimeOptions>;
 }) {
   return new WorkerRuntime({
+    ...options.extra,
     apiKey: "sk_test",
     baseUrl: "http://api.invalid",
     privateKey: options.wallet.privateKey,
@@ -234,5 +246,119 @@ describe("WorkerRuntime slots and lifecycle", function () {
       void runtime.start();`;
     const { stdout } = await promisify(execFile)(process.execPath, ["-e", script], { cwd: ROOT, timeout: 20_000 });
     expect(stdout.trim()).to.equal("browses 3");
+  });
+
+  describe("executeTask failures, timeouts and a bounded stop()", function () {
+    /** A runtime holding task A (its delivery is refused by the scripted API: GONE), with its events. */
+    function holding(executeTask: (context: TaskContext) => Promise<{ output: string }>, extra: Partial<WorkerRuntimeOptions> = {}) {
+      const clock = new FakeClock();
+      const wallet = Wallet.createRandom();
+      let browses = 0;
+      const events: RuntimeEvent[] = [];
+      const runtime = runtimeWith({
+        clock,
+        wallet,
+        browseIntervalMs: 60_000,
+        fetch: scriptedApi({
+          whoami: wallet.address,
+          browse: () => (browses++ === 0 ? [listed(A, "1000")] : [listed(B, "1000")]),
+          accept: (taskId) => assigned(taskId, wallet.address),
+        }),
+        executeTask,
+        extra: { releaseFailed: false, ...extra },
+      }).on((e) => events.push(e));
+      return { clock, runtime, events };
+    }
+
+    it("tries executeTask again after a throw, backing off 2 s then 4 s, and delivers the third try's output", async function () {
+      const tries: Array<{ attempt: number; at: number }> = [];
+      const { clock, runtime, events } = holding(async (context) => {
+        if (context.taskId === A) tries.push({ attempt: context.attempt, at: clock.now() });
+        if (context.attempt < 3) throw new Error(`model unavailable (${context.attempt})`);
+        return { output: "a useful answer" };
+      });
+      await runtime.start();
+      await clock.advanceTo(10_000);
+      expect(tries).to.deep.equal([
+        { attempt: 1, at: 0 },
+        { attempt: 2, at: 2_000 },
+        { attempt: 3, at: 6_000 },
+      ]);
+      // The third try's output went to delivery (which this scripted API refuses): no EXECUTION_FAILED.
+      const failed = events.filter((e) => e.type === "task_failed" && e.taskId === A);
+      expect(failed.map((e) => e.type === "task_failed" && e.error.code)).to.deep.equal(["GONE"]);
+      await runtime.stop();
+    });
+
+    it("a try past taskTimeoutMs is aborted and counts as failed; after executeAttempts tries the task is given up and its slot taken again", async function () {
+      const signals: AbortSignal[] = [];
+      const started: string[] = [];
+      const { clock, runtime, events } = holding(
+        (context) => {
+          started.push(`${context.taskId === A ? "A" : "B"}${context.attempt}`);
+          signals.push(context.signal);
+          return new Promise(() => {}); // hangs, ignoring its signal
+        },
+        { taskTimeoutMs: 5_000, executeAttempts: 2, retryDelayMs: 1_000 },
+      );
+      await runtime.start();
+      await clock.advanceTo(5_999);
+      expect(started).to.deep.equal(["A1"]);
+      expect(signals[0]!.aborted).to.equal(true);
+      expect((signals[0]!.reason as { code?: string }).code).to.equal("TASK_TIMEOUT");
+      await clock.advanceTo(11_000); // the second try (at 6 s) times out at 11 s: A is given up, B taken at once
+      const failed = events.find((e) => e.type === "task_failed");
+      expect(failed).to.deep.include({ type: "task_failed", taskId: A });
+      expect(failed && failed.type === "task_failed" && failed.error.code).to.equal("TASK_TIMEOUT");
+      expect(failed && failed.type === "task_failed" && failed.error.message).to.match(/failed 2 time\(s\).*taskTimeoutMs \(5000 ms\)/);
+      expect(started).to.deep.equal(["A1", "A2", "B1"]);
+      expect(runtime.statuses()).to.deep.equal({ [B]: "working" });
+      const report = await stopWithin(clock, runtime, 1_000);
+      expect(report.left).to.deep.equal([{ taskId: B, status: "working" }]);
+    });
+
+    it("stop() returns within its timeout, aborts the task in hand, says what it left, and delivers nothing for it later", async function () {
+      let finish!: (value: { output: string }) => void;
+      let signal: AbortSignal | undefined;
+      const { clock, runtime, events } = holding((context) => {
+        signal = context.signal;
+        return new Promise((resolve) => (finish = resolve));
+      });
+      await runtime.start();
+      await clock.advanceTo(1);
+      expect(runtime.statuses()).to.deep.equal({ [A]: "working" });
+      const report = await stopWithin(clock, runtime, 2_000);
+      expect(report).to.deep.equal({ left: [{ taskId: A, status: "working" }], awaitingVerdict: [] });
+      expect(signal!.aborted).to.equal(true);
+      expect(runtime.activeExecutions).to.equal(0);
+      finish({ output: "too late" });
+      await settle();
+      const failed = events.filter((e) => e.type === "task_failed");
+      expect(failed.map((e) => e.type === "task_failed" && e.error.message)).to.deep.equal([
+        "executeTask failed 1 time(s); the last: stop() stopped waiting for this task; a restart resumes it.",
+      ]);
+      expect(clock.pendingTimers).to.equal(0);
+    });
+
+    it("stop() during the back-off between tries ends the tries at once (no release): the task stays held for a restart", async function () {
+      const { clock, runtime, events } = holding(async () => {
+        throw new Error("model down");
+      });
+      await runtime.start();
+      await clock.advanceTo(1); // the first try failed; the second is due at 2 s
+      const report = await stopWithin(clock, runtime, 10);
+      expect(report.left).to.deep.equal([]);
+      const failed = events.filter((e) => e.type === "task_failed");
+      expect(failed).to.have.length(1);
+      expect(failed[0]).to.deep.include({ taskId: A });
+      expect(failed[0]).to.not.have.property("released");
+      expect(clock.pendingTimers).to.equal(0);
+    });
+  });
+
+  it("says clearly that a private key is needed (not OWNER_MISMATCH)", function () {
+    expect(() => new WorkerRuntime({ apiKey: "sk_test", rpcUrls: { arc: "http://rpc.invalid" }, executeTask: async () => ({ output: "x" }) }))
+      .to.throw(/needs privateKey/)
+      .with.property("code", "PRIVATE_KEY_REQUIRED");
   });
 });

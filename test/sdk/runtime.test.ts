@@ -122,7 +122,7 @@ describe("WorkerRuntime end to end", function () {
 
   it("stop() during a round finishes the task in hand: a failed round is still delivered again", async function () {
     const rounds: number[] = [];
-    let stopped: Promise<void> | undefined;
+    let stopped: Promise<unknown> | undefined;
     const { runtime, events } = await runtimeFor(async (context) => {
       rounds.push(context.round);
       if (context.round === 1) {

@@ -88,7 +88,7 @@ describe("server: the listing codec (listed fields <-> listings row <-> task met
       targetExecutor: everything.targetExecutor,
       targetExecutorType: "llm",
       serviceId: 7,
-      deadline: 1_800_000_000,
+      deadline: 1_800_000_000_000,
       listedAt: origin.listedAt,
       fundingTx: origin.fundingTx.toLowerCase(),
     });

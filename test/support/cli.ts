@@ -51,8 +51,8 @@ export interface CliProcess {
 }
 
 /**
- * The environment that makes the CLI act as `signer` on the stack, with `apiKey` (else a new key); `extra` adds or
- * overrides variables.
+ * The environment that makes the CLI act as `signer` on the stack, with `apiKey` (else a new key) and a state
+ * directory of its own (MARKET_STATE_DIR); `extra` adds or overrides variables.
  */
 export async function cliEnv(
   s: Stack,
@@ -69,6 +69,8 @@ export async function cliEnv(
     MARKET_API_URL: client.baseUrl,
     MARKET_RPC_ARC: client.executor.rpcUrls.arc,
     MARKET_ESCROW_ARC: client.escrows.arc,
+    // The CLI's state (the funded-rows index) in a directory of the test's own, never the user's ~/.market.
+    MARKET_STATE_DIR: taskDir({}),
     ...options.extra,
   };
 }

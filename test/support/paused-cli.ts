@@ -12,7 +12,10 @@ if (require.main === module) {
   runAndExit(args, {
     postTasks: {
       async afterJournaled(journaled) {
-        if (journaled === step) await new Promise((resolve) => setTimeout(resolve, Number(ms)));
+        if (journaled !== step) return;
+        // Said once every write of the step is done, so a test can kill the run inside the pause.
+        process.stderr.write(`paused after ${step}\n`);
+        await new Promise((resolve) => setTimeout(resolve, Number(ms)));
       },
     },
   });

@@ -226,7 +226,10 @@ const cancelTask = tool<import("../../../core/api").TaskHashArgs>({
       if (!(error instanceof ApiError && error.code === "TASK_NOT_FOUND")) throw error;
       done = await surface.client.cancelAndRefund(taskHash);
     }
-    return { data: { taskHash, ...done }, summary: `Task ${taskHash}: ${done.outcome} (transaction ${done.txHash}).` };
+    return {
+      data: { taskHash, ...done },
+      summary: `Task ${taskHash}: cancelled, the whole reward is back in your wallet (transaction ${done.txHash}).`,
+    };
   },
 });
 

@@ -4,9 +4,12 @@ import type { TaskStatus } from "../../../core/status";
 import { ApiError, clientError } from "../errors";
 import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
+import { after, sleep, untilAborted } from "./timers";
 import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
 import { MAX_SUBMISSIONS, RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
 import { unsatisfiable, type VerificationCriteria } from "../../../core/verification/criteria";
+import { formatDecimalAmount } from "../../../core/money";
+import { publicKeyFromPrivateKey } from "../../../core/crypto";
 
 export { needsWrapDelay, planAfterRefusal, systemClock, type Clock } from "./schedule";
 
@@ -23,17 +26,40 @@ export interface TaskContext {
   instructions: string;
   privacy: "public" | "private";
   chain: ChainName;
-  reward: { amount: string; symbol: string };
+  /**
+   * The reward: `amount` in raw units as on the wire ("2500000"), `amountRaw` the same as a bigint, `decimal` in the
+   * token's units for people ("2.5"), with the token's `symbol` and `decimals`.
+   */
+  reward: { amount: string; amountRaw: bigint; decimal: string; symbol: string; decimals: number };
   capabilities: string[];
   verification: { mode: string; criteria?: Record<string, unknown> };
-  /** Unix seconds. */
+  /** Unix milliseconds, like every time on the wire. */
   deadline: number;
   /** 1 for the first delivery; a redelivery after a failed round gets the previous attempt. */
   round: number;
   /** Set on a rental (a task pinned to this agent for one of its services). */
   serviceId?: number;
   previousAttempt?: { output: string; reasons: string[] };
+  /** 1 for the first try of this round; a try after executeTask threw (or timed out) gets the next number. */
+  attempt: number;
+  /** Aborted when this try runs past `taskTimeoutMs` or the deadline, or when stop() stops waiting for it. */
+  signal: AbortSignal;
 }
+
+/** What stop() left behind: tasks still held and undelivered (a restart resumes them) and verdicts not yet seen. */
+export interface StopReport {
+  /** Tasks stop() stopped waiting for (its time ran out), with where each stood; nothing more is delivered for them in this run. */
+  left: Array<{ taskId: string; status: ExecutionStatus }>;
+  /** Delivered `manual` or `agent` tasks whose verdict had not come yet. */
+  awaitingVerdict: string[];
+}
+
+/** Tries of executeTask per round by default. */
+export const DEFAULT_EXECUTE_ATTEMPTS = 3;
+/** The first back-off after a failed try, doubled after each. */
+export const DEFAULT_RETRY_DELAY_MS = 2_000;
+/** How long stop() waits for the work in hand by default. */
+export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
 
 export type RuntimeEvent =
   | { type: "registered"; profile: AgentProfile }
@@ -43,8 +69,11 @@ export type RuntimeEvent =
    * `manual` or `agent` task is reported when finalized (`awaiting_verification`) and again once judged.
    */
   | { type: "task_finalized"; taskId: string; finalize: { status: TaskStatus; verificationResult?: { passed: boolean; reasons: string[] } } }
-  /** Skipped, or after `task_assigned` held but undelivered (never a delivered task that failed verification). */
-  | { type: "task_failed"; taskId: string; error: { code: string; message: string } }
+  /**
+   * Skipped, or after `task_assigned` held but undelivered (never a delivered task that failed verification).
+   * `released`: executeTask kept failing and the task, never delivered, was handed back (it is open again).
+   */
+  | { type: "task_failed"; taskId: string; error: { code: string; message: string }; released?: boolean }
   | { type: "error"; error: Error };
 
 export type ExecutionStatus = "bidding" | "assigned" | "working" | "submitted";
@@ -72,8 +101,24 @@ export interface WorkerRuntimeOptions {
   clock?: Clock;
   /** Tasks never taken (nor continued at start), e.g. ones this agent failed before. */
   skipTask?: (task: TaskView) => boolean;
-  /** At start, continue the tasks this wallet already holds (after a restart): deliver, finalize or follow them. */
+  /**
+   * Default true: at start, continue the tasks this wallet already holds (`GET /api/v1/a2a/tasks/assigned`, after a
+   * restart): deliver what is undelivered, finalize or follow the verdict of what is delivered, deliver again after
+   * a failed round while rounds remain.
+   */
+  resume?: boolean;
+  /** @deprecated The old name of `resume`. */
   resumeHeld?: boolean;
+  /** Tries of executeTask per round when it throws or times out (default 3), with back-off, within the deadline. */
+  executeAttempts?: number;
+  /** Milliseconds before the second try (default 2 s), doubled before each next one; no try starts past the deadline. */
+  retryDelayMs?: number;
+  /** Longest one executeTask try may run (default: until the task's deadline); its `signal` aborts then. */
+  taskTimeoutMs?: number;
+  /** Default true: once the tries of a never-delivered task all fail, hand it back (`releaseTask`) so it opens again. */
+  releaseFailed?: boolean;
+  /** How long stop() waits for the work in hand (default 30 s) unless it is given its own `timeoutMs`. */
+  stopTimeoutMs?: number;
   /** Default true. False: a rental whose result failed is never delivered again (hosted agents, spec "Rental"). */
   resubmitRentals?: boolean;
   /** A limit beyond `maxConcurrentTasks` (e.g. shared by many runtimes): no new task is accepted while it says no. */
@@ -96,10 +141,38 @@ interface Awaiting {
   round: number;
 }
 
+/** A task in a slot. */
+interface Execution {
+  status: ExecutionStatus;
+  done: Promise<void>;
+  /** Aborts the executeTask try under way (its timeout, or stop() giving up on it). */
+  controller?: AbortController;
+  /** stop() stopped waiting for it: nothing more is delivered for it in this run. */
+  abandoned: boolean;
+}
+
+/** executeTask failed every try of a round (or the runtime stopped between tries); `stopping` when stop() cut it short. */
+class TriesFailed extends Error {
+  constructor(
+    readonly code: "EXECUTION_FAILED" | "TASK_TIMEOUT",
+    message: string,
+    readonly stopping: boolean,
+  ) {
+    super(message);
+  }
+}
+
+const describe = (error: unknown): { code: string; message: string } =>
+  error instanceof ApiError || error instanceof TriesFailed
+    ? { code: error.code, message: error.message }
+    : { code: "EXECUTION_FAILED", message: (error as Error)?.message ?? String(error) };
+
 /**
- * Turns an async function into a paid worker: registers the wallet as an agent, browses every 15 s and whenever a
- * slot frees, accepts what it can open and is allowed to take (one accept per free slot, all at once), runs `executeTask`, delivers (signing its own evidence transaction) and finalizes,
- * and delivers again after a failed round while rounds remain.
+ * Turns an async function into a paid worker: registers the wallet as an agent, continues the tasks it already holds,
+ * browses every 15 s and whenever a slot frees, accepts what it can open and is allowed to take (one accept per free
+ * slot, all at once), runs `executeTask` (tried again with back-off when it throws or times out, the task handed back
+ * when every try fails), delivers (signing its own evidence transaction) and finalizes, and delivers again after a
+ * failed round while rounds remain.
  *
  * Refusals follow the spec's schedule: `NEEDS_WRAP` is bid on and retried every 5 s for 10 minutes without holding a
  * slot, then backed off up to a day; `BELOW_MIN_REWARD` is skipped for a day; `OFFER_HELD` waits for the window.
@@ -110,7 +183,7 @@ export class WorkerRuntime {
   private readonly client: MarketClient;
   private readonly clock: Clock;
   private readonly handlers: Array<(event: RuntimeEvent) => void> = [];
-  private readonly executions = new Map<string, { status: ExecutionStatus; done: Promise<void> }>();
+  private readonly executions = new Map<string, Execution>();
   /** Accepts sent and not answered yet: each holds a slot until it is, and stop() waits for them. */
   private readonly accepting = new Set<Promise<void>>();
   private readonly pending = new Map<string, Pending>();
@@ -122,11 +195,20 @@ export class WorkerRuntime {
   private browsing = false;
   private browseAgain = false;
   private running = false;
+  /** stop() stopped waiting: a task an accept still wins is left held (a restart resumes it), not worked. */
+  private leaving = false;
+  /** Aborted by stop(): wakes the back-off between tries. */
+  private stopping = new AbortController();
   private profile?: AgentProfile;
 
   constructor(options: WorkerRuntimeOptions) {
     const key = options.privateKey ?? options.existingPrivateKey;
-    if (!key) throw clientError("OWNER_MISMATCH", "WorkerRuntime needs privateKey (or existingPrivateKey): it decrypts briefs and signs evidence.");
+    if (!key) {
+      throw clientError(
+        "PRIVATE_KEY_REQUIRED",
+        "WorkerRuntime needs privateKey (or existingPrivateKey to restart without registering): the private key of the API key's wallet, which opens private briefs and signs the evidence of each delivery. It never leaves this process.",
+      );
+    }
     this.#options = options;
     this.clock = options.clock ?? systemClock;
     this.client = new MarketClient({
@@ -171,56 +253,98 @@ export class WorkerRuntime {
     }
   }
 
-  /** Registers (or, with `existingPrivateKey`, checks the registration) and starts browsing. */
+  /**
+   * Registers the wallet when its registration differs from these options (`registered` is emitted only then, so a
+   * restart with the same options emits none; with `existingPrivateKey` it only checks the registration), continues
+   * the tasks it holds (unless `resume` is false) and starts browsing.
+   */
   async start(): Promise<AgentProfile> {
     if (this.declaredChains.length === 0) throw clientError("WRONG_RPC", "rpcUrls names no chain: there is no default RPC.");
-    if (this.#options.privateKey) {
-      const { profile } = await this.client.createAgent({
-        privateKey: this.#options.privateKey,
-        supportedChains: this.declaredChains,
-        capabilities: this.#options.capabilities ?? [],
-        displayName: this.#options.displayName,
-        minReward: this.#options.minReward,
-      });
-      this.profile = profile;
+    let registered = false;
+    const privateKey = this.#options.privateKey;
+    if (privateKey) {
+      const address = await this.client.requireOwnKey(privateKey);
+      const current = await this.registration(address);
+      if (current && this.registeredAsAsked(current, privateKey)) this.profile = current;
+      else {
+        const { profile } = await this.client.createAgent({
+          privateKey,
+          supportedChains: this.declaredChains,
+          capabilities: this.#options.capabilities ?? [],
+          displayName: this.#options.displayName,
+          minReward: this.#options.minReward,
+        });
+        this.profile = profile;
+        registered = true;
+      }
     } else {
       const address = await this.client.requireOwnKey(this.#options.existingPrivateKey!);
-      this.profile = (await this.client.http.get<AgentAnswer>(`/api/v1/a2a/executors/${address}`)).profile;
+      const current = await this.registration(address);
+      if (!current) throw clientError("EXECUTOR_NOT_FOUND", `${address} is not registered: start with privateKey to register it.`);
+      this.profile = current;
     }
     this.running = true;
-    this.emit({ type: "registered", profile: this.profile });
-    if (this.#options.resumeHeld) await this.resumeHeld();
+    this.leaving = false;
+    this.stopping = new AbortController();
+    if (registered) this.emit({ type: "registered", profile: this.profile });
+    if (this.#options.resume ?? this.#options.resumeHeld ?? true) {
+      await this.resumeAssigned().catch((error: unknown) => this.emit({ type: "error", error: error as Error }));
+    }
     this.scheduleBrowse(0);
     return this.profile;
   }
 
+  /** The wallet's registration, or undefined when it has none. */
+  private async registration(address: string): Promise<AgentProfile | undefined> {
+    try {
+      return (await this.client.http.get<Partial<AgentAnswer>>(`/api/v1/a2a/executors/${address}`)).profile;
+    } catch (error) {
+      // Not registered (or a service without this read): registering answers for itself.
+      if (error instanceof ApiError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** Whether the registration already says what these options would register. */
+  private registeredAsAsked(current: AgentProfile, privateKey: string): boolean {
+    const set = (values: readonly string[] | null | undefined) => JSON.stringify([...new Set((values ?? []).map((v) => v.toLowerCase()))].sort());
+    const minReward = this.#options.minReward;
+    return (
+      current.publicKey?.toLowerCase() === publicKeyFromPrivateKey(privateKey).toLowerCase() &&
+      set(current.supportedChains) === set(this.declaredChains) &&
+      set(current.capabilities) === set(this.#options.capabilities) &&
+      (current.displayName ?? null) === (this.#options.displayName ?? null) &&
+      (current.minReward ?? null) === (minReward === undefined ? null : minReward.toString())
+    );
+  }
+
   /**
-   * Continues what the wallet holds (`GET /api/v1/a2a/tasks/held`): an assigned task (or a failed round with rounds
-   * left) is worked and delivered, delivered evidence not finalized yet is finalized, a task awaiting its verdict is
-   * followed. Each counts as held work, even beyond `maxConcurrentTasks`: the tasks are this agent's already.
+   * Continues what the wallet holds (`GET /api/v1/a2a/tasks/assigned`): an assigned task (or a failed round with
+   * rounds left) is worked and delivered, delivered evidence not finalized yet is finalized, a task awaiting its
+   * verdict is followed. Each counts as held work, even beyond `maxConcurrentTasks`: the tasks are this agent's already.
    */
-  private async resumeHeld(): Promise<void> {
-    const { tasks } = await this.client.heldTasks();
+  private async resumeAssigned(): Promise<void> {
+    const { tasks } = await this.client.assignedTasks();
     for (const task of tasks) {
       const taskHash = task.meta.taskHash;
       if (this.#options.skipTask?.(task) || this.executions.has(taskHash) || this.awaiting.has(taskHash)) continue;
       if (!this.declaredChains.includes(task.meta.chain)) continue;
       try {
-        await this.resume(task);
+        await this.resume(task, task.roundsLeft);
       } catch (error) {
-        const e =
-          error instanceof ApiError ? { code: error.code, message: error.message } : { code: "EXECUTION_FAILED", message: (error as Error).message };
-        this.emit({ type: "task_failed", taskId: taskHash, error: e });
+        this.emit({ type: "task_failed", taskId: taskHash, error: describe(error) });
       }
     }
   }
 
   /** Picks one held task up where it stands. */
-  private async resume(task: TaskView): Promise<void> {
+  private async resume(task: TaskView, roundsLeft: number): Promise<void> {
     const taskHash = task.meta.taskHash;
+    const { status, rounds, resultData } = task.state;
+    // Disputed or escalated (nothing for the worker to deliver), or past its deadline with nothing delivered.
+    if (status !== "submitted" && status !== "awaiting_verification" && roundsLeft === 0) return;
     // Accepting a task the wallet already holds answers its assignment again (the brief, or how to open it).
     const assigned = await this.client.acceptTask(taskHash);
-    const { status, rounds, resultData } = task.state;
     const output = resultData?.output ?? "";
     const follow = async (round: number) => {
       this.awaiting.set(taskHash, { task, assigned, instructions: await this.client.openBrief(assigned), output, round });
@@ -245,8 +369,16 @@ export class WorkerRuntime {
       else if (finalized.status === "awaiting_verification" || finalized.status === "submitted") await follow(finalized.round);
     } else if (status === "awaiting_verification") {
       await follow(rounds);
-    } else if (status === "failed" && rounds < MAX_SUBMISSIONS && this.mayResubmit(task) && this.clock.now() < assigned.deadline * 1000) {
-      await again(rounds, resultData?.verificationResult?.reasons ?? []);
+    } else if (status === "failed" && this.mayResubmit(task)) {
+      const verdict = resultData?.verificationResult;
+      // A poster's verdict shows with its reasons once recorded: until then follow it, so the next round gets them.
+      if (!verdict && assigned.verification.mode === "manual") await follow(rounds);
+      else {
+        // The verdict came while the runtime was not running: reported now, like one it follows.
+        const reasons = verdict?.reasons ?? [];
+        this.emit({ type: "task_finalized", taskId: taskHash, finalize: { status: "failed", verificationResult: { passed: false, reasons } } });
+        await again(rounds, reasons);
+      }
     }
   }
 
@@ -256,17 +388,44 @@ export class WorkerRuntime {
   }
 
   /**
-   * Stops browsing and retrying, and waits for the work in flight: an accept already sent (a task it wins is
-   * assigned on chain, so it is worked on) and every task in hand, delivered again after a failed round while rounds
-   * remain.
+   * Stops browsing and retrying, and waits for the work in flight for at most `timeoutMs` (default `stopTimeoutMs`,
+   * 30 s): an accept already sent (a task it wins is assigned on chain, so it is worked on) and every task in hand,
+   * delivered again after a failed round while rounds remain. Past that time it stops waiting: the tasks still in hand
+   * are aborted (their `signal`), nothing more is delivered for them in this run, and the answer lists them (`left`);
+   * they stay assigned to this wallet, and the next `start()` resumes them.
    */
-  async stop(): Promise<void> {
+  async stop(options: { timeoutMs?: number } = {}): Promise<StopReport> {
     this.running = false;
+    this.stopping.abort();
     if (this.browseHandle !== undefined) this.clock.clearTimeout(this.browseHandle);
+    this.browseHandle = undefined;
     for (const p of this.pending.values()) if (p.handle !== undefined) this.clock.clearTimeout(p.handle);
     this.pending.clear();
-    await Promise.allSettled([...this.accepting]);
-    await Promise.all([...this.executions.values()].map((e) => e.done));
+    const settled = (async () => {
+      // An accept that wins starts a task, and a failed round starts another: wait until nothing is in flight.
+      while (this.accepting.size > 0 || this.executions.size > 0) {
+        await Promise.allSettled([...this.accepting]);
+        await Promise.allSettled([...this.executions.values()].map((e) => e.done));
+      }
+      return true;
+    })();
+    let cancel = () => {};
+    const timedOut = new Promise<false>(
+      (resolve) => (cancel = after(this.clock, options.timeoutMs ?? this.#options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, () => resolve(false))),
+    );
+    const finished = await Promise.race([settled, timedOut]);
+    cancel();
+    const left: StopReport["left"] = [];
+    if (!finished) {
+      this.leaving = true;
+      for (const [taskId, execution] of this.executions) {
+        execution.abandoned = true;
+        execution.controller?.abort(clientError("EXECUTION_FAILED", "stop() stopped waiting for this task; a restart resumes it."));
+        left.push({ taskId, status: execution.status });
+      }
+      this.executions.clear();
+    }
+    return { left, awaitingVerdict: [...this.awaiting.keys()] };
   }
 
   private scheduleBrowse(ms: number) {
@@ -413,10 +572,7 @@ export class WorkerRuntime {
       if (state.status === "failed" && !verdict && held.assigned.verification.mode === "manual") continue;
       const reasons = verdict?.reasons ?? [];
       const again =
-        state.status === "failed" &&
-        state.rounds < MAX_SUBMISSIONS &&
-        this.clock.now() < held.assigned.deadline * 1000 &&
-        this.mayResubmit(held.task);
+        state.status === "failed" && state.rounds < MAX_SUBMISSIONS && this.clock.now() < held.assigned.deadline && this.mayResubmit(held.task);
       if (again && !this.hasSlot()) continue;
       this.awaiting.delete(taskHash);
       if (state.status !== "failed" && state.status !== "verified" && state.status !== "completed") continue; // disputed, refunded...
@@ -427,8 +583,9 @@ export class WorkerRuntime {
   }
 
   /**
-   * Runs the task in its slot: open the brief, execute, deliver and finalize, again after a failed round; `resume`
-   * continues a task whose round failed on a verdict that came later.
+   * Runs the task in its slot: open the brief, execute (tried again with back-off when it throws or times out),
+   * deliver and finalize, again after a failed round; `resume` continues a task whose round failed on a verdict that
+   * came later. A task whose tries all fail before its first delivery is handed back (`releaseFailed`).
    */
   private execute(
     task: TaskView,
@@ -436,21 +593,39 @@ export class WorkerRuntime {
     resume?: Awaiting & { previousAttempt: NonNullable<TaskContext["previousAttempt"]> },
   ): void {
     const taskHash = task.meta.taskHash;
-    const record = { status: "assigned" as ExecutionStatus, done: Promise.resolve() };
+    if (this.leaving) {
+      // Won by an accept stop() no longer waited for: held on chain, resumed by the next start().
+      if (!resume) this.emit({ type: "task_assigned", taskId: taskHash });
+      this.emit({
+        type: "task_failed",
+        taskId: taskHash,
+        error: { code: "EXECUTION_FAILED", message: "The runtime stopped; a restart resumes it." },
+      });
+      return;
+    }
+    const record: Execution = { status: "assigned", done: Promise.resolve(), abandoned: false };
     this.executions.set(taskHash, record);
     if (!resume) this.emit({ type: "task_assigned", taskId: taskHash });
     record.done = (async () => {
+      let round = (resume?.round ?? assigned.rounds) + 1;
       try {
         const instructions = resume?.instructions ?? (await this.client.openBrief(assigned));
         let previousAttempt: TaskContext["previousAttempt"] = resume?.previousAttempt;
-        for (let round = (resume?.round ?? assigned.rounds) + 1; ; round++) {
+        const { amount, unit } = task.meta.reward;
+        for (; ; round++) {
           record.status = "working";
-          const { output } = await this.#options.executeTask({
+          const output = await this.runTries(record, {
             taskId: taskHash,
             instructions,
             privacy: assigned.brief.privacy,
             chain: assigned.chain,
-            reward: { amount: task.meta.reward.amount, symbol: task.meta.reward.unit.symbol },
+            reward: {
+              amount,
+              amountRaw: BigInt(amount),
+              decimal: formatDecimalAmount(BigInt(amount), unit.decimals),
+              symbol: unit.symbol,
+              decimals: unit.decimals,
+            },
             capabilities: task.meta.requiredCapabilities,
             verification: {
               mode: assigned.verification.mode,
@@ -461,8 +636,6 @@ export class WorkerRuntime {
             ...(task.meta.serviceId === undefined ? {} : { serviceId: task.meta.serviceId }),
             ...(previousAttempt ? { previousAttempt } : {}),
           });
-          if (typeof output !== "string" || output.length === 0)
-            throw clientError("VALIDATION_FAILED", "executeTask must return { output } with a non-empty string.");
           record.status = "submitted";
           const finalized: Finalized = await this.client.deliverResult({ taskHash, output });
           const result = finalized.verificationResult;
@@ -473,7 +646,7 @@ export class WorkerRuntime {
             finalize: { status: finalized.status, ...(result ? { verificationResult: { passed: result.passed, reasons: result.reasons } } : {}) },
           });
           // Also while stopping: the task is held, and stop() finishes the tasks in hand.
-          if (finalized.status === "failed" && finalized.roundsLeft > 0 && this.mayResubmit(task)) {
+          if (finalized.status === "failed" && finalized.roundsLeft > 0 && this.mayResubmit(task) && !record.abandoned) {
             previousAttempt = { output, reasons: result?.reasons ?? [] };
             continue;
           }
@@ -484,14 +657,71 @@ export class WorkerRuntime {
           return;
         }
       } catch (error) {
-        const e =
-          error instanceof ApiError ? { code: error.code, message: error.message } : { code: "EXECUTION_FAILED", message: (error as Error).message };
-        // Held but undelivered: the task stays assigned to this agent on chain.
-        this.emit({ type: "task_failed", taskId: taskHash, error: e });
+        let released = false;
+        // Never delivered and given up on while running: hand it back so the poster's task opens again.
+        if (error instanceof TriesFailed && !error.stopping && round === 1 && this.running && this.#options.releaseFailed !== false) {
+          try {
+            await this.client.settle({ taskHash, action: "release" });
+            released = true;
+            this.dropped.add(taskHash);
+          } catch (releaseError) {
+            this.emit({ type: "error", error: releaseError as Error });
+          }
+        }
+        // Otherwise held but undelivered: the task stays assigned to this agent on chain (a restart resumes it).
+        this.emit({ type: "task_failed", taskId: taskHash, error: describe(error), ...(released ? { released } : {}) });
       } finally {
-        this.executions.delete(taskHash);
+        if (this.executions.get(taskHash) === record) this.executions.delete(taskHash);
         this.refill();
       }
     })();
+  }
+
+  /**
+   * One round's executeTask, tried up to `executeAttempts` times: each try is bounded by `taskTimeoutMs` and the
+   * deadline (its signal aborts then), and a failed try is followed by a back-off (`retryDelayMs`, doubling) unless
+   * the next try could not start before the deadline. Stopping ends the tries; a try stop() gave up on is never retried.
+   */
+  private async runTries(record: Execution, context: Omit<TaskContext, "attempt" | "signal">): Promise<string> {
+    const tries = Math.max(1, Math.floor(this.#options.executeAttempts ?? DEFAULT_EXECUTE_ATTEMPTS));
+    const deadlineMs = context.deadline;
+    let last: { code: "EXECUTION_FAILED" | "TASK_TIMEOUT"; message: string } = { code: "TASK_TIMEOUT", message: "The task's deadline has passed." };
+    let made = 0;
+    while (made < tries) {
+      const left = deadlineMs - this.clock.now();
+      if (left <= 0) {
+        last = { code: "TASK_TIMEOUT", message: "The task's deadline has passed." };
+        break;
+      }
+      made++;
+      const budget = Math.min(this.#options.taskTimeoutMs ?? Infinity, left);
+      const controller = new AbortController();
+      record.controller = controller;
+      const timeout = `executeTask ran past ${budget === left ? "the task's deadline" : `taskTimeoutMs (${budget} ms)`}`;
+      const cancel = after(this.clock, budget, () => controller.abort(clientError("TASK_TIMEOUT", timeout)));
+      try {
+        const run = Promise.resolve().then(() => this.#options.executeTask({ ...context, attempt: made, signal: controller.signal }));
+        const output = (await untilAborted(run, controller.signal))?.output;
+        if (typeof output !== "string" || output.length === 0) throw new Error("executeTask must return { output } with a non-empty string.");
+        if (record.abandoned) {
+          last = { code: "EXECUTION_FAILED", message: "stop() stopped waiting for this task; a restart resumes it." };
+          break;
+        }
+        return output;
+      } catch (error) {
+        const timedOut = error instanceof ApiError && error.code === "TASK_TIMEOUT";
+        last = { code: timedOut ? "TASK_TIMEOUT" : "EXECUTION_FAILED", message: describe(error).message };
+      } finally {
+        cancel();
+        record.controller = undefined;
+      }
+      if (record.abandoned || !this.running || made >= tries) break;
+      const wait = (this.#options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS) * 2 ** (made - 1);
+      if (this.clock.now() + wait >= deadlineMs) break;
+      await sleep(this.clock, wait, this.stopping.signal);
+      if (!this.running) break;
+    }
+    const stopping = record.abandoned || !this.running;
+    throw new TriesFailed(last.code, `executeTask failed ${made} time(s); the last: ${last.message}`, stopping);
   }
 }

@@ -126,7 +126,7 @@ export async function startAgentRun(
     let steps = 0;
     try {
       await recordRun(context.taskId, { status: "running" });
-      const deadline = Math.min(now() + config.taskBudgetMs, context.deadline * 1000 - 30_000);
+      const deadline = Math.min(now() + config.taskBudgetMs, context.deadline - 30_000);
       const ctx = {
         agentId,
         taskHash: context.taskId,
@@ -206,8 +206,10 @@ export async function startAgentRun(
     ...(running.minReward === null ? {} : { minReward: running.minReward }),
     maxConcurrentTasks: config.agentConcurrency,
     browseIntervalMs: config.browseIntervalMs,
-    resumeHeld: true,
     resubmitRentals: false,
+    // The runner records a failed run and releases the task itself (below), and a model failure is not tried again.
+    executeAttempts: 1,
+    releaseFailed: false,
     skipTask: (task) => failed.has(task.state.taskId),
     hasCapacity: () => deps.serverSlots.available() > 0,
     beforeSend,
@@ -248,7 +250,7 @@ export async function startAgentRun(
     if (releasing || stopping.signal.aborted) return;
     releasing = true;
     try {
-      const { tasks } = await client.heldTasks();
+      const { tasks } = await client.assignedTasks();
       for (const task of tasks.filter((t) => t.state.status === "escalated")) {
         try {
           await client.settle({ taskHash: task.state.taskId, action: "release-unjudged" });

@@ -198,8 +198,16 @@ describe("lifecycle: reputation", function () {
         daysSinceLastTask: null,
         offChainTasksCompleted: 0,
       });
+      expect(await reputation(), "no note while the counts agree").to.not.have.property("note");
       await settleOne();
       expect(await reputation()).to.deep.include({ reputation: 51, rawScore: 10, decayedScore: 10, offChainTasksCompleted: 1, offChainDisputes: 0 });
+      // Settled on arc: the reputation contract has no record of it, and the answer says why the counts differ.
+      expect(await reputation()).to.deep.include({
+        tasksCompleted: 0,
+        note:
+          "tasksCompleted (0) is the reputation contract's record: only tasks settled on the 0g escrow write to it (the arc escrow has none). " +
+          "offChainTasksCompleted (1) counts every task settled for this agent on every chain this service indexes, arc included; reputation and the decayed score move with it.",
+      });
       await settleOne();
       expect(await reputation()).to.deep.include({ reputation: 52, rawScore: 20, decayedScore: 20, offChainTasksCompleted: 2 });
       const row = await s.db.selectFrom("reputation").select("earnings").where("address", "=", s.worker.address).executeTakeFirstOrThrow();

@@ -56,7 +56,7 @@ describe("lifecycle: verdicts", function () {
     await s.close();
   });
 
-  const verdict = (key: string, taskHash: string, body: { passed: boolean; score?: number; reasons?: string[] }) =>
+  const verdict = (key: string, taskHash: string, body: { passed: boolean; score?: number; reasons?: string[]; txHash?: string }) =>
     s.call<VerdictAnswer>("POST", `/api/v1/a2a/tasks/${taskHash}/verdict`, { key, body });
   const verify = (key: string, body: Record<string, unknown>) => s.call<VerifyAnswer>("POST", "/api/v1/verification/verify", { key, body });
 
@@ -170,9 +170,60 @@ describe("lifecycle: verdicts", function () {
       await t.expectState(taskHash, "verified", EscrowStatus.Verified, Ending.VerificationPassed);
       const row = await s.db.selectFrom("escrow_tasks").select("last_score").where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
       expect(row.last_score).to.equal(90);
+      // Never reported back with its hash: the task view still shows the verdict the chain settled (no reasons), to
+      // the poster, the worker and the verifier.
+      const verdictSeen = async (key: string) =>
+        expectOk(await s.call<{ state: { resultData?: { verificationResult?: unknown } } }>("GET", `/api/v1/tasks/${taskHash}`, { key })).state
+          .resultData?.verificationResult;
+      for (const key of [posterKey, agentKey, verifierKey]) expect(await verdictSeen(key)).to.deep.equal({ passed: true, score: 90, reasons: [] });
       await expectPaidOut();
       // The service's key sent only the assignment.
       expect((await s.db.selectFrom("outbox").select("purpose").execute()).map((r) => r.purpose.split(":")[0])).to.deep.equal(["assign"]);
+    });
+  });
+
+  describe("agent mode: the verifier reports its mined verdict (txHash), and every party sees it", function () {
+    it("records the verdict with its reasons for the poster, the worker and the verifier; refuses a receipt that does not settle it", async function () {
+      const { taskHash, txHash: fundingTx } = await s.post(
+        s.poster,
+        posterKey,
+        s.publicTask(brief(), { verificationMode: "agent", verificationCriteria: undefined, verifierAddress: s.agentVerifier.address }),
+        AMOUNT,
+      );
+      expectOk(await t.accept(agentKey, taskHash));
+      const evidence = await t.deliverOnChain(s.worker, agentKey, taskHash, PASSING);
+      expectOk(await t.finalize(agentKey, taskHash, evidence));
+      const verifierKey = await s.apiKeyFor(s.agentVerifier);
+      const rejection = { passed: false, score: 20, reasons: ["The summary misses the second finding."] };
+      const answer = expectOk(await verdict(verifierKey, taskHash, rejection));
+      const verdictTx = await t.sign(s.agentVerifier, answer.unsignedTx!);
+      await s.sync();
+
+      // Not the verifier, or a receipt that does not carry this verdict: refused, nothing recorded.
+      expectError(await verdict(agentKey, taskHash, { ...rejection, txHash: verdictTx }), "NOT_VERIFIER");
+      expectError(await verdict(verifierKey, taskHash, { ...rejection, txHash: fundingTx }), "VERDICT_MISMATCH");
+      expectError(await verdict(verifierKey, taskHash, { ...rejection, score: 21, txHash: verdictTx }), "VERDICT_MISMATCH");
+      expectError(await verdict(verifierKey, taskHash, { ...rejection, passed: true, txHash: verdictTx }), "VERDICT_MISMATCH");
+      expectError(await verdict(verifierKey, taskHash, { ...rejection, txHash: `0x${"ab".repeat(32)}` }), "TX_NOT_FOUND");
+      expect((await s.db.selectFrom("deliveries").select("reasons").where("task_hash", "=", taskHash).executeTakeFirstOrThrow()).reasons).to.equal(
+        null,
+      );
+
+      const recorded = expectOk(await verdict(verifierKey, taskHash, { ...rejection, txHash: verdictTx }));
+      expect(recorded).to.deep.include({ taskHash, status: "failed", txHash: verdictTx });
+      for (const key of [posterKey, agentKey, verifierKey]) {
+        const view = expectOk(
+          await s.call<{ state: { status: string; resultData?: { verificationResult?: unknown } } }>("GET", `/api/v1/tasks/${taskHash}`, { key }),
+        );
+        expect(view.state.status).to.equal("failed");
+        expect(view.state.resultData?.verificationResult).to.deep.equal(rejection);
+      }
+      // Reported again: the same answer, nothing changes.
+      expect(expectOk(await verdict(verifierKey, taskHash, { ...rejection, txHash: verdictTx })).status).to.equal("failed");
+
+      // A manual task takes no txHash: its verdict is sent by the service.
+      const manual = await t.postPublic(posterKey, "manual");
+      expectError(await verdict(posterKey, manual.taskHash, { passed: true, txHash: verdictTx }), "MODE_MISMATCH");
     });
   });
 
