@@ -113,6 +113,12 @@ export interface ServerConfig {
   pollIntervalMs: number;
   /** Run the indexer in a worker thread (default) or on the API's event loop. */
   indexerInWorker: boolean;
+  /**
+   * On PostgreSQL, how often a process tries the leases it lacks (each chain's indexer, the verifier key's sender, the
+   * hosted runners) and checks those it holds (ms): another process takes over a dead leader's work within about this
+   * long (docs/scaling.md).
+   */
+  leaseRetryMs: number;
   logLevel: string;
   hosted: HostedConfig;
   /** Identity minting for hosted agents (server/identity): the chain the token is minted on, and its retry back-off. */
@@ -198,6 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
+    leaseRetryMs: Math.max(50, integer(env.LEASE_RETRY_MS, 1_000, "LEASE_RETRY_MS")),
     logLevel: env.LOG_LEVEL ?? "info",
     identity: {
       chain: chainList(env.IDENTITY_CHAIN, ["0g"], "IDENTITY_CHAIN")[0]!,
