@@ -94,6 +94,8 @@ export interface ServerConfig {
   /** PostgreSQL connection string; when absent, SQLite at `sqlitePath`. */
   databaseUrl?: string;
   sqlitePath: string;
+  /** Where stored blobs' bytes go: files under `blobDir` (default), or the database (every API process reads them). */
+  blobStore: "files" | "database";
   blobDir: string;
   chains: ChainConfig[];
   /** Marketplace verifier key: sends marketplaceAssign and completeVerification. Never logged. */
@@ -176,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     publicUrl: env.MARKET_PUBLIC_URL ?? `http://${host}:${port}`,
     databaseUrl: env.DATABASE_URL || undefined,
     sqlitePath: env.SQLITE_PATH ?? path.join(dataDir, "market.sqlite"),
+    blobStore: blobStore(env.BLOB_STORE),
     blobDir: env.BLOB_DIR ?? path.join(dataDir, "blobs"),
     chains: CHAIN_NAMES.flatMap((name) => {
       const chain = chainFromEnv(name, env, postable);
@@ -299,6 +302,13 @@ function registry(
   if (address)
     return { [key]: { address: getAddress(address), block: recorded && getAddress(recorded.proxy) === getAddress(address) ? recorded.block : 0 } };
   return recorded ? { [key]: { address: getAddress(recorded.proxy), block: recorded.block } } : {};
+}
+
+/** `BLOB_STORE`: `files` (default) or `database`. */
+function blobStore(value: string | undefined): ServerConfig["blobStore"] {
+  const text = (value ?? "").trim().toLowerCase() || "files";
+  if (text !== "files" && text !== "database") throw new Error(`BLOB_STORE must be files or database, got ${JSON.stringify(value)}`);
+  return text;
 }
 
 /** `TRUST_PROXY`: unset or `false`, `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */

@@ -2,7 +2,7 @@ import type { ServerConfig } from "./config";
 import { createDatabase, migrateToLatest, type Db } from "./db";
 import { createChains, type ChainRegistry } from "./chains";
 import { createChainClock } from "./chains/clock";
-import { createBlobStore } from "./storage/blob-store";
+import { createBlobStore, createDatabaseBlobStore } from "./storage/blob-store";
 import { buildApp } from "./app";
 import type { App } from "./http/types";
 import { createIndexer, superviseIndexerWorker, type IndexerLogger } from "./indexer";
@@ -56,32 +56,37 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
   // Deadlines and windows are compared with chain time (server/chains/clock.ts).
   const clock = createChainClock(chains.list(), { intervalMs: Math.max(config.pollIntervalMs, 250) });
   clock.start();
+  // Chain time from the first request on: a sign-in message, a deadline or a rate window is never judged by the wall
+  // clock alone while the chains are ahead of it (a process started later reads the same heads).
+  await clock.refresh();
   const now = () => clock.now();
   // The marketplace verifier key sends assignments and verdicts, one outbox (nonce sequence) per chain.
   const outboxes = new Map<string, Outbox>();
-  // Hosted agents log through the API's logger, which exists once the app is built.
+  // Hosted agents and leases log through the API's logger, which exists once the app is built.
   let log: RunnerLogger = { info: () => undefined, warn: () => undefined };
+  const logger = { info: (obj: object, msg: string) => log.info(obj, msg), warn: (obj: object, msg: string) => log.warn(obj, msg) };
+  const leases = createLeases({ databaseUrl: config.databaseUrl, retryMs: config.leaseRetryMs, logger });
   const hosting = createHosting({
     db,
     chains,
     config: config.hosted,
     tokens: createAgentTokens({ db, now: Date.now }),
     now: Date.now,
-    logger: { info: (obj, msg) => log.info(obj, msg), warn: (obj, msg) => log.warn(obj, msg) },
+    logger,
   });
   const app = await buildApp({
     db,
     chains,
-    blobs: createBlobStore(config.blobDir),
+    blobs: config.blobStore === "database" ? createDatabaseBlobStore(db) : createBlobStore(config.blobDir),
     config,
     outboxes,
     now,
     hosting,
     ...(config.verifierKey ? { verifierAddress: new Wallet(config.verifierKey).address } : {}),
     logger: config.logLevel === "silent" ? false : { level: config.logLevel },
+    leases: () => leases.names(),
   });
   log = app.log;
-  const leases = createLeases({ databaseUrl: config.databaseUrl, retryMs: config.leaseRetryMs, logger: app.log });
 
   if (config.verifierKey) {
     for (const chain of chains.list()) {

@@ -30,6 +30,7 @@ export interface Database {
   outbox_nonces: OutboxNoncesTable;
   row_locks: RowLocksTable;
   rate_windows: RateWindowsTable;
+  blob_contents: BlobContentsTable;
   reputation: ReputationTable;
   capability_stats: CapabilityStatsTable;
   reviews: ReviewsTable;
@@ -327,6 +328,12 @@ export interface OutboxNoncesTable {
 export interface RowLocksTable {
   name: string;
   locked_at: Millis;
+}
+
+/** A stored blob's bytes, when the database keeps them (`BLOB_STORE=database`; server/storage/blob-store.ts). */
+export interface BlobContentsTable {
+  root_hash: string;
+  data: Uint8Array;
 }
 
 /** A fixed-window counter shared by every API process (server/http/rate-limit.ts `createSharedWindows`). */

@@ -10,6 +10,8 @@ import { sql, type Kysely } from "kysely";
  * - row_locks: a row per name that a transaction updates first to hold the name until it commits (e.g. one accept at
  *   a time per agent, on every replica).
  * - rate_windows: fixed-window counters shared by every replica (e.g. accepts per agent per minute).
+ * - blob_contents: the bytes of stored blobs when the database keeps them (`BLOB_STORE=database`), so every replica
+ *   reads what any replica stored.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   const postgres = db.getExecutor().adapter.constructor.name === "PostgresAdapter";
@@ -56,10 +58,17 @@ export async function up(db: Kysely<any>): Promise<void> {
       .addColumn("count", "integer", (c) => c.notNull())
       .execute();
     await trx.schema.createIndex("rate_windows_started_at").on("rate_windows").column("started_at").execute();
+
+    await trx.schema
+      .createTable("blob_contents")
+      .addColumn("root_hash", "varchar(66)", (c) => c.primaryKey())
+      .addColumn("data", postgres ? "bytea" : "blob", (c) => c.notNull())
+      .execute();
   });
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable("blob_contents").execute();
   await db.schema.dropTable("rate_windows").execute();
   await db.schema.dropTable("row_locks").execute();
   await db.schema.dropTable("outbox_nonces").execute();
