@@ -15,7 +15,9 @@ describe("hosted agents: a misbehaving model", function () {
   let model: ModelServer;
 
   beforeEach(async function () {
-    s = await startStack({ hosted: { modelTimeoutMs: 1_500, taskBudgetMs: 20_000 } });
+    // The hung call must outlast the other agent's whole task (posted, accepted, delivered, verified), which takes
+    // seconds on a loaded machine or on PostgreSQL; the call ends (and its task fails) when this timeout does.
+    s = await startStack({ hosted: { modelTimeoutMs: 8_000, taskBudgetMs: 20_000 } });
     model = await startModelServer();
   });
   afterEach(async function () {

@@ -30,6 +30,11 @@ import { loadConfig, startServer } from "../../server";
 import { contentHash } from "../../core/crypto";
 import { AMOUNT, DAY } from "./lifecycle/helpers";
 import { waitFor } from "../indexer/helpers";
+import { startStack, type Stack } from "../support/stack";
+import { startModelServer, type ModelServer } from "../support/model-server";
+import { agentOptions, clientOf, fundGas } from "../hosted/helpers";
+import { createHosting } from "../../server/hosted";
+import { createAgentTokens } from "../../server/auth";
 
 const postgres = () => process.env.TEST_DATABASE_URL !== undefined;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -224,6 +229,62 @@ describe("scale-out within one process", function () {
       expect((await acceptThrough(second, tasks[1]!)).status).to.equal(200);
       const third = await acceptThrough("first", tasks[2]!);
       expect([third.status, third.body.error.code]).to.deep.equal([429, "RATE_LIMITED"]);
+    });
+  });
+
+  describe("hosted runners follow the states another process records", function () {
+    let stack: Stack | undefined;
+    let model: ModelServer | undefined;
+    afterEach(async function () {
+      await stack?.close();
+      await model?.close();
+      stack = model = undefined;
+    });
+
+    it("a start, a restart and a stop asked of a process that runs no agent: the runners' holder follows each", async function () {
+      stack = await startStack();
+      model = await startModelServer();
+      const owner = await clientOf(stack, stack.stranger);
+      const agent = (await owner.deployAgent(agentOptions(model))).agent;
+      await fundGas(stack.stranger, agent.address);
+      // Another API process: same database, its runners never attached (it does not hold their lease).
+      const other = createHosting({
+        db: stack.db,
+        chains: createChains([stack.chainConfig], { provider: () => hre.ethers.provider }),
+        config: stack.hostedConfig,
+        tokens: createAgentTokens({ db: stack.db, now: Date.now }),
+        now: Date.now,
+        logger: { info() {}, warn() {} },
+      });
+      const { account_id: accountId } = await stack.db
+        .selectFrom("hosted_agents")
+        .select("account_id")
+        .where("id", "=", agent.id)
+        .executeTakeFirstOrThrow();
+      const principal = { kind: "apiKey" as const, accountId, wallet: stack.stranger.address };
+
+      expect((await other.agents.start(principal, agent.id)).state).to.equal("running");
+      expect(other.runners.isRunning(agent.id)).to.equal(false);
+      expect(stack.hosting.runners.isRunning(agent.id)).to.equal(false);
+      await stack.hosting.reconcile();
+      expect(stack.hosting.runners.isRunning(agent.id)).to.equal(true);
+      const tokens = () => stack!.db.selectFrom("hosted_agent_tokens").select("agent_id").where("agent_id", "=", agent.id).execute();
+      expect(await tokens()).to.have.length(1);
+
+      // A restart asked of the other process: the run starts again, with a new token.
+      const before = await stack.db.selectFrom("hosted_agent_tokens").select("token_hash").where("agent_id", "=", agent.id).executeTakeFirstOrThrow();
+      expect((await other.agents.restart(principal, agent.id)).state).to.equal("running");
+      expect(await tokens()).to.have.length(0);
+      await stack.hosting.reconcile();
+      expect(stack.hosting.runners.isRunning(agent.id)).to.equal(true);
+      const after = await stack.db.selectFrom("hosted_agent_tokens").select("token_hash").where("agent_id", "=", agent.id).executeTakeFirstOrThrow();
+      expect(after.token_hash).to.not.equal(before.token_hash);
+
+      expect((await other.agents.stop(principal, agent.id)).state).to.equal("stopped");
+      // The token goes at once; the run stops at the holder's next round.
+      expect(await tokens()).to.have.length(0);
+      await stack.hosting.reconcile();
+      expect(stack.hosting.runners.isRunning(agent.id)).to.equal(false);
     });
   });
 
