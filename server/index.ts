@@ -137,7 +137,18 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
     });
   }
 
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    // Not listening (the port is taken): nothing of this process keeps running.
+    await leases.close();
+    await app.close().catch(() => undefined);
+    await Promise.all([...outboxes.values()].map((o) => o.stop()));
+    clock.stop();
+    for (const chain of chains.list()) chain.provider.destroy?.();
+    await db.destroy();
+    throw error;
+  }
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   // Running hosted agents come back: their runners call this API on loopback as their agents. One process runs them

@@ -123,18 +123,26 @@ function postgresLeases(connectionString: string, options: LeasesOptions): Lease
       keepAlive: true,
       query_timeout: Math.max(5_000, retryMs * 5),
     });
+    // Only the connection in use counts: one being closed on purpose (drop, close) is not news.
     c.on("error", (error) => {
+      if (client !== c) return;
       broken = true;
       log?.warn({ err: error }, "lease: the lock connection failed");
       wake();
     });
     c.on("end", () => {
+      if (client !== c) return;
       broken = true;
       wake();
     });
-    await c.connect();
-    // The server notices a peer that vanished (a host that lost power) within about 25 s, and frees its locks.
-    await c.query("set tcp_keepalives_idle = 10; set tcp_keepalives_interval = 5; set tcp_keepalives_count = 3");
+    try {
+      await c.connect();
+      // The server notices a peer that vanished (a host that lost power) within about 25 s, and frees its locks.
+      await c.query("set tcp_keepalives_idle = 10; set tcp_keepalives_interval = 5; set tcp_keepalives_count = 3");
+    } catch (error) {
+      await c.end().catch(() => undefined);
+      throw error;
+    }
     broken = false;
     return c;
   }
@@ -152,13 +160,18 @@ function postgresLeases(connectionString: string, options: LeasesOptions): Lease
     await Promise.all(lost);
   }
 
+  /** The lock connection is gone: every role stops now; this process competes again from the next round. */
+  async function drop(reason: string): Promise<void> {
+    const old = client;
+    client = undefined;
+    broken = false;
+    await loseAll(reason);
+    await old?.end().catch(() => undefined);
+  }
+
   async function tick(): Promise<void> {
-    if (client && broken) {
-      const old = client;
-      client = undefined;
-      await loseAll("the lock connection failed");
-      await old.end().catch(() => undefined);
-    }
+    // A holder whose connection failed sits out one round, so the processes that were waiting take the work over.
+    if (client && broken) return drop("the lock connection failed");
     if (closed) return;
     if (!client) {
       try {
@@ -191,9 +204,8 @@ function postgresLeases(connectionString: string, options: LeasesOptions): Lease
       // A held lease is only as good as its connection: check it every round.
       if ([...leases.values()].some((l) => l.held)) await client.query("select 1");
     } catch (error) {
-      broken = true;
       log?.warn({ err: error }, "lease: the lock connection failed");
-      again = true;
+      await drop("the lock connection failed");
     }
   }
 

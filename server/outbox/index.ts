@@ -66,10 +66,10 @@ const revertJson = (revert: { name: string; args: unknown[] }) =>
 
 /**
  * Every transaction of the service's verifier key goes through here, one nonce after another:
- * - a call is simulated first (a refusal costs no nonce and records nothing), then recorded as a request (`queued`);
- *   the sender simulates it again, signs it at the key's next nonce and records the signed transaction before it is
- *   broadcast, so a crash never loses a signed transaction, and whoever sends next broadcasts what was recorded but not
- *   mined;
+ * - a call is simulated first (a refusal, or a node that does not answer, costs no nonce and records nothing), then
+ *   recorded as a request (`queued`); the sender simulates it again, signs it at the key's next nonce and records the
+ *   signed transaction before it is broadcast, so a crash never loses a signed transaction, and whoever sends next
+ *   broadcasts what was recorded but not mined;
  * - one purpose (e.g. `assign:<task>:<agent>`) has at most one entry that is not reverted (a unique index): retrying a
  *   request, from any process, waits for the recorded one instead of sending a second transaction;
  * - a dropped transaction is broadcast again; a stuck one, or one the node keeps refusing, is replaced with higher
@@ -487,7 +487,11 @@ export function createOutbox(options: OutboxOptions) {
       } catch (error) {
         options.logger?.error({ err: error, chain: chain.name }, "outbox: signing a queued transaction failed; will retry");
       }
-      if (leading) await poll();
+      try {
+        if (leading) await poll();
+      } catch (error) {
+        options.logger?.error({ err: error, chain: chain.name }, "outbox poll failed");
+      }
     }
     await settleEnded();
   }
@@ -498,7 +502,7 @@ export function createOutbox(options: OutboxOptions) {
     timer = setTimeout(() => {
       timer = undefined;
       polling = round()
-        .catch((error: unknown) => options.logger?.error({ err: error, chain: chain.name }, "outbox poll failed"))
+        .catch((error: unknown) => options.logger?.error({ err: error, chain: chain.name }, "outbox: waiting for transactions failed"))
         .finally(() => {
           polling = undefined;
           const soon = again;
@@ -528,8 +532,11 @@ export function createOutbox(options: OutboxOptions) {
     async send(purpose: string, to: string, data: string, timeoutMs = 60_000): Promise<Sent> {
       let entry = await latest(purpose);
       if (!entry || entry.status === "reverted") {
+        // What the sender asks the node for, asked first: a call the escrow refuses (OutboxRevert), or a node that
+        // does not answer (CHAIN_UNAVAILABLE), records nothing.
         const from = await address();
         await simulate(purpose, { from, to, data });
+        await chainCall(() => provider.getFeeData());
         entry = await enqueue(purpose, from, to, data);
       }
       if (entry.status === "mined") {

@@ -24,6 +24,16 @@ describe("server: configuration", function () {
     expect(config.trustProxy).to.equal(false);
     expect(config.verifierKey).to.equal(undefined);
     expect(config.identity).to.deep.equal({ chain: "0g", retryMs: 30_000, maxRetryMs: 3_600_000 });
+    expect(config.blobStore).to.equal("files");
+    expect(config.leaseRetryMs).to.equal(1_000);
+  });
+
+  it("reads where blobs go and how often leases are tried (docs/scaling.md)", function () {
+    expect(loadConfig({ BLOB_STORE: "database" }).blobStore).to.equal("database");
+    expect(loadConfig({ BLOB_STORE: " Files " }).blobStore).to.equal("files");
+    expect(loadConfig({ LEASE_RETRY_MS: "250" }).leaseRetryMs).to.equal(250);
+    // Never a busy loop against the database.
+    expect(loadConfig({ LEASE_RETRY_MS: "0" }).leaseRetryMs).to.equal(50);
   });
 
   describe("chains", function () {
@@ -111,6 +121,8 @@ describe("server: configuration", function () {
     expect(() => loadConfig({ TRUST_PROXY: "loopback; rm" })).to.throw(/TRUST_PROXY/);
     expect(() => loadConfig({ PORT: "-1" })).to.throw(/PORT must be a whole number/);
     expect(() => loadConfig({ RATE_LIMIT_PER_IP: "many" })).to.throw(/RATE_LIMIT_PER_IP/);
+    expect(() => loadConfig({ BLOB_STORE: "s3" })).to.throw(/BLOB_STORE must be files or database/);
+    expect(() => loadConfig({ LEASE_RETRY_MS: "soon" })).to.throw(/LEASE_RETRY_MS/);
     expect(() => loadConfig({ CHAIN_BASE_RPC_URL: "http://127.0.0.1:1", CHAIN_BASE_DEPLOYMENT: "nowhere" })).to.throw(/CHAIN_BASE_/);
   });
 });
