@@ -160,16 +160,22 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
     escrows: Object.fromEntries(chains.list().map((c) => [c.name, c.config.escrow])),
   };
   let following: NodeJS.Timeout | undefined;
+  let reconciling: Promise<void> | undefined;
   leases.hold(HOSTED_RUNNERS_LEASE, {
     async acquired() {
       await hosting.attach(endpoints);
       following = setInterval(() => {
-        hosting.reconcile().catch((error: unknown) => app.log.warn({ err: error }, "hosted runners: following recorded states failed"));
+        // One round at a time: starting many agents may take longer than a round.
+        reconciling ??= hosting
+          .reconcile()
+          .catch((error: unknown) => app.log.warn({ err: error }, "hosted runners: following recorded states failed"))
+          .finally(() => (reconciling = undefined));
       }, config.leaseRetryMs);
     },
     async lost() {
       clearInterval(following);
       following = undefined;
+      await reconciling;
       await hosting.close();
     },
   });

@@ -107,11 +107,11 @@ describe("scale-out: API processes on one PostgreSQL database", function () {
       rpc.release();
       const start = fixture.deployment.block;
       await waitFor(async () => ((await readCursor(db, "arc"))?.number ?? 0) >= start + (head - start) / 4, 120_000, "a quarter of the catch-up");
+      expect(await leasesOf(other)).to.not.include(indexerLease);
       await indexer.kill();
       const killedAt = Date.now();
       const cursorAtKill = (await readCursor(db, "arc"))!.number;
       expect(cursorAtKill, "killed mid-catch-up").to.be.below(head);
-      expect(await leasesOf(other)).to.not.include(indexerLease);
 
       await waitFor(async () => (await leasesOf(other)).includes(indexerLease), TAKEOVER_MS, "the other process to take the indexer over");
       const tookOverIn = Date.now() - killedAt;
