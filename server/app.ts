@@ -61,6 +61,8 @@ export interface AppDeps {
   indexerWaitMs?: number;
   /** The rule engine's threads (server/verification/pool.ts); DEFAULT_VERIFIER_POOL when absent. */
   verifierPool?: VerifierPoolOptions;
+  /** The leases this process holds now, for GET /health (server/db/leases.ts); none when absent. */
+  leases?: () => readonly string[];
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -193,7 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   identityMinting.start();
   app.addHook("onClose", () => identityMinting.stop());
 
-  await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey });
+  await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey, leases: deps.leases ?? (() => []) });
   await app.register(authRoutes, { auth });
   await app.register(storageRoutes, { auth, blobs, uploads });
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });

@@ -113,6 +113,8 @@ export interface ServerConfig {
   /** PostgreSQL connection string; when absent, SQLite at `sqlitePath`. */
   databaseUrl?: string;
   sqlitePath: string;
+  /** Where stored blobs' bytes go: files under `blobDir` (default), or the database (every API process reads them). */
+  blobStore: "files" | "database";
   blobDir: string;
   chains: ChainConfig[];
   /** Marketplace verifier key: sends marketplaceAssign and completeVerification. Never logged. */
@@ -136,6 +138,12 @@ export interface ServerConfig {
   pollIntervalMs: number;
   /** Run the indexer in a worker thread (default) or on the API's event loop. */
   indexerInWorker: boolean;
+  /**
+   * On PostgreSQL, how often a process tries the leases it lacks (each chain's indexer, the verifier key's sender, the
+   * hosted runners) and checks those it holds (ms): another process takes over a dead leader's work within about this
+   * long (docs/scaling.md).
+   */
+  leaseRetryMs: number;
   logLevel: string;
   hosted: HostedConfig;
   /** Identity minting for hosted agents (server/identity): the chain the token is minted on, and its retry back-off. */
@@ -193,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     publicUrl: env.MARKET_PUBLIC_URL ?? `http://${host}:${port}`,
     databaseUrl: env.DATABASE_URL || undefined,
     sqlitePath: env.SQLITE_PATH ?? path.join(dataDir, "market.sqlite"),
+    blobStore: blobStore(env.BLOB_STORE),
     blobDir: env.BLOB_DIR ?? path.join(dataDir, "blobs"),
     chains: CHAIN_NAMES.flatMap((name) => {
       const chain = chainFromEnv(name, env, postable);
@@ -229,6 +238,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
+    leaseRetryMs: Math.max(50, integer(env.LEASE_RETRY_MS, 1_000, "LEASE_RETRY_MS")),
     logLevel: env.LOG_LEVEL ?? "info",
     identity: {
       chain: chainList(env.IDENTITY_CHAIN, ["0g"], "IDENTITY_CHAIN")[0]!,
@@ -346,6 +356,13 @@ function adminApiKey(value: string | undefined): string | undefined {
   if (!key) return undefined;
   if (key.length < 32) throw new Error("MARKET_ADMIN_API_KEY must be at least 32 characters (e.g. `openssl rand -hex 32`)");
   return key;
+}
+
+/** `BLOB_STORE`: `files` (default) or `database`. */
+function blobStore(value: string | undefined): ServerConfig["blobStore"] {
+  const text = (value ?? "").trim().toLowerCase() || "files";
+  if (text !== "files" && text !== "database") throw new Error(`BLOB_STORE must be files or database, got ${JSON.stringify(value)}`);
+  return text;
 }
 
 /** `TRUST_PROXY`: unset or `false`, `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */

@@ -2,7 +2,15 @@ import { Type, type Static } from "@sinclair/typebox";
 import { Address, ChainNameString } from "./common";
 
 /** GET /health. */
-export const Liveness = Type.Object({ status: Type.Literal("ok"), time: Type.Integer() });
+export const Liveness = Type.Object({
+  status: Type.Literal("ok"),
+  time: Type.Integer(),
+  /**
+   * The leases this API process holds (docs/scaling.md): `indexer:<chain>`, `sender:<chain>:<verifier address>`,
+   * `hosted-runners`. Empty for a process that only answers requests.
+   */
+  leases: Type.Array(Type.String()),
+});
 
 /** One chain's indexer against its head. */
 export const ChainLag = Type.Object({

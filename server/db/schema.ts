@@ -28,6 +28,10 @@ export interface Database {
   bids: BidsTable;
   deliveries: DeliveriesTable;
   outbox: OutboxTable;
+  outbox_nonces: OutboxNoncesTable;
+  row_locks: RowLocksTable;
+  rate_windows: RateWindowsTable;
+  blob_contents: BlobContentsTable;
   reputation: ReputationTable;
   capability_stats: CapabilityStatsTable;
   reputation_credits: ReputationCreditsTable;
@@ -292,30 +296,63 @@ export interface DeliveriesTable {
   judged_by: "auto" | "poster" | "verifier" | "admin" | null;
 }
 
-/** Transactions of the service's verifier key, one row per nonce. */
+/**
+ * Transactions of the service's verifier key: a request recorded by any replica (`queued`, nothing signed yet), then
+ * one row per nonce once the sender signed it.
+ */
 export interface OutboxTable {
   id: Generated<number>;
   chain: string;
   sender: string;
-  nonce: number;
-  /** What the transaction does, e.g. `assign:<task>:<agent>`; the same purpose is never sent twice. */
+  /** Null while queued. */
+  nonce: number | null;
+  /** What the transaction does, e.g. `assign:<task>:<agent>`; one entry per purpose that is not `reverted`. */
   purpose: string;
   to_address: string;
   data: string;
-  gas_limit: string;
-  max_fee: string;
-  priority_fee: string;
-  raw: string;
-  tx_hash: string;
+  gas_limit: string | null;
+  max_fee: string | null;
+  priority_fee: string | null;
+  raw: string | null;
+  tx_hash: string | null;
   /** JSON array of every hash signed for this nonce (fee bumps replace the transaction). */
-  hashes: string;
-  status: "signed" | "sent" | "mined" | "reverted";
+  hashes: string | null;
+  status: "queued" | "signed" | "sent" | "mined" | "reverted";
   attempts: number;
   mined_block: number | null;
   error: string | null;
+  /** JSON `{ name, args }`: the escrow's custom error when the request was refused as it was about to be signed. */
+  revert: string | null;
   created_at: Millis;
   sent_at: Millis | null;
   updated_at: Millis;
+}
+
+/** The next nonce of a key on a chain: moved by the transaction that signs at it (server/outbox). */
+export interface OutboxNoncesTable {
+  chain: string;
+  sender: string;
+  next_nonce: number;
+  updated_at: Millis;
+}
+
+/** A name a transaction holds until it commits, by updating its row first (server/db/locks.ts). */
+export interface RowLocksTable {
+  name: string;
+  locked_at: Millis;
+}
+
+/** A stored blob's bytes, when the database keeps them (`BLOB_STORE=database`; server/storage/blob-store.ts). */
+export interface BlobContentsTable {
+  root_hash: string;
+  data: Uint8Array;
+}
+
+/** A fixed-window counter shared by every API process (server/http/rate-limit.ts `createSharedWindows`). */
+export interface RateWindowsTable {
+  key: string;
+  started_at: Millis;
+  count: number;
 }
 
 /** Earned numbers of a wallet, derived from escrow events. */

@@ -16,20 +16,22 @@ export interface HealthDeps {
   now: Clock;
   /** The public key `keyCustodyBlob`s are wrapped to; null when this server holds no custody key. */
   custodyPublicKey: string | null;
+  /** The leases this process holds now (server/db/leases.ts). */
+  leases: () => readonly string[];
 }
 
 /** Liveness, readiness (database and indexer lag) and the settlement chains. */
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, { db, chains, now, custodyPublicKey }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, { db, chains, now, custodyPublicKey, leases }) => {
   app.get(
     "/health",
     {
       schema: {
         tags: ["health"],
-        summary: "Liveness: the process answers",
+        summary: "Liveness: the process answers, with the leases it holds (which chain it indexes, which key it sends for)",
         response: { 200: Envelope(Liveness) },
       },
     },
-    async () => ok({ status: "ok" as const, time: now() }),
+    async () => ok({ status: "ok" as const, time: now(), leases: [...leases()] }),
   );
 
   app.get(

@@ -75,6 +75,8 @@ export function createHosting(deps: HostingDeps) {
     onDeployed: hooks.add,
     /** Starts every agent recorded as running, against the API at `endpoints.apiUrl`. */
     attach: (endpoints: RunnerEndpoints) => runners.attach(endpoints),
+    /** Starts and stops runs to match the states recorded (by any API process) since. */
+    reconcile: () => runners.reconcile(),
     close: () => runners.close(),
   };
 }

@@ -7,7 +7,7 @@ import type { HostedConfig } from "../config";
 import type { AgentMessage, Deployed, DeployAgentBody, ExportedKey, HttpTool, OwnedAgentView, WithdrawBody, Withdrawal } from "../../core/api";
 import { BUILTIN_TOOLS, asAddress, asRawAmount } from "../../core/api";
 import { capabilityTags } from "../agents";
-import { createWindows, rateLimited } from "../http/rate-limit";
+import { createSharedWindows, rateLimited } from "../http/rate-limit";
 import { MarketError } from "../../core/errors";
 import { normalizePublicKey } from "../../core/crypto";
 import { isNodeRefusal } from "../../core/revert";
@@ -59,7 +59,8 @@ export function createHostedAgents(deps: {
   onDeployed?: OnDeployed;
 }) {
   const { db, store, fees, runners, config, now } = deps;
-  const deployWindows = createWindows(60 * 60_000);
+  /** Deploys per account per hour, counted in the database: every API process shares the count. */
+  const deployWindows = createSharedWindows(db, "deploys", 60 * 60_000);
 
   function checkUrl(field: string, url: string) {
     if (config.allowPrivateNetworks) return;
@@ -118,7 +119,7 @@ export function createHostedAgents(deps: {
       subtaskMaxReward = max.toString();
     }
 
-    const retryAfter = deployWindows.hit(`account:${principal.accountId}`, config.deploysPerHour, now());
+    const retryAfter = await deployWindows.hit(`account:${principal.accountId}`, config.deploysPerHour, now());
     if (retryAfter !== undefined) throw rateLimited(retryAfter, "deploys");
     const owned = await db
       .selectFrom("hosted_agents")

@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { createHash } from "node:crypto";
+import { sql } from "kysely";
 import type { RateLimitConfig } from "../config";
+import type { Db } from "../db";
 import { MarketError } from "../../core/errors";
 import { presentedCredential } from "./credentials";
 
@@ -50,6 +52,41 @@ export function createWindows(windowMs: number) {
   };
 }
 
+/**
+ * Fixed windows like createWindows, counted in the database (`rate_windows`): every API process on the database shares
+ * them, for the limits that bound what the service pays for (accepts, deploys). One upsert per hit; `name` keeps one
+ * limit's keys apart from another's. Windows that ended are deleted now and then.
+ */
+export function createSharedWindows(db: Db, name: string, windowMs: number) {
+  let lastSweep = 0;
+  return {
+    async hit(key: string, limit: number, at: number): Promise<number | undefined> {
+      if (at - lastSweep >= windowMs) {
+        lastSweep = at;
+        await db
+          .deleteFrom("rate_windows")
+          .where("key", "like", `${name}:%`)
+          .where("started_at", "<=", at - windowMs)
+          .execute();
+      }
+      const ended = sql<boolean>`${at} - rate_windows.started_at >= ${windowMs}`;
+      const w = await db
+        .insertInto("rate_windows")
+        .values({ key: `${name}:${key}`, started_at: at, count: 1 })
+        .onConflict((oc) =>
+          oc.column("key").doUpdateSet({
+            count: sql<number>`case when ${ended} then 1 else rate_windows.count + 1 end`,
+            started_at: sql<number>`case when ${ended} then ${at} else rate_windows.started_at end`,
+          }),
+        )
+        .returning(["count", "started_at"])
+        .executeTakeFirstOrThrow();
+      if (w.count <= limit) return undefined;
+      return Math.max(1, Math.ceil((Number(w.started_at) + windowMs - at) / 1000));
+    },
+  };
+}
+
 /** `RATE_LIMITED` with the seconds to wait, for a route's own, tighter limit. */
 export function rateLimited(retryAfter: number, what = "requests"): MarketError {
   return new MarketError("RATE_LIMITED", `Too many ${what}; retry after ${retryAfter} s.`, {
@@ -59,7 +96,8 @@ export function rateLimited(retryAfter: number, what = "requests"): MarketError 
 
 /**
  * Fixed-window limits per client IP and per credential (API key or session token), kept in memory. A request over
- * either limit is answered 429 `RATE_LIMITED` with `Retry-After`; limits on several API instances are per instance.
+ * either limit is answered 429 `RATE_LIMITED` with `Retry-After`. Each API process counts its own requests
+ * (docs/scaling.md): behind a load balancer over N processes a client gets up to N times the limit.
  */
 export function createRateLimiter(config: RateLimitConfig, now: () => number = Date.now) {
   const { hit } = createWindows(config.windowMs);

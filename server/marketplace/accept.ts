@@ -1,4 +1,5 @@
-import { isUniqueViolation } from "../db";
+import { isUniqueViolation, type Db } from "../db";
+import { withNameLocked } from "../db/locks";
 import { listedFields, loadTask, requireLive, waitForIndexer, type Assignment, type TaskContext } from "../tasks";
 import { OutboxRevert, requireOutbox } from "../outbox";
 import { refusalFor, registeredAgent, wrappedKeyOf, type MarketplaceDeps } from "./deps";
@@ -6,7 +7,7 @@ import { asAddress, asTaskHash, type Assigned, type DeclineAnswer } from "../../
 import { MarketError } from "../../core/errors";
 import { Ending, EscrowStatus, statusName } from "../../core/escrow";
 import { undeliveredAssignmentCap } from "../../core/reputation";
-import { createWindows, rateLimited } from "../http/rate-limit";
+import { createSharedWindows, rateLimited } from "../http/rate-limit";
 import { DEFAULT_ABUSE } from "../config";
 
 export type { MarketplaceDeps } from "./deps";
@@ -20,15 +21,14 @@ export type Accepting = ReturnType<typeof createAccepting>;
 export function createAccepting(deps: MarketplaceDeps) {
   const { db, chains, agents, offers, custody, now } = deps;
   const abuse = deps.abuse ?? DEFAULT_ABUSE;
-  const acceptWindows = createWindows(60_000);
-  /** Per agent, the cap check and the accept lock's insert run one at a time (per API instance). */
-  const capTurns = new Map<string, Promise<unknown>>();
+  /** Accepts per agent per minute, counted in the database: every API process shares the count. */
+  const acceptWindows = createSharedWindows(db, "accepts", 60_000);
 
   /**
    * The tasks the agent holds undelivered: assigned on chain with no evidence yet, or being assigned (an accept lock,
-   * or an assignment sent and not indexed yet).
+   * or an assignment sent and not indexed yet). Read through `db`: the accept's transaction.
    */
-  async function undelivered(address: string): Promise<number> {
+  async function undelivered(db: Db, address: string): Promise<number> {
     const onChain = await db
       .selectFrom("escrow_tasks")
       .select(["chain", "task_hash"])
@@ -66,25 +66,14 @@ export function createAccepting(deps: MarketplaceDeps) {
   }
 
   /** HOARDING_CAP when the agent already holds as many undelivered tasks as its record allows. */
-  async function requireUnderCap(address: string): Promise<void> {
+  async function requireUnderCap(db: Db, address: string): Promise<void> {
     const record = await db.selectFrom("reputation").select("tasks_completed").where("address", "=", address).executeTakeFirst();
     const cap = undeliveredAssignmentCap(record?.tasks_completed ?? 0, abuse.assignmentCap);
-    const held = await undelivered(address);
+    const held = await undelivered(db, address);
     if (held >= cap) {
       throw new MarketError("ASSIGNMENT_CAP_REACHED", `The agent holds ${held} undelivered tasks; its record allows ${cap} at once.`, {
         details: [{ message: "deliver or hand back a task first", held, cap }],
       });
-    }
-  }
-
-  async function inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const before = capTurns.get(key) ?? Promise.resolve();
-    const mine = before.catch(() => undefined).then(work);
-    capTurns.set(key, mine);
-    try {
-      return await mine;
-    } finally {
-      if (capTurns.get(key) === mine) capTurns.delete(key);
     }
   }
 
@@ -168,7 +157,7 @@ export function createAccepting(deps: MarketplaceDeps) {
       await releaseLock(listing.task_hash, held.agent_address);
       held = undefined;
     }
-    const wait = acceptWindows.hit(address, abuse.acceptsPerMinute, now());
+    const wait = await acceptWindows.hit(address, abuse.acceptsPerMinute, now());
     if (wait !== undefined) throw rateLimited(wait, "accepts by this agent");
     const outbox = requireOutbox(deps.outboxes, listing.chain);
     await requireLive(db, listing.chain);
@@ -188,11 +177,13 @@ export function createAccepting(deps: MarketplaceDeps) {
 
     let lockedAt = held?.agent_address === address ? held.created_at : undefined;
     if (lockedAt === undefined) {
-      lockedAt = await inTurn(address, async () => {
-        await requireUnderCap(address);
+      // The cap check and the accept lock's insert hold the agent's name: one at a time per agent, on every API
+      // process, so two accepts at once cannot both pass a cap with one slot left.
+      lockedAt = await withNameLocked(db, `accept:${address}`, now(), async (trx) => {
+        await requireUnderCap(trx, address);
         const at = now();
         try {
-          await db
+          await trx
             .insertInto("assignments")
             .values({ task_hash: listing.task_hash, agent_address: address, status: "accepting", outbox_id: null, created_at: at, updated_at: at })
             .execute();

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { readFile, rename, rm, writeFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { contentHash } from "../../core/crypto";
+import type { Db } from "../db";
 
 /** Content-addressed blobs on disk: the name of a blob is the SHA-256 of its bytes (its rootHash). */
 export interface BlobStore {
@@ -61,4 +62,41 @@ async function exists(file: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Content-addressed blobs in the database (`blob_contents`), for several API processes that share no disk: every one
+ * reads what any one stored. The name is the SHA-256 of the bytes, so a second put of the same bytes changes nothing.
+ */
+export function createDatabaseBlobStore(db: Db): BlobStore {
+  const key = (rootHash: string) => {
+    const hex = rootHash.toLowerCase().replace(/^0x/, "");
+    return /^[0-9a-f]{64}$/.test(hex) ? `0x${hex}` : undefined;
+  };
+  return {
+    async put(bytes) {
+      const rootHash = contentHash(bytes);
+      await db
+        .insertInto("blob_contents")
+        .values({ root_hash: rootHash, data: Buffer.from(bytes) })
+        .onConflict((oc) => oc.column("root_hash").doNothing())
+        .execute();
+      return { rootHash, size: bytes.length };
+    },
+    async get(rootHash) {
+      const name = key(rootHash);
+      if (!name) return undefined;
+      const row = await db.selectFrom("blob_contents").select("data").where("root_hash", "=", name).executeTakeFirst();
+      return row ? new Uint8Array(row.data) : undefined;
+    },
+    async has(rootHash) {
+      const name = key(rootHash);
+      if (!name) return false;
+      return (await db.selectFrom("blob_contents").select("root_hash").where("root_hash", "=", name).executeTakeFirst()) !== undefined;
+    },
+    async delete(rootHash) {
+      const name = key(rootHash);
+      if (name) await db.deleteFrom("blob_contents").where("root_hash", "=", name).execute();
+    },
+  };
 }

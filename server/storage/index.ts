@@ -7,7 +7,7 @@ import { BlobData, BlobParams, Envelope, UploadBody, Uploaded } from "../../core
 import { MarketError } from "../../core/errors";
 import { MAX_UPLOAD_BYTES } from "../../core/limits";
 
-export { createBlobStore, type BlobStore } from "./blob-store";
+export { createBlobStore, createDatabaseBlobStore, type BlobStore } from "./blob-store";
 export { createUploads, type Uploads } from "./uploads";
 
 /** Base64 of 10 MB plus room for the JSON around it. */

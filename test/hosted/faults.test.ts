@@ -15,9 +15,9 @@ describe("hosted agents: a misbehaving model", function () {
   let model: ModelServer;
 
   beforeEach(async function () {
-    // The hanging call must outlast the other agent's whole task (a busy machine may take several seconds for it), so
-    // the model timeout is long enough to prove the overlap and short enough to keep the test quick.
-    s = await startStack({ hosted: { modelTimeoutMs: 12_000, taskBudgetMs: 30_000 } });
+    // The hung call must outlast the other agent's whole task (posted, accepted, delivered, verified), which takes
+    // seconds on a loaded machine or on PostgreSQL; the call ends (and its task fails) when this timeout does.
+    s = await startStack({ hosted: { modelTimeoutMs: 8_000, taskBudgetMs: 20_000 } });
     model = await startModelServer();
   });
   afterEach(async function () {

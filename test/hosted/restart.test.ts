@@ -4,7 +4,6 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,65 +11,12 @@ import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import { serveNetwork } from "../indexer/helpers";
-import { privateKeyOf, TEST_MASTER_KEY } from "../server/harness";
+import { privateKeyOf, TEST_MASTER_KEY, testDatabase } from "../server/harness";
 import { startModelServer } from "../support/model-server";
 import { MarketClient } from "../../sdk/src/client";
 import { TaskEscrow__factory } from "../../typechain-types";
 import { agentOptions, fundGas, until } from "./helpers";
-
-const ROOT = path.resolve(__dirname, "../..");
-
-interface ServerProcess {
-  child: ChildProcess;
-  url: string;
-  output(): string;
-}
-
-/** `npm run server`'s entry point as its own process, configured by the environment; resolves once it listens. */
-async function startServerProcess(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [require.resolve("ts-node/dist/bin.js"), "--transpile-only", path.join(ROOT, "server/main.ts")], {
-    cwd: ROOT,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output}`)), 90_000);
-    const check = () => {
-      const found = /market API on (http:\/\/\S+)/.exec(output);
-      if (found) {
-        clearTimeout(timer);
-        resolve(found[1]!);
-      }
-    };
-    child.stdout.on("data", check);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited (${code}):\n${output}`));
-    });
-  });
-  return { child, url, output: () => output };
-}
-
-async function apiKeyOver(url: string, signer: HardhatEthersSigner): Promise<string> {
-  const post = async <T>(route: string, body: unknown, headers: Record<string, string> = {}): Promise<T> => {
-    const response = await fetch(`${url}${route}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify(body),
-    });
-    const parsed = (await response.json()) as { data: T };
-    return parsed.data;
-  };
-  const nonce = await post<{ message: string }>("/api/v1/auth/nonce", { address: signer.address });
-  const session = await post<{ token: string }>("/api/v1/auth/verify", {
-    message: nonce.message,
-    signature: await signer.signMessage(nonce.message),
-  });
-  return (await post<{ key: string }>("/api/v1/api-keys", { name: "restart" }, { authorization: `Bearer ${session.token}` })).key;
-}
+import { apiKeyOver, startServerProcess, type ServerProcess } from "../support/server-process";
 
 describe("hosted agents: a server killed mid-task", function () {
   this.timeout(400_000);
@@ -80,13 +26,15 @@ describe("hosted agents: a server killed mid-task", function () {
     const rpc = await serveNetwork();
     const model = await startModelServer();
     const dir = mkdtempSync(path.join(tmpdir(), "market-restart-"));
+    // SQLite, or under `npm run test:postgres` a PostgreSQL database of its own.
+    const postgres = process.env.TEST_DATABASE_URL ? await testDatabase() : undefined;
     const servers: ServerProcess[] = [];
     try {
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         HOST: "127.0.0.1",
         PORT: "0",
-        SQLITE_PATH: path.join(dir, "market.sqlite"),
+        ...(postgres?.url ? { DATABASE_URL: postgres.url } : { SQLITE_PATH: path.join(dir, "market.sqlite") }),
         BLOB_DIR: path.join(dir, "blobs"),
         CHAIN_ARC_RPC_URL: rpc.url,
         CHAIN_ARC_DEPLOYMENT: "none",
@@ -138,9 +86,7 @@ describe("hosted agents: a server killed mid-task", function () {
       await until(() => model.hangingCount() === 1, 60_000, "the agent's model call");
       if (process.env.DEBUG_RESTART) console.log("mid-task", new Date().toISOString());
 
-      const killed = new Promise((resolve) => first.child.once("exit", resolve));
-      first.child.kill("SIGKILL");
-      await killed;
+      await first.kill();
       if (process.env.DEBUG_RESTART) console.log("killed", new Date().toISOString());
       answering = true;
       const escrow = TaskEscrow__factory.connect(base.escrowAddress, hre.ethers.provider);
@@ -166,19 +112,11 @@ describe("hosted agents: a server killed mid-task", function () {
       });
     } finally {
       // A graceful stop, or a kill after a few seconds: the test never waits on a stuck child.
-      await Promise.all(
-        servers.map(async ({ child }) => {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          const exited = new Promise((resolve) => child.once("exit", resolve));
-          child.kill("SIGTERM");
-          const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-          await exited;
-          clearTimeout(timer);
-        }),
-      );
+      await Promise.all(servers.map((server) => server.stop()));
       await model.close();
       await rpc.close();
       rmSync(dir, { recursive: true, force: true });
+      await postgres?.drop();
     }
   });
 });

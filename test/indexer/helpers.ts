@@ -8,11 +8,17 @@ import { createDatabase, migrateToLatest, type Db } from "../../server/db";
 import type { ChainConfig } from "../../server/config";
 import { createIndexer, taskSnapshotOf, type IndexerOptions, type IndexerProvider, type SyncResult } from "../../server/indexer";
 import { DAY, HOUR, deployEscrowFixture } from "../fixtures/escrow";
+import { testDatabase } from "../server/harness";
 import { Ending, EscrowStatus } from "../../core/escrow";
 
 export type EscrowFixture = Awaited<ReturnType<typeof deployEscrowFixture>>;
 
+/**
+ * A fresh migrated database of its own: SQLite in memory, or under `npm run test:postgres` (TEST_DATABASE_URL) a new
+ * PostgreSQL database, so the indexer's tests prove it on both.
+ */
 export async function memoryDb(): Promise<Db> {
+  if (process.env.TEST_DATABASE_URL) return (await testDatabase()).db;
   const db = createDatabase({ sqlitePath: ":memory:" });
   await migrateToLatest(db);
   return db;

@@ -8,6 +8,7 @@ import { createDatabase, migrateToLatest, type Db } from "../../server/db";
 import type { ChainConfig } from "../../server/config";
 import { readCursor, startIndexerWorker, superviseIndexerWorker, type IndexerStep } from "../../server/indexer";
 import { deployEscrowFixture } from "../fixtures/escrow";
+import { testDatabase } from "../server/harness";
 import {
   chainConfig,
   dumpTables,
@@ -36,14 +37,15 @@ async function activeChainFixture() {
 const SMALL_RANGES = { initial: 3, max: 6 };
 
 /**
- * A worker-thread test: the active chain served over HTTP, a migrated SQLite file, and the chain config pointing at
- * the served node. Everything is closed and removed afterwards.
+ * A worker-thread test: the active chain served over HTTP, a migrated SQLite file (or, under `npm run test:postgres`,
+ * a PostgreSQL database: `database` names it to the worker), and the chain config pointing at the served node.
+ * Everything is closed and removed afterwards.
  */
 async function withWorkerDatabase(
   run: (ctx: {
     fixture: Awaited<ReturnType<typeof activeChainFixture>>;
     db: Db;
-    sqlitePath: string;
+    database: { sqlitePath: string; databaseUrl?: string };
     chain: ChainConfig;
     head: number;
   }) => Promise<void>,
@@ -52,13 +54,14 @@ async function withWorkerDatabase(
   const network = await serveNetwork();
   const dir = mkdtempSync(path.join(tmpdir(), "indexer-worker-"));
   const sqlitePath = path.join(dir, "market.sqlite");
-  const db = createDatabase({ sqlitePath });
+  const postgres = process.env.TEST_DATABASE_URL ? await testDatabase() : undefined;
+  const db = postgres?.db ?? createDatabase({ sqlitePath });
   try {
-    await migrateToLatest(db);
+    if (!postgres) await migrateToLatest(db);
     const chain = chainConfig(fixture, { rpcUrl: network.url });
-    await run({ fixture, db, sqlitePath, chain, head: await hre.ethers.provider.getBlockNumber() });
+    await run({ fixture, db, database: { sqlitePath, databaseUrl: postgres?.url }, chain, head: await hre.ethers.provider.getBlockNumber() });
   } finally {
-    await db.destroy();
+    await (postgres ? postgres.drop() : db.destroy());
     await network.close();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -147,7 +150,7 @@ describe("indexer restarts", function () {
   });
 
   it("in a worker thread: a worker killed with terminate() mid catch-up is resumed by the next one", async function () {
-    await withWorkerDatabase(async ({ fixture, db, sqlitePath, chain, head }) => {
+    await withWorkerDatabase(async ({ fixture, db, database, chain, head }) => {
       const errors: Error[] = [];
       const rnd = random(7);
 
@@ -155,7 +158,7 @@ describe("indexer restarts", function () {
         let ranges = 0;
         const stopAfter = 2 + Math.floor(rnd() * 5);
         const handle = startIndexerWorker({
-          sqlitePath,
+          ...database,
           chain,
           pollIntervalMs: 20,
           blockRange: { initial: 2, max: 3 },
@@ -172,7 +175,7 @@ describe("indexer restarts", function () {
       expect(cursor!.number).to.be.below(head);
 
       const last = startIndexerWorker({
-        sqlitePath,
+        ...database,
         chain,
         pollIntervalMs: 20,
         projections: { module: require.resolve("./worker-projections"), export: "workerProjections" },
@@ -187,11 +190,11 @@ describe("indexer restarts", function () {
   });
 
   it("in a worker thread: a supervised worker that ends is started again after a back-off, and not after stop()", async function () {
-    await withWorkerDatabase(async ({ fixture, db, sqlitePath, chain, head }) => {
+    await withWorkerDatabase(async ({ fixture, db, database, chain, head }) => {
       const errors: Error[] = [];
       let ranges = 0;
       const supervised = superviseIndexerWorker({
-        sqlitePath,
+        ...database,
         chain,
         pollIntervalMs: 20,
         blockRange: { initial: 2, max: 3 },

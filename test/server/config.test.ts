@@ -27,6 +27,8 @@ describe("server: configuration", function () {
     expect(config.identity).to.deep.equal({ chain: "0g", retryMs: 30_000, maxRetryMs: 3_600_000 });
     expect(config.abuse).to.deep.equal(DEFAULT_ABUSE);
     expect(config.reputation).to.deep.equal(DEFAULT_CREDIT_RULE);
+    expect(config.blobStore).to.equal("files");
+    expect(config.leaseRetryMs).to.equal(1_000);
   });
 
   it("reads the upload quota and collection, and the reputation credit rule (docs/security.md)", function () {
@@ -44,6 +46,14 @@ describe("server: configuration", function () {
     expect(creditRuleFromEnv({ REPUTATION_MIN_REWARD_RAW: "1" }).minRewardRaw).to.equal(1n);
     expect(() => loadConfig({ UPLOAD_QUOTA_BYTES: "lots" })).to.throw(/UPLOAD_QUOTA_BYTES must be a whole number/);
     expect(() => loadConfig({ REPUTATION_MIN_REWARD_RAW: "0.5" })).to.throw(/REPUTATION_MIN_REWARD_RAW/);
+  });
+
+  it("reads where blobs go and how often leases are tried (docs/scaling.md)", function () {
+    expect(loadConfig({ BLOB_STORE: "database" }).blobStore).to.equal("database");
+    expect(loadConfig({ BLOB_STORE: " Files " }).blobStore).to.equal("files");
+    expect(loadConfig({ LEASE_RETRY_MS: "250" }).leaseRetryMs).to.equal(250);
+    // Never a busy loop against the database.
+    expect(loadConfig({ LEASE_RETRY_MS: "0" }).leaseRetryMs).to.equal(50);
   });
 
   describe("chains", function () {
@@ -131,6 +141,8 @@ describe("server: configuration", function () {
     expect(() => loadConfig({ TRUST_PROXY: "loopback; rm" })).to.throw(/TRUST_PROXY/);
     expect(() => loadConfig({ PORT: "-1" })).to.throw(/PORT must be a whole number/);
     expect(() => loadConfig({ RATE_LIMIT_PER_IP: "many" })).to.throw(/RATE_LIMIT_PER_IP/);
+    expect(() => loadConfig({ BLOB_STORE: "s3" })).to.throw(/BLOB_STORE must be files or database/);
+    expect(() => loadConfig({ LEASE_RETRY_MS: "soon" })).to.throw(/LEASE_RETRY_MS/);
     expect(() => loadConfig({ CHAIN_BASE_RPC_URL: "http://127.0.0.1:1", CHAIN_BASE_DEPLOYMENT: "nowhere" })).to.throw(/CHAIN_BASE_/);
   });
 });

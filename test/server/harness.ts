@@ -94,6 +94,8 @@ export type DatabaseImage = { sqlite: Buffer } | { postgresTemplate: string };
 
 interface TestDatabase {
   db: Db;
+  /** The database's connection string on PostgreSQL (for another process or thread to open it); none on SQLite. */
+  url?: string;
   /** Closes the database and removes it. */
   drop(): Promise<void>;
   /** Closes the database and keeps what it holds as an image. */
@@ -112,10 +114,14 @@ async function postgresAdmin(statement: string): Promise<void> {
   }
 }
 
-function postgresDatabase(name: string): Db {
+function postgresDatabaseUrl(name: string): string {
   const target = new URL(postgresUrl()!);
   target.pathname = `/${name}`;
-  return createDatabase({ databaseUrl: target.toString() });
+  return target.toString();
+}
+
+function postgresDatabase(name: string): Db {
+  return createDatabase({ databaseUrl: postgresDatabaseUrl(name) });
 }
 
 /** A SQLite database's image (`VACUUM INTO` a file, read back); the database stays open. */
@@ -149,6 +155,7 @@ async function openDatabase(image: DatabaseImage): Promise<TestDatabase> {
   const db = postgresDatabase(name);
   return {
     db,
+    url: postgresDatabaseUrl(name),
     async drop() {
       await db.destroy();
       await postgresAdmin(`DROP DATABASE ${name}`);
@@ -183,7 +190,7 @@ function migratedImage(): Promise<DatabaseImage> {
  * A fresh migrated database: SQLite in memory, or, when TEST_DATABASE_URL names a PostgreSQL server, a new database on
  * it (dropped again by `drop`), so the same tests prove the schema and queries portable.
  */
-export async function testDatabase(): Promise<{ db: Db; drop(): Promise<void> }> {
+export async function testDatabase(): Promise<{ db: Db; url?: string; drop(): Promise<void> }> {
   return openDatabase(await migratedImage());
 }
 

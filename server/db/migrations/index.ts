@@ -7,6 +7,7 @@ import * as hostedAgents from "./2026-11-23T00-00-00_hosted-agents";
 import * as identityReputation from "./2026-11-23T01-00-00_identity-reputation";
 import * as mcpQuotes from "./2026-11-23T04-00-00_mcp-quotes";
 import * as hardening from "./2026-11-24T00-00-00_hardening";
+import * as scaleOut from "./2026-11-24T01-00-00_scale-out";
 import * as services from "./2026-11-24T11-00-00_services";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
@@ -19,5 +20,6 @@ export const migrations: Record<string, Migration> = {
   "2026-11-23T01-00-00_identity-reputation": identityReputation,
   "2026-11-23T04-00-00_mcp-quotes": mcpQuotes,
   "2026-11-24T00-00-00_hardening": hardening,
+  "2026-11-24T01-00-00_scale-out": scaleOut,
   "2026-11-24T11-00-00_services": services,
 };

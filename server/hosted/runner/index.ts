@@ -21,7 +21,9 @@ export type HostedRunners = ReturnType<typeof createHostedRunners>;
 /**
  * Runs the hosted agents whose state is `running`, in this process: each a WorkerRuntime over loopback HTTP. Until
  * `attach` names the API's address nothing runs (state changes are only recorded); `attach` starts every running
- * agent, so running agents come back after a restart. Tasks are bounded per agent and across the server.
+ * agent, so running agents come back after a restart. With several API processes only the one holding the runners'
+ * lease attaches, and `reconcile` follows the states the others record. Tasks are bounded per agent and across the
+ * server.
  */
 export function createHostedRunners(deps: {
   db: Db;
@@ -87,6 +89,31 @@ export function createHostedRunners(deps: {
       endpoints = at;
       const rows = await db.selectFrom("hosted_agents").select("id").where("state", "=", "running").orderBy("id").execute();
       await Promise.allSettled(rows.map((r) => launch(r.id)));
+    },
+    /**
+     * Brings the runs in line with the recorded states, for starts, stops and restarts another API process recorded
+     * (its runners are not attached; this process runs every hosted agent): an agent recorded as running starts, a
+     * run whose agent is recorded otherwise stops and its token goes, and a run whose token was revoked (a stop, then
+     * a start) starts again with the configuration recorded.
+     */
+    async reconcile(): Promise<void> {
+      if (!endpoints) return;
+      const ids = [...runs.keys()];
+      const rows = await db
+        .selectFrom("hosted_agents")
+        .select(["id", "state"])
+        .where((eb) => (ids.length > 0 ? eb.or([eb("state", "=", "running"), eb("id", "in", ids)]) : eb("state", "=", "running")))
+        .execute();
+      const recorded = new Map(rows.map((r) => [r.id, r.state]));
+      const tokened =
+        ids.length === 0
+          ? new Set<number>()
+          : new Set((await db.selectFrom("hosted_agent_tokens").select("agent_id").where("agent_id", "in", ids).execute()).map((r) => r.agent_id));
+      await Promise.allSettled([
+        ...rows.filter((r) => r.state === "running" && !runs.has(r.id)).map((r) => launch(r.id)),
+        ...ids.filter((id) => recorded.get(id) !== "running").map((id) => halt(id)),
+        ...ids.filter((id) => recorded.get(id) === "running" && !tokened.has(id)).map((id) => halt(id).then(() => launch(id))),
+      ]);
     },
     /** Stops every run; their state stays `running`, so they start again with the server. */
     async close(): Promise<void> {

@@ -229,12 +229,12 @@ export function builtinTools(ctx: ToolRunContext) {
   async function subtaskResult(taskHash: string, waitMs: number, signal: AbortSignal): Promise<string> {
     const until = Math.min(ctx.now() + waitMs, ctx.deadline - 1000);
     for (;;) {
-      // A sub-task just listed may not be indexed yet (TASK_NOT_FOUND, "retry shortly"): keep polling within the wait.
-      const task = await ctx.client.getTask(taskHash).catch((error: unknown) => {
-        if (error instanceof ApiError && error.code === "TASK_NOT_FOUND" && ctx.now() < until && !signal.aborted) return undefined;
-        throw error;
-      });
-      if (task === undefined) {
+      let task;
+      try {
+        task = await ctx.client.getTask(taskHash);
+      } catch (error) {
+        // Listed a moment ago: the indexer has not seen the funding yet (a busy indexer, or another API process's).
+        if (!(error instanceof ApiError && error.code === "TASK_NOT_FOUND") || ctx.now() >= until || signal.aborted) throw error;
         await wait(Math.min(POLL_MS, Math.max(0, until - ctx.now())), signal);
         continue;
       }

@@ -64,7 +64,14 @@ describe("lifecycle: the verifier key's outbox", function () {
 
   const assign = (taskHash: string) => s.escrow.interface.encodeFunctionData("marketplaceAssign", [taskHash, s.worker.address]);
   const verifierNonce = () => hre.ethers.provider.getTransactionCount(s.verifier.address, "latest");
-  const rows = () => s.db.selectFrom("outbox").selectAll().orderBy("nonce").execute();
+  /** Every entry in the order it was recorded (a queued entry has no nonce or transaction yet). */
+  const rows = async () =>
+    (await s.db.selectFrom("outbox").selectAll().orderBy("id").execute()).map((r) => ({
+      ...r,
+      nonce: r.nonce!,
+      tx_hash: r.tx_hash!,
+      hashes: r.hashes!,
+    }));
 
   function expectConsecutive(nonces: number[], from: number) {
     expect(nonces).to.deep.equal(Array.from({ length: nonces.length }, (_, i) => from + i));
@@ -193,7 +200,7 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
   });
 
-  it("a signing that fails after taking a nonce leaves no gap: the next transaction takes that nonce", async function () {
+  it("a signing that fails takes no nonce and loses no request: the request is signed again, at that nonce, before the next", async function () {
     const [refused, next] = await fundedTasks(2);
     const wallet = new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider);
     let failures = 1;
@@ -209,16 +216,21 @@ describe("lifecycle: the verifier key's outbox", function () {
         return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const box = outbox({ signer: flaky });
+    const errors: object[] = [];
+    const box = outbox({ signer: flaky, logger: { warn() {}, error: (obj: object) => errors.push(obj) } });
     const base = await verifierNonce();
 
-    const failed = await box.send("assign:refused", s.escrowAddress, assign(refused!)).catch((error: Error) => error);
-    expect((failed as Error).message).to.equal("signer unavailable");
-    expect(await rows()).to.have.length(0);
-    const sent = await box.send("assign:next", s.escrowAddress, assign(next!), 5_000);
-    expect(sent.receipt.status).to.equal(1);
-    expect((await rows()).map((r) => [r.purpose, r.nonce])).to.deep.equal([["assign:next", base]]);
-    expect(await verifierNonce()).to.equal(base + 1);
+    const sending = box.send("assign:refused", s.escrowAddress, assign(refused!), 5_000);
+    await waitFor(async () => (await rows()).length === 1, "the first request");
+    const second = await box.send("assign:next", s.escrowAddress, assign(next!), 5_000);
+    const first = await sending;
+    expect(errors.map((e) => ((e as { err?: Error }).err ?? {}).message)).to.deep.equal(["signer unavailable"]);
+    expect([first.receipt.status, second.receipt.status]).to.deep.equal([1, 1]);
+    expect((await rows()).map((r) => [r.purpose, r.nonce, r.attempts])).to.deep.equal([
+      ["assign:refused", base, 1],
+      ["assign:next", base + 1, 1],
+    ]);
+    expect(await verifierNonce()).to.equal(base + 2);
   });
 
   it("a transaction mined and then taken back by a reorg is followed again when its purpose is asked for", async function () {
@@ -286,7 +298,7 @@ describe("lifecycle: the verifier key's outbox", function () {
       pollMs: 20,
     });
     const lost = before.send("assign:crashed", s.escrowAddress, assign(crashed!)).catch((error: Error) => error);
-    await waitFor(async () => (await rows()).length === 1, "the signed entry");
+    await waitFor(async () => (await rows())[0]?.status === "signed", "the signed entry");
     await before.stop();
     expect(((await lost) as Error).message).to.equal("outbox stopped");
     const [recorded] = await rows();
