@@ -148,6 +148,7 @@ async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Termin
     describeSorted(terminal, sorted);
     showRepeats(terminal, repeats);
     showTotals(terminal, totals, undefined);
+    showBriefFiles(terminal, sorted.fresh);
     checkSpendLimit(totals.totalRaw, flags.maxTotalRaw);
     terminal.say("dry run: nothing was sent");
     return 0;

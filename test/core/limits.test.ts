@@ -67,6 +67,20 @@ describe("core/limits", () => {
     ["NEEDS_WRAP_MAX_BACKOFF_MS", day * 1_000],
     ["BELOW_MIN_REWARD_SKIP_MS", day * 1_000],
     ["MCP_QUOTE_TTL_MS", 600_000],
+    ["MCP_RENT_WAIT_SECONDS_DEFAULT", 45],
+    ["MCP_RENT_WAIT_SECONDS_MAX", 60],
+    ["SERVICE_NAME_MIN_CHARS", 5],
+    ["SERVICE_NAME_MAX_CHARS", 60],
+    ["SERVICE_DESCRIPTION_MAX_CHARS", 2_000],
+    ["RENTAL_DURATION_SECONDS", 3_600],
+    // Abuse limits beyond the spec, their defaults (docs/security.md).
+    ["REPUTATION_MIN_CREDITED_REWARD_RAW", 1_000_000n],
+    ["REPUTATION_CREDITS_PER_PAIR", 5],
+    ["REPUTATION_PAIR_PERIOD_SECONDS", 7 * day],
+    ["UPLOAD_QUOTA_BYTES", 104_857_600],
+    ["UPLOAD_BYTES_PER_MINUTE", 52_428_800],
+    ["BLOB_GC_GRACE_MS", day * 1_000],
+    ["BLOB_GC_INTERVAL_MS", 3_600_000],
   ];
 
   for (const [name, expected] of table) {

@@ -87,7 +87,7 @@ describe("services: renting a hosted agent's service", function () {
     expect(view.meta).to.deep.include({ serviceId: seeded.service.id, targetExecutor: seeded.agent.address, privacy: "private" });
     expect(view.meta.verificationCriteria).to.deep.equal({ min_length: 20 });
     const funded = (await hre.ethers.provider.getTransactionReceipt(view.meta.fundingTx))!;
-    expect(view.meta.deadline - (await hre.ethers.provider.getBlock(funded.blockNumber))!.timestamp).to.equal(3_600);
+    expect(view.meta.deadline - (await hre.ethers.provider.getBlock(funded.blockNumber))!.timestamp * 1_000).to.equal(3_600_000);
     expect(model.requests.some((r) => briefOf(r).includes(prompt))).to.equal(true);
     const keys = await s.db.selectFrom("task_keys").select("agent_address").where("task_hash", "=", rental.taskHash).execute();
     expect(keys.map((k) => k.agent_address)).to.deep.equal([seeded.agent.address]);

@@ -50,7 +50,7 @@ export interface TaskContext {
 export interface StopReport {
   /** Tasks stop() stopped waiting for (its time ran out), with where each stood; nothing more is delivered for them in this run. */
   left: Array<{ taskId: string; status: ExecutionStatus }>;
-  /** Delivered `manual` or `agent` tasks whose verdict had not come yet. */
+  /** Delivered `manual` or `agent` tasks whose verdict had not come yet (task hashes, sorted). */
   awaitingVerdict: string[];
 }
 
@@ -425,7 +425,7 @@ export class WorkerRuntime {
       }
       this.executions.clear();
     }
-    return { left, awaitingVerdict: [...this.awaiting.keys()] };
+    return { left, awaitingVerdict: [...this.awaiting.keys()].sort() };
   }
 
   private scheduleBrowse(ms: number) {
