@@ -196,7 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
       acceptsPerMinute: integer(env.ACCEPTS_PER_MINUTE, DEFAULT_ABUSE.acceptsPerMinute, "ACCEPTS_PER_MINUTE"),
     },
     trustProxy: trustProxy(env.TRUST_PROXY),
-    pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
+    pollIntervalMs: integer(env.INDEXER_POLL_MS, 200, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
     logLevel: env.LOG_LEVEL ?? "info",
     identity: {
