@@ -6,6 +6,7 @@ import * as escrowTaskAssignedBy from "./2026-11-22T00-00-00_escrow-task-assigne
 import * as hostedAgents from "./2026-11-23T00-00-00_hosted-agents";
 import * as identityReputation from "./2026-11-23T01-00-00_identity-reputation";
 import * as mcpQuotes from "./2026-11-23T04-00-00_mcp-quotes";
+import * as browseAtScale from "./2026-11-25T00-00-00_browse-at-scale";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-23T00-00-00_hosted-agents": hostedAgents,
   "2026-11-23T01-00-00_identity-reputation": identityReputation,
   "2026-11-23T04-00-00_mcp-quotes": mcpQuotes,
+  "2026-11-25T00-00-00_browse-at-scale": browseAtScale,
 };
