@@ -115,6 +115,8 @@ export class WorkerRuntime {
   /** A browse is under way; `browseAgain` asks for another right after it (a slot freed meanwhile). */
   private browsing = false;
   private browseAgain = false;
+  /** Starts one more accept lane on the browse under way; false when it has no candidate left or no slot is free. */
+  private addLane: (() => boolean) | undefined;
   private running = false;
   private profile?: AgentProfile;
 
@@ -280,11 +282,14 @@ export class WorkerRuntime {
     }, ms);
   }
 
-  /** A task left its slot: browse again at once rather than on the next tick (after the browse under way, if any). */
+  /**
+   * A task left its slot: it takes the next candidate of the browse under way, or browses again at once rather than on
+   * the next tick (after the browse under way, if that has no candidate left).
+   */
   private refill() {
     if (!this.running || !this.hasSlot()) return;
-    if (this.browsing) this.browseAgain = true;
-    else this.scheduleBrowse(0);
+    if (!this.browsing) this.scheduleBrowse(0);
+    else if (!this.addLane?.()) this.browseAgain = true;
   }
 
   private hasSlot(): boolean {
@@ -306,12 +311,32 @@ export class WorkerRuntime {
       .sort((a, b) => (BigInt(b.meta.reward.amount) > BigInt(a.meta.reward.amount) ? 1 : -1));
     // One accept per free slot at a time, all slots at once: an accept waits for its assignment on chain, so taking
     // them one after another would leave the other slots idle for as long. A refused accept frees its slot for the
-    // next candidate.
+    // next candidate, and a slot that frees while this browse is under way takes the next candidate in a lane of its
+    // own (refill), rather than waiting for a lane of the browse to come round to it.
     const lane = async () => {
       while (this.running && this.hasSlot() && candidates.length > 0) await this.tryAccept(candidates.shift()!);
     };
-    const free = (this.#options.maxConcurrentTasks ?? 1) - this.executions.size - this.accepting.size;
-    await Promise.all(Array.from({ length: Math.max(0, free) }, lane));
+    const lanes = new Set<Promise<void>>();
+    const failures: unknown[] = [];
+    const startLane = () => {
+      const run: Promise<void> = lane()
+        .catch((error: unknown) => void failures.push(error))
+        .finally(() => lanes.delete(run));
+      lanes.add(run);
+    };
+    this.addLane = () => {
+      if (!this.running || !this.hasSlot() || candidates.length === 0) return false;
+      startLane();
+      return true;
+    };
+    try {
+      const free = (this.#options.maxConcurrentTasks ?? 1) - this.executions.size - this.accepting.size;
+      for (let i = 0; i < free; i++) startLane();
+      while (lanes.size > 0) await Promise.all([...lanes]);
+    } finally {
+      this.addLane = undefined;
+    }
+    if (failures.length > 0) throw failures[0];
   }
 
   /** Accepts a task in a slot of its own while the accept is in flight. */
