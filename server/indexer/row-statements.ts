@@ -17,6 +17,7 @@ interface Template {
  * to each batch's values. Building and compiling an INSERT visits every value, which on a catch-up cost about as much
  * as SQLite running the statement; the same few shapes repeat for every range. Rows go in statements of 512, then of
  * the powers of two that make up the rest, so at most ten statements of each shape are ever compiled (per dialect).
+ * Every row of one rowStatement has the same columns (a row type's whole set, values null rather than absent).
  *
  * `build` writes the statement for the given rows (placeholder values when compiling the template); the template
  * records which row and column each bound value comes from, so the order is the one Kysely compiled, whatever it is.
@@ -24,14 +25,16 @@ interface Template {
 export function rowStatement<Row extends object>(
   build: (trx: Transaction<Database>, rows: Row[]) => Compilable,
 ): (trx: Transaction<Database>, rows: readonly Row[]) => Promise<void> {
-  const templates = new Map<string, Template>();
+  // Per dialect (the database's adapter) and row count; rows of one statement have one shape.
+  const templates = new WeakMap<object, Map<number, Template>>();
 
   const templateFor = (trx: Transaction<Database>, shape: Row, count: number): Template => {
-    const columns = Object.keys(shape);
-    // The one-row statement names the dialect and the shape: the key of the compiled templates.
-    const key = `${count}\u0000${build(trx, [shape]).compile().sql}`;
-    let template = templates.get(key);
+    const adapter = trx.getExecutor().adapter;
+    let byCount = templates.get(adapter);
+    if (!byCount) templates.set(adapter, (byCount = new Map()));
+    let template = byCount.get(count);
     if (template) return template;
+    const columns = Object.keys(shape);
     const markers = new Map<string, { row: number; column: string }>();
     const rows = Array.from({ length: count }, (_, row) => {
       const placeholder: Record<string, string> = {};
@@ -45,7 +48,7 @@ export function rowStatement<Row extends object>(
     const compiled = build(trx, rows).compile();
     const slots = compiled.parameters.map((value): Slot => (typeof value === "string" && markers.get(value)) || { value });
     template = { sql: compiled.sql, slots };
-    templates.set(key, template);
+    byCount.set(count, template);
     return template;
   };
 
