@@ -443,8 +443,8 @@ export class WorkerRuntime {
     const entry: Pending = { ...(wrap ? { wrap } : {}) };
     const fire = () => {
       if (!this.running || this.pending.get(taskHash) !== entry) return;
-      // Retries hold no slot: with none free, wait another interval.
-      if (!this.hasSlot()) entry.handle = this.clock.setTimeout(fire, plan.afterMs);
+      // Retries hold no slot: with none free (or the service's limits in the way, see mayAccept), wait another interval.
+      if (!this.mayAccept()) entry.handle = this.clock.setTimeout(fire, plan.afterMs);
       else this.tryAccept(task).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
     };
     entry.handle = this.clock.setTimeout(fire, plan.afterMs);
