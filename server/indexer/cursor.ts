@@ -1,6 +1,6 @@
 import type { Insertable, Kysely, Transaction } from "kysely";
 import type { Database, IndexedBlocksTable } from "../db/schema";
-import { rowStatement } from "./row-statements";
+import { everyColumn, rowStatement } from "./row-statements";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -85,8 +85,9 @@ export async function moveCursor(
   if (changed !== 1n) throw new CursorMovedError(`${chain}: the cursor moved from block ${from.number} under this indexer`);
 }
 
-const upsertBlocks = rowStatement<Insertable<IndexedBlocksTable>>((trx, rows) =>
-  trx
+type BlockRow = Insertable<IndexedBlocksTable>;
+const upsertBlocks = rowStatement<BlockRow>(everyColumn<BlockRow>()(["chain", "block_number", "block_hash", "parent_hash"]), (db, rows) =>
+  db
     .insertInto("indexed_blocks")
     .values(rows)
     .onConflict((oc) =>
@@ -96,6 +97,11 @@ const upsertBlocks = rowStatement<Insertable<IndexedBlocksTable>>((trx, rows) =>
       })),
     ),
 );
+
+/** Compiles the cursor's row statements (see RowStatement.prepare). */
+export function prepareCursorStatements(db: Kysely<Database>): void {
+  upsertBlocks.prepare(db);
+}
 
 /** Records headers seen, and forgets those too old to matter for reorgs. */
 export async function rememberBlocks(trx: Transaction<Database>, chain: string, blocks: readonly BlockRef[], cursor: number): Promise<void> {

@@ -3,7 +3,7 @@ import type { Insertable } from "kysely";
 import type { Db } from "../db";
 import type { EscrowEventsTable } from "../db/schema";
 import type { ChainConfig } from "../config";
-import { lockCursor, moveCursor, readCursor, rememberBlocks, type BlockRef, type Cursor } from "./cursor";
+import { lockCursor, moveCursor, prepareCursorStatements, readCursor, rememberBlocks, type BlockRef, type Cursor } from "./cursor";
 import { compareEvents, decodeLog, decodeRegistryRawLog, toEventRow, toRegistryEventRow, type ChainEvent } from "./events";
 import { createBlockRange, type BlockRangeOptions } from "./log-range";
 import { isRegistryProjection, type AnyProjection } from "./projection";
@@ -11,7 +11,7 @@ import type { RegistryLog, RegistryName } from "../../core/registries";
 import { ChainMovedError, readHeader, readLogs, type IndexerProvider, type RawLog } from "./node";
 import { findCommonAncestor, rollbackTo } from "./reorg";
 import { createTaskProjection } from "./task-projection";
-import { rowStatement } from "./row-statements";
+import { everyColumn, rowStatement } from "./row-statements";
 
 /** The subset of a pino/Fastify logger the indexer writes to. */
 export interface IndexerLogger {
@@ -117,7 +117,11 @@ const MAX_BACKOFF_MS = 30_000;
  */
 const MAX_EVENTS_PER_COMMIT = { shared: 250, alone: 5_000 };
 
-const insertEvents = rowStatement<Insertable<EscrowEventsTable>>((trx, rows) => trx.insertInto("escrow_events").values(rows));
+type EventRow = Insertable<EscrowEventsTable>;
+const insertEvents = rowStatement<EventRow>(
+  everyColumn<EventRow>()(["chain", "block_number", "block_hash", "log_index", "tx_hash", "tx_index", "event", "task_hash", "args", "block_time"]),
+  (db, rows) => db.insertInto("escrow_events").values(rows),
+);
 
 const silentLogger: IndexerLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -296,7 +300,16 @@ export function createIndexer(options: IndexerOptions): Indexer {
     return { events: events.sort(compareEvents), registryEvents: registryEvents.sort(compareEvents) };
   }
 
+  let prepared = false;
+
   async function sync(): Promise<SyncResult> {
+    if (!prepared) {
+      // Compiled before any transaction holds the write lock.
+      insertEvents.prepare(db);
+      prepareCursorStatements(db);
+      for (const projection of escrowProjections) projection.prepare?.(db);
+      prepared = true;
+    }
     const head = await provider.getBlockNumber();
     const target = head - chain.confirmations;
     let cursor = await readCursor(db, chain.name);

@@ -15,7 +15,7 @@ import {
 import type { Database, EscrowStateTable, EscrowTasksTable } from "../db/schema";
 import { compareEvents, fromEventRow, type ChainEvent } from "./events";
 import type { Projection } from "./projection";
-import { rowStatement } from "./row-statements";
+import { everyColumn, rowStatement } from "./row-statements";
 
 /** One row of escrow_tasks. */
 export type TaskRow = Selectable<EscrowTasksTable>;
@@ -98,6 +98,10 @@ function stateRowOf(state: EscrowState): EscrowStateRow {
 export function createTaskProjection(): Projection {
   return {
     name: "escrow-tasks",
+
+    prepare(db) {
+      upsertTaskRows.prepare(db);
+    },
 
     async apply(trx, chain, events) {
       const tasks = new Map<string, ProjectedTask | undefined>();
@@ -190,26 +194,49 @@ async function loadTasks(
 }
 
 /** Inserts new tasks and replaces the changing columns of known ones. */
-const upsertTaskRows = rowStatement<TaskRow>((trx, rows) =>
-  trx
-    .insertInto("escrow_tasks")
-    .values(rows)
-    .onConflict((oc) =>
-      oc.columns(["chain", "task_hash"]).doUpdateSet((eb) => ({
-        worker: eb.ref("excluded.worker"),
-        assigned_by: eb.ref("excluded.assigned_by"),
-        deadline: eb.ref("excluded.deadline"),
-        status: eb.ref("excluded.status"),
-        rounds: eb.ref("excluded.rounds"),
-        ending: eb.ref("excluded.ending"),
-        result_hash: eb.ref("excluded.result_hash"),
-        phase_at: eb.ref("excluded.phase_at"),
-        last_score: eb.ref("excluded.last_score"),
-        payout: eb.ref("excluded.payout"),
-        fee: eb.ref("excluded.fee"),
-        updated_block: eb.ref("excluded.updated_block"),
-      })),
-    ),
+const upsertTaskRows = rowStatement<TaskRow>(
+  everyColumn<TaskRow>()([
+    "chain",
+    "task_hash",
+    "poster",
+    "token",
+    "amount",
+    "verifier",
+    "worker",
+    "assigned_by",
+    "deadline",
+    "status",
+    "rounds",
+    "ending",
+    "result_hash",
+    "phase_at",
+    "last_score",
+    "payout",
+    "fee",
+    "created_block",
+    "created_tx",
+    "updated_block",
+  ]),
+  (db, rows) =>
+    db
+      .insertInto("escrow_tasks")
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(["chain", "task_hash"]).doUpdateSet((eb) => ({
+          worker: eb.ref("excluded.worker"),
+          assigned_by: eb.ref("excluded.assigned_by"),
+          deadline: eb.ref("excluded.deadline"),
+          status: eb.ref("excluded.status"),
+          rounds: eb.ref("excluded.rounds"),
+          ending: eb.ref("excluded.ending"),
+          result_hash: eb.ref("excluded.result_hash"),
+          phase_at: eb.ref("excluded.phase_at"),
+          last_score: eb.ref("excluded.last_score"),
+          payout: eb.ref("excluded.payout"),
+          fee: eb.ref("excluded.fee"),
+          updated_block: eb.ref("excluded.updated_block"),
+        })),
+      ),
 );
 
 async function upsertTasks(trx: Transaction<Database>, rows: readonly TaskRow[]): Promise<void> {
