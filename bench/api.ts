@@ -230,6 +230,7 @@ async function main() {
       browse,
       read,
       browseWithCapabilitiesAndKey: browseFiltered,
+      loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
       // Other work on the machine skews the figures: the 1-minute load average when the runs ended says how much.
       setup: {
         tasks: TASKS,

@@ -10,6 +10,7 @@
  *   npm run bench:gas
  */
 import { writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import path from "node:path";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
@@ -228,7 +229,8 @@ async function main() {
   const real = await operations(await realUsdc());
   const reputation = await reputationWrites();
   const out = path.join(__dirname, "gas.json");
-  writeFileSync(out, `${JSON.stringify({ ...mock, realUsdc: real, reputation }, null, 2)}\n`);
+  // Gas does not depend on the machine; the load is written as every bench's is.
+  writeFileSync(out, `${JSON.stringify({ ...mock, realUsdc: real, reputation, loadAverage1m: Math.round(loadavg()[0]! * 100) / 100 }, null, 2)}\n`);
 
   console.table(
     Object.entries(mock).map(([operation, gasUsed]) => ({

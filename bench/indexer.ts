@@ -1,7 +1,9 @@
 /**
  * Indexer benchmark. Starts a Hardhat node on a free loopback port (a child process), deploys mock USDC and the
  * escrow with the real deploy code, generates more than 20,000 escrow events, then measures
- *   1. catch-up: events per second of a fresh indexer into a fresh SQLite file;
+ *   1. catch-up: events per second of a fresh indexer into a fresh SQLite file (then again into another, the code warm,
+ *      again under the CPU profiler to say where the time went, and into a throwaway PostgreSQL server when one can be
+ *      started);
  *   2. catch-up under API load: the same catch-up by the indexer's worker thread into another fresh file, while the
  *      main thread serves the API over that file (buildApp) to a local client loop of browse reads and sign-in nonce
  *      writes; the main thread's event-loop delay (perf_hooks.monitorEventLoopDelay, p99 and max) is what the API's
@@ -12,7 +14,7 @@
  *   npm run bench:indexer
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { AddressInfo } from "node:net";
@@ -24,9 +26,11 @@ import { ChainRpcProvider } from "../server/chains/rpc";
 import { createChains } from "../server/chains";
 import { createBlobStore } from "../server/storage/blob-store";
 import { buildApp } from "../server/app";
+import { profiled, type Categories } from "./lib/profile";
+import { startBenchPostgres } from "./lib/postgres";
 
 /** A single stall shows in the maximum, hardly in the p99 (848 ms and 41 ms before transactions were bounded). */
-const BARS = { catchupEventsPerSec: 5_000, visibleP99Ms: 500, apiLoopDelayP99Ms: 50, apiLoopDelayMaxMs: 150 };
+const BARS = { catchupEventsPerSec: 20_000, visibleP99Ms: 250, apiLoopDelayP99Ms: 50, apiLoopDelayMaxMs: 150 };
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 1_000); // createTasks of 20: 20,000 TaskCreated
 const BATCH = 20;
 const ASSIGNED = 1_500;
@@ -38,7 +42,18 @@ const WARM_UP_SAMPLES = 5;
 /** Empty blocks after each phase, so the catch-up spans several eth_getLogs ranges. */
 const EMPTY_BLOCKS_AFTER_PHASE = 600;
 /** The server's default indexer poll interval (INDEXER_POLL_MS). */
-const POLL_INTERVAL_MS = Number(process.env.INDEXER_POLL_MS ?? 250);
+const POLL_INTERVAL_MS = Number(process.env.INDEXER_POLL_MS ?? 200);
+/** What the profiled catch-up's samples are summed by (bench/lib/profile.ts). */
+const CATCHUP_CATEGORIES: Categories = {
+  native: { run: "sqlite", all: "sqlite", get: "sqlite", Statement: "sqlite", exec: "sqlite" },
+  files: [
+    [/better-sqlite3/, "sqlite"],
+    [/kysely|server\/indexer\/row-statements/, "kysely"],
+    [/core\/escrow\/events|server\/indexer\/(events|node|sync)\.ts/, "decode"],
+    [/core\/escrow\/task|server\/indexer\/(task-projection|cursor)\.ts/, "projection"],
+    [/server\/chains|ethers|undici|node:internal\/(deps|webstreams|streams|http)/, "rpc"],
+  ],
+};
 /** The API load: clients in a loop, each pausing this long between its requests (half reads, half writes). */
 const API_CLIENTS = 4;
 const API_PAUSE_MS = 2;
@@ -69,6 +84,7 @@ async function startApiLoad(db: Db, chain: ChainConfig, dir: string) {
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   let latencies: number[] = [];
   let failures = 0;
+  let failureSample: string | undefined;
   let stopping = false;
   let n = 0;
   const client = async () => {
@@ -83,9 +99,12 @@ async function startApiLoad(db: Db, chain: ChainConfig, dir: string) {
               headers: { "content-type": "application/json" },
               body: JSON.stringify({ address: `0x${(i + 1).toString(16).padStart(40, "0")}` }),
             });
-      await response.arrayBuffer();
+      if (response.ok) await response.arrayBuffer();
       latencies.push(performance.now() - started);
-      if (!response.ok) failures++;
+      if (!response.ok) {
+        failures++;
+        if (failureSample === undefined) failureSample = `${response.status} ${await response.text().catch(() => "")}`;
+      }
       await new Promise((resolve) => setTimeout(resolve, API_PAUSE_MS));
     }
   };
@@ -111,6 +130,7 @@ async function startApiLoad(db: Db, chain: ChainConfig, dir: string) {
         requestP99Ms: Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)] ?? 0),
         requestMaxMs: Math.round(sorted.at(-1) ?? 0),
         failures,
+        failureSample,
       };
     },
     async stop() {
@@ -191,39 +211,84 @@ async function main() {
       postable: true,
     };
 
-    // ---- catch-up: a fresh indexer into a fresh SQLite file
-    const sqlitePath = path.join(work, "market.sqlite");
-    const db = createDatabase({ sqlitePath });
-    await migrateToLatest(db);
-    const provider = new ChainRpcProvider(chain);
-    let ranges = 0;
-    let transactions = 0;
-    const catchupStart = performance.now();
-    const indexer = createIndexer({
-      db,
-      chain,
-      provider,
-      pollIntervalMs: POLL_INTERVAL_MS,
-      onStep: (step) => void (step === "range-fetched" && ranges++),
-      onProgress: () => transactions++,
-    });
-    let events = 0;
-    for (;;) {
-      const result = await indexer.syncOnce();
-      events += result.events;
-      if (result.caughtUp) break;
-    }
-    const catchupSeconds = (performance.now() - catchupStart) / 1000;
-    provider.destroy();
-    const { count } = await db
-      .selectFrom("escrow_events")
-      .select((eb) => eb.fn.countAll<number>().as("count"))
-      .executeTakeFirstOrThrow();
     const onChain = (await send("eth_getLogs", [
       { address: deployment.proxy, fromBlock: "earliest", toBlock: `0x${head.toString(16)}` },
     ])) as unknown[];
-    if (Number(count) !== events || events !== onChain.length) {
-      throw new Error(`indexed ${events} events, stored ${count}, the node has ${onChain.length}`);
+
+    /** A fresh indexer of `chain` into `db` (migrated, empty) until it has caught up, checked against the node. */
+    const catchUp = async (db: Db) => {
+      const provider = new ChainRpcProvider(chain);
+      let ranges = 0;
+      let transactions = 0;
+      const started = performance.now();
+      const indexer = createIndexer({
+        db,
+        chain,
+        provider,
+        pollIntervalMs: POLL_INTERVAL_MS,
+        onStep: (step) => void (step === "range-fetched" && ranges++),
+        onProgress: () => transactions++,
+      });
+      let events = 0;
+      for (;;) {
+        const result = await indexer.syncOnce();
+        events += result.events;
+        if (result.caughtUp) break;
+      }
+      const seconds = (performance.now() - started) / 1000;
+      provider.destroy();
+      const { count } = await db
+        .selectFrom("escrow_events")
+        .select((eb) => eb.fn.countAll<number>().as("count"))
+        .executeTakeFirstOrThrow();
+      if (Number(count) !== events || events !== onChain.length) {
+        throw new Error(`indexed ${events} events, stored ${count}, the node has ${onChain.length}`);
+      }
+      return { events, seconds, ranges, transactions };
+    };
+
+    // ---- catch-up: a fresh indexer into a fresh SQLite file
+    const loadBefore = loadavg()[0]!;
+    const sqlitePath = path.join(work, "market.sqlite");
+    const db = createDatabase({ sqlitePath });
+    await migrateToLatest(db);
+    const catchup = await catchUp(db);
+    const { events, seconds: catchupSeconds, ranges, transactions } = catchup;
+
+    // ---- the same catch-up again into another fresh file, the indexer's code now compiled by the JIT (a catch-up of a
+    // chain's whole history runs far longer than this one, so its start weighs less)
+    const warmDb = createDatabase({ sqlitePath: path.join(work, "warm.sqlite") });
+    await migrateToLatest(warmDb);
+    const warm = await catchUp(warmDb);
+    await warmDb.destroy();
+
+    // ---- where the catch-up's time goes: the same catch-up again, under the CPU profiler (which slows it a little)
+    const profileDb = createDatabase({ sqlitePath: path.join(work, "profiled.sqlite") });
+    await migrateToLatest(profileDb);
+    const profileFile = process.env.BENCH_CPU_PROFILE_DIR ? path.join(process.env.BENCH_CPU_PROFILE_DIR, "indexer-catchup.cpuprofile") : undefined;
+    const { ms: catchupProfileMs } = await profiled(() => catchUp(profileDb), CATCHUP_CATEGORIES, profileFile);
+    await profileDb.destroy();
+
+    // ---- the same catch-up into PostgreSQL (a throwaway server on loopback), when its binaries are installed
+    let postgres: Record<string, unknown> = { skipped: "no PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin)" };
+    const pg = await startBenchPostgres();
+    if (pg) {
+      try {
+        const pgDb = createDatabase({ databaseUrl: pg.url });
+        await migrateToLatest(pgDb);
+        const pgLoad = loadavg()[0]!;
+        const result = await catchUp(pgDb);
+        await pgDb.destroy();
+        postgres = {
+          catchupEventsPerSec: Math.round(result.events / result.seconds),
+          catchupSeconds: Number(result.seconds.toFixed(2)),
+          catchupTransactions: result.transactions,
+          server: pg.version,
+          loadAverage1m: Math.round(pgLoad * 100) / 100,
+        };
+      } finally {
+        pg.stop();
+      }
     }
 
     // ---- catch-up under API load: the worker thread indexes into a fresh file the API on this thread serves
@@ -266,7 +331,8 @@ async function main() {
       .executeTakeFirstOrThrow();
     await apiDb.destroy();
     if (Number(stored.count) !== onChain.length) throw new Error(`the worker stored ${stored.count} events, the node has ${onChain.length}`);
-    if (underLoad.failures > 0 || idle.failures > 0) throw new Error(`${underLoad.failures + idle.failures} API requests failed`);
+    if (underLoad.failures > 0 || idle.failures > 0)
+      throw new Error(`${underLoad.failures + idle.failures} API requests failed: ${underLoad.failureSample ?? idle.failureSample}`);
 
     // ---- live: the worker thread follows the chain; each sample mines one block with one new task
     const errors: Error[] = [];
@@ -303,6 +369,7 @@ async function main() {
       apiIdleLoopDelayP99Ms: idle.loopDelayP99Ms,
       apiIdleLoopDelayMaxMs: idle.loopDelayMaxMs,
       apiIdleRequestP99Ms: idle.requestP99Ms,
+      catchupWarmEventsPerSec: Math.round(warm.events / warm.seconds),
       workerCatchupEventsPerSec: Math.round(onChain.length / workerSeconds),
       catchupEvents: events,
       catchupBlocks: head - deployment.block + 1,
@@ -312,16 +379,25 @@ async function main() {
       liveSamples: delays.length,
       pollIntervalMs: POLL_INTERVAL_MS,
       generateSeconds: Number(generateSeconds.toFixed(1)),
+      // The machine's load average (1 min) when the SQLite catch-up started: the machine is shared.
+      loadAverage1m: Math.round(loadBefore * 100) / 100,
+      // The SQLite catch-up once more under the CPU profiler: milliseconds of this thread by what it was doing (idle:
+      // waiting for the node's answers).
+      catchupProfileMs,
+      postgres,
     };
     const out = path.join(__dirname, "indexer.json");
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     console.table(
-      Object.entries(report).map(([metric, value]) => {
-        const bar = BARS[metric as keyof typeof BARS] as number | undefined;
-        const ok = bar === undefined ? "" : (metric.endsWith("Ms") ? value <= bar : value >= bar) ? "yes" : "NO";
-        return { metric, value, bar: bar ?? "", ok };
-      }),
+      Object.entries(report)
+        .flatMap(([metric, value]) => (typeof value === "number" ? [[metric, value] as const] : []))
+        .map(([metric, value]) => {
+          const bar = BARS[metric as keyof typeof BARS] as number | undefined;
+          const ok = bar === undefined ? "" : (metric.endsWith("Ms") ? value <= bar : value >= bar) ? "yes" : "NO";
+          return { metric, value, bar: bar ?? "", ok };
+        }),
     );
+    console.log({ catchupProfileMs, postgres });
     console.log(`written to ${out}`);
     const below = Object.entries(BARS).some(([metric, bar]) => {
       const value = report[metric as keyof typeof BARS];

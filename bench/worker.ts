@@ -5,7 +5,8 @@
  * the API server as child processes on loopback, stops them at the end, and writes bench/worker.json.
  *   npm run bench:worker
  * BENCH_TASKS and BENCH_LIMIT_MS change the task count and the time limit (the figures in bench/worker.json are for the
- * defaults); DEBUG_RUNTIME=1 prints every runtime event with its time.
+ * defaults); DEBUG_RUNTIME=1 prints every runtime event with its time. Runs twice: with the server's anti-hoarding
+ * limits lifted (the figures), then with its defaults (`defaultLimits`).
  */
 import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -24,10 +25,13 @@ const EXECUTE_MS = 100;
 /** The bench gives up (and says so) after this long. */
 const LIMIT_MS = Number(process.env.BENCH_LIMIT_MS ?? 10 * 60_000);
 
+const LIFTED_LIMITS = { ACCEPTS_PER_MINUTE: "1000000", ASSIGNMENT_CAP_BASE: String(SLOTS) };
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function main() {
-  const stack = await startBenchStack("worker");
+/** One run on a fresh stack whose server has `serverEnv` on top of the bench settings: its figures, and whether all were paid. */
+async function measure(serverEnv: Record<string, string>) {
+  const stack = await startBenchStack("worker", serverEnv);
   const { chain, deployment, apiUrl, provider, apiKeyFor } = stack;
   let runtime: WorkerRuntime | undefined;
   try {
@@ -110,20 +114,28 @@ async function main() {
       failures: failures.length,
       cpuSeconds,
       loadAverage1m: Math.round(loadBefore * 100) / 100,
+      serverEnv,
     };
-    const out = path.join(__dirname, "worker.json");
-    writeFileSync(out, `${JSON.stringify(figures, null, 2)}\n`);
     console.log(figures);
     if (failures.length > 0) console.log(`failures (first 5):\n${failures.slice(0, 5).join("\n")}`);
-    console.log(`written to ${out}`);
-    if (paidAt.size < TASKS) {
-      console.error(`only ${paidAt.size} of ${TASKS} tasks were paid within ${LIMIT_MS / 60_000} minutes`);
-      process.exitCode = 1;
-    }
+    if (paidAt.size < TASKS) console.error(`only ${paidAt.size} of ${TASKS} tasks were paid within ${LIMIT_MS / 60_000} minutes`);
+    return { figures, allPaid: paidAt.size === TASKS };
   } finally {
     await runtime?.stop().catch(() => undefined);
     stack.close();
   }
+}
+
+async function main() {
+  // The anti-hoarding limits (docs/security.md) are lifted as the generic rate limits are: with the defaults a new
+  // agent holds 3 undelivered tasks and takes 60 a minute, so that run measures the policy as much as the machinery.
+  // It is measured too, on a stack of its own (defaultLimits).
+  const lifted = await measure(LIFTED_LIMITS);
+  const defaults = await measure({});
+  const out = path.join(__dirname, "worker.json");
+  writeFileSync(out, `${JSON.stringify({ ...lifted.figures, defaultLimits: defaults.figures }, null, 2)}\n`);
+  console.log(`written to ${out}`);
+  if (!lifted.allPaid || !defaults.allPaid) process.exitCode = 1;
 }
 
 main().catch((error: unknown) => {

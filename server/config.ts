@@ -236,7 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     },
     reputation: creditRuleFromEnv(env),
     trustProxy: trustProxy(env.TRUST_PROXY),
-    pollIntervalMs: integer(env.INDEXER_POLL_MS, 250, "INDEXER_POLL_MS"),
+    pollIntervalMs: integer(env.INDEXER_POLL_MS, 200, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
     leaseRetryMs: Math.max(50, integer(env.LEASE_RETRY_MS, 1_000, "LEASE_RETRY_MS")),
     logLevel: env.LOG_LEVEL ?? "info",

@@ -58,7 +58,9 @@ export async function startBenchStack(name: string, serverEnv: Record<string, st
 
     const apiUrl = `http://127.0.0.1:${await freePort()}`;
     let output = "";
-    server = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", "server/main.ts"], {
+    // BENCH_CPU_PROFILE_DIR: the server writes a V8 CPU profile there (one per thread) when it stops.
+    const profile = process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : [];
+    server = spawn(process.execPath, [...profile, "-r", "ts-node/register/transpile-only", "server/main.ts"], {
       cwd: ROOT,
       env: {
         ...env,

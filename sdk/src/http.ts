@@ -7,7 +7,7 @@ export interface HttpOptions {
   sessionToken?: string;
   /** Per request (ms). */
   timeoutMs?: number;
-  /** How many times a 429 is retried after its Retry-After. */
+  /** How many times a 429 with a Retry-After is retried after it. */
   rateLimitRetries?: number;
   fetch?: typeof fetch;
 }
@@ -48,8 +48,11 @@ export function createHttp(options: HttpOptions) {
     }
     if (response.ok && parsed?.success === true) return parsed.data as T;
     const error = parsed?.error;
-    if (response.status === 429 && attempt < (options.rateLimitRetries ?? 3)) {
-      await new Promise((resolve) => setTimeout(resolve, retryAfterSeconds(response.headers.get("retry-after")) * 1000));
+    // The request rate limit (Retry-After) is waited out; a 429 without it is a route's own limit (an agent's accepts
+    // per minute, its assignment cap) that the caller handles: asking again at once would only count against it.
+    const retryAfter = response.headers.get("retry-after");
+    if (response.status === 429 && retryAfter !== null && attempt < (options.rateLimitRetries ?? 3)) {
+      await new Promise((resolve) => setTimeout(resolve, retryAfterSeconds(retryAfter) * 1000));
       return request(method, path, body, attempt + 1);
     }
     throw new ApiError(

@@ -4,6 +4,7 @@ import SQLite from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider } from "kysely";
 import type { Database } from "./schema";
 import { migrations } from "./migrations";
+import { cachingStatements } from "./statement-cache";
 
 export type Db = Kysely<Database>;
 export type { Database } from "./schema";
@@ -27,7 +28,7 @@ export function createDatabase(options: DatabaseOptions): Db {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
 }
 
 function postgresDialect(connectionString: string): PostgresDialect {

@@ -1,5 +1,6 @@
-import type { Kysely, Transaction } from "kysely";
-import type { Database } from "../db/schema";
+import type { Insertable, Kysely, Transaction } from "kysely";
+import type { Database, IndexedBlocksTable } from "../db/schema";
+import { everyColumn, rowStatement } from "./row-statements";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -84,22 +85,31 @@ export async function moveCursor(
   if (changed !== 1n) throw new CursorMovedError(`${chain}: the cursor moved from block ${from.number} under this indexer`);
 }
 
+type BlockRow = Insertable<IndexedBlocksTable>;
+const upsertBlocks = rowStatement<BlockRow>(everyColumn<BlockRow>()(["chain", "block_number", "block_hash", "parent_hash"]), (db, rows) =>
+  db
+    .insertInto("indexed_blocks")
+    .values(rows)
+    .onConflict((oc) =>
+      oc.columns(["chain", "block_number"]).doUpdateSet((eb) => ({
+        block_hash: eb.ref("excluded.block_hash"),
+        parent_hash: eb.ref("excluded.parent_hash"),
+      })),
+    ),
+);
+
+/** Compiles the cursor's row statements (see RowStatement.prepare). */
+export function prepareCursorStatements(db: Kysely<Database>): void {
+  upsertBlocks.prepare(db);
+}
+
 /** Records headers seen, and forgets those too old to matter for reorgs. */
 export async function rememberBlocks(trx: Transaction<Database>, chain: string, blocks: readonly BlockRef[], cursor: number): Promise<void> {
   if (blocks.length > 0) {
-    const rows = blocks.map((b) => ({ chain, block_number: b.number, block_hash: b.hash, parent_hash: b.parentHash }));
-    for (let i = 0; i < rows.length; i += 500) {
-      await trx
-        .insertInto("indexed_blocks")
-        .values(rows.slice(i, i + 500))
-        .onConflict((oc) =>
-          oc.columns(["chain", "block_number"]).doUpdateSet((eb) => ({
-            block_hash: eb.ref("excluded.block_hash"),
-            parent_hash: eb.ref("excluded.parent_hash"),
-          })),
-        )
-        .execute();
-    }
+    await upsertBlocks(
+      trx,
+      blocks.map((b) => ({ chain, block_number: b.number, block_hash: b.hash, parent_hash: b.parentHash })),
+    );
   }
   // Only the ends of each range and the blocks with logs are known, and a catch-up range can be far longer than the
   // history: keep the newest block below the horizon too, or a shallow reorg right after such a range would find no

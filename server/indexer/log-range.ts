@@ -1,13 +1,20 @@
 /**
  * How many blocks one eth_getLogs call covers. Nodes refuse large queries in many wordings ("query returned more than
  * 10000 results", "block range too large", response size limits, timeouts); on a refusal the range halves and the
- * same start is tried again, and after each success it grows back by a quarter, up to the maximum.
+ * same start is tried again, and after each success it grows back by a quarter, up to the maximum. When the caller
+ * counts the logs of each answer, the size also follows the chain's density: after an answer with more logs than
+ * `logsPerQuery` the next range covers proportionally fewer blocks, after one with fewer it may cover proportionally
+ * more. Answers of a bounded size let the indexer store one range while the node
+ * serves the next, instead of waiting for one answer holding a whole dense stretch of the chain. After a refusal the
+ * node's own limit is in play: density then only shrinks the size, which grows back by the quarter rule alone.
  */
 export interface BlockRangeOptions {
-  /** Blocks in the first query. Default 2,000. */
+  /** Blocks in the first query. Default 16: a dense chain is not read in one answer, a sparse one grows at once. */
   initial?: number;
   /** Largest range ever asked for. Default 10,000. */
   max?: number;
+  /** Logs one answer should hold at most, when the caller counts them. Default 2,000. */
+  logsPerQuery?: number;
 }
 
 export interface BlockRange {
@@ -16,28 +23,40 @@ export interface BlockRange {
   /**
    * Runs `query(to)` for the largest `to <= maxTo` the current size allows, shrinking and retrying on refusals.
    * Returns the `to` that succeeded with its result. Errors other than refusals, and a refusal of a single block,
-   * are thrown.
+   * are thrown. `count` tells how many logs a result holds (see `logsPerQuery`).
    */
-  fetch<T>(from: number, maxTo: number, query: (to: number) => Promise<T>): Promise<{ to: number; result: T }>;
+  fetch<T>(from: number, maxTo: number, query: (to: number) => Promise<T>, count?: (result: T) => number): Promise<{ to: number; result: T }>;
 }
 
 export function createBlockRange(options: BlockRangeOptions = {}): BlockRange {
   const max = Math.max(1, options.max ?? 10_000);
-  let size = Math.min(max, Math.max(1, options.initial ?? 2_000));
+  const logsPerQuery = Math.max(1, options.logsPerQuery ?? 2_000);
+  let size = Math.min(max, Math.max(1, options.initial ?? 16));
+  /** Once the node refused a range, its limit is in play: the size grows back only by the quarter rule. */
+  let refused = false;
   return {
     get size() {
       return size;
     },
-    async fetch(from, maxTo, query) {
+    async fetch(from, maxTo, query, count) {
       for (;;) {
         const to = Math.min(maxTo, from + size - 1);
+        const span = to - from + 1;
         try {
           const result = await query(to);
-          if (to - from + 1 >= size) size = Math.min(max, size + Math.max(1, Math.floor(size / 4)));
+          const logs = count?.(result);
+          // Blocks that would have held logsPerQuery logs at this answer's density.
+          const fitted = logs ? Math.floor((span * logsPerQuery) / logs) : Infinity;
+          if (logs !== undefined && logs > logsPerQuery) size = Math.max(1, Math.min(size, fitted));
+          else if (span >= size) {
+            // A short range at the head does not count as a success of the full size.
+            const grown = Math.min(max, size + Math.max(1, Math.floor(size / 4)));
+            size = logs === undefined || refused ? grown : Math.max(grown, Math.min(max, fitted));
+          }
           return { to, result };
         } catch (error) {
-          const span = to - from + 1;
           if (span <= 1 || !isRangeRefusal(error)) throw error;
+          refused = true;
           const suggested = suggestedSpan(error);
           size = Math.max(1, Math.min(Math.floor(span / 2), suggested ?? Infinity));
         }

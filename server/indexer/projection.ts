@@ -1,4 +1,4 @@
-import type { Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema";
 import type { ChainEvent } from "./events";
 import type { RegistryLog } from "../../core/registries";
@@ -15,6 +15,8 @@ export interface Projection {
   name: string;
   /** Escrow projections leave it out. */
   source?: "escrow";
+  /** Called once before the first range is stored, outside any transaction (to compile statements, say). */
+  prepare?(db: Kysely<Database>): void;
   /** New events of `chain`, in chain order (block, then log index), already stored in escrow_events. */
   apply(trx: Transaction<Database>, chain: string, events: readonly ChainEvent[]): Promise<void>;
   /**

@@ -1,7 +1,9 @@
 import { ZeroHash } from "ethers";
+import type { Insertable } from "kysely";
 import type { Db } from "../db";
+import type { EscrowEventsTable } from "../db/schema";
 import type { ChainConfig } from "../config";
-import { lockCursor, moveCursor, readCursor, rememberBlocks, type BlockRef, type Cursor } from "./cursor";
+import { lockCursor, moveCursor, prepareCursorStatements, readCursor, rememberBlocks, type BlockRef, type Cursor } from "./cursor";
 import { compareEvents, decodeLog, decodeRegistryRawLog, toEventRow, toRegistryEventRow, type ChainEvent } from "./events";
 import { createBlockRange, type BlockRangeOptions } from "./log-range";
 import { isRegistryProjection, type AnyProjection } from "./projection";
@@ -9,6 +11,7 @@ import type { RegistryLog, RegistryName } from "../../core/registries";
 import { ChainMovedError, readHeader, readLogs, type IndexerProvider, type RawLog } from "./node";
 import { findCommonAncestor, rollbackTo } from "./reorg";
 import { createTaskProjection } from "./task-projection";
+import { everyColumn, rowStatement } from "./row-statements";
 
 /** The subset of a pino/Fastify logger the indexer writes to. */
 export interface IndexerLogger {
@@ -37,8 +40,9 @@ export interface IndexerOptions {
   /** eth_getLogs range sizing (see log-range.ts). */
   blockRange?: BlockRangeOptions;
   /**
-   * Most events stored by one transaction (default 250). A range with more is committed in several transactions,
-   * cut at block boundaries: on SQLite the API's writes wait for the write lock while a transaction holds it.
+   * Most events stored by one transaction (default 250 with yieldBetweenCommits, 5,000 without). A range with more is
+   * committed in several transactions, cut at block boundaries: on SQLite the API's writes wait for the write lock
+   * while a transaction holds it.
    */
   maxEventsPerCommit?: number;
   /**
@@ -91,13 +95,33 @@ export interface Indexer {
   stop(): Promise<void>;
 }
 
+/** A range as read from the node, decoded: logs of blocks `from` to `to`, with the headers read for them. */
+interface FetchedRange {
+  from: number;
+  to: number;
+  first: BlockRef;
+  anchor: BlockRef;
+  known: ReadonlyMap<number, BlockRef>;
+  events: ChainEvent[];
+  registryEvents: RegistryLog[];
+}
+
 const MAX_REORGS_PER_SYNC = 16;
 const HEADER_BATCH = 100;
 const MAX_BACKOFF_MS = 30_000;
-/** 10 columns a row: 20,000 bound parameters, under SQLite's 32,766 and PostgreSQL's 65,535. */
-const EVENT_ROWS_PER_INSERT = 2_000;
-/** 20-50 ms of SQLite write lock with the benchmark's events (bench/indexer.ts, two CPUs). */
-const MAX_EVENTS_PER_COMMIT = 250;
+/**
+ * Events a transaction stores by default. Where another connection writes the same SQLite file (yieldBetweenCommits),
+ * 250: 20-50 ms of write lock with the benchmark's events (bench/indexer.ts, two CPUs). Otherwise 5,000: a commit
+ * writes every page its transaction touched, and task hashes are random keys, so small transactions write the same
+ * index pages again and again (a catch-up in transactions of 250 events costs half as much CPU again as in 5,000).
+ */
+const MAX_EVENTS_PER_COMMIT = { shared: 250, alone: 5_000 };
+
+type EventRow = Insertable<EscrowEventsTable>;
+const insertEvents = rowStatement<EventRow>(
+  everyColumn<EventRow>()(["chain", "block_number", "block_hash", "log_index", "tx_hash", "tx_index", "event", "task_hash", "args", "block_time"]),
+  (db, rows) => db.insertInto("escrow_events").values(rows),
+);
 
 const silentLogger: IndexerLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -115,7 +139,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
   const now = options.now ?? Date.now;
   const step = async (name: IndexerStep, range: { from: number; to: number }) => options.onStep?.(name, range);
   const range = createBlockRange(options.blockRange);
-  const maxEventsPerCommit = Math.max(1, options.maxEventsPerCommit ?? MAX_EVENTS_PER_COMMIT);
+  const maxEventsPerCommit = Math.max(1, options.maxEventsPerCommit ?? MAX_EVENTS_PER_COMMIT[options.yieldBetweenCommits ? "shared" : "alone"]);
 
   let stopping = false;
   let loop: Promise<void> | undefined;
@@ -147,26 +171,24 @@ export function createIndexer(options: IndexerOptions): Indexer {
   }
 
   /**
-   * Reads and stores one range starting at `from`, in one transaction per slice of at most maxEventsPerCommit events.
-   * Returns the new cursor (short of the range's end after a stop), or "reorg" when block `from` does not extend the
-   * cursor.
+   * Reads the range starting at `from` (as many blocks as the node serves, up to `target`): its logs decoded, with
+   * the headers of its first and last blocks and of every block with a log.
    */
-  async function indexRange(cursor: Cursor | undefined, from: number, target: number): Promise<{ cursor: Cursor; events: number } | "reorg"> {
+  async function fetchRange(from: number, target: number): Promise<FetchedRange> {
     // The range's last block is read before its logs, and (for several blocks) again after: when both reads agree,
     // the logs and every header read in between come from that one chain.
-    const { to, result } = await range.fetch(from, target, async (to) => {
-      const anchor = await header(to);
-      const logs = await readLogs(provider, addresses, from, to);
-      return { anchor, logs };
-    });
+    const { to, result } = await range.fetch(
+      from,
+      target,
+      async (to) => {
+        const anchor = await header(to);
+        const logs = await readLogs(provider, addresses, from, to);
+        return { anchor, logs };
+      },
+      ({ logs }) => logs.length,
+    );
     const { anchor, logs } = result;
     const first = from === to ? anchor : await header(from);
-    if (cursor) {
-      // A zero parent hash is Hardhat's: blocks reserved by hardhat_mine carry none (no real chain has one past
-      // genesis). The link cannot be checked then, so the cursor's own block is asked for instead.
-      if (first.parentHash === ZeroHash ? (await header(cursor.number)).hash !== cursor.hash : first.parentHash !== cursor.hash) return "reorg";
-    }
-
     const known = new Map<number, BlockRef>([
       [first.number, first],
       [anchor.number, anchor],
@@ -176,26 +198,34 @@ export function createIndexer(options: IndexerOptions): Indexer {
     if (from !== to && (await header(to)).hash !== anchor.hash) {
       throw new ChainMovedError(`${chain.name}: block ${to} changed while range ${from}-${to} was read`);
     }
-    const { events, registryEvents } = decodeLogs(logs, known);
-    await step("range-fetched", { from, to });
+    return { from, to, first, anchor, known, ...decodeLogs(logs, known) };
+  }
 
+  /** Whether the range's first block is the child of the cursor's block. */
+  async function extendsCursor(cursor: Cursor, first: BlockRef): Promise<boolean> {
+    // A zero parent hash is Hardhat's: blocks reserved by hardhat_mine carry none (no real chain has one past
+    // genesis). The link cannot be checked then, so the cursor's own block is asked for instead.
+    if (first.parentHash === ZeroHash) return (await header(cursor.number)).hash === cursor.hash;
+    return first.parentHash === cursor.hash;
+  }
+
+  /**
+   * Stores a range read by fetchRange after the cursor, in one transaction per slice of at most maxEventsPerCommit
+   * events. Returns the new cursor (short of the range's end after a stop).
+   */
+  async function storeRange(cursor: Cursor | undefined, fetched: FetchedRange, target: number): Promise<{ cursor: Cursor; events: number }> {
+    const { from, anchor, known } = fetched;
     let at = cursor;
     let stored = 0;
     let held = 0;
-    for (const slice of slicesOf({ events, registryEvents }, from, anchor, known)) {
+    for (const slice of slicesOf(fetched, from, anchor, known)) {
       const next = { number: slice.to.number, hash: slice.to.hash };
       const done = { from: slice.from, to: next.number };
       if (held > 0 && options.yieldBetweenCommits) await new Promise((resolve) => setTimeout(resolve, held));
       const began = performance.now();
       await db.transaction().execute(async (trx) => {
         await lockCursor(trx, chain.name);
-        const rows = slice.events.map(toEventRow);
-        for (let i = 0; i < rows.length; i += EVENT_ROWS_PER_INSERT) {
-          await trx
-            .insertInto("escrow_events")
-            .values(rows.slice(i, i + EVENT_ROWS_PER_INSERT))
-            .execute();
-        }
+        if (slice.events.length > 0) await insertEvents(trx, slice.events.map(toEventRow));
         const registryRows = slice.registryEvents.map(toRegistryEventRow);
         if (registryRows.length > 0) await trx.insertInto("registry_events").values(registryRows).execute();
         for (const projection of escrowProjections) await projection.apply(trx, chain.name, slice.events);
@@ -270,7 +300,16 @@ export function createIndexer(options: IndexerOptions): Indexer {
     return { events: events.sort(compareEvents), registryEvents: registryEvents.sort(compareEvents) };
   }
 
+  let prepared = false;
+
   async function sync(): Promise<SyncResult> {
+    if (!prepared) {
+      // Compiled before any transaction holds the write lock.
+      insertEvents.prepare(db);
+      prepareCursorStatements(db);
+      for (const projection of escrowProjections) projection.prepare?.(db);
+      prepared = true;
+    }
     const head = await provider.getBlockNumber();
     const target = head - chain.confirmations;
     let cursor = await readCursor(db, chain.name);
@@ -286,6 +325,13 @@ export function createIndexer(options: IndexerOptions): Indexer {
       removed += recovered.removed;
     };
 
+    // The next range is read while the current one is stored: the node serves it meanwhile.
+    let ahead: { from: number; fetched: Promise<FetchedRange> } | undefined;
+    const readAhead = (from: number) => {
+      const fetched = fetchRange(from, target);
+      void fetched.catch(() => undefined); // awaited when used; dropped after a reorg, a stop or an error
+      return { from, fetched };
+    };
     try {
       while (!stopping) {
         const from = cursor ? cursor.number + 1 : chain.startBlock;
@@ -299,11 +345,16 @@ export function createIndexer(options: IndexerOptions): Indexer {
           caughtUp = true;
           break;
         }
-        const indexed = await indexRange(cursor, from, target);
-        if (indexed === "reorg") {
-          await recoverFrom(cursor!);
+        const next = ahead?.from === from ? ahead : readAhead(from);
+        ahead = undefined;
+        const fetched = await next.fetched;
+        if (cursor && !(await extendsCursor(cursor, fetched.first))) {
+          await recoverFrom(cursor);
           continue;
         }
+        await step("range-fetched", { from, to: fetched.to });
+        if (fetched.to < target && !stopping) ahead = readAhead(fetched.to + 1);
+        const indexed = await storeRange(cursor, fetched, target);
         firstFrom = Math.min(firstFrom ?? from, from);
         cursor = indexed.cursor;
         events += indexed.events;
@@ -311,6 +362,9 @@ export function createIndexer(options: IndexerOptions): Indexer {
     } catch (error) {
       if (!(error instanceof ChainMovedError)) throw error;
       logger.debug({ chain: chain.name, reason: error.message }, "indexer: chain moved during a range; reading again");
+    } finally {
+      // A range read ahead and not stored: let its requests end before this sync does.
+      await ahead?.fetched.catch(() => undefined);
     }
     const to = cursor?.number ?? chain.startBlock - 1;
     return { from: firstFrom ?? to + 1, to, events, removed, target, caughtUp };

@@ -15,6 +15,7 @@ import {
 import type { Database, EscrowStateTable, EscrowTasksTable } from "../db/schema";
 import { compareEvents, fromEventRow, type ChainEvent } from "./events";
 import type { Projection } from "./projection";
+import { everyColumn, rowStatement } from "./row-statements";
 
 /** One row of escrow_tasks. */
 export type TaskRow = Selectable<EscrowTasksTable>;
@@ -98,6 +99,10 @@ export function createTaskProjection(): Projection {
   return {
     name: "escrow-tasks",
 
+    prepare(db) {
+      upsertTaskRows.prepare(db);
+    },
+
     async apply(trx, chain, events) {
       const tasks = new Map<string, ProjectedTask | undefined>();
       const dirty = new Set<string>();
@@ -110,7 +115,7 @@ export function createTaskProjection(): Projection {
         dirty.clear();
       };
 
-      await loadTasks(trx, chain, taskHashesOf(events), tasks);
+      await loadTasks(trx, chain, events, tasks);
       for (const [i, event] of events.entries()) {
         if (event.taskHash !== null) {
           const before = tasks.get(event.taskHash);
@@ -130,7 +135,7 @@ export function createTaskProjection(): Projection {
             await flush();
             await shiftLiveTasks(trx, chain, Number(event.args.pausedFor));
             tasks.clear();
-            await loadTasks(trx, chain, taskHashesOf(events.slice(i + 1)), tasks);
+            await loadTasks(trx, chain, events.slice(i + 1), tasks);
           }
         }
       }
@@ -162,12 +167,24 @@ function taskHashesOf(events: readonly ChainEvent[]): string[] {
   return [...new Set(events.flatMap((e) => (e.taskHash === null ? [] : [e.taskHash])))];
 }
 
+/**
+ * Reads the stored tasks the events touch into `into`. A task the events create first is not read: the escrow funds a
+ * hash once, and TaskCreated replaces whatever came before it (a catch-up is mostly creations).
+ */
 async function loadTasks(
   trx: Transaction<Database>,
   chain: string,
-  hashes: readonly string[],
+  events: readonly ChainEvent[],
   into: Map<string, ProjectedTask | undefined>,
 ): Promise<void> {
+  const created = new Set<string>();
+  const read = new Set<string>();
+  for (const event of events) {
+    if (event.taskHash === null || created.has(event.taskHash) || read.has(event.taskHash)) continue;
+    (event.event === "TaskCreated" ? created : read).add(event.taskHash);
+  }
+  for (const hash of created) into.set(hash, undefined);
+  const hashes = [...read];
   for (let i = 0; i < hashes.length; i += CHUNK) {
     const chunk = hashes.slice(i, i + CHUNK);
     const rows = await trx.selectFrom("escrow_tasks").selectAll().where("chain", "=", chain).where("task_hash", "in", chunk).execute();
@@ -176,11 +193,34 @@ async function loadTasks(
   }
 }
 
-async function upsertTasks(trx: Transaction<Database>, rows: readonly TaskRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += CHUNK) {
-    await trx
+/** Inserts new tasks and replaces the changing columns of known ones. */
+const upsertTaskRows = rowStatement<TaskRow>(
+  everyColumn<TaskRow>()([
+    "chain",
+    "task_hash",
+    "poster",
+    "token",
+    "amount",
+    "verifier",
+    "worker",
+    "assigned_by",
+    "deadline",
+    "status",
+    "rounds",
+    "ending",
+    "result_hash",
+    "phase_at",
+    "last_score",
+    "payout",
+    "fee",
+    "created_block",
+    "created_tx",
+    "updated_block",
+  ]),
+  (db, rows) =>
+    db
       .insertInto("escrow_tasks")
-      .values(rows.slice(i, i + CHUNK))
+      .values(rows)
       .onConflict((oc) =>
         oc.columns(["chain", "task_hash"]).doUpdateSet((eb) => ({
           worker: eb.ref("excluded.worker"),
@@ -196,9 +236,11 @@ async function upsertTasks(trx: Transaction<Database>, rows: readonly TaskRow[])
           fee: eb.ref("excluded.fee"),
           updated_block: eb.ref("excluded.updated_block"),
         })),
-      )
-      .execute();
-  }
+      ),
+);
+
+async function upsertTasks(trx: Transaction<Database>, rows: readonly TaskRow[]): Promise<void> {
+  if (rows.length > 0) await upsertTaskRows(trx, rows);
 }
 
 async function shiftLiveTasks(trx: Transaction<Database>, chain: string, pausedFor: number): Promise<void> {

@@ -24,17 +24,22 @@ export interface TaskExtras {
 }
 
 /**
- * How long a browse page may be answered from memory (SQLite only), provided nothing was written to the database
- * since: the cache is dropped on any committed write, from this connection or another (the indexer's). The TTL only
- * bounds how late a task whose deadline just passed may still show.
+ * How long a browse page may be answered from memory, provided nothing was written to the database since: the cache is
+ * dropped on any committed write, from this connection or another (the indexer's, another API instance's). The TTL
+ * only bounds how late a task whose deadline just passed may still show.
  */
 const PAGE_TTL_MS = 1_000;
 /** Browse pages and totals kept at most (least recently used forgotten first): callers choose the capability sets. */
 export const MAX_CACHED_PAGES = 1_000;
 export const MAX_CACHED_TOTALS = 1_000;
 
-/** How long a full browse page's `total` may be reused (counting every open task costs a scan). */
+/**
+ * How long a full browse page's `total` is answered without counting again (counting every open task costs a scan);
+ * past it the old total is still answered while one count runs (`totalOf`).
+ */
 const TOTAL_TTL_MS = 2_000;
+/** A filter is counted again no sooner than this many times as long as its last count took. */
+const COUNTS_APART = 10;
 
 export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {}): TaskView {
   const status: TaskStatus = taskStatus({
@@ -82,7 +87,7 @@ export type TaskQueries = ReturnType<typeof createTaskQueries>;
 export type BrowsePage = BrowseAnswer;
 
 export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; maxCached?: { pages: number; totals: number } }) {
-  const totals = createLru<string, { total: number; at: number }>(maxCached?.totals ?? MAX_CACHED_TOTALS);
+  const totals = createLru<string, { total: number; at: number; tookMs: number }>(maxCached?.totals ?? MAX_CACHED_TOTALS);
 
   /**
    * Listings joined with their on-chain state; a task shows once the indexer has seen its funding. Written as a cross
@@ -119,8 +124,16 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
   const pages = createLru<string, { version: string; at: number; page: BrowsePage }>(maxCached?.pages ?? MAX_CACHED_PAGES);
   const sqlite = db.getExecutor().adapter.constructor.name === "SqliteAdapter";
 
-  /** Changes whenever any connection commits a write: `data_version` counts other connections, `total_changes()` this one. */
+  /**
+   * Changes whenever a write commits. SQLite: `data_version` counts other connections' commits, `total_changes()` this
+   * connection's. PostgreSQL: the current snapshot (the next transaction id and those in progress) changes whenever a
+   * writing transaction starts or ends, on any connection of any process.
+   */
   async function dataVersion(): Promise<string> {
+    if (!sqlite) {
+      const snapshot = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
+      return snapshot.rows[0]?.v ?? "";
+    }
     const { rows } = await sql<{ v: number; c: number }>`select (select data_version from pragma_data_version()) as v, total_changes() as c`.execute(
       db,
     );
@@ -129,7 +142,6 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
 
   /** Open tasks for a caller, newest first; answered from memory while the database is unchanged (see PAGE_TTL_MS). */
   async function browse(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
-    if (!sqlite) return browseUncached(filter);
     const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}|${filter.limit ?? ""}`;
     const version = await dataVersion();
     const cached = pages.get(key);
@@ -151,18 +163,51 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     let total = rows.length;
     if (rows.length === limit) {
       const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}`;
-      const cached = totals.get(key);
-      if (cached && at - cached.at < TOTAL_TTL_MS) total = cached.total;
-      else {
-        const counted = await openFor(filter.capabilities, filter.caller)
+      total = await totalOf(key, at, async () => {
+        const count = openFor(filter.capabilities, filter.caller)
           .clearSelect()
           .select((eb) => eb.fn.countAll<number>().as("n"))
-          .executeTakeFirstOrThrow();
-        total = Number(counted.n);
-        totals.set(key, { total, at });
-      }
+          .compile();
+        // PostgreSQL would count a million open tasks with parallel workers: hashing on three processes, four times the
+        // CPU of one process merging its index-only scans (bench/browse.json), taken from the requests being served.
+        const { rows } = sqlite
+          ? await db.executeQuery(count)
+          : await db.transaction().execute(async (trx) => {
+              await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
+              return trx.executeQuery(count);
+            });
+        return Number(rows[0]?.n ?? 0);
+      });
     }
     return { tasks: rows.map((row) => toTaskView(row, at)), total };
+  }
+
+  /** The count under way per filter: one at a time, shared by every request that waits for it. */
+  const counting = new Map<string, Promise<number>>();
+
+  /**
+   * A full page's `total`: the filter's last count while it is under TOTAL_TTL_MS old (or COUNTS_APART times as long as
+   * that count took: counting a million open tasks takes most of a second on PostgreSQL, bench/browse.json). An older
+   * one is still answered while a single count of the filter runs in the background, so no request waits for a count
+   * but the first of a filter, which waits for the one count in flight.
+   */
+  async function totalOf(key: string, at: number, count: () => Promise<number>): Promise<number> {
+    const cached = totals.get(key);
+    if (cached && at - cached.at < Math.max(TOTAL_TTL_MS, COUNTS_APART * cached.tookMs)) return cached.total;
+    let running = counting.get(key);
+    if (!running) {
+      const started = performance.now();
+      running = count()
+        .then((total) => {
+          totals.set(key, { total, at, tookMs: performance.now() - started });
+          return total;
+        })
+        .finally(() => counting.delete(key));
+      counting.set(key, running);
+    }
+    if (!cached) return running;
+    running.catch(() => undefined); // a failed background count leaves the last one; the next request tries again
+    return cached.total;
   }
 
   /**

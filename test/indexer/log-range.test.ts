@@ -59,6 +59,35 @@ describe("indexer log ranges", function () {
     expect(range.size).to.equal(12);
   });
 
+  it("follows the density of counted logs: fewer blocks after a full answer, more after a sparse one, only by quarters after a refusal", async function () {
+    const range = createBlockRange({ initial: 100, max: 10_000, logsPerQuery: 1_000 });
+    const count = (logs: number) => logs;
+    // 50 logs a block: 100 blocks answer 5,000 logs, so 20 blocks would have answered 1,000.
+    const dense = (from: number) => (to: number) => Promise.resolve((to - from + 1) * 50);
+    expect((await range.fetch(1, 100_000, dense(1), count)).to).to.equal(100);
+    expect(range.size).to.equal(20);
+    expect((await range.fetch(101, 100_000, dense(101), count)).to).to.equal(120);
+    expect(range.size).to.equal(25); // exactly logsPerQuery: grows by the quarter rule
+    // No logs: straight to the maximum; 1 log a block: the 1,000 blocks that hold logsPerQuery.
+    await range.fetch(121, 100_000, () => Promise.resolve(0), count);
+    expect(range.size).to.equal(10_000);
+    await range.fetch(146, 100_000, (to) => Promise.resolve(to - 146 + 1), count);
+    expect(range.size).to.equal(1_000);
+    // A short range at the head, even an empty one, does not grow it; a dense one still shrinks it.
+    await range.fetch(1_146, 1_150, () => Promise.resolve(0), count);
+    expect(range.size).to.equal(1_000);
+    await range.fetch(1_151, 1_151, () => Promise.resolve(4_000), count);
+    expect(range.size).to.equal(1);
+
+    // Once the node refused a size, an empty answer grows the range by a quarter only.
+    const limited = createBlockRange({ initial: 400, logsPerQuery: 1_000 });
+    const refusing = (to: number) => (to > 300 ? Promise.reject(new Error("block range too large")) : Promise.resolve(0));
+    expect((await limited.fetch(1, 100_000, refusing, count)).to).to.equal(200);
+    expect(limited.size).to.equal(250);
+    expect((await limited.fetch(201, 100_000, (to) => refusing(to - 200), count)).to).to.equal(450);
+    expect(limited.size).to.equal(312);
+  });
+
   it("takes the range a node suggests, and gives up on a refused single block", async function () {
     const range = createBlockRange({ initial: 1_000 });
     const suggested = await range.fetch(0x10, 0x2000, async (to) => {

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, mine } from "@nomicfoundation/hardhat-network-helpers";
 import type { Filter, FilterByBlockHash } from "ethers";
-import { createIndexer, indexerLag, type IndexerProvider } from "../../server/indexer";
+import { createIndexer, createTaskProjection, indexerLag, type IndexerProvider } from "../../server/indexer";
 import { EscrowStatus } from "../../core/escrow";
 import { TaskEscrow__factory } from "../../typechain-types";
 import { deployEscrowFixture } from "../fixtures/escrow";
@@ -84,6 +84,50 @@ describe("indexer sync", function () {
     const again = await indexer.syncOnce();
     expect(again).to.include({ events: 0, to: head, caughtUp: true });
     expect(again.from).to.equal(head + 1);
+    await db.destroy();
+  });
+
+  it("reads the next range from the node while it stores the current one", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    await randomActivity(fixture, { seed: 3, steps: 40, tag: "read-ahead" });
+    const inner = hre.ethers.provider;
+    const order: string[] = [];
+    const recording: IndexerProvider = {
+      getBlockNumber: () => inner.getBlockNumber(),
+      getBlock: (block) => inner.getBlock(block),
+      getLogs(filter: Filter | FilterByBlockHash) {
+        order.push(`read ${(filter as { fromBlock: number }).fromBlock}`);
+        return inner.getLogs(filter);
+      },
+    };
+    const db = await memoryDb();
+    const committed: Array<{ from: number; to: number }> = [];
+    await syncToHead(
+      createIndexer({
+        db,
+        chain,
+        provider: recording,
+        pollIntervalMs: 20,
+        blockRange: { initial: 10, max: 10 },
+        // Storing a range takes a while (as a real database's writes do): the next range's read overlaps it.
+        projections: [
+          createTaskProjection(),
+          { name: "slow", apply: () => new Promise((resolve) => setTimeout(resolve, 30)), rollback: async () => {} },
+        ],
+        onStep: (step, range) => {
+          if (step !== "committed") return;
+          order.push(`stored ${range.from}`);
+          committed.push(range);
+        },
+      }),
+    );
+    expect(committed.length).to.be.greaterThan(3);
+    // Every range but the last: the next one was asked for before this one's transaction committed.
+    for (const range of committed.slice(0, -1)) {
+      expect(order.indexOf(`read ${range.to + 1}`), `range ${range.from}-${range.to}`).to.be.within(0, order.indexOf(`stored ${range.from}`));
+    }
+    expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chain));
     await db.destroy();
   });
 

@@ -143,6 +143,8 @@ describe("indexer transactions and other connections", function () {
       const indexer = inProcessIndexer(db, chain, {
         maxEventsPerCommit: 2,
         yieldBetweenCommits: true,
+        // One range holds every block: its transactions are what the write must get in between.
+        blockRange: { initial: 2_000 },
         onStep: (step) => {
           if (step === "range-fetched") ranges++;
           if (step !== "committed" || ++commits !== 1) return;

@@ -262,6 +262,59 @@ describe("WorkerRuntime end to end", function () {
     for (const r of result.results) expect((await poster.getTask(r.taskHash!)).state.status).to.equal("verified");
   });
 
+  it("a slot that frees while a browse is under way takes its next candidate at once, beside the accepts in flight", async function () {
+    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
+    const result = await poster.postTasks(
+      Array.from({ length: 16 }, (_, i) => ({
+        instructions: `Lanes ${i}: summarise this short note.`,
+        amountRaw: 1_000_000n,
+        privacy: "public" as const,
+        capabilities: ["summarization"],
+      })),
+    );
+    expect(result.posted).to.equal(16);
+    // The accepts the runtime has sent and not had answered, as its HTTP calls show them (the real API answers).
+    let accepting = 0;
+    const inFlight: number[] = [];
+    const observing: typeof fetch = async (input, init) => {
+      const accept = String(input).endsWith("/accept");
+      if (accept) inFlight.push(++accepting);
+      try {
+        return await fetch(input, init);
+      } finally {
+        if (accept) accepting--;
+      }
+    };
+    let started = 0;
+    const finalized = new Set<string>();
+    const runtime = new WorkerRuntime({
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl,
+      privateKey: options.executor.privateKey,
+      rpcUrls: options.executor.rpcUrls,
+      escrows: options.escrows,
+      capabilities: ["summarization"],
+      maxConcurrentTasks: 4,
+      fetch: observing,
+      // Staggered lengths: the slots free one at a time, each while other accepts are under way.
+      executeTask: async ({ instructions }) => {
+        await new Promise((resolve) => setTimeout(resolve, 100 + (started++ % 4) * 200));
+        return { output: `Summary of "${instructions}": a short note, summarised.` };
+      },
+    }).on((event) => {
+      if (event.type === "task_finalized" && event.finalize.verificationResult?.passed) finalized.add(event.taskId);
+    });
+    await runtime.start();
+    try {
+      await until(() => finalized.size === 16, 60_000, "16 tasks finalized");
+    } finally {
+      await runtime.stop();
+    }
+    // After the first browse's four accepts, freed slots still accept side by side (one lane alone accepted one at a time).
+    expect(Math.max(...inFlight.slice(4))).to.be.at.least(2);
+  });
+
   it("refuses a key of another wallet (OWNER_MISMATCH) and registers nothing", async function () {
     const options = await s.clientOptions(s.worker, keys.workerKey);
     const runtime = new WorkerRuntime({

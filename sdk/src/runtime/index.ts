@@ -78,6 +78,11 @@ export type RuntimeEvent =
 
 export type ExecutionStatus = "bidding" | "assigned" | "working" | "submitted";
 
+/** After ASSIGNMENT_CAP_REACHED, one accept beyond the cap it named is tried this often. */
+const CAP_PROBE_INTERVAL_MS = 30_000;
+/** After a RATE_LIMITED that names no wait. */
+const RATE_LIMITED_WAIT_MS = 5_000;
+
 export interface WorkerRuntimeOptions {
   apiKey: string;
   /** The API key wallet's key: the runtime registers with it, decrypts briefs and signs evidence. */
@@ -194,6 +199,14 @@ export class WorkerRuntime {
   /** A browse is under way; `browseAgain` asks for another right after it (a slot freed meanwhile). */
   private browsing = false;
   private browseAgain = false;
+  /** Starts one more accept lane on the browse under way; false when it has no candidate left or no slot is free. */
+  private addLane: (() => boolean) | undefined;
+  /** After RATE_LIMITED: no accept (nor browse) before this time, the service's Retry-After. */
+  private acceptsResumeAt = 0;
+  /** After ASSIGNMENT_CAP_REACHED: the undelivered tasks the service lets this agent hold, as the refusal said. */
+  private acceptCap: number | undefined;
+  /** When an accept beyond `acceptCap` may be tried, to find whether the cap grew with the agent's record. */
+  private capProbeAt = 0;
   private running = false;
   /** stop() stopped waiting: a task an accept still wins is left held (a restart resumes it), not worked. */
   private leaving = false;
@@ -431,6 +444,8 @@ export class WorkerRuntime {
   private scheduleBrowse(ms: number) {
     if (!this.running) return;
     if (this.browseHandle !== undefined) this.clock.clearTimeout(this.browseHandle);
+    // Told to slow down (RATE_LIMITED): nothing is asked before the service's wait is over.
+    ms = Math.max(ms, this.acceptsResumeAt - this.clock.now());
     this.browseHandle = this.clock.setTimeout(() => {
       this.browseHandle = undefined;
       this.browsing = true;
@@ -445,11 +460,14 @@ export class WorkerRuntime {
     }, ms);
   }
 
-  /** A task left its slot: browse again at once rather than on the next tick (after the browse under way, if any). */
+  /**
+   * A task left its slot: it takes the next candidate of the browse under way, or browses again at once rather than on
+   * the next tick (after the browse under way, if that has no candidate left).
+   */
   private refill() {
     if (!this.running || !this.hasSlot()) return;
-    if (this.browsing) this.browseAgain = true;
-    else this.scheduleBrowse(0);
+    if (!this.browsing) this.scheduleBrowse(0);
+    else if (!this.addLane?.()) this.browseAgain = true;
   }
 
   private hasSlot(): boolean {
@@ -472,12 +490,50 @@ export class WorkerRuntime {
       .sort((a, b) => Number(this.isOwnRental(b)) - Number(this.isOwnRental(a)) || compareRewards(b, a));
     // One accept per free slot at a time, all slots at once: an accept waits for its assignment on chain, so taking
     // them one after another would leave the other slots idle for as long. A refused accept frees its slot for the
-    // next candidate.
+    // next candidate, and a slot that frees while this browse is under way takes the next candidate in a lane of its
+    // own (refill), rather than waiting for a lane of the browse to come round to it.
     const lane = async () => {
-      while (this.running && this.hasSlot() && candidates.length > 0) await this.tryAccept(candidates.shift()!);
+      while (this.running && this.mayAccept() && candidates.length > 0) await this.tryAccept(candidates.shift()!);
     };
-    const free = (this.#options.maxConcurrentTasks ?? 1) - this.executions.size - this.accepting.size;
-    await Promise.all(Array.from({ length: Math.max(0, free) }, lane));
+    const lanes = new Set<Promise<void>>();
+    const failures: unknown[] = [];
+    const startLane = () => {
+      const run: Promise<void> = lane()
+        .catch((error: unknown) => void failures.push(error))
+        .finally(() => lanes.delete(run));
+      lanes.add(run);
+    };
+    this.addLane = () => {
+      if (!this.running || !this.mayAccept() || candidates.length === 0) return false;
+      startLane();
+      return true;
+    };
+    try {
+      const free = (this.#options.maxConcurrentTasks ?? 1) - this.executions.size - this.accepting.size;
+      for (let i = 0; i < free; i++) startLane();
+      while (lanes.size > 0) await Promise.all([...lanes]);
+    } finally {
+      this.addLane = undefined;
+    }
+    if (failures.length > 0) throw failures[0];
+  }
+
+  /**
+   * Whether another accept may be sent now: a slot is free, the service's wait after RATE_LIMITED is over, and the
+   * tasks in hand are fewer than the assignment cap its last ASSIGNMENT_CAP_REACHED named (the cap grows with the
+   * agent's record: one accept beyond it is tried every CAP_PROBE_INTERVAL_MS). A new agent's 20 slots would otherwise
+   * send 20 accepts for a cap of 3 at every refill, and the refusals count against its accepts per minute, which then
+   * refuse everything for the rest of the minute.
+   */
+  private mayAccept(): boolean {
+    const now = this.clock.now();
+    if (!this.hasSlot() || now < this.acceptsResumeAt) return false;
+    return this.acceptCap === undefined || this.inHand() < this.acceptCap || now >= this.capProbeAt;
+  }
+
+  /** Accepts in flight and tasks in hand: at least what the service's assignment cap counts. */
+  private inHand(): number {
+    return this.accepting.size + this.executions.size;
   }
 
   /** A rental of one of this agent's services: pinned to it and linked to a service. */
@@ -487,12 +543,18 @@ export class WorkerRuntime {
 
   /** Accepts a task in a slot of its own while the accept is in flight. */
   private tryAccept(task: TaskView): Promise<void> {
-    const attempt = this.accept(task);
+    const beyondCap = this.acceptCap !== undefined && this.inHand() >= this.acceptCap;
+    if (beyondCap) this.capProbeAt = this.clock.now() + CAP_PROBE_INTERVAL_MS;
+    const attempt = this.accept(task).then((assigned) => {
+      // Taken beyond the cap: it grew.
+      if (assigned && beyondCap && this.acceptCap !== undefined) this.acceptCap += 1;
+    });
     this.accepting.add(attempt);
     return attempt.finally(() => this.accepting.delete(attempt));
   }
 
-  private async accept(task: TaskView): Promise<void> {
+  /** True when the task was assigned to this agent. */
+  private async accept(task: TaskView): Promise<boolean> {
     const taskHash = task.meta.taskHash;
     let assigned: AssignedTask;
     try {
@@ -500,11 +562,12 @@ export class WorkerRuntime {
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       await this.refused(task, error);
-      return;
+      return false;
     }
     this.bids.delete(taskHash);
     this.pending.delete(taskHash);
     this.execute(task, assigned);
+    return true;
   }
 
   /** Schedules, bids or drops after a refused accept; a retry holds no slot. */
@@ -513,6 +576,15 @@ export class WorkerRuntime {
     const now = this.clock.now();
     const previous = this.pending.get(taskHash);
     const plan = planAfterRefusal(error.code, now, previous?.wrap, error.body.details);
+    if (error.code === "RATE_LIMITED") {
+      const seconds = Number(error.body.details?.find((d) => typeof d.retryAfterSeconds === "number")?.retryAfterSeconds);
+      this.acceptsResumeAt = Math.max(this.acceptsResumeAt, now + (Number.isFinite(seconds) ? seconds * 1000 : RATE_LIMITED_WAIT_MS));
+      if (!this.browsing) this.scheduleBrowse(0); // at the end of the wait (a browse under way schedules its next one so)
+    } else if (error.code === "ASSIGNMENT_CAP_REACHED") {
+      const cap = Number(error.body.details?.find((d) => typeof d.cap === "number")?.cap);
+      this.acceptCap = Number.isFinite(cap) ? cap : Math.max(1, this.inHand() - 1);
+      this.capProbeAt = now + CAP_PROBE_INTERVAL_MS;
+    }
     if (error.code === "NEEDS_WRAP" && !this.bids.has(taskHash)) {
       this.bids.add(taskHash);
       await this.client.bidOnTask({ taskHash }).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
@@ -542,8 +614,8 @@ export class WorkerRuntime {
     const entry: Pending = { ...(wrap ? { wrap } : {}) };
     const fire = () => {
       if (!this.running || this.pending.get(taskHash) !== entry) return;
-      // Retries hold no slot: with none free, wait another interval.
-      if (!this.hasSlot()) entry.handle = this.clock.setTimeout(fire, plan.afterMs);
+      // Retries hold no slot: with none free (or the service's limits in the way, see mayAccept), wait another interval.
+      if (!this.mayAccept()) entry.handle = this.clock.setTimeout(fire, plan.afterMs);
       else this.tryAccept(task).catch((e: unknown) => this.emit({ type: "error", error: e as Error }));
     };
     entry.handle = this.clock.setTimeout(fire, plan.afterMs);

@@ -1,0 +1,144 @@
+/**
+ * What browsing answers from memory (server/tasks/queries.ts), on SQLite and, with TEST_DATABASE_URL, PostgreSQL: a page
+ * while nothing was written since, and its `total` recounted once it is 2 seconds old, one count at a time per filter,
+ * the previous total answered while the recount runs, so no request waits for a count but a filter's first.
+ */
+import { expect } from "chai";
+import type { KyselyPlugin } from "kysely";
+import type { Db } from "../../server/db";
+import { createTaskQueries } from "../../server/tasks/queries";
+import { EscrowStatus, Ending } from "../../core/escrow";
+import { testDatabase } from "./harness";
+
+const POSTER = "0x00000000000000000000000000000000000000a1";
+const TOKEN = "0x3600000000000000000000000000000000000000";
+
+/** An open public task, listed at `listedAt`. */
+async function listTask(db: Db, i: number, listedAt: number) {
+  const taskHash = `0x${i.toString(16).padStart(64, "0")}`;
+  await db
+    .insertInto("listings")
+    .values({
+      task_hash: taskHash,
+      chain: "arc",
+      poster: POSTER,
+      privacy: "public",
+      public_brief: `brief ${i}`,
+      routing_summary: null,
+      root_hash: null,
+      verification_mode: "auto",
+      verification_criteria: null,
+      required_capabilities: "[]",
+      location_zone: "global",
+      target_executor: null,
+      target_executor_type: null,
+      service_id: null,
+      verifier_address: null,
+      key_custody_blob: null,
+      amount: "1000",
+      token: TOKEN,
+      funding_tx: taskHash,
+      listed_at: listedAt,
+    })
+    .execute();
+  await db
+    .insertInto("escrow_tasks")
+    .values({
+      chain: "arc",
+      task_hash: taskHash,
+      poster: POSTER,
+      token: TOKEN,
+      amount: "1000",
+      verifier: null,
+      worker: null,
+      assigned_by: null,
+      deadline: 4_000_000_000,
+      status: EscrowStatus.Funded,
+      rounds: 0,
+      ending: Ending.None,
+      result_hash: null,
+      phase_at: null,
+      last_score: null,
+      payout: null,
+      fee: null,
+      created_block: 1,
+      created_tx: taskHash,
+      updated_block: 1,
+    })
+    .execute();
+}
+
+describe("browse from memory", function () {
+  it("answers a page again while nothing was written, and a new one after any write", async function () {
+    const { db, drop } = await testDatabase();
+    try {
+      let clock = 1_000_000;
+      for (let i = 0; i < 3; i++) await listTask(db, i, i);
+      const queries = createTaskQueries({ db, now: () => clock });
+      const first = await queries.browse({ capabilities: [] });
+      expect(first.tasks).to.have.length(3);
+      clock += 500;
+      expect(await queries.browse({ capabilities: [] })).to.equal(first);
+      // On PostgreSQL the write may go through another connection of the pool: any commit changes the snapshot.
+      await listTask(db, 3, 3);
+      const second = await queries.browse({ capabilities: [] });
+      expect(second).to.not.equal(first);
+      expect(second.tasks.map((t) => t.state.taskId)[0]).to.equal(`0x${(3).toString(16).padStart(64, "0")}`);
+      clock += 1_000; // past PAGE_TTL_MS: asked again though nothing changed (a deadline may have passed)
+      const third = await queries.browse({ capabilities: [] });
+      expect(third).to.not.equal(second);
+      expect(third).to.deep.equal(second);
+    } finally {
+      await drop();
+    }
+  });
+
+  it("recounts a full page's total once 2 s old, by a single count, the previous total answered meanwhile", async function () {
+    const { db, drop } = await testDatabase();
+    let counts = 0;
+    /** Holds each count's answer until released, to look at the requests that come in the meantime. */
+    let release: (() => void) | undefined;
+    let held: Promise<void> | undefined;
+    const countWatch: KyselyPlugin = {
+      transformQuery: ({ node }) => {
+        if (node.kind === "SelectQueryNode" && JSON.stringify(node).includes('"func":"count"')) counts++;
+        return node;
+      },
+      transformResult: async ({ result }) => {
+        if (held && (result.rows[0] as { n?: unknown } | undefined)?.n !== undefined) await held;
+        return result;
+      },
+    };
+    try {
+      let clock = 1_000_000;
+      for (let i = 0; i < 101; i++) await listTask(db, i, i);
+      const queries = createTaskQueries({ db: db.withPlugin(countWatch), now: () => clock });
+      const totalNow = async () => (await queries.browse({ capabilities: [] })).total;
+
+      expect(await totalNow()).to.equal(101);
+      expect(counts).to.equal(1);
+      await listTask(db, 101, 101);
+      clock += 1_500; // under 2 s: the count stands (a new listing changed the page)
+      expect(await totalNow()).to.equal(101);
+      expect(counts).to.equal(1);
+
+      clock += 1_000; // 2.5 s: recounted, once, while three requests are answered the previous total
+      held = new Promise<void>((resolve) => (release = resolve));
+      expect(await Promise.all([totalNow(), totalNow(), totalNow()])).to.deep.equal([101, 101, 101]);
+      expect(counts).to.equal(2);
+      release!();
+      held = undefined;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      clock += 1_100; // past the page cache's second, under 2 s since the recount began
+      expect(await totalNow()).to.equal(102);
+      expect(counts).to.equal(2);
+
+      // A filter never counted waits for its one count.
+      const filtered = await Promise.all([queries.browse({ capabilities: ["web_research"] }), queries.browse({ capabilities: ["web_research"] })]);
+      expect(filtered.map((p) => p.total)).to.deep.equal([102, 102]);
+      expect(counts).to.equal(3);
+    } finally {
+      await drop();
+    }
+  });
+});
