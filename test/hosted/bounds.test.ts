@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { boundedFetch, createRedactor, FetchRefused, isPrivateAddress, privateUrlReason } from "../../server/hosted/runner/bounds";
+import { boundedFetch, createRedactor, FetchRefused, isPrivateAddress, privateUrlReason, redactFields } from "../../server/hosted/runner/bounds";
 import { callHttpTool, type ToolRunContext } from "../../server/hosted/runner/tools";
 import { MarketClient } from "../../sdk/src/client";
 
@@ -134,5 +134,27 @@ describe("hosted agents: runner bounds", function () {
     await callHttpTool(tool, { id: "a.b" }, ctx, new AbortController().signal);
     await callHttpTool(tool, { id: "%2e%2e" }, ctx, new AbortController().signal);
     expect(hits).to.deep.equal(["/v1/users/..%2Fadmin/profile", "/v1/users/a.b/profile", "/v1/users/%252e%252e/profile"]);
+  });
+
+  it("redacts a secret with a quote, a backslash or a control character in JSON text and in log fields, not only in plain text", async function () {
+    const secrets = ['tool"secret\\0123456789', "line\nbreak-secret-abcdef", '0xab"cd\\ef0123456789'];
+    const redact = createRedactor(secrets);
+    for (const secret of secrets) {
+      const escaped = JSON.stringify(secret).slice(1, -1);
+      // JSON text, as the inbox and sub-task results (and the runner's log lines until now) are redacted.
+      const text = JSON.stringify({ error: `the call failed: ${secret}`, [secret]: [secret] });
+      const redacted = redact(text);
+      expect(redacted, secret).not.to.include(escaped);
+      expect(redacted, secret).not.to.include(secret);
+      expect(JSON.parse(redacted)).to.deep.equal({ error: "the call failed: [redacted]", "[redacted]": ["[redacted]"] });
+      // Log fields are redacted value by value before the logger serialises them.
+      const fields = redactFields({ hostedAgent: 1, error: new Error(`boom ${secret}`), nested: { list: [secret, 3n] } }, redact);
+      const line = JSON.stringify(fields);
+      expect(line, secret).not.to.include(escaped);
+      expect(line, secret).not.to.include(secret);
+      expect(fields).to.deep.equal({ hostedAgent: 1, error: { name: "Error", message: "boom [redacted]" }, nested: { list: ["[redacted]", "3"] } });
+    }
+    // The 0x secret without its prefix, escaped, too.
+    expect(redact(JSON.stringify('ab"cd\\ef0123456789'))).to.equal('"[redacted]"');
   });
 });

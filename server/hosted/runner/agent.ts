@@ -13,7 +13,7 @@ import type { HostedConfig } from "../../config";
 import type { RunningConfig, OpenedSecrets } from "../store";
 import type { GasSponsor } from "../sponsor";
 import { createWindows } from "../../http/rate-limit";
-import { createRedactor, type Semaphore } from "./bounds";
+import { createRedactor, redactFields, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
 
@@ -59,8 +59,10 @@ export async function startAgentRun(
   const { db, config, now } = deps;
   const token = await deps.tokens.issue(agentId);
   const redact = createRedactor([...secrets.all(), token]);
+  // Each value is redacted before the logger serialises it (a redaction of the JSON text would miss a secret with a
+  // quote or a backslash, which JSON writes escaped).
   const log = (level: "info" | "warn", fields: Record<string, unknown>, msg: string) =>
-    deps.logger[level](JSON.parse(redact(JSON.stringify({ hostedAgent: agentId, ...fields }))) as object, redact(msg));
+    deps.logger[level](redactFields({ hostedAgent: agentId, ...fields }, redact), redact(msg));
 
   const failed = new Set(
     (await db.selectFrom("hosted_task_runs").select("task_hash").where("agent_id", "=", agentId).where("status", "=", "failed").execute()).map(

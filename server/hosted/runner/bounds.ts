@@ -165,13 +165,22 @@ export function boundedFetch(options: BoundedFetchOptions): typeof fetch {
   };
 }
 
-/** Replaces every secret (and the secret without a 0x prefix) with `[redacted]`. */
+/**
+ * Replaces every secret (and the secret without a 0x prefix) with `[redacted]`, in plain text and in JSON text: a
+ * secret with a `"`, a `\` or a control character is written escaped inside JSON (`JSON.stringify`), so its escaped
+ * form is looked for as well.
+ */
 export function createRedactor(secrets: Iterable<string>): (text: string) => string {
   const values = new Set<string>();
+  const add = (value: string) => {
+    values.add(value);
+    const escaped = JSON.stringify(value).slice(1, -1);
+    if (escaped !== value) values.add(escaped);
+  };
   for (const secret of secrets) {
     if (secret.length < 4) continue;
-    values.add(secret);
-    if (/^0x/i.test(secret) && secret.length > 6) values.add(secret.slice(2));
+    add(secret);
+    if (/^0x/i.test(secret) && secret.length > 6) add(secret.slice(2));
   }
   const sorted = [...values].sort((a, b) => b.length - a.length);
   return (text) => {
@@ -179,6 +188,21 @@ export function createRedactor(secrets: Iterable<string>): (text: string) => str
     for (const value of sorted) if (out.includes(value)) out = out.split(value).join("[redacted]");
     return out;
   };
+}
+
+/**
+ * A copy of `value` with every string in it (keys included) redacted: for log fields, which are redacted before they
+ * are serialised rather than as JSON text.
+ */
+export function redactFields<T>(value: T, redact: (text: string) => string): T {
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === "string") return redact(v);
+    if (v instanceof Error) return { name: v.name, message: redact(v.message) };
+    if (depth > 8 || v === null || typeof v !== "object") return typeof v === "bigint" ? v.toString() : v;
+    if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
+    return Object.fromEntries(Object.entries(v).map(([k, item]) => [redact(k), walk(item, depth + 1)]));
+  };
+  return walk(value, 0) as T;
 }
 
 /** A text cut to `max` characters, saying so. */
