@@ -1,5 +1,6 @@
 import { Contract, Wallet, getAddress } from "ethers";
-import type { Db } from "../db";
+import type { Transaction } from "kysely";
+import type { Database, Db } from "../db";
 import { isUniqueViolation, json, retryConflicts } from "../db";
 import { chainCall, type Chain } from "../chains";
 import type { Principal } from "../auth";
@@ -92,6 +93,18 @@ export function createHostedAgents(deps: {
     });
   }
 
+  /** `AGENT_QUOTA_EXCEEDED` when the account already has `maxAgentsPerAccount` agents (deleted ones not counted). */
+  async function checkQuota(q: Db | Transaction<Database>, accountId: number): Promise<void> {
+    const owned = await q
+      .selectFrom("hosted_agents")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("account_id", "=", accountId)
+      .where("state", "!=", "deleted")
+      .executeTakeFirstOrThrow();
+    if (Number(owned.n) >= config.maxAgentsPerAccount)
+      throw new MarketError("AGENT_QUOTA_EXCEEDED", `An account may have ${config.maxAgentsPerAccount} hosted agents.`);
+  }
+
   async function deploy(principal: Principal, body: DeployAgentBody): Promise<Deployed> {
     if (principal.kind === "hostedAgent") {
       throw new MarketError("HOSTED_AGENT_TOKEN_REFUSED", "A hosted agent's token cannot deploy agents.");
@@ -120,14 +133,8 @@ export function createHostedAgents(deps: {
 
     const retryAfter = deployWindows.hit(`account:${principal.accountId}`, config.deploysPerHour, now());
     if (retryAfter !== undefined) throw rateLimited(retryAfter, "deploys");
-    const owned = await db
-      .selectFrom("hosted_agents")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("account_id", "=", principal.accountId)
-      .where("state", "!=", "deleted")
-      .executeTakeFirstOrThrow();
-    if (Number(owned.n) >= config.maxAgentsPerAccount)
-      throw new MarketError("AGENT_QUOTA_EXCEEDED", `An account may have ${config.maxAgentsPerAccount} hosted agents.`);
+    // Refused early (before the fee is looked at); checked again, atomically, where the agent is inserted.
+    await checkQuota(db, principal.accountId);
 
     const fee = await fees.verify(body.feeTxHash, principal.accountId);
     const wallet = Wallet.createRandom();
@@ -141,6 +148,14 @@ export function createHostedAgents(deps: {
     try {
       agentId = await retryConflicts(() =>
         db.transaction().execute(async (trx) => {
+          // The account's row is locked first (a no-op update; SQLite has one writer at a time already), so two deploys
+          // of one account count and insert one after the other and never exceed the quota together.
+          await trx
+            .updateTable("accounts")
+            .set((eb) => ({ created_at: eb.ref("created_at") }))
+            .where("id", "=", principal.accountId)
+            .execute();
+          await checkQuota(trx, principal.accountId);
           const row = await trx
             .insertInto("hosted_agents")
             .values({
