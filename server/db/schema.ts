@@ -386,7 +386,8 @@ export interface HostedAgentsTable {
   min_reward: string | null;
   /** Raw units the agent may put into one sub-task (`delegate_to_agent`); null: the option is off. */
   subtask_max_reward: string | null;
-  state: "running" | "stopped" | "deleted";
+  /** `withdrawing`: stopped, a withdrawal from its wallet under way (no start, no second withdrawal, no delete meanwhile). */
+  state: "running" | "stopped" | "withdrawing" | "deleted";
   /** JSON of what the agent started with (instructions, tools, capabilities); kept while it runs. */
   running_config: string | null;
   last_error: string | null;

@@ -15,6 +15,7 @@ import { isNodeRefusal } from "../../core/revert";
 import { MAX_UINT256 } from "../../core/limits";
 import { Ending } from "../../core/escrow";
 import type { HostedStore, SecretEntry } from "./store";
+import type { HostedAgent } from "../db/schema";
 import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
@@ -233,22 +234,39 @@ export function createHostedAgents(deps: {
     };
   }
 
+  /** Why a transition of the agent lost to another: the agent's state as it is now, as a refusal. */
+  async function lostTransition(id: number): Promise<MarketError> {
+    const now = await store.find(id);
+    if (!now) return new MarketError("HOSTED_AGENT_NOT_FOUND");
+    if (now.state === "withdrawing")
+      return new MarketError("WITHDRAWAL_IN_PROGRESS", "A withdrawal from the agent's wallet is under way; retry once it has ended.");
+    if (now.state === "running") return new MarketError("AGENT_RUNNING", "Stop the agent first.");
+    return new MarketError("WITHDRAWAL_IN_PROGRESS", "The agent changed state meanwhile; retry.");
+  }
+
   /** Starts the agent with its current configuration; it registers its key and chains, then browses. */
   async function start(principal: Principal, id: number): Promise<OwnedAgentView> {
     const row = await store.requireOwned(id, principal);
     if (row.state !== "running") {
       const running = await store.runningConfig(row);
-      await store.setState(id, { state: "running", running_config: json.write(running), last_error: null });
+      // Only a stopped agent starts: never one being withdrawn from (its wallet's nonce is in use), nor one deleted
+      // meanwhile. Started by another call meanwhile is fine.
+      if (!(await store.transition(id, ["stopped"], "running", { running_config: json.write(running), last_error: null }))) {
+        const lost = await lostTransition(id);
+        if (lost.code !== "AGENT_RUNNING") throw lost;
+      }
     }
     await runners.launch(id).catch(() => undefined);
-    return store.ownedView((await store.find(id))!);
+    const now = await store.find(id);
+    if (!now) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+    return store.ownedView(now);
   }
 
   async function stop(principal: Principal, id: number): Promise<OwnedAgentView> {
     await store.requireOwned(id, principal);
     // The runner stops first, while its token still works: a delivery already under way completes.
     await runners.halt(id);
-    await store.setState(id, { state: "stopped", running_config: null });
+    await store.transition(id, ["running"], "stopped", { running_config: null });
     return store.ownedView((await store.find(id))!);
   }
 
@@ -297,7 +315,11 @@ export function createHostedAgents(deps: {
     };
   }
 
-  /** Sends the settlement token from the stopped agent's wallet to the owner's address, signed by the service. */
+  /**
+   * Sends the settlement token from the stopped agent's wallet to the owner's address, signed by the service. The agent
+   * is held `withdrawing` meanwhile (one state change in the database), so a second withdrawal, a start or a delete
+   * racing it is refused (`WITHDRAWAL_IN_PROGRESS`) instead of signing with the same nonce.
+   */
   async function withdraw(principal: Principal, id: number, body: WithdrawBody): Promise<Withdrawal> {
     const row = await store.requireOwned(id, principal);
     const chain = deps.settlementChain();
@@ -308,6 +330,23 @@ export function createHostedAgents(deps: {
       );
     }
     if (row.state === "running" || runners.isRunning(id)) throw new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.");
+    if (!(await store.transition(id, ["stopped"], "withdrawing"))) {
+      const lost = await lostTransition(id);
+      throw lost.code === "AGENT_RUNNING" ? new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.") : lost;
+    }
+    /** Released when the withdrawal ends; kept (until it lapses) while a sent transfer is not confirmed. */
+    let release = true;
+    try {
+      // A run still stopping would sign with the same wallet.
+      if (runners.isRunning(id)) throw new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.");
+      return await transfer(row, chain, body, () => (release = false));
+    } finally {
+      if (release) await store.transition(id, ["withdrawing"], "stopped");
+    }
+  }
+
+  async function transfer(row: HostedAgent, chain: Chain, body: WithdrawBody, sentUnconfirmed: () => void): Promise<Withdrawal> {
+    const id = row.id;
     const secrets = await store.openSecrets(id);
     const wallet = new Wallet(secrets.walletKey, chain.provider);
     const token = new Contract(chain.config.token, ERC20, wallet);
@@ -332,6 +371,7 @@ export function createHostedAgents(deps: {
     } catch (error) {
       if ((error as { code?: string }).code === "CALL_EXCEPTION")
         throw new MarketError("TX_REVERTED", `The withdrawal ${txHash} reverted.`, { cause: error });
+      sentUnconfirmed();
       throw new MarketError("TX_PENDING", `The withdrawal ${txHash} is sent but not confirmed yet.`, {
         details: [{ message: "pending", txHash }],
         cause: error,
@@ -380,7 +420,8 @@ export function createHostedAgents(deps: {
         });
       }
     }
-    await store.setState(id, { state: "stopped" });
+    // A withdrawal under way keeps the agent (WITHDRAWAL_IN_PROGRESS).
+    if (!(await store.transition(id, ["running", "stopped"], "stopped"))) throw await lostTransition(id);
     await runners.halt(id);
     await db.transaction().execute(async (trx) => {
       await trx.deleteFrom("hosted_agent_secrets").where("agent_id", "=", id).execute();

@@ -5,7 +5,8 @@
 import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
-import { expectError } from "../server/expect";
+import { expectError, expectOk } from "../server/expect";
+import { fundGas } from "./helpers";
 import { publicKeyFromPrivateKey } from "../../core/crypto";
 
 const FEE = 1_000_000n;
@@ -56,5 +57,86 @@ describe("hosted agents: racing owner operations", function () {
     expect(await s.db.selectFrom("deploy_fee_credits").select("tx_hash").execute()).to.have.length(2);
     const secretOwners = new Set((await s.db.selectFrom("hosted_agent_secrets").select("agent_id").execute()).map((r) => r.agent_id));
     expect([...secretOwners].sort()).to.deep.equal(rows.map((r) => r.id).sort());
+  });
+});
+
+describe("hosted agents: withdraws racing", function () {
+  this.timeout(120_000);
+  let s: TestServer;
+  let owner: HardhatEthersSigner;
+  let ownerKey: string;
+
+  beforeEach(async function () {
+    s = await startTestServer({ hosted: { deploysPerHour: 100 } });
+    owner = s.stranger;
+    ownerKey = await s.apiKeyFor(owner);
+  });
+  afterEach(async function () {
+    await s.close();
+  });
+
+  /** A stopped agent whose wallet holds `funds` raw units and gas. */
+  async function fundedAgent(funds: bigint) {
+    const agent = expectOk(
+      await s.call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
+        key: ownerKey,
+        body: {
+          displayName: "Withdrawn agent",
+          instructions: "Answer briefly.",
+          model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
+          ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(owner)),
+          start: false,
+        },
+      }),
+    ).agent;
+    await (await s.usdc.connect(s.admin).mint(agent.address, funds)).wait();
+    await fundGas(s.admin, agent.address);
+    return agent;
+  }
+  const withdraw = (id: number, amountRaw?: bigint) =>
+    s.call<{ amount: string; txHash: string }>("POST", `/api/v1/agents/${id}/withdraw`, {
+      key: ownerKey,
+      body: amountRaw === undefined ? {} : { amountRaw: amountRaw.toString() },
+    });
+
+  it("two withdraws at once: one sends, the other is refused WITHDRAWAL_IN_PROGRESS; the owner is paid once, exactly", async function () {
+    const agent = await fundedAgent(5_000_000n);
+    const before = await s.usdc.balanceOf(owner.address);
+    const answers = await Promise.all([withdraw(agent.id), withdraw(agent.id)]);
+    const won = answers.filter((a) => a.status === 200);
+    expect(won, JSON.stringify(answers.map((a) => a.body))).to.have.length(1);
+    expectError(
+      answers.find((a) => a.status !== 200)!,
+      "WITHDRAWAL_IN_PROGRESS",
+    );
+    expect(won[0]!.body.data.amount).to.equal("5000000");
+    expect(await s.usdc.balanceOf(owner.address)).to.equal(before + 5_000_000n);
+    expect(await s.usdc.balanceOf(agent.address)).to.equal(0n);
+    // Ended, the withdrawal lets go of the agent: it is stopped, and starts.
+    const row = await s.db.selectFrom("hosted_agents").select("state").where("id", "=", agent.id).executeTakeFirstOrThrow();
+    expect(row.state).to.equal("stopped");
+    expect(expectOk(await s.call<{ agent: { state: string } }>("POST", `/api/v1/agents/${agent.id}/start`, { key: ownerKey })).agent.state).to.equal(
+      "running",
+    );
+  });
+
+  it("a withdraw racing a start: exactly one of them wins, the other is refused with a clear code", async function () {
+    for (let round = 0; round < 3; round++) {
+      const agent = await fundedAgent(1_000_000n);
+      const [withdrawn, started] = await Promise.all([
+        withdraw(agent.id),
+        s.call<{ agent: { state: string } }>("POST", `/api/v1/agents/${agent.id}/start`, { key: ownerKey }),
+      ]);
+      if (withdrawn.status === 200) {
+        expectError(started, "WITHDRAWAL_IN_PROGRESS");
+        expect(await s.usdc.balanceOf(agent.address)).to.equal(0n);
+      } else {
+        expectError(withdrawn, "AGENT_RUNNING");
+        expect(expectOk(started).agent.state).to.equal("running");
+        expect(await s.usdc.balanceOf(agent.address)).to.equal(1_000_000n);
+      }
+      const row = await s.db.selectFrom("hosted_agents").select("state").where("id", "=", agent.id).executeTakeFirstOrThrow();
+      expect(row.state).to.equal(withdrawn.status === 200 ? "stopped" : "running");
+    }
   });
 });

@@ -62,7 +62,7 @@ export function createHostedRunners(deps: {
         runs.set(agentId, await startAgentRun(agentId, row.address, running, secrets, { ...deps, serverSlots, modelCalls, ...endpoints }));
         await store.setState(agentId, { last_error: null });
       } catch (error) {
-        await store.setState(agentId, { state: "stopped", last_error: (error as Error).message.slice(0, 1000) });
+        await store.transition(agentId, ["running"], "stopped", { last_error: (error as Error).message.slice(0, 1000) });
         deps.logger.warn({ hostedAgent: agentId, error: (error as Error).message }, "hosted agent did not start");
         throw error;
       }
