@@ -264,10 +264,14 @@ export function createHostedAgents(deps: {
 
   async function stop(principal: Principal, id: number): Promise<OwnedAgentView> {
     await store.requireOwned(id, principal);
-    // The runner stops first, while its token still works: a delivery already under way completes.
+    // The runner stops first, while its token still works: a delivery already under way completes. A start racing
+    // this stop may launch again in between: the launch after the state change stops that run.
     await runners.halt(id);
     await store.transition(id, ["running"], "stopped", { running_config: null });
-    return store.ownedView((await store.find(id))!);
+    await runners.launch(id).catch(() => undefined);
+    const now = await store.find(id);
+    if (!now) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+    return store.ownedView(now);
   }
 
   async function restart(principal: Principal, id: number): Promise<OwnedAgentView> {
@@ -420,8 +424,9 @@ export function createHostedAgents(deps: {
         });
       }
     }
-    // A withdrawal under way keeps the agent (WITHDRAWAL_IN_PROGRESS).
-    if (!(await store.transition(id, ["running", "stopped"], "stopped"))) throw await lostTransition(id);
+    // Deleted first, in one state change: a start racing this delete finds nothing to start, and a withdrawal under
+    // way keeps the agent (WITHDRAWAL_IN_PROGRESS). Then its run stops and its secrets go.
+    if (!(await store.transition(id, ["running", "stopped"], "deleted", { running_config: null }))) throw await lostTransition(id);
     await runners.halt(id);
     await db.transaction().execute(async (trx) => {
       await trx.deleteFrom("hosted_agent_secrets").where("agent_id", "=", id).execute();
@@ -429,7 +434,6 @@ export function createHostedAgents(deps: {
       // No longer offered tasks: its registration goes (its reputation stays with the wallet).
       await trx.deleteFrom("agent_capabilities").where("agent_address", "=", row.address).execute();
       await trx.deleteFrom("agents").where("address", "=", row.address).execute();
-      await trx.updateTable("hosted_agents").set({ state: "deleted", running_config: null, updated_at: now() }).where("id", "=", id).execute();
     });
     return { id, deleted: true };
   }

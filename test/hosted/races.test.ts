@@ -6,6 +6,7 @@ import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
+import { startStack, type Stack } from "../support/stack";
 import { fundGas } from "./helpers";
 import { publicKeyFromPrivateKey } from "../../core/crypto";
 
@@ -137,6 +138,67 @@ describe("hosted agents: withdraws racing", function () {
       }
       const row = await s.db.selectFrom("hosted_agents").select("state").where("id", "=", agent.id).executeTakeFirstOrThrow();
       expect(row.state).to.equal(withdrawn.status === 200 ? "stopped" : "running");
+    }
+  });
+});
+
+describe("hosted agents: delete and start, with runners", function () {
+  this.timeout(120_000);
+  let s: Stack;
+  let ownerKey: string;
+
+  beforeEach(async function () {
+    s = await startStack({ hosted: { deploysPerHour: 100, maxAgentsPerAccount: 20 } });
+    ownerKey = await s.apiKeyFor(s.stranger);
+  });
+  afterEach(async function () {
+    await s.close();
+  });
+
+  const deployStopped = async () =>
+    expectOk(
+      await s.call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
+        key: ownerKey,
+        body: {
+          displayName: "Short-lived agent",
+          instructions: "Answer briefly.",
+          model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
+          ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(s.stranger)),
+          start: false,
+        },
+      }),
+    ).agent;
+  const stateOf = async (id: number) =>
+    await s.db.selectFrom("hosted_agents").select(["state", "last_error"]).where("id", "=", id).executeTakeFirstOrThrow();
+
+  it("a launch that cannot open the agent's secrets leaves it stopped with the reason, not running without a runner", async function () {
+    const agent = await deployStopped();
+    await s.db.deleteFrom("hosted_agent_secrets").where("agent_id", "=", agent.id).where("kind", "=", "wallet").execute();
+    const started = expectOk(
+      await s.call<{ agent: { state: string; lastError: string | null } }>("POST", `/api/v1/agents/${agent.id}/start`, { key: ownerKey }),
+    );
+    expect(started.agent.state).to.equal("stopped");
+    expect(started.agent.lastError).to.match(/no wallet key/);
+    expect(s.hosting.runners.isRunning(agent.id)).to.equal(false);
+    expect((await stateOf(agent.id)).state).to.equal("stopped");
+  });
+
+  it("a delete racing a start leaves the agent deleted: never running again, no runner, no token", async function () {
+    for (let round = 0; round < 4; round++) {
+      const agent = await deployStopped();
+      const remove = () => s.call("DELETE", `/api/v1/agents/${agent.id}`, { key: ownerKey });
+      const start = () => s.call<{ agent: { state: string } }>("POST", `/api/v1/agents/${agent.id}/start`, { key: ownerKey });
+      // Alternate which is asked first.
+      const [deleted, started] =
+        round % 2 === 0 ? await Promise.all([remove(), start()]) : await Promise.all([start(), remove()]).then(([a, b]) => [b, a] as const);
+      expectOk(deleted);
+      if (started.status !== 200) expectError(started, "HOSTED_AGENT_NOT_FOUND");
+      expect((await stateOf(agent.id)).state, `round ${round}`).to.equal("deleted");
+      expect(s.hosting.runners.isRunning(agent.id)).to.equal(false);
+      expect(await s.db.selectFrom("hosted_agent_tokens").select("agent_id").where("agent_id", "=", agent.id).execute()).to.deep.equal([]);
+      expect(await s.db.selectFrom("hosted_agent_secrets").select("agent_id").where("agent_id", "=", agent.id).execute()).to.deep.equal([]);
+      // A start after the delete finds nothing.
+      expectError(await s.call("POST", `/api/v1/agents/${agent.id}/start`, { key: ownerKey }), "HOSTED_AGENT_NOT_FOUND");
     }
   });
 });

@@ -50,15 +50,30 @@ export function createHostedRunners(deps: {
     return next;
   }
 
-  /** Runs the agent with the configuration it was started with (taken when the start was asked for). */
+  /**
+   * Brings the agent's run in line with its recorded state, after any start or stop of it before: runs it (with the
+   * configuration it was started with, taken when the start was asked for) when its state is `running`, stops its run
+   * when it is anything else. Every state change is followed by this call, and the last one reads the last state, so a
+   * run exists exactly while the state is `running`. A run that cannot start (its secrets cannot be opened, its
+   * registration fails) leaves the agent `stopped` with the reason, unless it was deleted meanwhile.
+   */
   function launch(agentId: number): Promise<void> {
     return serially(agentId, async () => {
-      if (!endpoints || runs.has(agentId)) return;
+      if (!endpoints) return;
       const row = await store.find(agentId);
-      if (!row || row.state !== "running") return;
-      const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
-      const secrets = await store.openSecrets(agentId);
+      if (!row || row.state !== "running") {
+        const run = runs.get(agentId);
+        if (run) {
+          runs.delete(agentId);
+          await run.stop();
+          await tokens.revoke(agentId);
+        }
+        return;
+      }
+      if (runs.has(agentId)) return;
       try {
+        const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
+        const secrets = await store.openSecrets(agentId);
         runs.set(agentId, await startAgentRun(agentId, row.address, running, secrets, { ...deps, serverSlots, modelCalls, ...endpoints }));
         await store.setState(agentId, { last_error: null });
       } catch (error) {
