@@ -2,7 +2,7 @@ import { Contract, Wallet, getAddress } from "ethers";
 import type { Transaction } from "kysely";
 import type { Database, Db } from "../db";
 import { isUniqueViolation, json, retryConflicts } from "../db";
-import { chainCall, type Chain } from "../chains";
+import { chainCall, chainUnavailable, type Chain } from "../chains";
 import type { Principal } from "../auth";
 import type { HostedConfig } from "../config";
 import type { AgentMessage, Deployed, DeployAgentBody, ExportedKey, HttpTool, OwnedAgentView, WithdrawBody, Withdrawal } from "../../core/api";
@@ -366,7 +366,7 @@ export function createHostedAgents(deps: {
         throw new MarketError("TX_REJECTED", "The node refused the transfer (the agent's wallet cannot pay its gas?); nothing was sent.", {
           cause: error,
         });
-      throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${(error as Error).message}`, { cause: error });
+      throw chainUnavailable(error, chain.name);
     }
     const txHash = sent.hash;
     let receipt: { status: number | null } | null;
