@@ -46,6 +46,7 @@ export interface Database {
   deploy_fee_credits: DeployFeeCreditsTable;
   key_exports: KeyExportsTable;
   gas_sponsorships: GasSponsorshipsTable;
+  hosted_subtasks: HostedSubtasksTable;
   hosted_agent_messages: HostedAgentMessagesTable;
   services: ServicesTable;
   service_sales: ServiceSalesTable;
@@ -454,6 +455,19 @@ export interface KeyExportsTable {
 }
 
 /** Gas the service sent a hosted agent's wallet; unique per purpose, so each is sponsored at most once. */
+/** Sub-tasks a hosted agent posted while working a task (`delegate_to_agent`): their count and total per task. */
+export interface HostedSubtasksTable {
+  id: Generated<number>;
+  agent_id: number;
+  /** The task being worked when the sub-task was posted. */
+  task_hash: string;
+  /** The sub-task's reward (raw units), counted from the moment it is asked for. */
+  amount: string;
+  /** The sub-task, once listed. */
+  subtask_hash: string | null;
+  created_at: Millis;
+}
+
 export interface GasSponsorshipsTable {
   id: Generated<number>;
   chain: string;

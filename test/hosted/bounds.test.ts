@@ -79,7 +79,7 @@ describe("hosted agents: runner bounds", function () {
       deadline: Date.now() + 60_000,
       now: Date.now,
       background: () => undefined,
-      subtasks: { posted: () => 0, add: () => undefined },
+      subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
     };
     const tool = {
       name: "echo",
@@ -113,7 +113,7 @@ describe("hosted agents: runner bounds", function () {
       deadline: Date.now() + 60_000,
       now: Date.now,
       background: () => undefined,
-      subtasks: { posted: () => 0, add: () => undefined },
+      subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
     };
     const tool = {
       name: "profile",

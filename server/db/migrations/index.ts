@@ -8,6 +8,7 @@ import * as identityReputation from "./2026-11-23T01-00-00_identity-reputation";
 import * as mcpQuotes from "./2026-11-23T04-00-00_mcp-quotes";
 import * as hardening from "./2026-11-24T00-00-00_hardening";
 import * as services from "./2026-11-24T11-00-00_services";
+import * as hostedSubtasks from "./2026-11-26T00-00-00_hosted-subtasks";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-23T04-00-00_mcp-quotes": mcpQuotes,
   "2026-11-24T00-00-00_hardening": hardening,
   "2026-11-24T11-00-00_services": services,
+  "2026-11-26T00-00-00_hosted-subtasks": hostedSubtasks,
 };

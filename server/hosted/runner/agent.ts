@@ -16,6 +16,7 @@ import { createWindows } from "../../http/rate-limit";
 import { createRedactor, redactFields, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
+import { createSubtaskLedger } from "./subtasks";
 
 export interface RunnerLogger {
   info(obj: object, msg: string): void;
@@ -71,8 +72,8 @@ export async function startAgentRun(
   );
   const stopping = new AbortController();
   const background = new Set<Promise<void>>();
-  /** Sub-tasks posted per task: kept across its rounds, so a task failed and delivered again posts no more. */
-  const subtaskCounts = new Map<string, number>();
+  // Sub-tasks per task (count and total) are kept in the database, across rounds, runs and restarts.
+  const ledger = createSubtaskLedger({ db, now });
   const model = modelClient(
     { ...running.model, ...(secrets.modelKey ? { apiKey: secrets.modelKey } : {}) },
     { timeoutMs: config.modelTimeoutMs, allowPrivateNetworks: config.allowPrivateNetworks },
@@ -145,8 +146,8 @@ export async function startAgentRun(
           void running.finally(() => background.delete(running));
         },
         subtasks: {
-          posted: () => subtaskCounts.get(context.taskId) ?? 0,
-          add: () => void subtaskCounts.set(context.taskId, (subtaskCounts.get(context.taskId) ?? 0) + 1),
+          reserve: (amount: bigint) => ledger.reserve(agentId, context.taskId, amount, subtaskMaxReward ?? 0n),
+          listed: (id: number, subtaskHash: string) => ledger.listed(id, subtaskHash),
         },
       };
       const builtins = builtinTools(ctx);
