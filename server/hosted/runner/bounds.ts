@@ -1,10 +1,11 @@
 /**
  * What keeps a runner from hurting the server: a counting semaphore (tasks per agent, tasks across the server), a
- * fetch that refuses private networks and bounds the bytes it reads, and a redactor that keeps secrets out of
- * everything a model, a poster or a log line sees.
+ * fetch that refuses private networks (checked at connect time, on the address connected to) and bounds the bytes it
+ * reads, and a redactor that keeps secrets out of everything a model, a poster or a log line sees.
  */
-import { lookup } from "node:dns/promises";
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
+import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
 
 export interface Semaphore {
   /** Resolves with a release function once a permit is free; rejects when `signal` aborts first. */
@@ -121,40 +122,110 @@ export class FetchRefused extends Error {
   override readonly name = "FetchRefused";
 }
 
+/** `dns.lookup`'s shape, as `net.connect` calls it (`all` set when it tries every address). */
+export type LookupFunction = (
+  hostname: string,
+  options: { all?: boolean; family?: number | string; hints?: number },
+  callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+) => void;
+
 export interface BoundedFetchOptions {
   maxBytes: number;
   allowPrivateNetworks: boolean;
+  /** Resolves host names when connecting; the system's resolver (`dns.lookup`) when absent. Tests name their hosts. */
+  lookup?: LookupFunction;
 }
 
 /**
- * A fetch for models and tools: the host must resolve to public addresses only (unless private networks are allowed),
- * redirects are not followed, and the body is read whole but never beyond `maxBytes` (the request fails instead), so a
- * huge or endless answer costs at most that much memory.
+ * The resolver a connection uses, checking what it answers: with private networks refused, a host any of whose
+ * addresses is private fails the connection (FetchRefused). The check is made on the very answer the socket connects
+ * to, for every new connection: a host name cannot pass a check with a public address and then connect to a private
+ * one (DNS rebinding).
+ */
+export function checkedLookup(base: LookupFunction, allowPrivateNetworks: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    base(hostname, { ...options, all: true }, (error, result) => {
+      if (error) return callback(error, options.all ? [] : "");
+      const addresses: LookupAddress[] = Array.isArray(result) ? result : [{ address: result, family: isIP(result) }];
+      if (addresses.length === 0)
+        return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), options.all ? [] : "");
+      if (!allowPrivateNetworks && addresses.some((a) => isPrivateAddress(a.address)))
+        return callback(new FetchRefused(`the host ${hostname} resolves to a private address`), options.all ? [] : "");
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0]!;
+      return callback(null, first.address, first.family);
+    });
+  };
+}
+
+const systemLookup = dnsLookup as unknown as LookupFunction;
+/** One connection pool per (resolver, private networks allowed): connections are reused, and each new one is checked. */
+const dispatchers = new WeakMap<LookupFunction, Map<boolean, Dispatcher>>();
+
+function dispatcherFor(lookup: LookupFunction, allowPrivateNetworks: boolean): Dispatcher {
+  let byMode = dispatchers.get(lookup);
+  if (!byMode) dispatchers.set(lookup, (byMode = new Map()));
+  let dispatcher = byMode.get(allowPrivateNetworks);
+  if (!dispatcher) {
+    dispatcher = new Agent({ connect: { lookup: checkedLookup(lookup, allowPrivateNetworks) } });
+    byMode.set(allowPrivateNetworks, dispatcher);
+  }
+  return dispatcher;
+}
+
+/** The FetchRefused behind a failed fetch (undici answers `TypeError: fetch failed` with the cause), if any. */
+function refusalIn(error: unknown): FetchRefused | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (e instanceof FetchRefused) return e;
+  return undefined;
+}
+
+/**
+ * A fetch for models and tools: unless private networks are allowed, the URL may not name a private address and its
+ * host must resolve to public addresses only, checked at connect time on the address connected to (`checkedLookup`,
+ * for every connection: no DNS rebinding between a check and the connection). Redirects are never followed (a 3xx is
+ * answered as it is, so no redirect reaches an unchecked host), and the body is read whole but never beyond `maxBytes`
+ * (the request fails instead), so a huge or endless answer costs at most that much memory.
  */
 export function boundedFetch(options: BoundedFetchOptions): typeof fetch {
+  const dispatcher = dispatcherFor(options.lookup ?? systemLookup, options.allowPrivateNetworks);
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new FetchRefused(`${url.protocol} is not http(s)`);
     if (!options.allowPrivateNetworks) {
+      // An address written in the URL is connected to without a lookup: judged by its text.
       const reason = privateUrlReason(url.toString());
       if (reason) throw new FetchRefused(`the URL ${reason}`);
-      const addresses = await lookup(url.hostname.replace(/^\[|\]$/g, ""), { all: true });
-      if (addresses.some((a) => isPrivateAddress(a.address))) throw new FetchRefused("the host resolves to a private address");
     }
-    const response = await fetch(input, { ...init, redirect: "manual" });
+    let response: Awaited<ReturnType<typeof undiciFetch>>;
+    try {
+      response = await undiciFetch(url, {
+        method: init?.method ?? (input instanceof Request ? input.method : "GET"),
+        headers: init?.headers ?? (input instanceof Request ? input.headers : undefined),
+        body: (init?.body ?? null) as string | Uint8Array | null,
+        signal: init?.signal ?? null,
+        redirect: "manual",
+        dispatcher,
+      });
+    } catch (error) {
+      throw refusalIn(error) ?? error;
+    }
     const chunks: Uint8Array[] = [];
     let total = 0;
     if (response.body) {
       const reader = response.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        total += value.byteLength;
-        if (total > options.maxBytes) {
-          await reader.cancel().catch(() => undefined);
-          throw new FetchRefused(`the answer is larger than ${options.maxBytes} bytes`);
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          total += value.byteLength;
+          if (total > options.maxBytes) {
+            await reader.cancel().catch(() => undefined);
+            throw new FetchRefused(`the answer is larger than ${options.maxBytes} bytes`);
+          }
+          chunks.push(value);
         }
-        chunks.push(value);
+      } catch (error) {
+        throw refusalIn(error) ?? error;
       }
     }
     const headers = new Headers(response.headers);
