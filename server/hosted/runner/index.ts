@@ -4,7 +4,7 @@ import type { PinnedEscrows, RpcUrls } from "../../../sdk/src/chain";
 import { json } from "../../db";
 import type { HostedStore, RunningConfig } from "../store";
 import type { GasSponsor } from "../sponsor";
-import type { AgentTokens } from "../../auth";
+import { sha256Hex, type AgentTokens } from "../../auth";
 import { createWindows } from "../../http/rate-limit";
 import { createSemaphore } from "./bounds";
 import { startAgentRun, type AgentRun, type RunnerLogger } from "./agent";
@@ -32,8 +32,24 @@ export function createHostedRunners(deps: {
   logger: RunnerLogger;
   now: () => number;
 }) {
-  const { db, store, config, tokens } = deps;
+  const { db, store, config } = deps;
   const runs = new Map<number, AgentRun>();
+  /**
+   * The tokens this process's runs hold (SHA-256 of each, by agent): the API exempts them from its per-IP window (every
+   * run calls it from this host), never any other token.
+   */
+  const ownTokens = new Map<number, string>();
+  const tokens: Pick<AgentTokens, "issue" | "revoke"> = {
+    async issue(agentId) {
+      const token = await deps.tokens.issue(agentId);
+      ownTokens.set(agentId, sha256Hex(token));
+      return token;
+    },
+    async revoke(agentId) {
+      ownTokens.delete(agentId);
+      await deps.tokens.revoke(agentId);
+    },
+  };
   /** Starts and stops of one agent happen one after another. */
   const transitions = new Map<number, Promise<unknown>>();
   const serverSlots = createSemaphore(config.serverConcurrency);
@@ -74,7 +90,7 @@ export function createHostedRunners(deps: {
       try {
         const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
         const secrets = await store.openSecrets(agentId);
-        runs.set(agentId, await startAgentRun(agentId, row.address, running, secrets, { ...deps, serverSlots, modelCalls, ...endpoints }));
+        runs.set(agentId, await startAgentRun(agentId, row.address, running, secrets, { ...deps, tokens, serverSlots, modelCalls, ...endpoints }));
         await store.setState(agentId, { last_error: null });
       } catch (error) {
         await store.transition(agentId, ["running"], "stopped", { last_error: (error as Error).message.slice(0, 1000) });
@@ -97,6 +113,13 @@ export function createHostedRunners(deps: {
     launch,
     halt,
     isRunning: (agentId: number) => runs.has(agentId),
+    /** Whether the token is one a run of this process holds now (a hosted agent's token issued here, not revoked). */
+    isOwnToken(token: string): boolean {
+      if (ownTokens.size === 0) return false;
+      const hash = sha256Hex(token);
+      for (const own of ownTokens.values()) if (own === hash) return true;
+      return false;
+    },
     /** Starts every agent recorded as running; a failing one is recorded as stopped and the others go on. */
     async attach(at: RunnerEndpoints): Promise<void> {
       endpoints = at;
