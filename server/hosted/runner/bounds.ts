@@ -1,5 +1,5 @@
 /**
- * What keeps a runner from hurting the server: a counting semaphore (tasks per agent, tasks across the server), a
+ * What keeps a runner from hurting the server: the server's task slots shared fairly between owners, a
  * fetch that refuses private networks (checked at connect time, on the address connected to) and bounds the bytes it
  * reads, and a redactor that keeps secrets out of everything a model, a poster or a log line sees.
  */
@@ -7,43 +7,80 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
 
+/** Permits as one agent sees them (its owner's share of the server's slots). */
 export interface Semaphore {
   /** Resolves with a release function once a permit is free; rejects when `signal` aborts first. */
   acquire(signal?: AbortSignal): Promise<() => void>;
   available(): number;
 }
 
-export function createSemaphore(limit: number): Semaphore {
+export interface FairSemaphore {
+  /** A permit for `key` (an owner) once one is free and the key holds less than its share; rejects when `signal` aborts first. */
+  acquire(key: string, signal?: AbortSignal): Promise<() => void>;
+  /** Permits `key` could take now. */
+  available(key: string): number;
+  /** Grants waiting permits the shares now allow (call after the number of active keys changed). */
+  recheck(): void;
+}
+
+/**
+ * A semaphore of `limit` permits shared fairly between keys (owners): a key holds at most its share, `limit` divided
+ * by `activeKeys()` (the owners with running agents; at least 1), so one owner's agents cannot take every permit while
+ * another owner's agents run. A freed permit goes to the first waiter whose key is under its share. Shares shrink when
+ * owners arrive without taking back permits already held: those come back as their tasks end (each bounded by its
+ * time budget).
+ */
+export function createFairSemaphore(limit: number, activeKeys: () => number): FairSemaphore {
   let used = 0;
-  const waiting: Array<{ grant: () => void }> = [];
-  const release = () => {
-    used -= 1;
-    const next = waiting.shift();
-    if (next) next.grant();
-  };
+  const held = new Map<string, number>();
+  const waiting: Array<{ key: string; grant: () => void }> = [];
+  const share = () => Math.max(1, Math.floor(limit / Math.max(1, activeKeys())));
+  const holding = (key: string) => held.get(key) ?? 0;
+  const grantable = (key: string) => used < limit && holding(key) < share();
+
+  function pump() {
+    for (let i = 0; i < waiting.length && used < limit;) {
+      const entry = waiting[i]!;
+      if (grantable(entry.key)) {
+        waiting.splice(i, 1);
+        entry.grant();
+      } else i++;
+    }
+  }
+
   return {
-    available: () => Math.max(0, limit - used - waiting.length),
-    acquire(signal) {
+    recheck: pump,
+    available(key) {
+      const mine = share() - holding(key) - waiting.filter((w) => w.key === key).length;
+      // Waiters of other keys under their share take the next free permits first.
+      const ahead = waiting.filter((w) => w.key !== key && holding(w.key) < share()).length;
+      return Math.max(0, Math.min(limit - used - ahead, mine));
+    },
+    acquire(key, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason);
       return new Promise((resolve, reject) => {
         const grant = () => {
           used += 1;
+          held.set(key, holding(key) + 1);
           signal?.removeEventListener("abort", abort);
           let released = false;
           resolve(() => {
-            if (!released) {
-              released = true;
-              release();
-            }
+            if (released) return;
+            released = true;
+            used -= 1;
+            const left = holding(key) - 1;
+            if (left > 0) held.set(key, left);
+            else held.delete(key);
+            pump();
           });
         };
-        const entry = { grant };
+        const entry = { key, grant };
         const abort = () => {
           const index = waiting.indexOf(entry);
           if (index >= 0) waiting.splice(index, 1);
           reject(signal?.reason);
         };
-        if (used < limit) grant();
+        if (grantable(key)) grant();
         else {
           waiting.push(entry);
           signal?.addEventListener("abort", abort, { once: true });

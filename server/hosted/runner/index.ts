@@ -6,7 +6,7 @@ import type { HostedStore, RunningConfig } from "../store";
 import type { GasSponsor } from "../sponsor";
 import { sha256Hex, type AgentTokens } from "../../auth";
 import { createWindows } from "../../http/rate-limit";
-import { createSemaphore } from "./bounds";
+import { createFairSemaphore, type Semaphore } from "./bounds";
 import { startAgentRun, type AgentRun, type RunnerLogger } from "./agent";
 
 export interface RunnerEndpoints {
@@ -52,9 +52,23 @@ export function createHostedRunners(deps: {
   };
   /** Starts and stops of one agent happen one after another. */
   const transitions = new Map<number, Promise<unknown>>();
-  const serverSlots = createSemaphore(config.serverConcurrency);
+  /** Each running agent's owner (account): the server's task slots are shared fairly between owners. */
+  const owners = new Map<number, number>();
+  const serverSlots = createFairSemaphore(config.serverConcurrency, () => new Set(owners.values()).size);
+  /** The server's slots as one agent sees them: its owner's share. */
+  const slotsOf = (owner: number): Semaphore => ({
+    acquire: (signal) => serverSlots.acquire(String(owner), signal),
+    available: () => serverSlots.available(String(owner)),
+  });
   const modelCalls = createWindows(60_000);
   let endpoints: RunnerEndpoints | undefined;
+
+  /** The agent no longer runs: its owner's share of the slots goes to the others when it was its owner's last. */
+  function forget(agentId: number) {
+    runs.delete(agentId);
+    owners.delete(agentId);
+    serverSlots.recheck();
+  }
 
   function serially<T>(agentId: number, work: () => Promise<T>): Promise<T> {
     const previous = transitions.get(agentId) ?? Promise.resolve();
@@ -80,7 +94,7 @@ export function createHostedRunners(deps: {
       if (!row || row.state !== "running") {
         const run = runs.get(agentId);
         if (run) {
-          runs.delete(agentId);
+          forget(agentId);
           await run.stop();
           await tokens.revoke(agentId);
         }
@@ -90,9 +104,22 @@ export function createHostedRunners(deps: {
       try {
         const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
         const secrets = await store.openSecrets(agentId);
-        runs.set(agentId, await startAgentRun(agentId, row.address, running, secrets, { ...deps, tokens, serverSlots, modelCalls, ...endpoints }));
+        // Counted as its owner's before it browses, so the shares are right before it takes a task.
+        owners.set(agentId, row.account_id);
+        serverSlots.recheck();
+        runs.set(
+          agentId,
+          await startAgentRun(agentId, row.address, running, secrets, {
+            ...deps,
+            tokens,
+            serverSlots: slotsOf(row.account_id),
+            modelCalls,
+            ...endpoints,
+          }),
+        );
         await store.setState(agentId, { last_error: null });
       } catch (error) {
+        forget(agentId);
         await store.transition(agentId, ["running"], "stopped", { last_error: (error as Error).message.slice(0, 1000) });
         deps.logger.warn({ hostedAgent: agentId, error: (error as Error).message }, "hosted agent did not start");
         throw error;
@@ -103,7 +130,7 @@ export function createHostedRunners(deps: {
   function halt(agentId: number): Promise<void> {
     return serially(agentId, async () => {
       const run = runs.get(agentId);
-      runs.delete(agentId);
+      forget(agentId);
       await run?.stop();
       await tokens.revoke(agentId);
     });
@@ -133,7 +160,7 @@ export function createHostedRunners(deps: {
         ids.map((id) =>
           serially(id, async () => {
             const run = runs.get(id);
-            runs.delete(id);
+            forget(id);
             await run?.stop();
           }),
         ),

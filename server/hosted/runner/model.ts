@@ -26,10 +26,7 @@ export interface ModelEndpoint {
  * The `openai` client for the owner's endpoint. Every request goes through `boundedFetch`: the private-network check
  * happens at connect time on the address connected to, for every connection the client opens.
  */
-export function modelClient(
-  endpoint: ModelEndpoint,
-  options: { timeoutMs: number; allowPrivateNetworks: boolean; lookup?: LookupFunction },
-): OpenAI {
+export function modelClient(endpoint: ModelEndpoint, options: { timeoutMs: number; allowPrivateNetworks: boolean; lookup?: LookupFunction }): OpenAI {
   return new OpenAI({
     baseURL: endpoint.baseUrl,
     // Some local servers take no key; the client insists on one.
