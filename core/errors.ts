@@ -209,6 +209,10 @@ export const ERROR_CODES = define({
   HOSTED_AGENT_NOT_FOUND: { status: 404, description: "No hosted agent with this id (or it was deleted)." },
   NOT_AGENT_OWNER: { status: 403, description: "Only the hosted agent's owner may do this." },
   AGENT_RUNNING: { status: 409, description: "The hosted agent is running; stop it first." },
+  WITHDRAWAL_IN_PROGRESS: {
+    status: 409,
+    description: "A withdrawal from the hosted agent's wallet is under way; start, withdraw and delete wait until it has ended.",
+  },
   AGENT_QUOTA_EXCEEDED: { status: 409, description: "The account has as many hosted agents as it may have; delete one first." },
   BRIDGE_UNAVAILABLE: { status: 400, description: "Withdrawals go to the owner's address on the settlement chain; bridging out is not offered." },
   NOTHING_TO_WITHDRAW: { status: 409, description: "The agent's wallet holds less of the settlement token than asked (or none)." },

@@ -159,7 +159,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   app.addHook("onRequest", guardBodyEncoding);
-  app.addHook("onRequest", createRateLimiter(deps.config.rateLimit, now));
+  // The hosted runners of this process all call from this host: their own tokens skip the per-IP window (the hosting is
+  // built below; until then no token is exempt).
+  let ownRunnerToken: (token: string) => boolean = () => false;
+  app.addHook("onRequest", createRateLimiter(deps.config.rateLimit, now, { exemptFromIpLimit: (token) => ownRunnerToken(token) }));
   app.setErrorHandler((error, request, reply) => sendError(request, reply, error));
   app.setNotFoundHandler((request, reply) =>
     sendError(request, reply, new MarketError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`)),
@@ -217,6 +220,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(adminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
+  ownRunnerToken = (token) => hosting.runners.isOwnToken(token);
   // A hosted deploy asks for the agent's identity token (best effort: the mint is recorded and retried, never fails the deploy).
   hosting.onDeployed(async (agent) => {
     await identityMinting.requestMint({

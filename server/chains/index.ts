@@ -33,12 +33,20 @@ export interface ChainRegistry {
   posting(): Chain;
 }
 
+/**
+ * `CHAIN_UNAVAILABLE` with a fixed message: the provider's own message may name the RPC URL, and with it the key many
+ * providers put in it. The cause is kept for the server's log, which writes it with URLs redacted (server/http/errors.ts).
+ */
+export function chainUnavailable(cause: unknown, chain?: string): MarketError {
+  return new MarketError("CHAIN_UNAVAILABLE", `The chain${chain ? ` ${chain}` : ""}'s RPC did not answer; nothing changed. Retry later.`, { cause });
+}
+
 /** Runs a read against the chain; a node that does not answer is `CHAIN_UNAVAILABLE` (503), never a 500. */
 export async function chainCall<T>(read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (cause) {
-    throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${(cause as Error).message}`, { cause });
+    throw chainUnavailable(cause);
   }
 }
 
@@ -64,7 +72,7 @@ export function createChains(configs: ChainConfig[], options: { provider?: (conf
             if (isCallRevert(error)) return { supported: false, maxBatch: 1 };
             // A node that did not answer is asked again next time.
             batch = undefined;
-            throw new MarketError("CHAIN_UNAVAILABLE", `${config.name}: ${(error as Error).message}`, { cause: error });
+            throw chainUnavailable(error, config.name);
           },
         );
         return batch;

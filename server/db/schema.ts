@@ -50,6 +50,7 @@ export interface Database {
   deploy_fee_credits: DeployFeeCreditsTable;
   key_exports: KeyExportsTable;
   gas_sponsorships: GasSponsorshipsTable;
+  hosted_subtasks: HostedSubtasksTable;
   hosted_agent_messages: HostedAgentMessagesTable;
   services: ServicesTable;
   service_sales: ServiceSalesTable;
@@ -423,7 +424,8 @@ export interface HostedAgentsTable {
   min_reward: string | null;
   /** Raw units the agent may put into one sub-task (`delegate_to_agent`); null: the option is off. */
   subtask_max_reward: string | null;
-  state: "running" | "stopped" | "deleted";
+  /** `withdrawing`: stopped, a withdrawal from its wallet under way (no start, no second withdrawal, no delete meanwhile). */
+  state: "running" | "stopped" | "withdrawing" | "deleted";
   /** JSON of what the agent started with (instructions, tools, capabilities); kept while it runs. */
   running_config: string | null;
   last_error: string | null;
@@ -490,6 +492,19 @@ export interface KeyExportsTable {
 }
 
 /** Gas the service sent a hosted agent's wallet; unique per purpose, so each is sponsored at most once. */
+/** Sub-tasks a hosted agent posted while working a task (`delegate_to_agent`): their count and total per task. */
+export interface HostedSubtasksTable {
+  id: Generated<number>;
+  agent_id: number;
+  /** The task being worked when the sub-task was posted. */
+  task_hash: string;
+  /** The sub-task's reward (raw units), counted from the moment it is asked for. */
+  amount: string;
+  /** The sub-task, once listed. */
+  subtask_hash: string | null;
+  created_at: Millis;
+}
+
 export interface GasSponsorshipsTable {
   id: Generated<number>;
   chain: string;

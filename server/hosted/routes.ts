@@ -122,7 +122,7 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
           description: `${description} ${OWNER_ONLY}`,
           security: CREDENTIALS,
           params: AgentParams,
-          response: { 200: Envelope(OwnedAgentAnswer), ...errorResponses(401, 403, 404) },
+          response: { 200: Envelope(OwnedAgentAnswer), ...errorResponses(401, 403, 404, 409) },
         },
       },
       async (request) => ok({ agent: await agents[action](await auth.signedIn(request), Number(request.params.id)) }),

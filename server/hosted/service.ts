@@ -1,7 +1,8 @@
 import { Contract, Wallet, getAddress } from "ethers";
-import type { Db } from "../db";
+import type { Transaction } from "kysely";
+import type { Database, Db } from "../db";
 import { isUniqueViolation, json, retryConflicts } from "../db";
-import { chainCall, type Chain } from "../chains";
+import { chainCall, chainUnavailable, type Chain } from "../chains";
 import type { Principal } from "../auth";
 import type { HostedConfig } from "../config";
 import type { AgentMessage, Deployed, DeployAgentBody, ExportedKey, HttpTool, OwnedAgentView, WithdrawBody, Withdrawal } from "../../core/api";
@@ -14,6 +15,7 @@ import { isNodeRefusal } from "../../core/revert";
 import { MAX_UINT256 } from "../../core/limits";
 import { Ending } from "../../core/escrow";
 import type { HostedStore, SecretEntry } from "./store";
+import type { HostedAgent } from "../db/schema";
 import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
@@ -93,6 +95,18 @@ export function createHostedAgents(deps: {
     });
   }
 
+  /** `AGENT_QUOTA_EXCEEDED` when the account already has `maxAgentsPerAccount` agents (deleted ones not counted). */
+  async function checkQuota(q: Db | Transaction<Database>, accountId: number): Promise<void> {
+    const owned = await q
+      .selectFrom("hosted_agents")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("account_id", "=", accountId)
+      .where("state", "!=", "deleted")
+      .executeTakeFirstOrThrow();
+    if (Number(owned.n) >= config.maxAgentsPerAccount)
+      throw new MarketError("AGENT_QUOTA_EXCEEDED", `An account may have ${config.maxAgentsPerAccount} hosted agents.`);
+  }
+
   async function deploy(principal: Principal, body: DeployAgentBody): Promise<Deployed> {
     if (principal.kind === "hostedAgent") {
       throw new MarketError("HOSTED_AGENT_TOKEN_REFUSED", "A hosted agent's token cannot deploy agents.");
@@ -121,14 +135,8 @@ export function createHostedAgents(deps: {
 
     const retryAfter = await deployWindows.hit(`account:${principal.accountId}`, config.deploysPerHour, now());
     if (retryAfter !== undefined) throw rateLimited(retryAfter, "deploys");
-    const owned = await db
-      .selectFrom("hosted_agents")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("account_id", "=", principal.accountId)
-      .where("state", "!=", "deleted")
-      .executeTakeFirstOrThrow();
-    if (Number(owned.n) >= config.maxAgentsPerAccount)
-      throw new MarketError("AGENT_QUOTA_EXCEEDED", `An account may have ${config.maxAgentsPerAccount} hosted agents.`);
+    // Refused early (before the fee is looked at); checked again, atomically, where the agent is inserted.
+    await checkQuota(db, principal.accountId);
 
     const fee = await fees.verify(body.feeTxHash, principal.accountId);
     const wallet = Wallet.createRandom();
@@ -142,6 +150,14 @@ export function createHostedAgents(deps: {
     try {
       agentId = await retryConflicts(() =>
         db.transaction().execute(async (trx) => {
+          // The account's row is locked first (a no-op update; SQLite has one writer at a time already), so two deploys
+          // of one account count and insert one after the other and never exceed the quota together.
+          await trx
+            .updateTable("accounts")
+            .set((eb) => ({ created_at: eb.ref("created_at") }))
+            .where("id", "=", principal.accountId)
+            .execute();
+          await checkQuota(trx, principal.accountId);
           const row = await trx
             .insertInto("hosted_agents")
             .values({
@@ -219,23 +235,44 @@ export function createHostedAgents(deps: {
     };
   }
 
+  /** Why a transition of the agent lost to another: the agent's state as it is now, as a refusal. */
+  async function lostTransition(id: number): Promise<MarketError> {
+    const now = await store.find(id);
+    if (!now) return new MarketError("HOSTED_AGENT_NOT_FOUND");
+    if (now.state === "withdrawing")
+      return new MarketError("WITHDRAWAL_IN_PROGRESS", "A withdrawal from the agent's wallet is under way; retry once it has ended.");
+    if (now.state === "running") return new MarketError("AGENT_RUNNING", "Stop the agent first.");
+    return new MarketError("WITHDRAWAL_IN_PROGRESS", "The agent changed state meanwhile; retry.");
+  }
+
   /** Starts the agent with its current configuration; it registers its key and chains, then browses. */
   async function start(principal: Principal, id: number): Promise<OwnedAgentView> {
     const row = await store.requireOwned(id, principal);
     if (row.state !== "running") {
       const running = await store.runningConfig(row);
-      await store.setState(id, { state: "running", running_config: json.write(running), last_error: null });
+      // Only a stopped agent starts: never one being withdrawn from (its wallet's nonce is in use), nor one deleted
+      // meanwhile. Started by another call meanwhile is fine.
+      if (!(await store.transition(id, ["stopped"], "running", { running_config: json.write(running), last_error: null }))) {
+        const lost = await lostTransition(id);
+        if (lost.code !== "AGENT_RUNNING") throw lost;
+      }
     }
     await runners.launch(id).catch(() => undefined);
-    return store.ownedView((await store.find(id))!);
+    const now = await store.find(id);
+    if (!now) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+    return store.ownedView(now);
   }
 
   async function stop(principal: Principal, id: number): Promise<OwnedAgentView> {
     await store.requireOwned(id, principal);
-    // The runner stops first, while its token still works: a delivery already under way completes.
+    // The runner stops first, while its token still works: a delivery already under way completes. A start racing
+    // this stop may launch again in between: the launch after the state change stops that run.
     await runners.halt(id);
-    await store.setState(id, { state: "stopped", running_config: null });
-    return store.ownedView((await store.find(id))!);
+    await store.transition(id, ["running"], "stopped", { running_config: null });
+    await runners.launch(id).catch(() => undefined);
+    const now = await store.find(id);
+    if (!now) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+    return store.ownedView(now);
   }
 
   async function restart(principal: Principal, id: number): Promise<OwnedAgentView> {
@@ -283,7 +320,11 @@ export function createHostedAgents(deps: {
     };
   }
 
-  /** Sends the settlement token from the stopped agent's wallet to the owner's address, signed by the service. */
+  /**
+   * Sends the settlement token from the stopped agent's wallet to the owner's address, signed by the service. The agent
+   * is held `withdrawing` meanwhile (one state change in the database), so a second withdrawal, a start or a delete
+   * racing it is refused (`WITHDRAWAL_IN_PROGRESS`) instead of signing with the same nonce.
+   */
   async function withdraw(principal: Principal, id: number, body: WithdrawBody): Promise<Withdrawal> {
     const row = await store.requireOwned(id, principal);
     const chain = deps.settlementChain();
@@ -294,6 +335,23 @@ export function createHostedAgents(deps: {
       );
     }
     if (row.state === "running" || runners.isRunning(id)) throw new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.");
+    if (!(await store.transition(id, ["stopped"], "withdrawing"))) {
+      const lost = await lostTransition(id);
+      throw lost.code === "AGENT_RUNNING" ? new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.") : lost;
+    }
+    /** Released when the withdrawal ends; kept (until it lapses) while a sent transfer is not confirmed. */
+    let release = true;
+    try {
+      // A run still stopping would sign with the same wallet.
+      if (runners.isRunning(id)) throw new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.");
+      return await transfer(row, chain, body, () => (release = false));
+    } finally {
+      if (release) await store.transition(id, ["withdrawing"], "stopped");
+    }
+  }
+
+  async function transfer(row: HostedAgent, chain: Chain, body: WithdrawBody, sentUnconfirmed: () => void): Promise<Withdrawal> {
+    const id = row.id;
     const secrets = await store.openSecrets(id);
     const wallet = new Wallet(secrets.walletKey, chain.provider);
     const token = new Contract(chain.config.token, ERC20, wallet);
@@ -309,7 +367,7 @@ export function createHostedAgents(deps: {
         throw new MarketError("TX_REJECTED", "The node refused the transfer (the agent's wallet cannot pay its gas?); nothing was sent.", {
           cause: error,
         });
-      throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${(error as Error).message}`, { cause: error });
+      throw chainUnavailable(error, chain.name);
     }
     const txHash = sent.hash;
     let receipt: { status: number | null } | null;
@@ -318,6 +376,7 @@ export function createHostedAgents(deps: {
     } catch (error) {
       if ((error as { code?: string }).code === "CALL_EXCEPTION")
         throw new MarketError("TX_REVERTED", `The withdrawal ${txHash} reverted.`, { cause: error });
+      sentUnconfirmed();
       throw new MarketError("TX_PENDING", `The withdrawal ${txHash} is sent but not confirmed yet.`, {
         details: [{ message: "pending", txHash }],
         cause: error,
@@ -366,7 +425,9 @@ export function createHostedAgents(deps: {
         });
       }
     }
-    await store.setState(id, { state: "stopped" });
+    // Deleted first, in one state change: a start racing this delete finds nothing to start, and a withdrawal under
+    // way keeps the agent (WITHDRAWAL_IN_PROGRESS). Then its run stops and its secrets go.
+    if (!(await store.transition(id, ["running", "stopped"], "deleted", { running_config: null }))) throw await lostTransition(id);
     await runners.halt(id);
     await db.transaction().execute(async (trx) => {
       await trx.deleteFrom("hosted_agent_secrets").where("agent_id", "=", id).execute();
@@ -374,7 +435,6 @@ export function createHostedAgents(deps: {
       // No longer offered tasks: its registration goes (its reputation stays with the wallet).
       await trx.deleteFrom("agent_capabilities").where("agent_address", "=", row.address).execute();
       await trx.deleteFrom("agents").where("address", "=", row.address).execute();
-      await trx.updateTable("hosted_agents").set({ state: "deleted", running_config: null, updated_at: now() }).where("id", "=", id).execute();
     });
     return { id, deleted: true };
   }

@@ -37,6 +37,8 @@ export interface OpenedSecrets {
 }
 
 const MASK = "****";
+/** A withdrawal holds the agent (`withdrawing`) at most this long: past it, a claim left by an ended process lapses. */
+export const WITHDRAW_CLAIM_MS = 5 * 60_000;
 const secretContext = (agentId: number, kind: string, name: string) => `agent:${agentId}:${kind}:${name}`;
 
 export type HostedStore = ReturnType<typeof createHostedStore>;
@@ -133,7 +135,33 @@ export function createHostedStore({ db, vault, now }: { db: Db; vault: Vault | u
     };
   }
 
-  async function setState(id: number, fields: Partial<Pick<HostedAgent, "state" | "running_config" | "last_error" | "exported_at">>) {
+  /**
+   * Moves the agent to `to` only from one of the states `from`, in one statement: of two racing transitions one wins
+   * (true) and the other changes nothing (false). A `withdrawing` state older than `WITHDRAW_CLAIM_MS` (its process
+   * ended mid-withdrawal) counts as `stopped`.
+   */
+  async function transition(
+    id: number,
+    from: readonly HostedAgent["state"][],
+    to: HostedAgent["state"],
+    fields: Partial<Pick<HostedAgent, "running_config" | "last_error">> = {},
+  ): Promise<boolean> {
+    const at = now();
+    const result = await db
+      .updateTable("hosted_agents")
+      .set({ ...fields, state: to, updated_at: at })
+      .where("id", "=", id)
+      .where((eb) =>
+        eb.or([
+          eb("state", "in", [...from]),
+          ...(from.includes("stopped") ? [eb.and([eb("state", "=", "withdrawing"), eb("updated_at", "<", at - WITHDRAW_CLAIM_MS)])] : []),
+        ]),
+      )
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async function setState(id: number, fields: Partial<Pick<HostedAgent, "running_config" | "last_error" | "exported_at">>) {
     await db
       .updateTable("hosted_agents")
       .set({ ...fields, updated_at: now() })
@@ -205,7 +233,7 @@ export function createHostedStore({ db, vault, now }: { db: Db; vault: Vault | u
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
-  return { storeSecrets, openSecrets, ownerCopy, find, requireOwned, tools, runningConfig, setState, publicView, ownedView, list };
+  return { storeSecrets, openSecrets, ownerCopy, find, requireOwned, tools, runningConfig, setState, transition, publicView, ownedView, list };
 }
 
 /** A tool as the public sees it: the headers it sends with their values masked, never a secret. */

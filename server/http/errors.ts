@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { redactUrls } from "../../core/text";
 import { ERROR_CODES, MarketError, type ErrorCode, type ErrorCodeAlias, type ErrorDetail } from "../../core/errors";
 
 export { MarketError } from "../../core/errors";
@@ -80,9 +81,25 @@ export function errorBody(error: MarketError) {
   };
 }
 
+/**
+ * An error as the server logs it: its type, code, message, stack and causes, each text with URLs cut to their host
+ * (`redactUrls`): a provider's error names the RPC URL it called, and many providers put the key in it.
+ */
+export function loggableError(error: unknown, depth = 0): unknown {
+  if (!(error instanceof Error)) return typeof error === "string" ? redactUrls(error) : error;
+  const { code } = error as { code?: unknown };
+  return {
+    type: error.name,
+    message: redactUrls(error.message),
+    ...(typeof code === "string" || typeof code === "number" ? { code } : {}),
+    ...(error.stack ? { stack: redactUrls(error.stack) } : {}),
+    ...(error.cause !== undefined && depth < 4 ? { cause: loggableError(error.cause, depth + 1) } : {}),
+  };
+}
+
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
   const coded = toMarketError(error);
-  if (coded.status >= 500) request.log.error({ err: error }, "request failed");
+  if (coded.status >= 500) request.log.error({ err: loggableError(error) }, "request failed");
   if (coded.code === "REQUEST_ABORTED" || coded.code === "BODY_TOO_LARGE" || coded.code === "BODY_LENGTH_MISMATCH") {
     // The client may still be sending: close rather than read the rest.
     reply.header("connection", "close");

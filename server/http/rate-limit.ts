@@ -98,18 +98,27 @@ export function rateLimited(retryAfter: number, what = "requests"): MarketError 
  * Fixed-window limits per client IP and per credential (API key or session token), kept in memory. A request over
  * either limit is answered 429 `RATE_LIMITED` with `Retry-After`. Each API process counts its own requests
  * (docs/scaling.md): behind a load balancer over N processes a client gets up to N times the limit.
+ * `exemptFromIpLimit` names credentials the per-IP window does not count (this process's own hosted-agent runners,
+ * which all call from this host): they keep the per-credential window. Only a credential the predicate knows is
+ * exempt, so no outside caller can claim it without holding one.
  */
-export function createRateLimiter(config: RateLimitConfig, now: () => number = Date.now) {
+export function createRateLimiter(
+  config: RateLimitConfig,
+  now: () => number = Date.now,
+  options: { exemptFromIpLimit?: (token: string) => boolean } = {},
+) {
   const { hit } = createWindows(config.windowMs);
 
   return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
     const at = now();
-    let retryAfter = hit(`ip:${request.ip}`, config.perIp, at);
     // The credential as authentication reads it, so no spelling of the same key gets a window of its own.
     const presented = presentedCredential(request.headers);
-    if (retryAfter === undefined && presented && presented.via !== "malformed") {
+    const credential = presented && presented.via !== "malformed" ? presented.token : undefined;
+    const exempt = credential !== undefined && options.exemptFromIpLimit?.(credential) === true;
+    let retryAfter = exempt ? undefined : hit(`ip:${request.ip}`, config.perIp, at);
+    if (retryAfter === undefined && credential !== undefined) {
       // Keyed by a hash so the map never holds a secret.
-      const id = createHash("sha256").update(presented.token).digest("base64url").slice(0, 22);
+      const id = createHash("sha256").update(credential).digest("base64url").slice(0, 22);
       retryAfter = hit(`key:${id}`, config.perKey, at);
     }
     if (retryAfter !== undefined) {

@@ -1,6 +1,7 @@
 import { getAddress, Transaction } from "ethers";
 import type { Db } from "../db";
-import { chainCall, type ChainRegistry } from "../chains";
+import { chainCall, chainUnavailable, type ChainRegistry } from "../chains";
+import { redactUrls } from "../../core/text";
 import { unsignedCall } from "../chains/calls";
 import { escrowPaused, loadTask, statusOf as statusAt, type Delivery, type TaskContext } from "../tasks";
 import { taskSnapshotOf } from "../indexer/task-projection";
@@ -128,9 +129,9 @@ export function createDelivery(deps: DeliveryDeps) {
       await ctx.chain.provider.broadcastTransaction(raw);
     } catch (error) {
       if (isAlreadySent(error)) return;
-      const message = String((error as Error).message);
-      if (!isNodeRefusal(error)) throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer: ${message}`, { cause: error });
-      throw new MarketError("TX_REJECTED", `The node refused the transaction: ${message}`, { cause: error });
+      if (!isNodeRefusal(error)) throw chainUnavailable(error, ctx.chain.name);
+      // The node's reason helps the sender; a URL in it (an RPC URL with its key) does not.
+      throw new MarketError("TX_REJECTED", `The node refused the transaction: ${redactUrls(String((error as Error).message))}`, { cause: error });
     }
   }
 

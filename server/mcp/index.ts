@@ -18,11 +18,12 @@ import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
 import type { QuoteStore } from "./quotes";
 import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, QuoteRedeemed } from "../../core/api";
 import { MarketError } from "../../core/errors";
+import { loggableError } from "../http/errors";
 import { MarketClient } from "../../sdk/src/client";
 import { erc20Interface } from "../../sdk/src/chain";
 import { serviceQuotes } from "../../sdk/src/mcp/quotes";
 import { unsignedPoster } from "../../sdk/src/mcp/post-tasks";
-import { createMcpServer } from "../../sdk/src/mcp/tools";
+import { createMcpServer, TOOLS } from "../../sdk/src/mcp/tools";
 
 export { createQuoteStore, type QuoteStore } from "./quotes";
 
@@ -146,6 +147,9 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; quotes: 
       const server = createMcpServer(
         { client, quotes: serviceQuotes(client.http), poster: unsignedPoster(client, readWallet), signs: false },
         { version: MCP_SERVER_VERSION },
+        TOOLS,
+        // The tool answers a fixed message; the detail is logged here, its URLs cut to their host.
+        { onUnexpectedError: (error) => request.log.error({ err: loggableError(error) }, "MCP tool failed") },
       );
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       // Answers are always JSON (enableJsonResponse), so any client that reads JSON may call.

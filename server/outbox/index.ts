@@ -1,5 +1,5 @@
 import { Transaction, type Signer, type TransactionReceipt, type TransactionRequest } from "ethers";
-import { chainCall, type Chain } from "../chains";
+import { chainCall, chainUnavailable, type Chain } from "../chains";
 import { isUniqueViolation, json, type Db } from "../db";
 import type { OutboxTable } from "../db/schema";
 import { sql, type Selectable } from "kysely";
@@ -118,7 +118,7 @@ export function createOutbox(options: OutboxOptions) {
       return ((await provider.estimateGas(request)) * 12n) / 10n;
     } catch (error) {
       const revert = decodeRevert(chain.escrow.interface, error);
-      if (!revert && !isCallRevert(error)) throw new MarketError("CHAIN_UNAVAILABLE", (error as Error).message, { cause: error });
+      if (!revert && !isCallRevert(error)) throw chainUnavailable(error, chain.name);
       throw new OutboxRevert(
         purpose,
         revert,

@@ -5,7 +5,17 @@
 import { expect } from "chai";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { boundedFetch, createRedactor, FetchRefused, isPrivateAddress, privateUrlReason } from "../../server/hosted/runner/bounds";
+import {
+  boundedFetch,
+  createRedactor,
+  FetchRefused,
+  isPrivateAddress,
+  privateUrlReason,
+  redactFields,
+  type LookupFunction,
+} from "../../server/hosted/runner/bounds";
+import { modelClient } from "../../server/hosted/runner/model";
+import { startModelServer } from "../support/model-server";
 import { callHttpTool, type ToolRunContext } from "../../server/hosted/runner/tools";
 import { MarketClient } from "../../sdk/src/client";
 
@@ -22,7 +32,10 @@ describe("hosted agents: runner bounds", function () {
     server = createServer((req, res) => {
       hits.push(req.url ?? "/");
       if (req.url === "/echo") res.end(`${"x".repeat(echoPadding)}${req.headers.authorization ?? ""}`);
-      else res.end("internal secret page");
+      else if (req.url === "/redirect") {
+        res.writeHead(302, { location: `http://127.0.0.1:${port}/internal` });
+        res.end();
+      } else res.end("internal secret page");
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     port = (server.address() as AddressInfo).port;
@@ -79,7 +92,7 @@ describe("hosted agents: runner bounds", function () {
       deadline: Date.now() + 60_000,
       now: Date.now,
       background: () => undefined,
-      subtasks: { posted: () => 0, add: () => undefined },
+      subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
     };
     const tool = {
       name: "echo",
@@ -113,7 +126,7 @@ describe("hosted agents: runner bounds", function () {
       deadline: Date.now() + 60_000,
       now: Date.now,
       background: () => undefined,
-      subtasks: { posted: () => 0, add: () => undefined },
+      subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
     };
     const tool = {
       name: "profile",
@@ -134,5 +147,93 @@ describe("hosted agents: runner bounds", function () {
     await callHttpTool(tool, { id: "a.b" }, ctx, new AbortController().signal);
     await callHttpTool(tool, { id: "%2e%2e" }, ctx, new AbortController().signal);
     expect(hits).to.deep.equal(["/v1/users/..%2Fadmin/profile", "/v1/users/a.b/profile", "/v1/users/%252e%252e/profile"]);
+  });
+
+  it("redacts a secret with a quote, a backslash or a control character in JSON text and in log fields, not only in plain text", async function () {
+    const secrets = ['tool"secret\\0123456789', "line\nbreak-secret-abcdef", '0xab"cd\\ef0123456789'];
+    const redact = createRedactor(secrets);
+    for (const secret of secrets) {
+      const escaped = JSON.stringify(secret).slice(1, -1);
+      // JSON text, as the inbox and sub-task results (and the runner's log lines until now) are redacted.
+      const text = JSON.stringify({ error: `the call failed: ${secret}`, [secret]: [secret] });
+      const redacted = redact(text);
+      expect(redacted, secret).not.to.include(escaped);
+      expect(redacted, secret).not.to.include(secret);
+      expect(JSON.parse(redacted)).to.deep.equal({ error: "the call failed: [redacted]", "[redacted]": ["[redacted]"] });
+      // Log fields are redacted value by value before the logger serialises them.
+      const fields = redactFields({ hostedAgent: 1, error: new Error(`boom ${secret}`), nested: { list: [secret, 3n] } }, redact);
+      const line = JSON.stringify(fields);
+      expect(line, secret).not.to.include(escaped);
+      expect(line, secret).not.to.include(secret);
+      expect(fields).to.deep.equal({ hostedAgent: 1, error: { name: "Error", message: "boom [redacted]" }, nested: { list: ["[redacted]", "3"] } });
+    }
+    // The 0x secret without its prefix, escaped, too.
+    expect(redact(JSON.stringify('ab"cd\\ef0123456789'))).to.equal('"[redacted]"');
+  });
+
+  /** The resolver of the test's own host names: every name is loopback (as a rebinding host answers the second time). */
+  function loopbackResolver(asked: string[]): LookupFunction {
+    return (hostname, options, callback) => {
+      asked.push(hostname);
+      if (options.all) callback(null, [{ address: "127.0.0.1", family: 4 }]);
+      else callback(null, "127.0.0.1", 4);
+    };
+  }
+
+  it("checks the address each connection is made to, at connect time: a name that resolves to a private address is refused (no DNS rebinding)", async function () {
+    const asked: string[] = [];
+    const lookup = loopbackResolver(asked);
+    const url = `http://rebind.test:${port}/internal`;
+    // With private networks allowed the name connects where the resolver says: the loopback server.
+    const allowed = await boundedFetch({ maxBytes: 1024, allowPrivateNetworks: true, lookup })(url);
+    expect(await allowed.text()).to.equal("internal secret page");
+    expect(hits).to.deep.equal(["/internal"]);
+    // Refused, the same answer fails the connection itself: the check is on the address the socket would use.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const refused = await boundedFetch({ maxBytes: 1024, allowPrivateNetworks: false, lookup })(url).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).to.be.instanceOf(FetchRefused);
+      expect((refused as Error).message).to.equal("the host rebind.test resolves to a private address");
+    }
+    expect(hits).to.deep.equal(["/internal"]);
+    // Asked once per connection: nothing resolved earlier is trusted later.
+    expect(asked).to.deep.equal(["rebind.test", "rebind.test", "rebind.test"]);
+  });
+
+  it("never follows a redirect: a 3xx is answered as it is, so no redirect reaches a host nobody checked", async function () {
+    const answer = await boundedFetch({ maxBytes: 1024, allowPrivateNetworks: true })(`http://127.0.0.1:${port}/redirect`);
+    expect(answer.status).to.equal(302);
+    expect(answer.headers.get("location")).to.equal(`http://127.0.0.1:${port}/internal`);
+    expect(hits).to.deep.equal(["/redirect"]);
+  });
+
+  it("the model client (openai) connects through the same check, for each call", async function () {
+    const model = await startModelServer();
+    try {
+      model.setScript(() => ({ content: "a checked answer" }));
+      const asked: string[] = [];
+      const lookup = loopbackResolver(asked);
+      const baseUrl = model.baseUrl.replace("127.0.0.1", "model.test");
+      const call = (allowPrivateNetworks: boolean) =>
+        modelClient({ baseUrl, name: "m" }, { timeoutMs: 10_000, allowPrivateNetworks, lookup }).chat.completions.create({
+          model: "m",
+          messages: [{ role: "user", content: "hello" }],
+        });
+      const failure = await call(false).then(
+        () => undefined,
+        (error: unknown) => error as Error,
+      );
+      expect(failure?.cause).to.be.instanceOf(FetchRefused);
+      expect(model.requests).to.have.length(0);
+      const completion = await call(true);
+      expect(completion.choices[0]?.message.content).to.equal("a checked answer");
+      expect(model.requests).to.have.length(1);
+      expect(asked.every((h) => h === "model.test")).to.equal(true);
+      expect(asked.length).to.be.at.least(2);
+    } finally {
+      await model.close();
+    }
   });
 });

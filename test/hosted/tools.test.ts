@@ -150,7 +150,7 @@ describe("hosted agents: built-in tools", function () {
               name: "delegate_to_agent",
               arguments: {
                 instructions: `Summarise part ${results.length + 1} of the plan.`,
-                amountRaw: "100000",
+                amountRaw: "30000",
                 agent: worker.address,
                 waitSeconds: 0,
               },
@@ -183,10 +183,62 @@ describe("hosted agents: built-in tools", function () {
     expect(await deliveriesOf(s, task)).to.have.length(2);
     const subtasks = await s.db.selectFrom("listings").select("task_hash").where("poster", "=", agent.address).execute();
     expect(subtasks).to.have.length(3);
-    expect(await s.usdc.balanceOf(agent.address)).to.equal(5_000_000n - 3n * 100_000n + 900_000n);
+    expect(await s.usdc.balanceOf(agent.address)).to.equal(5_000_000n - 3n * 30_000n + 900_000n);
     // The second round's three asks were refused (its last model call sees all three answers).
     const refusals = toolResults(model.requests.at(-1)!).filter((r) => r.includes("at most 3 sub-tasks per task"));
     expect(refusals).to.have.length(3);
+  });
+
+  it("pays at most the owner's maxRewardRaw for all of a task's sub-tasks, counted in the database across a restart of the agent", async function () {
+    const worker = s.worker;
+    await s.registerAgent(worker, ["summarization"]);
+    // Before the restart the model delegates 60,000 (of 100,000) and then hangs; after it, the task is worked again
+    // from its start and the model asks for 60,000 more, then answers with what it was told.
+    let restarted = false;
+    model.setScript((request) => {
+      const results = toolResults(request);
+      if (results.length === 0)
+        return {
+          toolCalls: [
+            {
+              name: "delegate_to_agent",
+              arguments: { instructions: "Summarise the annex.", amountRaw: "60000", agent: worker.address, waitSeconds: 0 },
+            },
+          ],
+        };
+      if (!restarted) return { hang: true };
+      return { content: `Plan summary: the budget rises; delegation said ${results[0]!.slice(0, 120)}` };
+    });
+    const owner = s.stranger;
+    const client = await clientOf(s, owner);
+    const agent = (await client.deployAgent(agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }))).agent;
+    await fundGas(owner, agent.address);
+    await (await s.usdc.connect(s.admin).mint(agent.address, 5_000_000n)).wait();
+    await client.startAgent({ agentId: agent.id });
+    const poster = new MarketClient(await s.clientOptions(s.poster));
+    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const task = (
+      await poster.postTask({
+        instructions: "Summarise the plan.",
+        amountRaw: 1_000_000n,
+        privacy: "public",
+        capabilities: ["summarization"],
+        targetExecutor: agent.address,
+      })
+    ).taskHash!;
+    await until(() => model.hangingCount() === 1, 30_000, "the first sub-task posted and the model hanging");
+    const listed = async () => s.db.selectFrom("listings").select("amount").where("poster", "=", agent.address).execute();
+    await until(async () => (await listed()).length === 1, 30_000, "the first sub-task listed");
+    restarted = true;
+    await client.stopAgent({ agentId: agent.id });
+    await client.startAgent({ agentId: agent.id });
+    await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 60_000, "verified after the restart");
+    // One sub-task only: the second (60,000 more) would have paid 120,000 for the task's sub-tasks.
+    expect(await listed()).to.deep.equal([{ amount: "60000" }]);
+    expect((await statusOf(s, posterKey, task)).output).to.include("may pay at most 100000 raw units in all");
+    const ledger = await s.db.selectFrom("hosted_subtasks").select(["task_hash", "amount"]).where("agent_id", "=", agent.id).execute();
+    expect(ledger).to.deep.equal([{ task_hash: task, amount: "60000" }]);
+    expect(await s.usdc.balanceOf(agent.address)).to.equal(5_000_000n - 60_000n + 900_000n);
   });
 
   it("refuses delegation above the owner's limit, and offers no delegate_to_agent without the option", async function () {

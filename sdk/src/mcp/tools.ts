@@ -9,6 +9,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ApiError, clientError, statusOfCode } from "../errors";
+import { ERROR_CODES, isErrorCode } from "../../../core/errors";
 import type { MarketClient } from "../client";
 import { checkArgs, zodArgs } from "./schema";
 import { fingerprintOf, type QuoteStore } from "./quotes";
@@ -391,9 +392,26 @@ const bidOnTask = tool<import("../../../core/api").BidOnTaskArgs>({
 /** Every tool, in the order `tools/list` shows them. */
 export const TOOLS: readonly McpTool[] = [postTasks, rentService, pollTaskResult, cancelTask, claimTimeout, browseServices, getService, bidOnTask];
 
-/** A refusal as an MCP tool error: the code first in the text, and the whole API error as structured content. */
-export function toolError(error: unknown): CallToolResult {
-  const e = error instanceof ApiError ? error : new ApiError(0, "INTERNAL_ERROR", (error as Error)?.message ?? String(error));
+/** What a tool answers for a failure that is no API refusal: the detail stays out (it may name an RPC URL and its key). */
+export const UNEXPECTED_TOOL_ERROR = "The tool failed unexpectedly; nothing more is told here.";
+
+/**
+ * A refusal as an MCP tool error: the code first in the text, and the whole API error as structured content. Anything
+ * else (a provider's error, a coded error of the server's own) is answered with its code when the code table knows it,
+ * and a fixed message: a provider's message may carry its RPC URL with a key in it, and the model reads this answer.
+ * `onUnexpected` gets that error (the remote endpoint logs it, with URLs redacted).
+ */
+export function toolError(error: unknown, onUnexpected?: (error: unknown) => void): CallToolResult {
+  let e: ApiError;
+  if (error instanceof ApiError) e = error;
+  else {
+    onUnexpected?.(error);
+    const code = (error as { code?: unknown } | null)?.code;
+    e =
+      typeof code === "string" && isErrorCode(code)
+        ? new ApiError(0, code, ERROR_CODES[code].description)
+        : new ApiError(0, "INTERNAL_ERROR", UNEXPECTED_TOOL_ERROR);
+  }
   const { code: _code, message: _message, ...rest } = e.body;
   return {
     isError: true,
@@ -403,7 +421,12 @@ export function toolError(error: unknown): CallToolResult {
 }
 
 /** An MCP server with every tool bound to the surface. */
-export function createMcpServer(surface: McpSurface, info: { version: string }, tools: readonly McpTool[] = TOOLS): McpServer {
+export function createMcpServer(
+  surface: McpSurface,
+  info: { version: string },
+  tools: readonly McpTool[] = TOOLS,
+  options: { onUnexpectedError?: (error: unknown) => void } = {},
+): McpServer {
   const server = new McpServer({ name: "market", version: info.version });
   for (const t of tools) {
     server.registerTool(t.name, { title: t.title, description: t.description, inputSchema: zodArgs(t.args) }, async (args: unknown) => {
@@ -411,7 +434,7 @@ export function createMcpServer(surface: McpSurface, info: { version: string }, 
         const { data, summary } = await t.run(args as never, surface);
         return { content: [{ type: "text", text: summary }], structuredContent: data };
       } catch (error) {
-        return toolError(error);
+        return toolError(error, options.onUnexpectedError);
       }
     });
   }

@@ -13,9 +13,10 @@ import type { HostedConfig } from "../../config";
 import type { RunningConfig, OpenedSecrets } from "../store";
 import type { GasSponsor } from "../sponsor";
 import { createWindows } from "../../http/rate-limit";
-import { createRedactor, type Semaphore } from "./bounds";
+import { createRedactor, redactFields, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
+import { createSubtaskLedger } from "./subtasks";
 
 export interface RunnerLogger {
   info(obj: object, msg: string): void;
@@ -59,8 +60,10 @@ export async function startAgentRun(
   const { db, config, now } = deps;
   const token = await deps.tokens.issue(agentId);
   const redact = createRedactor([...secrets.all(), token]);
+  // Each value is redacted before the logger serialises it (a redaction of the JSON text would miss a secret with a
+  // quote or a backslash, which JSON writes escaped).
   const log = (level: "info" | "warn", fields: Record<string, unknown>, msg: string) =>
-    deps.logger[level](JSON.parse(redact(JSON.stringify({ hostedAgent: agentId, ...fields }))) as object, redact(msg));
+    deps.logger[level](redactFields({ hostedAgent: agentId, ...fields }, redact), redact(msg));
 
   const failed = new Set(
     (await db.selectFrom("hosted_task_runs").select("task_hash").where("agent_id", "=", agentId).where("status", "=", "failed").execute()).map(
@@ -69,8 +72,8 @@ export async function startAgentRun(
   );
   const stopping = new AbortController();
   const background = new Set<Promise<void>>();
-  /** Sub-tasks posted per task: kept across its rounds, so a task failed and delivered again posts no more. */
-  const subtaskCounts = new Map<string, number>();
+  // Sub-tasks per task (count and total) are kept in the database, across rounds, runs and restarts.
+  const ledger = createSubtaskLedger({ db, now });
   const model = modelClient(
     { ...running.model, ...(secrets.modelKey ? { apiKey: secrets.modelKey } : {}) },
     { timeoutMs: config.modelTimeoutMs, allowPrivateNetworks: config.allowPrivateNetworks },
@@ -143,8 +146,8 @@ export async function startAgentRun(
           void running.finally(() => background.delete(running));
         },
         subtasks: {
-          posted: () => subtaskCounts.get(context.taskId) ?? 0,
-          add: () => void subtaskCounts.set(context.taskId, (subtaskCounts.get(context.taskId) ?? 0) + 1),
+          reserve: (amount: bigint) => ledger.reserve(agentId, context.taskId, amount, subtaskMaxReward ?? 0n),
+          listed: (id: number, subtaskHash: string) => ledger.listed(id, subtaskHash),
         },
       };
       const builtins = builtinTools(ctx);

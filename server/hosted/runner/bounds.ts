@@ -1,48 +1,86 @@
 /**
- * What keeps a runner from hurting the server: a counting semaphore (tasks per agent, tasks across the server), a
- * fetch that refuses private networks and bounds the bytes it reads, and a redactor that keeps secrets out of
- * everything a model, a poster or a log line sees.
+ * What keeps a runner from hurting the server: the server's task slots shared fairly between owners, a
+ * fetch that refuses private networks (checked at connect time, on the address connected to) and bounds the bytes it
+ * reads, and a redactor that keeps secrets out of everything a model, a poster or a log line sees.
  */
-import { lookup } from "node:dns/promises";
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
+import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
 
+/** Permits as one agent sees them (its owner's share of the server's slots). */
 export interface Semaphore {
   /** Resolves with a release function once a permit is free; rejects when `signal` aborts first. */
   acquire(signal?: AbortSignal): Promise<() => void>;
   available(): number;
 }
 
-export function createSemaphore(limit: number): Semaphore {
+export interface FairSemaphore {
+  /** A permit for `key` (an owner) once one is free and the key holds less than its share; rejects when `signal` aborts first. */
+  acquire(key: string, signal?: AbortSignal): Promise<() => void>;
+  /** Permits `key` could take now. */
+  available(key: string): number;
+  /** Grants waiting permits the shares now allow (call after the number of active keys changed). */
+  recheck(): void;
+}
+
+/**
+ * A semaphore of `limit` permits shared fairly between keys (owners): a key holds at most its share, `limit` divided
+ * by `activeKeys()` (the owners with running agents; at least 1), so one owner's agents cannot take every permit while
+ * another owner's agents run. A freed permit goes to the first waiter whose key is under its share. Shares shrink when
+ * owners arrive without taking back permits already held: those come back as their tasks end (each bounded by its
+ * time budget).
+ */
+export function createFairSemaphore(limit: number, activeKeys: () => number): FairSemaphore {
   let used = 0;
-  const waiting: Array<{ grant: () => void }> = [];
-  const release = () => {
-    used -= 1;
-    const next = waiting.shift();
-    if (next) next.grant();
-  };
+  const held = new Map<string, number>();
+  const waiting: Array<{ key: string; grant: () => void }> = [];
+  const share = () => Math.max(1, Math.floor(limit / Math.max(1, activeKeys())));
+  const holding = (key: string) => held.get(key) ?? 0;
+  const grantable = (key: string) => used < limit && holding(key) < share();
+
+  function pump() {
+    for (let i = 0; i < waiting.length && used < limit;) {
+      const entry = waiting[i]!;
+      if (grantable(entry.key)) {
+        waiting.splice(i, 1);
+        entry.grant();
+      } else i++;
+    }
+  }
+
   return {
-    available: () => Math.max(0, limit - used - waiting.length),
-    acquire(signal) {
+    recheck: pump,
+    available(key) {
+      const mine = share() - holding(key) - waiting.filter((w) => w.key === key).length;
+      // Waiters of other keys under their share take the next free permits first.
+      const ahead = waiting.filter((w) => w.key !== key && holding(w.key) < share()).length;
+      return Math.max(0, Math.min(limit - used - ahead, mine));
+    },
+    acquire(key, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason);
       return new Promise((resolve, reject) => {
         const grant = () => {
           used += 1;
+          held.set(key, holding(key) + 1);
           signal?.removeEventListener("abort", abort);
           let released = false;
           resolve(() => {
-            if (!released) {
-              released = true;
-              release();
-            }
+            if (released) return;
+            released = true;
+            used -= 1;
+            const left = holding(key) - 1;
+            if (left > 0) held.set(key, left);
+            else held.delete(key);
+            pump();
           });
         };
-        const entry = { grant };
+        const entry = { key, grant };
         const abort = () => {
           const index = waiting.indexOf(entry);
           if (index >= 0) waiting.splice(index, 1);
           reject(signal?.reason);
         };
-        if (used < limit) grant();
+        if (grantable(key)) grant();
         else {
           waiting.push(entry);
           signal?.addEventListener("abort", abort, { once: true });
@@ -121,40 +159,110 @@ export class FetchRefused extends Error {
   override readonly name = "FetchRefused";
 }
 
+/** `dns.lookup`'s shape, as `net.connect` calls it (`all` set when it tries every address). */
+export type LookupFunction = (
+  hostname: string,
+  options: { all?: boolean; family?: number | string; hints?: number },
+  callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+) => void;
+
 export interface BoundedFetchOptions {
   maxBytes: number;
   allowPrivateNetworks: boolean;
+  /** Resolves host names when connecting; the system's resolver (`dns.lookup`) when absent. Tests name their hosts. */
+  lookup?: LookupFunction;
 }
 
 /**
- * A fetch for models and tools: the host must resolve to public addresses only (unless private networks are allowed),
- * redirects are not followed, and the body is read whole but never beyond `maxBytes` (the request fails instead), so a
- * huge or endless answer costs at most that much memory.
+ * The resolver a connection uses, checking what it answers: with private networks refused, a host any of whose
+ * addresses is private fails the connection (FetchRefused). The check is made on the very answer the socket connects
+ * to, for every new connection: a host name cannot pass a check with a public address and then connect to a private
+ * one (DNS rebinding).
+ */
+export function checkedLookup(base: LookupFunction, allowPrivateNetworks: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    base(hostname, { ...options, all: true }, (error, result) => {
+      if (error) return callback(error, options.all ? [] : "");
+      const addresses: LookupAddress[] = Array.isArray(result) ? result : [{ address: result, family: isIP(result) }];
+      if (addresses.length === 0)
+        return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), options.all ? [] : "");
+      if (!allowPrivateNetworks && addresses.some((a) => isPrivateAddress(a.address)))
+        return callback(new FetchRefused(`the host ${hostname} resolves to a private address`), options.all ? [] : "");
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0]!;
+      return callback(null, first.address, first.family);
+    });
+  };
+}
+
+const systemLookup = dnsLookup as unknown as LookupFunction;
+/** One connection pool per (resolver, private networks allowed): connections are reused, and each new one is checked. */
+const dispatchers = new WeakMap<LookupFunction, Map<boolean, Dispatcher>>();
+
+function dispatcherFor(lookup: LookupFunction, allowPrivateNetworks: boolean): Dispatcher {
+  let byMode = dispatchers.get(lookup);
+  if (!byMode) dispatchers.set(lookup, (byMode = new Map()));
+  let dispatcher = byMode.get(allowPrivateNetworks);
+  if (!dispatcher) {
+    dispatcher = new Agent({ connect: { lookup: checkedLookup(lookup, allowPrivateNetworks) } });
+    byMode.set(allowPrivateNetworks, dispatcher);
+  }
+  return dispatcher;
+}
+
+/** The FetchRefused behind a failed fetch (undici answers `TypeError: fetch failed` with the cause), if any. */
+function refusalIn(error: unknown): FetchRefused | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (e instanceof FetchRefused) return e;
+  return undefined;
+}
+
+/**
+ * A fetch for models and tools: unless private networks are allowed, the URL may not name a private address and its
+ * host must resolve to public addresses only, checked at connect time on the address connected to (`checkedLookup`,
+ * for every connection: no DNS rebinding between a check and the connection). Redirects are never followed (a 3xx is
+ * answered as it is, so no redirect reaches an unchecked host), and the body is read whole but never beyond `maxBytes`
+ * (the request fails instead), so a huge or endless answer costs at most that much memory.
  */
 export function boundedFetch(options: BoundedFetchOptions): typeof fetch {
+  const dispatcher = dispatcherFor(options.lookup ?? systemLookup, options.allowPrivateNetworks);
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new FetchRefused(`${url.protocol} is not http(s)`);
     if (!options.allowPrivateNetworks) {
+      // An address written in the URL is connected to without a lookup: judged by its text.
       const reason = privateUrlReason(url.toString());
       if (reason) throw new FetchRefused(`the URL ${reason}`);
-      const addresses = await lookup(url.hostname.replace(/^\[|\]$/g, ""), { all: true });
-      if (addresses.some((a) => isPrivateAddress(a.address))) throw new FetchRefused("the host resolves to a private address");
     }
-    const response = await fetch(input, { ...init, redirect: "manual" });
+    let response: Awaited<ReturnType<typeof undiciFetch>>;
+    try {
+      response = await undiciFetch(url, {
+        method: init?.method ?? (input instanceof Request ? input.method : "GET"),
+        headers: init?.headers ?? (input instanceof Request ? input.headers : undefined),
+        body: (init?.body ?? null) as string | Uint8Array | null,
+        signal: init?.signal ?? null,
+        redirect: "manual",
+        dispatcher,
+      });
+    } catch (error) {
+      throw refusalIn(error) ?? error;
+    }
     const chunks: Uint8Array[] = [];
     let total = 0;
     if (response.body) {
       const reader = response.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        total += value.byteLength;
-        if (total > options.maxBytes) {
-          await reader.cancel().catch(() => undefined);
-          throw new FetchRefused(`the answer is larger than ${options.maxBytes} bytes`);
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          total += value.byteLength;
+          if (total > options.maxBytes) {
+            await reader.cancel().catch(() => undefined);
+            throw new FetchRefused(`the answer is larger than ${options.maxBytes} bytes`);
+          }
+          chunks.push(value);
         }
-        chunks.push(value);
+      } catch (error) {
+        throw refusalIn(error) ?? error;
       }
     }
     const headers = new Headers(response.headers);
@@ -165,13 +273,22 @@ export function boundedFetch(options: BoundedFetchOptions): typeof fetch {
   };
 }
 
-/** Replaces every secret (and the secret without a 0x prefix) with `[redacted]`. */
+/**
+ * Replaces every secret (and the secret without a 0x prefix) with `[redacted]`, in plain text and in JSON text: a
+ * secret with a `"`, a `\` or a control character is written escaped inside JSON (`JSON.stringify`), so its escaped
+ * form is looked for as well.
+ */
 export function createRedactor(secrets: Iterable<string>): (text: string) => string {
   const values = new Set<string>();
+  const add = (value: string) => {
+    values.add(value);
+    const escaped = JSON.stringify(value).slice(1, -1);
+    if (escaped !== value) values.add(escaped);
+  };
   for (const secret of secrets) {
     if (secret.length < 4) continue;
-    values.add(secret);
-    if (/^0x/i.test(secret) && secret.length > 6) values.add(secret.slice(2));
+    add(secret);
+    if (/^0x/i.test(secret) && secret.length > 6) add(secret.slice(2));
   }
   const sorted = [...values].sort((a, b) => b.length - a.length);
   return (text) => {
@@ -179,6 +296,21 @@ export function createRedactor(secrets: Iterable<string>): (text: string) => str
     for (const value of sorted) if (out.includes(value)) out = out.split(value).join("[redacted]");
     return out;
   };
+}
+
+/**
+ * A copy of `value` with every string in it (keys included) redacted: for log fields, which are redacted before they
+ * are serialised rather than as JSON text.
+ */
+export function redactFields<T>(value: T, redact: (text: string) => string): T {
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === "string") return redact(v);
+    if (v instanceof Error) return { name: v.name, message: redact(v.message) };
+    if (depth > 8 || v === null || typeof v !== "object") return typeof v === "bigint" ? v.toString() : v;
+    if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
+    return Object.fromEntries(Object.entries(v).map(([k, item]) => [redact(k), walk(item, depth + 1)]));
+  };
+  return walk(value, 0) as T;
 }
 
 /** A text cut to `max` characters, saying so. */

@@ -4,9 +4,9 @@ import type { PinnedEscrows, RpcUrls } from "../../../sdk/src/chain";
 import { json } from "../../db";
 import type { HostedStore, RunningConfig } from "../store";
 import type { GasSponsor } from "../sponsor";
-import type { AgentTokens } from "../../auth";
+import { sha256Hex, type AgentTokens } from "../../auth";
 import { createWindows } from "../../http/rate-limit";
-import { createSemaphore } from "./bounds";
+import { createFairSemaphore, type Semaphore } from "./bounds";
 import { startAgentRun, type AgentRun, type RunnerLogger } from "./agent";
 
 export interface RunnerEndpoints {
@@ -34,13 +34,43 @@ export function createHostedRunners(deps: {
   logger: RunnerLogger;
   now: () => number;
 }) {
-  const { db, store, config, tokens } = deps;
+  const { db, store, config } = deps;
   const runs = new Map<number, AgentRun>();
+  /**
+   * The tokens this process's runs hold (SHA-256 of each, by agent): the API exempts them from its per-IP window (every
+   * run calls it from this host), never any other token.
+   */
+  const ownTokens = new Map<number, string>();
+  const tokens: Pick<AgentTokens, "issue" | "revoke"> = {
+    async issue(agentId) {
+      const token = await deps.tokens.issue(agentId);
+      ownTokens.set(agentId, sha256Hex(token));
+      return token;
+    },
+    async revoke(agentId) {
+      ownTokens.delete(agentId);
+      await deps.tokens.revoke(agentId);
+    },
+  };
   /** Starts and stops of one agent happen one after another. */
   const transitions = new Map<number, Promise<unknown>>();
-  const serverSlots = createSemaphore(config.serverConcurrency);
+  /** Each running agent's owner (account): the server's task slots are shared fairly between owners. */
+  const owners = new Map<number, number>();
+  const serverSlots = createFairSemaphore(config.serverConcurrency, () => new Set(owners.values()).size);
+  /** The server's slots as one agent sees them: its owner's share. */
+  const slotsOf = (owner: number): Semaphore => ({
+    acquire: (signal) => serverSlots.acquire(String(owner), signal),
+    available: () => serverSlots.available(String(owner)),
+  });
   const modelCalls = createWindows(60_000);
   let endpoints: RunnerEndpoints | undefined;
+
+  /** The agent no longer runs: its owner's share of the slots goes to the others when it was its owner's last. */
+  function forget(agentId: number) {
+    runs.delete(agentId);
+    owners.delete(agentId);
+    serverSlots.recheck();
+  }
 
   function serially<T>(agentId: number, work: () => Promise<T>): Promise<T> {
     const previous = transitions.get(agentId) ?? Promise.resolve();
@@ -52,19 +82,47 @@ export function createHostedRunners(deps: {
     return next;
   }
 
-  /** Runs the agent with the configuration it was started with (taken when the start was asked for). */
+  /**
+   * Brings the agent's run in line with its recorded state, after any start or stop of it before: runs it (with the
+   * configuration it was started with, taken when the start was asked for) when its state is `running`, stops its run
+   * when it is anything else. Every state change is followed by this call, and the last one reads the last state, so a
+   * run exists exactly while the state is `running`. A run that cannot start (its secrets cannot be opened, its
+   * registration fails) leaves the agent `stopped` with the reason, unless it was deleted meanwhile.
+   */
   function launch(agentId: number): Promise<void> {
     return serially(agentId, async () => {
-      if (!endpoints || runs.has(agentId)) return;
+      if (!endpoints) return;
       const row = await store.find(agentId);
-      if (!row || row.state !== "running") return;
-      const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
-      const secrets = await store.openSecrets(agentId);
+      if (!row || row.state !== "running") {
+        const run = runs.get(agentId);
+        if (run) {
+          forget(agentId);
+          await run.stop();
+          await tokens.revoke(agentId);
+        }
+        return;
+      }
+      if (runs.has(agentId)) return;
       try {
-        runs.set(agentId, await startAgentRun(agentId, row.address, running, secrets, { ...deps, serverSlots, modelCalls, ...endpoints }));
+        const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
+        const secrets = await store.openSecrets(agentId);
+        // Counted as its owner's before it browses, so the shares are right before it takes a task.
+        owners.set(agentId, row.account_id);
+        serverSlots.recheck();
+        runs.set(
+          agentId,
+          await startAgentRun(agentId, row.address, running, secrets, {
+            ...deps,
+            tokens,
+            serverSlots: slotsOf(row.account_id),
+            modelCalls,
+            ...endpoints,
+          }),
+        );
         await store.setState(agentId, { last_error: null });
       } catch (error) {
-        await store.setState(agentId, { state: "stopped", last_error: (error as Error).message.slice(0, 1000) });
+        forget(agentId);
+        await store.transition(agentId, ["running"], "stopped", { last_error: (error as Error).message.slice(0, 1000) });
         deps.logger.warn({ hostedAgent: agentId, error: (error as Error).message }, "hosted agent did not start");
         throw error;
       }
@@ -74,7 +132,7 @@ export function createHostedRunners(deps: {
   function halt(agentId: number): Promise<void> {
     return serially(agentId, async () => {
       const run = runs.get(agentId);
-      runs.delete(agentId);
+      forget(agentId);
       await run?.stop();
       await tokens.revoke(agentId);
     });
@@ -84,6 +142,13 @@ export function createHostedRunners(deps: {
     launch,
     halt,
     isRunning: (agentId: number) => runs.has(agentId),
+    /** Whether the token is one a run of this process holds now (a hosted agent's token issued here, not revoked). */
+    isOwnToken(token: string): boolean {
+      if (ownTokens.size === 0) return false;
+      const hash = sha256Hex(token);
+      for (const own of ownTokens.values()) if (own === hash) return true;
+      return false;
+    },
     /** Starts every agent recorded as running; a failing one is recorded as stopped and the others go on. */
     async attach(at: RunnerEndpoints): Promise<void> {
       endpoints = at;
@@ -122,7 +187,7 @@ export function createHostedRunners(deps: {
         ids.map((id) =>
           serially(id, async () => {
             const run = runs.get(id);
-            runs.delete(id);
+            forget(id);
             await run?.stop();
           }),
         ),

@@ -5,7 +5,7 @@
  */
 import OpenAI from "openai";
 import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { boundedFetch, truncate } from "./bounds";
+import { boundedFetch, FetchRefused, truncate, type LookupFunction } from "./bounds";
 
 /** Largest model answer read (bytes); a longer one fails the call. */
 export const MAX_MODEL_RESPONSE_BYTES = 1024 * 1024;
@@ -22,7 +22,11 @@ export interface ModelEndpoint {
   apiKey?: string;
 }
 
-export function modelClient(endpoint: ModelEndpoint, options: { timeoutMs: number; allowPrivateNetworks: boolean }): OpenAI {
+/**
+ * The `openai` client for the owner's endpoint. Every request goes through `boundedFetch`: the private-network check
+ * happens at connect time on the address connected to, for every connection the client opens.
+ */
+export function modelClient(endpoint: ModelEndpoint, options: { timeoutMs: number; allowPrivateNetworks: boolean; lookup?: LookupFunction }): OpenAI {
   return new OpenAI({
     baseURL: endpoint.baseUrl,
     // Some local servers take no key; the client insists on one.
@@ -32,7 +36,11 @@ export function modelClient(endpoint: ModelEndpoint, options: { timeoutMs: numbe
     maxRetries: 0,
     timeout: options.timeoutMs,
     logLevel: "off",
-    fetch: boundedFetch({ maxBytes: MAX_MODEL_RESPONSE_BYTES, allowPrivateNetworks: options.allowPrivateNetworks }),
+    fetch: boundedFetch({
+      maxBytes: MAX_MODEL_RESPONSE_BYTES,
+      allowPrivateNetworks: options.allowPrivateNetworks,
+      ...(options.lookup ? { lookup: options.lookup } : {}),
+    }),
   });
 }
 
@@ -134,6 +142,7 @@ function assistantMessage(completion: unknown): { content: unknown; tool_calls?:
 }
 
 function describe(error: unknown): string {
+  if (error instanceof OpenAI.APIError && error.cause instanceof FetchRefused) return `refused: ${error.cause.message}`;
   if (error instanceof OpenAI.APIError) return `${error.status ?? "no status"} ${error.name}`;
   if (error instanceof Error) return error.message.slice(0, 300);
   return String(error).slice(0, 300);

@@ -17,8 +17,6 @@ export const MAX_TOOL_RESPONSE_BYTES = 256 * 1024;
 export const MAX_TOOL_WAIT_MS = 120_000;
 /** How long a delegated private brief is wrapped to agents that bid on it (spec "Authentication" 10). */
 export const DELEGATION_WRAP_WINDOW_MS = 120_000;
-/** Sub-tasks one task may post, over all its rounds. */
-export const MAX_SUBTASKS_PER_TASK = 3;
 const POLL_MS = 2_000;
 
 export interface ToolRunContext {
@@ -31,15 +29,21 @@ export interface ToolRunContext {
   secret(name: string): string | undefined;
   redact(text: string): string;
   allowPrivateNetworks: boolean;
-  /** Raw units one sub-task may carry; null: `delegate_to_agent` is off. */
+  /** Raw units the sub-tasks of one task may carry in all (each one too); null: `delegate_to_agent` is off. */
   subtaskMaxReward: bigint | null;
   /** Epoch ms the task's budget ends. */
   deadline: number;
   now(): number;
   /** Keeps background work (wrapping a delegated brief to bidders) tied to the agent's life. */
   background(work: (signal: AbortSignal) => Promise<void>): void;
-  /** Sub-tasks this task has posted, over all its rounds (the run's count, not one execution's). */
-  subtasks: { posted(): number; add(): void };
+  /**
+   * The task's sub-task ledger, in the database (over all its rounds and runs): `reserve` records a sub-task of
+   * `amount` when the count and the total allow it, else answers why not; `listed` names the sub-task once listed.
+   */
+  subtasks: {
+    reserve(amount: bigint): Promise<{ id: number } | { refused: string }>;
+    listed(id: number, subtaskHash: string): Promise<void>;
+  };
 }
 
 const text = (description: string) => ({ type: "string", description });
@@ -78,6 +82,7 @@ export function builtinToolSpecs(subtasks: boolean): ChatCompletionFunctionTool[
       fn(
         "delegate_to_agent",
         "Post and fund a sub-task from your own wallet (USDC raw units, 6 decimals), pinned to one agent or open to all, and wait for its result. " +
+          "Your owner's limit is a budget for all the sub-tasks of this task together (at most 3 of them). " +
           "Pass taskHash alone to read the result of a sub-task you posted earlier.",
         {
           instructions: text("The sub-task's brief (kept private: only the agents it is wrapped to can read it)."),
@@ -280,11 +285,12 @@ export function builtinTools(ctx: ToolRunContext) {
     const amount = /^[0-9]{1,30}$/.test(String(args.amountRaw ?? "")) ? BigInt(String(args.amountRaw)) : 0n;
     if (amount <= 0n) return "Error: amountRaw must be a whole number of raw units above 0";
     if (amount > ctx.subtaskMaxReward) return `Error: amountRaw is above the owner's limit of ${ctx.subtaskMaxReward} per sub-task`;
-    if (ctx.subtasks.posted() >= MAX_SUBTASKS_PER_TASK) return `Error: at most ${MAX_SUBTASKS_PER_TASK} sub-tasks per task`;
     const agent = typeof args.agent === "string" && args.agent ? args.agent : undefined;
     if (agent !== undefined && !isAddress(agent)) return "Error: agent is not a 0x address";
     const capabilities = Array.isArray(args.capabilities) ? args.capabilities.filter((c): c is string => typeof c === "string") : [];
-    ctx.subtasks.add();
+    // The count and the total per task (the owner's limit covers all of a task's sub-tasks, not each one).
+    const reserved = await ctx.subtasks.reserve(amount);
+    if ("refused" in reserved) return `Error: ${reserved.refused}`;
     let briefKey: Uint8Array | undefined;
     try {
       const result = await ctx.client.postTasks(
@@ -303,6 +309,7 @@ export function builtinTools(ctx: ToolRunContext) {
       const row = result.results[0];
       if (!row || row.status !== "posted" || !row.taskHash)
         return ctx.redact(`Error: the sub-task was not posted: ${row?.error?.message ?? "unknown"}`);
+      await ctx.subtasks.listed(reserved.id, row.taskHash);
       if (briefKey) wrapToBidders(row.taskHash, briefKey);
       return subtaskResult(row.taskHash, waitMs, signal);
     } catch (error) {
