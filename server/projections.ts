@@ -11,8 +11,7 @@ import type { CreditRule } from "../core/reputation";
  * The read models every indexer keeps, in apply order (rolled back in reverse). Reputation comes first: it reads who
  * worked each task, and who assigned them, from the task state as it was before the range, and follows the range's
  * own creations, assignments and releases with the task projection's rule. Service sales count each settled paid
- * rental that credited reputation (after it, the same rule) once (`sold_count`), keyed by the task, so nothing
- * replayed counts twice. The registries' projections (identity
+ * rental once (`sold_count`), keyed by the task, so nothing replayed counts twice. The registries' projections (identity
  * tokens, the reputation contract's numbers) read only their own events. `credit` decides which payouts credit reputation
  * (the environment's REPUTATION_* by default: a worker thread calls this without arguments).
  */

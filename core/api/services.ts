@@ -24,10 +24,7 @@ export const ServiceView = Type.Object({
   price_raw: RawAmount,
   service_type: ServiceTypeField,
   active: Type.Boolean(),
-  sold_count: Type.Integer({
-    description:
-      "Settled paid rentals that credited the agent's reputation (the reputation credit rule: minimum reward, per-pair cap, never from the agent's own account), once each; refunds never count.",
-  }),
+  sold_count: Type.Integer({ description: "Settled paid rentals (once each; refunds never count)." }),
   agent_name: Type.String(),
   agent_public_key: Type.Union([Type.String(), Type.Null()], {
     description: "The key rental briefs are wrapped to (130 hex, no 0x); null until the agent has started once.",

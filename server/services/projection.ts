@@ -29,33 +29,10 @@ async function rentalsOf(trx: Trx, chain: string, hashes: readonly string[]): Pr
 }
 
 /**
- * The rentals among these tasks whose payout credited reputation (`reputation_credits`, written by the reputation
- * projection earlier in the same transaction): `sold_count` follows the reputation credit rule, so a sale counts only
- * at or above the minimum reward, within the per-(poster, agent) cap, and never from a poster whose account shares a
- * wallet with the agent's (core/reputation.ts `creditRefusal`; docs/services.md).
- */
-async function creditedOf(trx: Trx, chain: string, hashes: readonly string[]): Promise<Set<string>> {
-  const credited = new Set<string>();
-  for (let i = 0; i < hashes.length; i += CHUNK) {
-    const rows = await trx
-      .selectFrom("reputation_credits")
-      .select("task_hash")
-      .where("chain", "=", chain)
-      .where("task_hash", "in", hashes.slice(i, i + CHUNK))
-      .execute();
-    for (const row of rows) credited.add(row.task_hash);
-  }
-  return credited;
-}
-
-/**
- * `sold_count` of services: one service_sales row per settled paid rental that credited its agent's reputation (the
- * same rule, so renting one's own service from a second account, or at 1 raw unit, buys no sales), keyed by the task,
- * and the service's count moved only when that row is written or removed. Applying the same completion again (a
- * re-index) writes nothing, a reorg that removes it removes its row and the count with it, and refunds
- * (TaskCancelled, DeadlineExpired, TaskRefunded) never count. Runs after the reputation and task projections, in the
- * indexer's transaction. (A reorg that removes a credited payout may let the reputation rebuild credit a later one of
- * the same pair that the cap had refused; that later sale is not counted afterwards: a reorg only ever lowers the count.)
+ * `sold_count` of services: one service_sales row per settled paid rental, keyed by the task, and the service's count
+ * moved only when that row is written or removed. Applying the same completion again (a re-index) writes nothing, a
+ * reorg that removes it removes its row and the count with it, and refunds (TaskCancelled, DeadlineExpired,
+ * TaskRefunded) never count. Runs after the task projection, in the indexer's transaction.
  */
 export function createServiceSalesProjection(): Projection {
   return {
@@ -69,11 +46,9 @@ export function createServiceSalesProjection(): Projection {
         chain,
         completions.map((e) => e.taskHash!),
       );
-      if (rentals.size === 0) return;
-      const credited = await creditedOf(trx, chain, [...rentals.keys()]);
       for (const event of completions) {
         const serviceId = rentals.get(event.taskHash!);
-        if (serviceId === undefined || !credited.has(event.taskHash!)) continue;
+        if (serviceId === undefined) continue;
         const written = await trx
           .insertInto("service_sales")
           .values({

@@ -8,7 +8,6 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { deployEscrowFixture, DAY } from "../fixtures/escrow";
 import { chainConfig, inProcessIndexer, memoryDb, mineBlocks, syncToHead, type EscrowFixture } from "../indexer/helpers";
 import { defaultProjections } from "../../server/projections";
-import { DEFAULT_CREDIT_RULE } from "../../core/reputation";
 import type { Db } from "../../server/db";
 
 const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
@@ -161,48 +160,6 @@ describe("services: sold_count in the indexer's projection", function () {
     expect((await syncToHead(indexer)).removed).to.be.greaterThan(0);
     expect(await sold()).to.equal(2);
     expect(await sales()).to.deep.equal([passed, ruled].sort());
-    await db.destroy();
-  });
-
-  it("counts only the sales reputation credits: none below the minimum reward, none from the agent's own account, at most the pair cap", async function () {
-    const fixture = await loadFixture(deployEscrowFixture);
-    const { escrow, poster, stranger, worker, verifier, usdc } = fixture;
-    const chain = chainConfig(fixture);
-    const db = await memoryDb();
-    const serviceId = await seedService(db, fixture);
-    const rule = { ...DEFAULT_CREDIT_RULE, minRewardRaw: 1_000_000n, perPair: 2 };
-    const indexer = inProcessIndexer(db, chain, { projections: defaultProjections(rule) });
-    // The agent's owner rents its own service from a second wallet linked to the agent's account.
-    const agentAccount = (await db.selectFrom("hosted_agents").select("account_id").executeTakeFirstOrThrow()).account_id;
-    await db
-      .insertInto("account_wallets")
-      .values({ address: stranger.address, account_id: agentAccount, position: 1, linked_at: Date.now() })
-      .execute();
-    await (await usdc.mint(stranger.address, 100_000_000n)).wait();
-    await (await usdc.connect(stranger).approve(fixture.escrowAddress, hre.ethers.MaxUint256)).wait();
-
-    /** A rental of `amount` by `from`, listed, assigned to the agent, delivered and passed. */
-    async function sold(name: string, from: typeof poster, amount: bigint): Promise<string> {
-      const taskHash = hre.ethers.id(name);
-      const funded = await escrow.connect(from).createTask(taskHash, fixture.token, amount, 3_600n, hre.ethers.ZeroAddress);
-      await list(db, fixture, taskHash, funded.hash, serviceId);
-      await db.updateTable("listings").set({ poster: from.address, amount: amount.toString() }).where("task_hash", "=", taskHash).execute();
-      await escrow.connect(verifier).marketplaceAssign(taskHash, worker.address);
-      await escrow.connect(worker).submitEvidence(taskHash, hre.ethers.id(`result of ${name}`));
-      await escrow.connect(verifier).completeVerification(taskHash, true, 90);
-      return taskHash;
-    }
-    await sold("rental: 1 raw unit", poster, 1n);
-    await sold("rental: the owner's second wallet", stranger, PRICE);
-    const first = await sold("rental: first of the pair", poster, PRICE);
-    const second = await sold("rental: second of the pair", poster, PRICE);
-    await sold("rental: over the pair cap", poster, PRICE);
-    await syncToHead(indexer);
-
-    const count = (await db.selectFrom("services").select("sold_count").where("id", "=", serviceId).executeTakeFirstOrThrow()).sold_count;
-    expect(count).to.equal(2);
-    const sales = (await db.selectFrom("service_sales").select("task_hash").orderBy("task_hash").execute()).map((r) => r.task_hash);
-    expect(sales).to.deep.equal([first, second].sort());
     await db.destroy();
   });
 });
