@@ -6,7 +6,7 @@
  * `TASK_HASH_IN_USE` when it is public, and the rest of the chunk is funded: nothing is ever paid twice, since a hash
  * funded by this wallet is never replaced.
  */
-import { getAddress, ZeroAddress } from "ethers";
+import { getAddress, ZeroAddress, type Result } from "ethers";
 import { ApiError } from "../errors";
 import { escrowInterface } from "../chain";
 import { buildFunding } from "./fund";
@@ -33,8 +33,8 @@ export async function fundedByOther(ctx: Pick<PostingContext, "chain">, taskHash
     data: escrowInterface.encodeFunctionData("getTask", [taskHash]),
     blockTag: "pending",
   });
-  const [task] = escrowInterface.decodeFunctionResult("getTask", data) as unknown as [{ poster: string }];
-  const poster = getAddress(task.poster);
+  const task: Result = escrowInterface.decodeFunctionResult("getTask", data)[0];
+  const poster = getAddress(String(task.getValue("poster")));
   return poster === ZeroAddress || poster === getAddress(chain.wallet.address) ? undefined : poster;
 }
 

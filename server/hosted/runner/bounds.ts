@@ -195,7 +195,13 @@ export function checkedLookup(base: LookupFunction, allowPrivateNetworks: boolea
   };
 }
 
-const systemLookup = dnsLookup as unknown as LookupFunction;
+/** The system's resolver (`dns.lookup`) in LookupFunction's shape. */
+const systemLookup: LookupFunction = (hostname, options, callback) =>
+  dnsLookup(hostname, { all: options.all === true, hints: options.hints, family: familyOf(options.family) }, callback);
+
+function familyOf(family: number | string | undefined): 0 | 4 | 6 {
+  return family === 4 || family === "IPv4" ? 4 : family === 6 || family === "IPv6" ? 6 : 0;
+}
 /** One connection pool per (resolver, private networks allowed): connections are reused, and each new one is checked. */
 const dispatchers = new WeakMap<LookupFunction, Map<boolean, Dispatcher>>();
 
