@@ -1,4 +1,4 @@
-import { AbiCoder, getAddress, type ParamType } from "ethers";
+import { AbiCoder, EventFragment, getAddress, type ParamType } from "ethers";
 import type { TypedContractEvent } from "../../typechain-types/common";
 import type { TaskEscrow } from "../../typechain-types/contracts/TaskEscrow";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
@@ -57,20 +57,51 @@ interface EventShape {
   inputs: readonly ParamType[];
   /** Types of the non-indexed inputs, in order: the ABI layout of the log's data. */
   dataTypes: readonly ParamType[];
-  /** Every input is a static type of one word (all escrow events): decoded directly from the hex. */
-  oneWordEach: boolean;
+  /**
+   * Where each input's word is, when every input is a static type of one word (all escrow events but
+   * ReputationWriteFailed): those are read straight from the hex, without a generic coder.
+   */
+  words?: readonly Word[];
+}
+
+/** An input of one ABI word: its kind, its size (bits of an int, bytes of a bytesN), where it is. */
+interface Word {
+  name: string;
+  kind: "address" | "bool" | "uint" | "int" | "bytes";
+  size: number;
+  /** Index in the topics, or 0 when the word is in the data. */
+  topic: number;
+  /** Offset of the word in the data's hex (after "0x"), when not a topic. */
+  offset: number;
+}
+
+function wordsOf(inputs: readonly ParamType[]): Word[] | undefined {
+  const words: Word[] = [];
+  let topic = 1;
+  let field = 0;
+  for (const input of inputs) {
+    const match = /^(address|bool|uint|int|bytes)(\d*)$/.exec(input.type);
+    const kind = match?.[1] as Word["kind"] | undefined;
+    const size = Number(match?.[2] || (kind === "uint" || kind === "int" ? 256 : 0));
+    if (!kind || (kind === "bytes" && !(size >= 1 && size <= 32))) return undefined;
+    words.push({ name: input.name, kind, size, topic: input.indexed ? topic++ : 0, offset: input.indexed ? 0 : 2 + 64 * field++ });
+  }
+  return words;
 }
 
 const SHAPES: ReadonlyMap<string, EventShape> = (() => {
   const shapes = new Map<string, EventShape>();
-  TaskEscrow__factory.createInterface().forEachEvent((fragment) => {
+  // The fragments themselves: Interface.forEachEvent sorts the names with localeCompare, which loads ICU's collation
+  // data (a quarter of a second in each new worker thread).
+  for (const fragment of TaskEscrow__factory.createInterface().fragments) {
+    if (!(fragment instanceof EventFragment)) continue;
     shapes.set(fragment.topicHash, {
       name: fragment.name,
       inputs: fragment.inputs,
       dataTypes: fragment.inputs.filter((input) => !input.indexed),
-      oneWordEach: fragment.inputs.every((input) => /^(address|bool|u?int\d*|bytes([1-9]|[12]\d|3[0-2]))$/.test(input.type)),
+      words: wordsOf(fragment.inputs),
     });
-  });
+  }
   return shapes;
 })();
 /** Input names of each event, by event name. */
@@ -90,30 +121,49 @@ function typed(name: string, args: StoredArgs): EscrowEvent | undefined {
   const inputs = INPUTS.get(name);
   if (!inputs || Object.keys(args).length !== inputs.length) return undefined;
   if (!inputs.every((input) => typeof args[input] === "string" || typeof args[input] === "boolean")) return undefined;
-  // The only cast of the union: `args` holds exactly this event's ABI inputs as the decoder stores them, and the
-  // bindings type the event's OutputObject from the same ABI fragment (test/core/escrow-events.test.ts).
+  return eventOf(name, args);
+}
+
+/**
+ * The only cast of the union: `args` holds exactly the inputs of the ABI's event `name` as the decoder stores them
+ * (checked by `typed`, or built from the event's shape by the decoder), and the bindings type the event's OutputObject
+ * from the same ABI fragment (test/core/escrow-events.test.ts).
+ */
+function eventOf(name: string, args: StoredArgs): EscrowEvent {
   return { event: name, args } as EscrowEvent;
 }
 
-/** Checksummed addresses by lowercase hex: a handful of addresses (posters, token, workers) recur in every range. */
+/** Checksummed addresses by their 40 lowercase hex digits: a handful (posters, token, workers) recur in every range. */
 const checksums = new Map<string, string>();
-function checksum(lower: string): string {
-  let address = checksums.get(lower);
+function checksum(hex: string): string {
+  let address = checksums.get(hex);
   if (address === undefined) {
-    address = getAddress(lower);
+    address = getAddress(`0x${hex}`);
     if (checksums.size > 50_000) checksums.clear();
-    checksums.set(lower, address);
+    checksums.set(hex, address);
   }
   return address;
 }
 
-/** One ABI word (64 hex characters) of a static type, as stored. */
-function decodeWord(type: string, word: string): StoredValue {
-  if (type === "address") return checksum(`0x${word.slice(24)}`);
-  if (type === "bool") return BigInt(`0x${word}`) !== 0n;
-  if (type.startsWith("uint")) return BigInt(`0x${word}`).toString();
-  if (type.startsWith("int")) return BigInt.asIntN(Number(type.slice(3) || 256), BigInt(`0x${word}`)).toString();
-  return `0x${word.slice(0, 2 * Number(type.slice(5)))}`; // bytesN, left-aligned
+const HEX = /^0x[0-9a-f]*$/;
+/** 51 hex zeros: a word starting with them holds an integer of 52 bits at most, exact as a JavaScript number. */
+const SMALL = "0".repeat(51);
+const ZERO_WORD = "0".repeat(64);
+
+/** The word of a static input at `at` in `hex` (a topic, or the log's data), lowercase, as stored. */
+function readWord(word: Word, hex: string, at: number, end: number): StoredValue {
+  switch (word.kind) {
+    case "address":
+      return checksum(hex.slice(at + 24, end));
+    case "bool":
+      return !hex.startsWith(ZERO_WORD, at);
+    case "uint":
+      return hex.startsWith(SMALL, at) ? String(parseInt(hex.slice(at + 51, end), 16)) : BigInt(`0x${hex.slice(at, end)}`).toString();
+    case "int":
+      return BigInt.asIntN(word.size, BigInt(`0x${hex.slice(at, end)}`)).toString();
+    case "bytes":
+      return `0x${hex.slice(at, at + 2 * word.size)}`; // left-aligned
+  }
 }
 
 /** The one decoder of escrow logs: the event and its arguments as stored, or undefined for a log the ABI does not know. */
@@ -122,19 +172,29 @@ export function decodeEscrowEvent(topics: readonly string[], data: string): Escr
   if (!shape) return undefined;
   try {
     const args: StoredArgs = {};
-    let topic = 1;
-    let field = 0;
-    if (shape.oneWordEach) {
+    const { words } = shape;
+    if (words) {
       if (data.length !== 2 + 64 * shape.dataTypes.length || topics.length !== 1 + shape.inputs.length - shape.dataTypes.length) {
         return undefined;
       }
-      for (const input of shape.inputs) {
-        const word = input.indexed ? topics[topic++]!.slice(2) : data.slice(2 + 64 * field, 2 + 64 * ++field);
-        args[input.name] = decodeWord(input.type, word.toLowerCase());
+      // Lowercased once (the same string when it already is, as nodes send it); hex digits only.
+      const lower = data.toLowerCase();
+      if (!HEX.test(lower)) return undefined;
+      for (const word of words) {
+        if (word.topic === 0) {
+          args[word.name] = readWord(word, lower, word.offset, word.offset + 64);
+          continue;
+        }
+        const topic = topics[word.topic]!.toLowerCase();
+        if (topic.length !== 66 || !HEX.test(topic)) return undefined;
+        // A bytes32 topic (a task hash) is its own value.
+        args[word.name] = word.kind === "bytes" && word.size === 32 ? topic : readWord(word, topic, 2, 66);
       }
-      return typed(shape.name, args);
+      return eventOf(shape.name, args);
     }
     const values = abi.decode(shape.dataTypes, data);
+    let topic = 1;
+    let field = 0;
     for (const input of shape.inputs) {
       let value: unknown;
       if (!input.indexed) value = values[field++];
@@ -153,8 +213,11 @@ export function decodeEscrowEvent(topics: readonly string[], data: string): Escr
 export function decodeEscrowLog(position: LogPosition, topics: readonly string[], data: string): EscrowLog {
   const decoded = decodeEscrowEvent(topics, data);
   if (!decoded) return { ...position, taskHash: null, event: UNKNOWN_EVENT, args: { topics: topics.join(","), data } };
+  const { chain, blockNumber, blockHash, logIndex, txHash, txIndex, blockTime } = position;
   const taskHash = "taskHash" in decoded.args ? decoded.args.taskHash : null;
-  return { ...position, taskHash, ...decoded };
+  // Written out rather than spread (`{ ...position, taskHash, ...decoded }`), which costs more than the decoding itself;
+  // `event` and `args` are the decoded event's pair, as they are.
+  return { chain, blockNumber, blockHash, logIndex, txHash, txIndex, blockTime, taskHash, event: decoded.event, args: decoded.args } as EscrowLog;
 }
 
 /** An event read back from storage (the decoder's own output as JSON); a stored row that does not fit its ABI throws. */

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { getAddress, id, type EventFragment, type ParamType } from "ethers";
+import { getAddress, id, ZeroAddress, ZeroHash, type EventFragment, type ParamType } from "ethers";
 import {
   applyStateEvent,
   applyTaskEvent,
@@ -22,6 +22,9 @@ import { APPEAL_WINDOW_SECONDS, RULING_WINDOW_SECONDS } from "../../core/limits"
 import { TaskEscrow__factory } from "../../typechain-types";
 
 const escrowAbi = TaskEscrow__factory.createInterface();
+
+/** A value as ethers decodes it, as the indexer stores it: integers as decimal strings, the rest as it is. */
+const stored = (value: unknown) => (typeof value === "bigint" ? value.toString() : value);
 const address = (label: string) => getAddress(id(label).slice(0, 42));
 
 /**
@@ -125,6 +128,52 @@ describe("core/escrow events", function () {
       // What is stored reads back as the same event.
       expect(storedEscrowEvent(fragment.name, JSON.parse(JSON.stringify(event!.args))), fragment.name).to.deep.equal(event);
     });
+  });
+
+  it("agrees with ethers' generic Interface.parseLog on every event kind, at the edges of each type", function () {
+    // Integers at 0, 1, around 2^52 and 2^53 (where the decoder leaves JavaScript numbers for BigInt) and at the type's
+    // maximum; addresses zero, small and random; both booleans; byte strings of several lengths.
+    const edges = (param: ParamType, k: number): unknown => {
+      if (param.type === "address") return [ZeroAddress, getAddress(`0x${"0".repeat(39)}1`), address(`${param.name} ${k}`)][k % 3];
+      if (param.type === "bool") return k % 2 === 1;
+      if (param.type === "bytes32") return [ZeroHash, id(`${param.name} ${k}`)][k % 2];
+      if (param.type === "bytes") return id(`${param.name} ${k}`).slice(0, 2 + 2 * [0, 1, 31, 32][k % 4]!) + (k % 4 === 3 ? "ff" : "");
+      const bits = BigInt(param.type.slice(4));
+      const values = [0n, 1n, 1_000_000n, 2n ** 52n - 1n, 2n ** 52n, 2n ** 53n + 1n, 2n ** bits - 1n].filter((v) => v < 2n ** bits);
+      return values[k % values.length];
+    };
+    let logs = 0;
+    escrowAbi.forEachEvent((fragment) => {
+      for (let k = 0; k < 14; k++) {
+        const { topics, data } = escrowAbi.encodeEventLog(
+          fragment,
+          fragment.inputs.map((input, i) => edges(input, k + i)),
+        );
+        const parsed = escrowAbi.parseLog({ topics, data })!;
+        const generic = {
+          event: parsed.name,
+          args: Object.fromEntries(fragment.inputs.map((input, i) => [input.name, stored(parsed.args[i])])),
+        };
+        expect(decodeEscrowEvent(topics, data), `${fragment.name} ${k}`).to.deep.equal(generic);
+        // Hex as a node may send it, in capitals: the same event.
+        const upper = (hex: string) => `0x${hex.slice(2).toUpperCase()}`;
+        expect(decodeEscrowEvent([topics[0]!, ...topics.slice(1).map(upper)], upper(data)), `${fragment.name} ${k} (capitals)`).to.deep.equal(
+          generic,
+        );
+        logs++;
+      }
+    });
+    expect(logs).to.equal(14 * escrowEventNames().length);
+  });
+
+  it("keeps a log whose words are not hex as Unknown", function () {
+    const fragment = escrowAbi.getEvent("TaskCreated");
+    const { topics, data } = encoded(fragment, 3);
+    expect(decodeEscrowEvent(topics, data)).to.not.equal(undefined);
+    expect(decodeEscrowEvent(topics, `${data.slice(0, -1)}g`)).to.equal(undefined);
+    expect(decodeEscrowEvent([topics[0]!, `${topics[1]!.slice(0, -1)}z`, ...topics.slice(2)], data)).to.equal(undefined);
+    expect(decodeEscrowEvent([topics[0]!, topics[1]!.slice(0, -2), ...topics.slice(2)], data)).to.equal(undefined);
+    expect(decodeEscrowLog(at(1, 100), topics, `${data.slice(0, -1)}g`)).to.include({ event: UNKNOWN_EVENT, taskHash: null });
   });
 
   it("keeps a log the ABI does not know as Unknown, with its raw topics and data", function () {
