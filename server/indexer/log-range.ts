@@ -15,11 +15,18 @@ export interface BlockRangeOptions {
   max?: number;
   /** Logs one answer should hold at most, when the caller counts them. Default 2,000. */
   logsPerQuery?: number;
+  /**
+   * Ranges the indexer reads ahead of the one it stores (each the continuation of the one before). Default 2: the
+   * node serves one answer while the indexer reads the other and stores a third (see sync.ts).
+   */
+  readAhead?: number;
 }
 
 export interface BlockRange {
   /** Current range size in blocks. */
   readonly size: number;
+  /** The last block of the range starting at `from` that `fetch(from, maxTo)` would ask for now. */
+  end(from: number, maxTo: number): number;
   /**
    * Runs `query(to)` for the largest `to <= maxTo` the current size allows, shrinking and retrying on refusals.
    * Returns the `to` that succeeded with its result. Errors other than refusals, and a refusal of a single block,
@@ -37,6 +44,9 @@ export function createBlockRange(options: BlockRangeOptions = {}): BlockRange {
   return {
     get size() {
       return size;
+    },
+    end(from, maxTo) {
+      return Math.min(maxTo, from + size - 1);
     },
     async fetch(from, maxTo, query, count) {
       for (;;) {

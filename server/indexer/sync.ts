@@ -107,6 +107,8 @@ interface FetchedRange {
 }
 
 const MAX_REORGS_PER_SYNC = 16;
+/** Ranges read ahead of the one being stored (BlockRangeOptions.readAhead). */
+const READ_AHEAD = 2;
 const HEADER_BATCH = 100;
 const MAX_BACKOFF_MS = 30_000;
 /**
@@ -122,6 +124,14 @@ const insertEvents = rowStatement<EventRow>(
   everyColumn<EventRow>()(["chain", "block_number", "block_hash", "log_index", "tx_hash", "tx_index", "event", "task_hash", "args", "block_time"]),
   (db, rows) => db.insertInto("escrow_events").values(rows),
 );
+
+/**
+ * Event rows in task-hash order, so the index on the task hash (random keys) is written leaf after leaf rather than a
+ * leaf at random per row. Stable: a task's rows keep their chain order. Nothing reads the table in insertion order.
+ */
+function byTask(rows: EventRow[]): EventRow[] {
+  return rows.sort((a, b) => (a.task_hash === b.task_hash ? 0 : (a.task_hash ?? "") < (b.task_hash ?? "") ? -1 : 1));
+}
 
 const silentLogger: IndexerLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -139,6 +149,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
   const now = options.now ?? Date.now;
   const step = async (name: IndexerStep, range: { from: number; to: number }) => options.onStep?.(name, range);
   const range = createBlockRange(options.blockRange);
+  const readAhead = Math.max(1, options.blockRange?.readAhead ?? READ_AHEAD);
   const maxEventsPerCommit = Math.max(1, options.maxEventsPerCommit ?? MAX_EVENTS_PER_COMMIT[options.yieldBetweenCommits ? "shared" : "alone"]);
 
   let stopping = false;
@@ -171,34 +182,38 @@ export function createIndexer(options: IndexerOptions): Indexer {
   }
 
   /**
-   * Reads the range starting at `from` (as many blocks as the node serves, up to `target`): its logs decoded, with
-   * the headers of its first and last blocks and of every block with a log.
+   * Reads the range of blocks `from` to `to` (fewer when the node refuses that many): its logs decoded, with the
+   * headers of its first and last blocks and of every block with a log.
    */
-  async function fetchRange(from: number, target: number): Promise<FetchedRange> {
+  async function fetchRange(from: number, to: number): Promise<FetchedRange> {
     // The range's last block is read before its logs, and (for several blocks) again after: when both reads agree,
-    // the logs and every header read in between come from that one chain.
-    const { to, result } = await range.fetch(
+    // the logs and every header read in between come from that one chain. The first block's header is read beside
+    // the logs; a log's block is named by its hash, so the headers of the blocks with logs may be read beside the
+    // last block's second read (a header that does not match its logs' block hash fails the range).
+    const fetched = await range.fetch(
       from,
-      target,
+      to,
       async (to) => {
         const anchor = await header(to);
+        const first = from === to ? undefined : header(from);
+        void first?.catch(() => undefined); // awaited below, unless the node refuses the logs
         const logs = await readLogs(provider, addresses, from, to);
-        return { anchor, logs };
+        return { anchor, first: first ? await first : anchor, logs };
       },
       ({ logs }) => logs.length,
     );
-    const { anchor, logs } = result;
-    const first = from === to ? anchor : await header(from);
+    const { anchor, first, logs } = fetched.result;
     const known = new Map<number, BlockRef>([
       [first.number, first],
       [anchor.number, anchor],
     ]);
     const missing = [...new Set(logs.map((log) => log.blockNumber))].filter((n) => !known.has(n));
-    for (const [n, block] of await headers(missing)) known.set(n, block);
-    if (from !== to && (await header(to)).hash !== anchor.hash) {
-      throw new ChainMovedError(`${chain.name}: block ${to} changed while range ${from}-${to} was read`);
+    const [found, again] = await Promise.all([headers(missing), fetched.to === from ? anchor : header(fetched.to)]);
+    if (again.hash !== anchor.hash) {
+      throw new ChainMovedError(`${chain.name}: block ${fetched.to} changed while range ${from}-${fetched.to} was read`);
     }
-    return { from, to, first, anchor, known, ...decodeLogs(logs, known) };
+    for (const [n, block] of found) known.set(n, block);
+    return { from, to: fetched.to, first, anchor, known, ...decodeLogs(logs, known) };
   }
 
   /** Whether the range's first block is the child of the cursor's block. */
@@ -225,7 +240,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
       const began = performance.now();
       await db.transaction().execute(async (trx) => {
         await lockCursor(trx, chain.name);
-        if (slice.events.length > 0) await insertEvents(trx, slice.events.map(toEventRow));
+        if (slice.events.length > 0) await insertEvents(trx, byTask(slice.events.map(toEventRow)));
         const registryRows = slice.registryEvents.map(toRegistryEventRow);
         if (registryRows.length > 0) await trx.insertInto("registry_events").values(registryRows).execute();
         for (const projection of escrowProjections) await projection.apply(trx, chain.name, slice.events);
@@ -300,6 +315,25 @@ export function createIndexer(options: IndexerOptions): Indexer {
     return { events: events.sort(compareEvents), registryEvents: registryEvents.sort(compareEvents) };
   }
 
+  /** Whether `next` continues `range` (its first block the child of range's last) and both fit one transaction. */
+  function joins(range: FetchedRange, next: FetchedRange): boolean {
+    const events = range.events.length + range.registryEvents.length + next.events.length + next.registryEvents.length;
+    return next.from === range.to + 1 && next.first.parentHash === range.anchor.hash && events <= maxEventsPerCommit;
+  }
+
+  /** Two consecutive ranges as one (see joins). */
+  function joined(range: FetchedRange, next: FetchedRange): FetchedRange {
+    return {
+      from: range.from,
+      to: next.to,
+      first: range.first,
+      anchor: next.anchor,
+      known: new Map([...range.known, ...next.known]),
+      events: range.events.concat(next.events),
+      registryEvents: range.registryEvents.concat(next.registryEvents),
+    };
+  }
+
   let prepared = false;
 
   async function sync(): Promise<SyncResult> {
@@ -325,12 +359,44 @@ export function createIndexer(options: IndexerOptions): Indexer {
       removed += recovered.removed;
     };
 
-    // The next range is read while the current one is stored: the node serves it meanwhile.
-    let ahead: { from: number; fetched: Promise<FetchedRange> } | undefined;
-    const readAhead = (from: number) => {
-      const fetched = fetchRange(from, target);
-      void fetched.catch(() => undefined); // awaited when used; dropped after a reorg, a stop or an error
-      return { from, fetched };
+    // Ranges are read ahead of the one being stored, each from where the one before it was planned to end: the node
+    // serves some while this thread decodes and stores another. One at a time until an answer tells the logs' density.
+    // A range that does not start at the cursor (after a refusal shortened one, or a reorg) drops those after it.
+    let queue: Array<{ from: number; fetched: Promise<FetchedRange>; ready?: FetchedRange }> = [];
+    const reads = new Set<Promise<unknown>>();
+    let nextFrom = 0;
+    let answered = false;
+    let finished = false;
+    const fill = () => {
+      while (!finished && !stopping && nextFrom <= target && queue.length < (answered ? readAhead : 1)) {
+        const from = nextFrom;
+        const to = range.end(from, target);
+        const fetched = fetchRange(from, to);
+        const read: (typeof queue)[number] = { from, fetched };
+        // Awaited when taken; a range dropped (or not taken after a stop or an error) is only waited for.
+        reads.add(
+          fetched.then(
+            (range) => {
+              read.ready = range;
+              answered = true;
+              fill();
+            },
+            () => undefined,
+          ),
+        );
+        queue.push(read);
+        nextFrom = to + 1;
+      }
+    };
+    const take = (from: number): Promise<FetchedRange> => {
+      if (queue[0]?.from !== from) {
+        queue = [];
+        nextFrom = from;
+        fill();
+      }
+      const next = queue.shift()!;
+      fill();
+      return next.fetched;
     };
     try {
       while (!stopping) {
@@ -345,16 +411,22 @@ export function createIndexer(options: IndexerOptions): Indexer {
           caughtUp = true;
           break;
         }
-        const next = ahead?.from === from ? ahead : readAhead(from);
-        ahead = undefined;
-        const fetched = await next.fetched;
+        const fetched = await take(from);
         if (cursor && !(await extendsCursor(cursor, fetched.first))) {
           await recoverFrom(cursor);
           continue;
         }
         await step("range-fetched", { from, to: fetched.to });
-        if (fetched.to < target && !stopping) ahead = readAhead(fetched.to + 1);
-        const indexed = await storeRange(cursor, fetched, target);
+        // The ranges already read after it join its transaction, up to maxEventsPerCommit events: when the node answers
+        // faster than ranges are stored, fewer and larger commits (each commit writes every page it touched).
+        let batch = fetched;
+        for (let next = queue[0]?.ready; next && !stopping && joins(batch, next); next = queue[0]?.ready) {
+          queue.shift();
+          fill();
+          await step("range-fetched", { from: next.from, to: next.to });
+          batch = joined(batch, next);
+        }
+        const indexed = await storeRange(cursor, batch, target);
         firstFrom = Math.min(firstFrom ?? from, from);
         cursor = indexed.cursor;
         events += indexed.events;
@@ -363,8 +435,9 @@ export function createIndexer(options: IndexerOptions): Indexer {
       if (!(error instanceof ChainMovedError)) throw error;
       logger.debug({ chain: chain.name, reason: error.message }, "indexer: chain moved during a range; reading again");
     } finally {
-      // A range read ahead and not stored: let its requests end before this sync does.
-      await ahead?.fetched.catch(() => undefined);
+      // Ranges read ahead and not stored: let their requests end before this sync does.
+      finished = true;
+      await Promise.all(reads);
     }
     const to = cursor?.number ?? chain.startBlock - 1;
     return { from: firstFrom ?? to + 1, to, events, removed, target, caughtUp };

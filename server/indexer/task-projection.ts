@@ -110,8 +110,16 @@ export function createTaskProjection(): Projection {
       let stateLoaded = false;
       let stateDirty = false;
 
+      // In task-hash order: the table's indexes on the hash (random keys) are then written leaf after leaf, not a
+      // leaf at random per row (half the statements' time on a catch-up).
       const flush = async () => {
-        await upsertTasks(trx, [...dirty].flatMap((hash) => tasks.get(hash) ?? []).map(taskRowOf));
+        await upsertTasks(
+          trx,
+          [...dirty]
+            .sort()
+            .flatMap((hash) => tasks.get(hash) ?? [])
+            .map(taskRowOf),
+        );
         dirty.clear();
       };
 

@@ -60,7 +60,8 @@ describe("indexer sync", function () {
         provider: hre.ethers.provider,
         pollIntervalMs: 20,
         blockRange: { initial: 40, max: 160 },
-        onProgress: (p) => ranges.push(p.to - p.from + 1),
+        // Each range read (a transaction may store several read ahead).
+        onStep: (step, range) => void (step === "range-fetched" && ranges.push(range.to - range.from + 1)),
       }),
     );
     const head = await hre.ethers.provider.getBlockNumber();
@@ -127,6 +128,60 @@ describe("indexer sync", function () {
     for (const range of committed.slice(0, -1)) {
       expect(order.indexOf(`read ${range.to + 1}`), `range ${range.from}-${range.to}`).to.be.within(0, order.indexOf(`stored ${range.from}`));
     }
+    expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chain));
+    await db.destroy();
+  });
+
+  it("keeps readAhead ranges in flight, stores them in chain order, and joins those already read into one transaction", async function () {
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    await randomActivity(fixture, { seed: 6, steps: 60, tag: "in-flight" });
+    const inner = hre.ethers.provider;
+    let inFlight = 0;
+    let most = 0;
+    const counting: IndexerProvider = {
+      getBlockNumber: () => inner.getBlockNumber(),
+      getBlock: (block) => inner.getBlock(block),
+      async getLogs(filter: Filter | FilterByBlockHash) {
+        most = Math.max(most, ++inFlight);
+        try {
+          // A node that takes a while to answer.
+          await new Promise((resolve) => setTimeout(resolve, 15));
+          return await inner.getLogs(filter);
+        } finally {
+          inFlight--;
+        }
+      },
+    };
+    const db = await memoryDb();
+    const read: Array<{ from: number; to: number }> = [];
+    const committed: Array<{ from: number; to: number; events: number }> = [];
+    await syncToHead(
+      createIndexer({
+        db,
+        chain,
+        provider: counting,
+        pollIntervalMs: 20,
+        blockRange: { initial: 4, max: 4, readAhead: 3 },
+        // Storing takes longer than a read: ranges are ready when the one before them is stored.
+        projections: [
+          createTaskProjection(),
+          { name: "slow", apply: () => new Promise((resolve) => setTimeout(resolve, 60)), rollback: async () => {} },
+        ],
+        onStep: (step, range) => void (step === "range-fetched" && read.push(range)),
+        onProgress: ({ from, to, events }) => committed.push({ from, to, events }),
+      }),
+    );
+    expect(most).to.equal(3);
+    // Read and stored in order, contiguous, each block once.
+    for (const list of [read, committed]) {
+      expect(list[0]!.from).to.equal(chain.startBlock);
+      for (const [i, range] of list.entries()) if (i > 0) expect(range.from).to.equal(list[i - 1]!.to + 1);
+      expect(list.at(-1)!.to).to.equal(await hre.ethers.provider.getBlockNumber());
+    }
+    expect(read.every((range) => range.to - range.from + 1 <= 4)).to.equal(true);
+    expect(committed.length).to.be.below(read.length);
+    expect(committed.some((c) => c.to - c.from + 1 > 4)).to.equal(true);
     expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chain));
     await db.destroy();
   });
@@ -245,38 +300,43 @@ describe("indexer sync", function () {
     }
 
     const inner = hre.ethers.provider;
-    const refusals: string[] = [];
-    const asked: number[] = [];
-    // A node that refuses more than 12 blocks per query, and more than 25 logs in a response (naming a range to try).
-    const picky: IndexerProvider = {
-      getBlockNumber: () => inner.getBlockNumber(),
-      getBlock: (block) => inner.getBlock(block),
-      async getLogs(filter: Filter | FilterByBlockHash) {
-        const { fromBlock, toBlock } = filter as { fromBlock: number; toBlock: number };
-        const span = toBlock - fromBlock + 1;
-        asked.push(span);
-        if (span > 12) {
-          refusals.push("range");
-          throw Object.assign(new Error("could not coalesce error"), {
-            error: { code: -32602, message: `eth_getLogs block range too large, range: ${span}, max: 12` },
-          });
-        }
-        const logs = await inner.getLogs(filter);
-        if (logs.length > 25) {
-          refusals.push("results");
-          const half = `0x${fromBlock.toString(16)}, 0x${(fromBlock + Math.floor(span / 3)).toString(16)}`;
-          throw new Error(`query returned more than 25 results. Try with this block range [${half}].`);
-        }
-        return logs;
-      },
-    };
-    const db = await memoryDb();
-    const result = await syncToHead(createIndexer({ db, chain, provider: picky, pollIntervalMs: 20, blockRange: { initial: 64, max: 64 } }));
-    expect(refusals).to.include("range").and.to.include("results");
-    // It came back up to the node's limit after shrinking below it.
-    expect(asked.some((span, i) => span < 12 && asked.slice(i + 1).includes(12))).to.equal(true);
-    expect(result.events).to.equal(await countEscrowLogs(chain));
-    expect(await dumpTables(db)).to.deep.equal(await freshIndexDump(chain));
-    await db.destroy();
+    // One range read at a time, and several ahead: a refused range's successors, read meanwhile, are dropped.
+    for (const readAhead of [1, 2, 4]) {
+      const refusals: string[] = [];
+      const asked: number[] = [];
+      // A node that refuses more than 12 blocks per query, and more than 25 logs in a response (naming a range to try).
+      const picky: IndexerProvider = {
+        getBlockNumber: () => inner.getBlockNumber(),
+        getBlock: (block) => inner.getBlock(block),
+        async getLogs(filter: Filter | FilterByBlockHash) {
+          const { fromBlock, toBlock } = filter as { fromBlock: number; toBlock: number };
+          const span = toBlock - fromBlock + 1;
+          asked.push(span);
+          if (span > 12) {
+            refusals.push("range");
+            throw Object.assign(new Error("could not coalesce error"), {
+              error: { code: -32602, message: `eth_getLogs block range too large, range: ${span}, max: 12` },
+            });
+          }
+          const logs = await inner.getLogs(filter);
+          if (logs.length > 25) {
+            refusals.push("results");
+            const half = `0x${fromBlock.toString(16)}, 0x${(fromBlock + Math.floor(span / 3)).toString(16)}`;
+            throw new Error(`query returned more than 25 results. Try with this block range [${half}].`);
+          }
+          return logs;
+        },
+      };
+      const db = await memoryDb();
+      const result = await syncToHead(
+        createIndexer({ db, chain, provider: picky, pollIntervalMs: 20, blockRange: { initial: 64, max: 64, readAhead } }),
+      );
+      expect(refusals, `readAhead ${readAhead}`).to.include("range").and.to.include("results");
+      // It came back up to the node's limit after shrinking below it.
+      expect(asked.some((span, i) => span < 12 && asked.slice(i + 1).includes(12))).to.equal(true);
+      expect(result.events).to.equal(await countEscrowLogs(chain));
+      expect(await dumpTables(db), `readAhead ${readAhead}`).to.deep.equal(await freshIndexDump(chain));
+      await db.destroy();
+    }
   });
 });
