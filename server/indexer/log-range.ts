@@ -16,8 +16,8 @@ export interface BlockRangeOptions {
   /** Logs one answer should hold at most, when the caller counts them. Default 2,000. */
   logsPerQuery?: number;
   /**
-   * Ranges the indexer reads ahead of the one it stores (each the continuation of the one before). Default 2: the
-   * node serves one answer while the indexer reads the other and stores a third (see sync.ts).
+   * eth_getLogs ranges the indexer has in flight at most, each the continuation of the one before, while it stores
+   * those already read (see sync.ts). Default 2.
    */
   readAhead?: number;
 }

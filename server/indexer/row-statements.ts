@@ -14,6 +14,13 @@ interface Template {
   slots: readonly Slot[];
 }
 
+/**
+ * Lets the event loop run between two statements. A SQLite statement runs synchronously and Kysely's driver answers
+ * with resolved promises, so a whole transaction would otherwise run without the thread ever reading its sockets: the
+ * node's answers to the ranges read ahead would wait until the commit, and so would the requests that follow them.
+ */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export interface RowStatement<Row> {
   /** Writes the rows (in statements of 512 rows, then of the powers of two that make up the rest). */
   (db: Kysely<Database>, rows: readonly Row[]): Promise<void>;
@@ -83,6 +90,7 @@ export function rowStatement<Row extends object>(
     let at = 0;
     for (const size of SIZES) {
       while (rows.length - at >= size) {
+        if (at > 0) await turn();
         await run(db, rows.slice(at, at + size));
         at += size;
         if (size < MAX_ROWS) break;

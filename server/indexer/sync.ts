@@ -109,6 +109,8 @@ interface FetchedRange {
 const MAX_REORGS_PER_SYNC = 16;
 /** Ranges read ahead of the one being stored (BlockRangeOptions.readAhead). */
 const READ_AHEAD = 2;
+/** Events of the ranges read ahead and not yet stored beyond which no further range is read. */
+const READY_EVENTS = 10_000;
 const HEADER_BATCH = 100;
 const MAX_BACKOFF_MS = 30_000;
 /**
@@ -360,39 +362,51 @@ export function createIndexer(options: IndexerOptions): Indexer {
     };
 
     // Ranges are read ahead of the one being stored, each from where the one before it was planned to end: the node
-    // serves some while this thread decodes and stores another. One at a time until an answer tells the logs' density.
-    // A range that does not start at the cursor (after a refusal shortened one, or a reorg) drops those after it.
-    let queue: Array<{ from: number; fetched: Promise<FetchedRange>; ready?: FetchedRange }> = [];
+    // serves some while this thread decodes and stores another. At most readAhead reads in flight, none while the
+    // ranges read and not stored hold READY_EVENTS events, and one range alone until an answer tells the logs' density.
+    // A range that does not start at the cursor (after a refusal shortened the one before, or a reorg) drops those
+    // after it.
+    type Read = { from: number; fetched: Promise<FetchedRange>; ready?: FetchedRange };
+    let queue: Read[] = [];
     const reads = new Set<Promise<unknown>>();
     let nextFrom = 0;
     let answered = false;
     let finished = false;
+    const read = () => {
+      const from = nextFrom;
+      const to = range.end(from, target);
+      const entry: Read = { from, fetched: fetchRange(from, to) };
+      // Awaited when taken; a range dropped (or not taken after a stop or an error) is only waited for.
+      reads.add(
+        entry.fetched.then(
+          (fetched) => {
+            entry.ready = fetched;
+            answered = true;
+            fill();
+          },
+          () => undefined,
+        ),
+      );
+      queue.push(entry);
+      nextFrom = to + 1;
+    };
     const fill = () => {
-      while (!finished && !stopping && nextFrom <= target && queue.length < (answered ? readAhead : 1)) {
-        const from = nextFrom;
-        const to = range.end(from, target);
-        const fetched = fetchRange(from, to);
-        const read: (typeof queue)[number] = { from, fetched };
-        // Awaited when taken; a range dropped (or not taken after a stop or an error) is only waited for.
-        reads.add(
-          fetched.then(
-            (range) => {
-              read.ready = range;
-              answered = true;
-              fill();
-            },
-            () => undefined,
-          ),
-        );
-        queue.push(read);
-        nextFrom = to + 1;
+      for (;;) {
+        let inFlight = 0;
+        let ready = 0;
+        for (const entry of queue) {
+          if (entry.ready) ready += entry.ready.events.length + entry.ready.registryEvents.length;
+          else inFlight++;
+        }
+        if (finished || stopping || !answered || nextFrom > target || inFlight >= readAhead || ready >= READY_EVENTS) return;
+        read();
       }
     };
     const take = (from: number): Promise<FetchedRange> => {
       if (queue[0]?.from !== from) {
         queue = [];
         nextFrom = from;
-        fill();
+        read();
       }
       const next = queue.shift()!;
       fill();
