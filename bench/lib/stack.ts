@@ -40,8 +40,15 @@ async function waitForHealth(url: string, child: ChildProcess, output: () => str
   throw new Error(`the API server did not become ready:\n${output()}`);
 }
 
-/** Starts the chain, deploys, and starts the API with `serverEnv` on top of the bench settings. */
-export async function startBenchStack(name: string, serverEnv: Record<string, string> = {}): Promise<BenchStack> {
+/**
+ * Starts the chain, deploys, and starts the API with `serverEnv` on top of the bench settings; `serverRpc` gives the
+ * API another URL for the chain (a proxy in front of it, bench/lib/rpc-meter.ts).
+ */
+export async function startBenchStack(
+  name: string,
+  serverEnv: Record<string, string> = {},
+  options: { serverRpc?: (chainUrl: string) => Promise<string> } = {},
+): Promise<BenchStack> {
   const work = mkdtempSync(path.join(tmpdir(), `market-bench-${name}-`));
   const chain = await startLocalChain({ port: await freePort(), quiet: true });
   let server: ChildProcess | undefined;
@@ -67,7 +74,7 @@ export async function startBenchStack(name: string, serverEnv: Record<string, st
         PORT: new URL(apiUrl).port,
         SQLITE_PATH: path.join(work, "market.sqlite"),
         BLOB_DIR: path.join(work, "blobs"),
-        CHAIN_ARC_RPC_URL: chain.url,
+        CHAIN_ARC_RPC_URL: options.serverRpc ? await options.serverRpc(chain.url) : chain.url,
         CHAIN_ARC_DEPLOYMENT: "localhost",
         MARKET_VERIFIER_PRIVATE_KEY: chain.accounts[1],
         RATE_LIMIT_PER_IP: "1000000",
