@@ -1,4 +1,4 @@
-import { getAddress, JsonRpcProvider, Transaction, Wallet, type TransactionReceipt } from "ethers";
+import { getAddress, JsonRpcProvider, Transaction, Wallet, type TransactionLike, type TransactionReceipt } from "ethers";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { ChainName } from "../../core/chains";
@@ -51,9 +51,23 @@ export interface ChainWallet {
   provider: JsonRpcProvider;
   /**
    * Checks the API's transaction against the expected call, then signs and sends the expected call; with `nonce`,
-   * exactly at that nonce (a caller that journaled the nonce can later tell whether the transaction was sent).
+   * exactly at that nonce (a caller that journaled the nonce can later tell whether the transaction was sent). With
+   * `gasLimit` (a caller's guess, e.g. from a like call's receipt) the call is run once at that limit instead of
+   * estimating its gas (a node's estimate runs it many times); see SendOptions.
    */
-  send(unsigned: UnsignedTx | null | undefined, expected: { to: string; data: string }, options?: { nonce?: number }): Promise<TransactionReceipt>;
+  send(unsigned: UnsignedTx | null | undefined, expected: { to: string; data: string }, options?: SendOptions): Promise<TransactionReceipt>;
+}
+
+export interface SendOptions {
+  /** Sign at exactly this nonce (default: the wallet's pending nonce). */
+  nonce?: number;
+  /**
+   * The gas limit to sign with when the call, run once at the pending block with exactly this limit, succeeds: the
+   * same check the estimate makes (a refusal is found before anything is sent) without its search for the least gas.
+   * When that run fails (too little gas, or a refusal), the gas is estimated as without it, and a refusal reported
+   * from the estimate.
+   */
+  gasLimit?: bigint;
 }
 
 /** How long a sent transaction's receipt is awaited before it counts as unconfirmed (`TX_UNCONFIRMED`). */
@@ -93,6 +107,28 @@ export async function connectChain(
   // One transaction at a time per wallet: each takes the nonce after the previous one is mined.
   let queue: Promise<unknown> = Promise.resolve();
 
+  /**
+   * The transaction with `gasLimit`, its nonce and fees, once the call ran at the pending block with exactly that
+   * limit (one run, where an estimate runs it many times); undefined when that run failed, for the caller to estimate.
+   */
+  async function populateAtLimit(
+    call: { to: string; data: string; value: bigint; chainId: number; nonce?: number },
+    gasLimit: bigint,
+  ): Promise<TransactionLike<string> | undefined> {
+    const from = wallet.address;
+    const ran = provider.call({ from, to: call.to, data: call.data, gasLimit, blockTag: "pending" }).then(
+      () => true,
+      () => false,
+    );
+    const [ok, nonce, fees] = await Promise.all([ran, call.nonce ?? wallet.getNonce("pending"), provider.getFeeData()]);
+    if (!ok) return undefined;
+    const priced =
+      fees.maxFeePerGas !== null && fees.maxPriorityFeePerGas !== null
+        ? { type: 2, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
+        : { type: 0, gasPrice: fees.gasPrice };
+    return { ...call, from, nonce, gasLimit, ...priced };
+  }
+
   return {
     chain,
     chainId: settlement.chainId,
@@ -105,17 +141,13 @@ export async function connectChain(
       const nonce = options.nonce === undefined ? {} : { nonce: options.nonce };
       const run = queue.then(async () => {
         await connection.beforeSend?.({ chain, from: wallet.address, to: expected.to, data: expected.data });
+        const call = { to: expected.to, data: expected.data, value: 0n, chainId: settlement.chainId, ...nonce };
         // Signed before it is broadcast, so its hash is known whatever happens next: a transaction that may be mined
         // is never reported as not sent.
-        let populated;
+        let populated: TransactionLike<string> | undefined;
         try {
-          populated = await wallet.populateTransaction({
-            to: expected.to,
-            data: expected.data,
-            value: 0n,
-            chainId: settlement.chainId,
-            ...nonce,
-          });
+          if (options.gasLimit !== undefined) populated = await populateAtLimit(call, options.gasLimit);
+          populated ??= await wallet.populateTransaction(call);
         } catch (cause) {
           // Estimating gas ran the call: a revert is the contract's refusal, nothing was sent.
           throw revertError(cause, expected.to === escrow ? "escrow" : "token") ?? cause;
@@ -124,8 +156,12 @@ export async function connectChain(
         const txHash = Transaction.from(signed).hash!;
         let receipt: TransactionReceipt | null;
         try {
-          await provider.broadcastTransaction(signed);
-          receipt = await provider.waitForTransaction(txHash, 1, connection.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS);
+          // The node's answer to the broadcast, then the receipt at once: a node that mines on receipt (a local
+          // chain) has it already; else it is awaited.
+          await provider.send("eth_sendRawTransaction", [signed]);
+          receipt =
+            (await provider.getTransactionReceipt(txHash)) ??
+            (await provider.waitForTransaction(txHash, 1, connection.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS));
         } catch (cause) {
           throw clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed: ${(cause as Error).message}`, { txHash });
         }

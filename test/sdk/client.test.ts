@@ -51,6 +51,33 @@ async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(
   };
 }
 
+/** A JSON-RPC proxy to `upstream` that shows `seen` every call it relays (each call of a batch). */
+async function countingRpc(
+  upstream: string,
+  seen: (call: { method: string; params: unknown[] }) => void,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createHttpServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    const relay = async () => {
+      const payload = JSON.parse(body) as { method: string; params: unknown[] } | Array<{ method: string; params: unknown[] }>;
+      for (const call of Array.isArray(payload) ? payload : [payload]) seen(call);
+      const answer = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
+      response.setHeader("content-type", "application/json");
+      response.end(await answer.text());
+    };
+    request.on("end", () => {
+      relay().catch((error: unknown) => response.destroy(error as Error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  return {
+    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 /** A fetch that answers the requests `fake` returns an answer for (`data` of a successful envelope); others pass to the API. */
 function faking(fake: (method: string, path: string, body: Record<string, unknown> | undefined) => unknown): typeof fetch {
   return async (input: string | URL | Request, init?: RequestInit) => {
@@ -391,6 +418,82 @@ describe("MarketClient", function () {
       expect(await s.usdc.balanceOf(s.poster.address)).to.equal(balance);
       await s.sync();
       expect((await client.getTask(unlisted.taskHash!)).state.status).to.equal("open");
+    });
+
+    it("a listing that fails while the next funding is sent stops the run after that funding: it is listed, nothing more is funded", async function () {
+      // The first chunk's listing is held until the second chunk's funding is mined, then refused: the second funding
+      // was sent while the first listing ran (the pipeline), and the third must never be.
+      let releaseListing!: () => void;
+      const held = new Promise<void>((resolve) => (releaseListing = resolve));
+      let listings = 0;
+      const flaky = (async (input: string | URL | Request, init?: RequestInit) => {
+        if (new URL(String(input)).pathname === "/api/v1/a2a/tasks/index" && ++listings === 1) {
+          await held;
+          return new Response(JSON.stringify({ success: false, error: { code: "INTERNAL_ERROR", message: "down" } }), { status: 503 });
+        }
+        return fetch(input, init);
+      }) as typeof fetch;
+      const before = await s.usdc.balanceOf(s.poster.address);
+      const funded: string[] = [];
+      const briefs = ["pipelined one, listing fails", "pipelined two, funded meanwhile", "pipelined three, never funded"];
+      const result = await new MarketClient({ ...base, fetch: flaky }).postTasks(
+        briefs.map((instructions) => ({ ...task, instructions })),
+        {
+          chunkSize: 1,
+          onFunded: ({ txHash }) => {
+            funded.push(txHash);
+            if (funded.length === 2) releaseListing();
+          },
+        },
+      );
+      expect(result).to.deep.include({ posted: 1, unlisted: 1, failed: 0, skipped: 1, stopped: true });
+      expect(result.results.map((r) => r.status)).to.deep.equal(["unlisted", "posted", "skipped"]);
+      expect(result.results[0]!.error?.code).to.equal("INTERNAL_ERROR");
+      expect(funded).to.have.length(2);
+      expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before - 2_000_000n);
+      expect((await s.escrow.getTask(publicTaskHash(briefs[2]!))).poster).to.equal(hre.ethers.ZeroAddress);
+    });
+
+    it("signs each funding after the first with the gas of the one before (a quarter more), running it once instead of estimating", async function () {
+      const estimates: string[] = [];
+      const rpc = await countingRpc(s.rpcUrl, (call) => {
+        if (call.method === "eth_estimateGas") estimates.push(String((call.params[0] as { to?: string }).to).toLowerCase());
+      });
+      try {
+        const inputs = Array.from({ length: 9 }, (_, i) => ({ ...task, instructions: `Gas brief ${i}`, amountRaw: 1_000n }));
+        const funded: string[] = [];
+        const options = { ...base, executor: { ...base.executor, rpcUrls: { arc: rpc.url } } };
+        const result = await new MarketClient(options).postTasks(inputs, { chunkSize: 3, onFunded: ({ txHash }) => void funded.push(txHash) });
+        expect(result).to.deep.include({ posted: 9, stopped: false });
+        // The escrow's gas was estimated once, for the first funding.
+        expect(estimates.filter((to) => to === s.escrowAddress.toLowerCase())).to.have.length(1);
+        for (let i = 1; i < funded.length; i++) {
+          const previous = await hre.ethers.provider.getTransactionReceipt(funded[i - 1]!);
+          expect((await hre.ethers.provider.getTransaction(funded[i]!))!.gasLimit).to.equal((previous!.gasUsed * 5n) / 4n);
+        }
+      } finally {
+        await rpc.close();
+      }
+    });
+
+    it("ChainWallet.send with a gasLimit: signs with it once the call runs at it; estimates when too low; a refusal sends nothing", async function () {
+      const wallet = await new MarketClient(base).wallet();
+      const create = (brief: string) => ({
+        to: s.escrowAddress,
+        data: escrowInterface.encodeFunctionData("createTask", [publicTaskHash(brief), s.token, 1_000n, 86_400n, hre.ethers.ZeroAddress]),
+      });
+      const enough = await wallet.send(null, create("gas limit: enough"), { gasLimit: 400_000n });
+      expect((await hre.ethers.provider.getTransaction(enough.hash))!.gasLimit).to.equal(400_000n);
+      // Too little to run the call: estimated instead, and mined.
+      const estimated = await wallet.send(null, create("gas limit: too little"), { gasLimit: 30_000n });
+      expect(estimated.status).to.equal(1);
+      expect((await hre.ethers.provider.getTransaction(estimated.hash))!.gasLimit > 30_000n).to.equal(true);
+      // A hash funded already: the escrow's refusal, decoded, and nothing sent.
+      await nothingSent(async () => {
+        const error = await refusal(wallet.send(null, create("gas limit: enough"), { gasLimit: 400_000n }));
+        expect(error.code).to.equal("TX_REVERTED");
+        expect(error.body.revert).to.deep.equal({ name: "TaskHashUsed", args: [publicTaskHash("gas limit: enough")] });
+      });
     });
 
     /** A fetch that answers the `nth` request (1-based) matching `method` and `path` with a refusal; others pass. */

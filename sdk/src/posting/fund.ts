@@ -11,11 +11,15 @@ import type { BuiltBatch, BuiltTask } from "../../../core/api";
 import type { PostingContext } from "./context";
 import type { PreparedRow } from "./prepare";
 
-/** A chunk's funding, ready to send: the API's transaction, the call the client expects, and the nonce it takes. */
+/**
+ * A chunk's funding, ready to send: the API's transaction, the call the client expects, the nonce it takes, and the
+ * gas limit to try first (ChainWallet.send).
+ */
 export interface Funding {
   unsignedTx: UnsignedTx;
   expected: { to: string; data: string };
   nonce: number;
+  gasLimit?: bigint | undefined;
 }
 
 /** Tasks per funding transaction: the caller's choice (default 20) within the escrow's batch limit, else one. */

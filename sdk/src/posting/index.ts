@@ -94,6 +94,18 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   );
   let approved = false;
   let stopped = false;
+  // Each chunk's funding is sent as soon as the previous one is mined, while that one is listed: listing runs beside the
+  // next funding, never two listings at once. A listing failure still stops the run (spec "Bulk run behaviour"): it
+  // sets `listingFailed` the moment it is known, and no funding is sent after that (the check before `onFunding`);
+  // the previous chunk's listing is awaited before the next chunk is started, so a failure stops the run at the latest
+  // after the one chunk whose funding was already sent while that listing ran. That chunk is listed like any other.
+  let listing: Promise<boolean> = Promise.resolve(true);
+  let listingFailed = false;
+  // The gas of the last funding, per row: the next one is signed with that much (a quarter more, for at least as many
+  // rows) once the call runs at that limit, instead of an estimate that runs the whole batch a dozen times.
+  let lastGas: { used: bigint; rows: number } | undefined;
+  const gasLimitFor = (rows: number) =>
+    lastGas ? (lastGas.used * BigInt(Math.max(rows, lastGas.rows)) * 5n) / (4n * BigInt(lastGas.rows)) : undefined;
 
   // The next chunk is staged (briefs encrypted, uploaded and keys wrapped, then its funding built by the API) while the
   // current one is approved, funded and listed: staging pays nothing, and the client's CPU work and the API's checks
@@ -106,7 +118,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
     const fundingStarted = performance.now();
     let chunk = staged.prepared;
     let built = staged.built;
-    let txHash: string | undefined;
+    let sent: { hash: string; gasUsed: bigint } | undefined;
     // A funding the escrow refuses because someone funded one of its hashes first is built again without that row
     // (or with it encrypted afresh) and sent again; each turn pays nothing until one is mined.
     for (;;) {
@@ -120,7 +132,12 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
           await approveEscrow(ctx, sumOf(rows.slice(start)));
         }
         const nonce = await ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
-        funding = { unsignedTx: built.unsignedTx, expected: expectedFunding(ctx, chunk), nonce };
+        // The previous chunk's listing failed meanwhile: nothing more is funded (its rows are left skipped).
+        if (listingFailed) {
+          stopped = true;
+          break;
+        }
+        funding = { unsignedTx: built.unsignedTx, expected: expectedFunding(ctx, chunk), nonce, gasLimit: gasLimitFor(chunk.length) };
         await options.onFunding?.({
           rows: chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: r.params })),
           nonce,
@@ -132,39 +149,50 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
         stopped = true;
         break;
       }
-      const sent = await trySend(ctx, funding);
-      if (sent.error === undefined) {
-        txHash = sent.hash;
+      const outcome = await trySend(ctx, funding);
+      if (outcome.error === undefined) {
+        sent = outcome;
         break;
       }
       let rebuilt: Awaited<ReturnType<typeof builder.afterRevert>>;
       try {
-        rebuilt = mayBeSquatted(sent.error) ? await builder.afterRevert(chunk) : undefined;
+        rebuilt = mayBeSquatted(outcome.error) ? await builder.afterRevert(chunk) : undefined;
       } catch (error) {
         await failUnpaid(rows.slice(start, start + chunkSize), chunk, tally, asFailure(error));
         stopped = true;
         break;
       }
       if (!rebuilt) {
-        await settleSendFailure(chunk, sent.error, tally);
+        await settleSendFailure(chunk, outcome.error, tally);
         stopped = true;
         break;
       }
       built = rebuilt;
     }
-    if (stopped) break;
-    if (!txHash) continue;
+    if (stopped || !sent) {
+      if (!(await listing)) stopped = true;
+      continue;
+    }
     tally.add("fundMs", performance.now() - fundingStarted);
+    lastGas = { used: sent.gasUsed, rows: chunk.length };
+    const txHash = sent.hash;
     const funded: FundedEvent["rows"] = chunk.map((r) => ({
       index: r.checked.index,
       taskHash: r.params.taskHash,
       indexParams: { ...r.params, txHash },
     }));
     await options.onFunded?.({ txHash, rows: funded });
-    stopped = !(await listChunk(ctx, chunk, txHash, funded, tally));
+    const previous = listing;
+    listing = listChunk(ctx, chunk, txHash, funded, tally).then((all) => {
+      if (!all) listingFailed = true;
+      return all;
+    });
+    if (!(await previous)) stopped = true;
   }
 
-  // A chunk staged ahead of a stop pays nothing; its refusals are settled before the tally closes, the rest skipped.
+  // The last chunk's listing (or the one that ran beside a funding that then failed), and a chunk staged ahead of a
+  // stop: it pays nothing; its refusals are settled before the tally closes, the rest skipped.
+  if (!(await listing)) stopped = true;
   await next;
   for (const checked of rows) if (!tally.settled(checked.index)) await tally.settle({ ...base(checked), status: "skipped" });
   return tally.summary(totalRaw, stopped);
@@ -210,9 +238,16 @@ async function failUnpaid(chunkRows: readonly CheckedRow[], prepared: readonly P
  * Sends the chunk's funding at exactly the nonce `onFunding` was told, so a journal of it can tell sent from never
  * sent: its hash once mined, or the error.
  */
-async function trySend(ctx: PostingContext, funding: Funding): Promise<{ hash: string; error?: undefined } | { hash?: undefined; error: ApiError }> {
+async function trySend(
+  ctx: PostingContext,
+  funding: Funding,
+): Promise<{ hash: string; gasUsed: bigint; error?: undefined } | { hash?: undefined; error: ApiError }> {
   try {
-    return { hash: (await ctx.chain.send(funding.unsignedTx, funding.expected, { nonce: funding.nonce })).hash };
+    const receipt = await ctx.chain.send(funding.unsignedTx, funding.expected, {
+      nonce: funding.nonce,
+      ...(funding.gasLimit === undefined ? {} : { gasLimit: funding.gasLimit }),
+    });
+    return { hash: receipt.hash, gasUsed: receipt.gasUsed };
   } catch (error) {
     return { error: error instanceof ApiError ? error : new ApiError(0, "TX_FAILED", (error as Error).message) };
   }
