@@ -4,6 +4,7 @@ import { json } from "../db";
 import { LEGACY_AGENT_CHAIN, type ChainName } from "../../core/chains";
 import { MarketError } from "../../core/errors";
 import { normalizePublicKey } from "../../core/crypto";
+import { checksumAddress } from "../../core/addresses";
 import { FRESH_REPUTATION } from "../../core/reputation";
 import { asAddress, asRawAmount, type AgentProfile } from "../../core/api";
 
@@ -116,7 +117,7 @@ export function createAgentRegistry({ db, now }: { db: Db; now: () => number }) 
       query = query.where(
         "a.address",
         "in",
-        filter.addresses.map((a) => getAddress(a)),
+        filter.addresses.map((a) => checksumAddress(a)),
       );
     }
     const chain = filter.chain;

@@ -2,7 +2,7 @@ import { ZeroAddress } from "ethers";
 import { IERC20__factory } from "../../typechain-types";
 import { chainCall, type Chain } from "../chains";
 import type { Db } from "../db";
-import { checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
+import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { minRewardRefusal } from "../agents";
 import { asAddress, asTaskHash, type BuildTaskBody, type BuiltBatch, type BuiltTask, type FundingPlan, type UnsignedTx } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
@@ -53,14 +53,14 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     }
   }
 
-  async function checkOne(body: BuildTaskBody, poster: string, chain: Chain): Promise<FundedTerms> {
+  async function checkOne(body: BuildTaskBody, poster: string, chain: Chain, checkDeps: TermsDeps = deps): Promise<FundedTerms> {
     const amount = checkAmount(body.amount);
     const duration = checkDuration(body.duration);
-    const terms = await checkTerms(body, poster, chain, deps);
-    await checkRental(terms, { amount, durationSeconds: duration }, deps);
+    const terms = await checkTerms(body, poster, chain, checkDeps);
+    await checkRental(terms, { amount, durationSeconds: duration }, checkDeps);
     if (terms.targetExecutor) {
       // Refused before anything is paid: the pinned agent could never accept it.
-      const target = await deps.agents.get(terms.targetExecutor);
+      const target = await checkDeps.agents.get(terms.targetExecutor);
       const belowMinimum = minRewardRefusal(target?.minReward ?? null, amount, terms.serviceId);
       if (belowMinimum) throw belowMinimum;
     }
@@ -122,7 +122,8 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       const details: ErrorDetail[] = [];
       const terms: FundedTerms[] = [];
       // Every task is checked at once (each check reads the chain and the blob store); outcomes are taken in order.
-      const checks = await Promise.allSettled(bodies.map((body) => checkOne(body, poster, chain)));
+      const batchDeps = batchTermsDeps(deps);
+      const checks = await Promise.allSettled(bodies.map((body) => checkOne(body, poster, chain, batchDeps)));
       for (const [index, body] of bodies.entries()) {
         const check = checks[index]!;
         try {

@@ -1,13 +1,13 @@
-import { getAddress, ZeroAddress, type TransactionReceipt } from "ethers";
+import { getAddress, ZeroAddress, type Log, type TransactionReceipt } from "ethers";
 import { chainCall, type Chain } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
 import type { Listing } from "../db/schema";
-import { checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
+import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
 import type { Clock } from "../http/types";
 import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "../../core/api";
 import { answeredCode, MarketError, type ErrorDetail } from "../../core/errors";
-import { decodeEscrowEvent, isOpen, snapshotFromView } from "../../core/escrow";
+import { decodeEscrowEvent, EscrowStatus, isOpen, snapshotFromView } from "../../core/escrow";
 
 /** What the funding receipt says about one task. */
 interface Funded {
@@ -19,6 +19,8 @@ interface Funded {
   verifier: string;
   /** The block that funded it (its timestamp is when the deadline's duration began). */
   blockNumber: number;
+  /** No escrow event has named the task since its TaskCreated (as `markUntouched` read the logs): still as funded. */
+  untouched?: boolean;
 }
 
 export type ListingResult = ListingOutcome;
@@ -70,19 +72,62 @@ export function createListings({
     return funded;
   }
 
+  /**
+   * Marks the receipt's tasks that no escrow event has named since their TaskCreated, with one log query for the whole
+   * receipt (its block to the latest) instead of a read of each task: every change of a task's status emits an event
+   * naming it (what the indexer's projection rests on), and its deadline moves only with a pause of the escrow, so
+   * such a task, with no pause since, is still Funded with the deadline its TaskCreated gave. A query the node refuses
+   * marks none, and each task is then read.
+   */
+  async function markUntouched(chain: Chain, txHash: string, funded: Map<string, Funded>): Promise<void> {
+    const first = funded.values().next().value;
+    if (!first) return;
+    const range = { address: chain.config.escrow, fromBlock: first.blockNumber, toBlock: "latest" };
+    const pauses = [chain.escrow.interface.getEvent("EscrowPausedAt").topicHash, chain.escrow.interface.getEvent("EscrowUnpaused").topicHash];
+    let named: Log[];
+    let paused: Log[];
+    try {
+      [named, paused] = await Promise.all([
+        chain.provider.getLogs({ ...range, topics: [null, [...funded.keys()]] }),
+        chain.provider.getLogs({ ...range, topics: [pauses] }),
+      ]);
+    } catch {
+      return;
+    }
+    if (paused.length > 0) return;
+    const touched = new Set<string>();
+    for (const log of named) {
+      const own = log.transactionHash.toLowerCase() === txHash.toLowerCase() && decodeEscrowEvent(log.topics, log.data)?.event === "TaskCreated";
+      if (!own) touched.add(log.topics[1]!.toLowerCase());
+    }
+    for (const [taskHash, task] of funded) task.untouched = !touched.has(taskHash);
+  }
+
+  /** Whether the task is open on chain, and its deadline: as funded when untouched since, else as the escrow answers. */
+  async function openNow(chain: Chain, taskHash: string, funded: Funded): Promise<{ open: boolean; deadline: number }> {
+    const at = Math.floor(now() / 1000);
+    if (funded.untouched) {
+      const deadline = Number(funded.deadline);
+      return { open: isOpen({ status: EscrowStatus.Funded, deadline }, at), deadline };
+    }
+    const task = snapshotFromView(taskHash, await chainCall(() => chain.escrow.getTask(taskHash)));
+    return { open: task !== undefined && isOpen(task, at), deadline: task?.deadline ?? 0 };
+  }
+
   async function listFunded(
     chain: Chain,
     wallet: string,
     txHash: string,
     input: TaskFieldsInput,
     funded: Funded | undefined,
+    checkDeps: TermsDeps = deps,
   ): Promise<ListingResult> {
     const taskHash = input.taskHash.toLowerCase();
     if (!funded) throw new MarketError("NOT_IN_RECEIPT", `The receipt carries no TaskCreated for ${taskHash} from the escrow.`);
     if (funded.poster !== wallet) throw new MarketError("FUNDING_WALLET_MISMATCH", `The task was funded by ${funded.poster}, not by ${wallet}.`);
     if (funded.token !== chain.config.token)
       throw new MarketError("TOKEN_NOT_SETTLEMENT", "The task was funded with a token other than the settlement token.");
-    const terms = await checkTerms(input, wallet, chain, deps);
+    const terms = await checkTerms(input, wallet, chain, checkDeps);
     const verifier = funded.verifier === ZeroAddress ? null : funded.verifier;
     if (terms.verifierAddress !== verifier) {
       throw new MarketError(
@@ -99,12 +144,11 @@ export function createListings({
     if (terms.serviceId !== null) {
       const block = await chainCall(() => chain.provider.getBlock(funded.blockNumber));
       if (!block) throw new MarketError("CHAIN_UNAVAILABLE", `The chain did not answer block ${funded.blockNumber}.`);
-      await checkRental(terms, { amount: funded.amount, durationSeconds: Number(funded.deadline) - block.timestamp }, deps);
+      await checkRental(terms, { amount: funded.amount, durationSeconds: Number(funded.deadline) - block.timestamp }, checkDeps);
     }
 
-    const onChain = await chainCall(() => chain.escrow.getTask(taskHash));
-    const task = snapshotFromView(taskHash, onChain);
-    if (!task || !isOpen(task, Math.floor(now() / 1000))) {
+    const { open, deadline } = await openNow(chain, taskHash, funded);
+    if (!open) {
       throw new MarketError("NOT_OPEN", "The task is no longer open on chain (assigned, cancelled or past its deadline).");
     }
 
@@ -146,7 +190,7 @@ export function createListings({
     }
     if (onListed) {
       const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
-      await onListed(listing, Number(onChain.deadline)).catch(() => undefined);
+      await onListed(listing, deadline).catch(() => undefined);
     }
     return { taskHash: asTaskHash(taskHash), status: "listed" };
   }
@@ -182,6 +226,8 @@ export function createListings({
     /** Lists the tasks of one batch receipt; each item succeeds or fails on its own (outcomes per item). */
     async listBatch(chain: Chain, wallet: string, txHash: string, items: TaskFieldsInput[]) {
       const funded = await receiptOf(chain, txHash, wallet);
+      await markUntouched(chain, txHash, funded);
+      const batchDeps = batchTermsDeps(deps);
       const seen = new Set<string>();
       type Outcome = ErrorDetail & { taskHash: string; status: string };
       // The items are listed at once (each reads the chain and the blob store, then writes its own rows); a repeated
@@ -193,7 +239,7 @@ export function createListings({
           seen.add(taskHash);
           try {
             if (repeated) throw new MarketError("DUPLICATE_TASK_HASH");
-            const result = await listFunded(chain, wallet, txHash, item, funded.get(taskHash));
+            const result = await listFunded(chain, wallet, txHash, item, funded.get(taskHash), batchDeps);
             return { ...result, message: result.status === "listed" ? "listed" : "listed before with the same properties" };
           } catch (error) {
             if (!(error instanceof MarketError)) {

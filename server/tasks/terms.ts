@@ -7,6 +7,7 @@ import { addressParam } from "../http/params";
 import type { TaskFieldsInput } from "../../core/api";
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { contentHash, publicTaskHash } from "../../core/crypto";
+import { checksumAddress } from "../../core/addresses";
 import { isRentalCriteria, validateCriteria, type VerificationMode } from "../../core/verification";
 import { DEFAULT_ZONE, RENTAL_DURATION_SECONDS } from "../../core/limits";
 
@@ -25,6 +26,32 @@ export interface TermsDeps {
   custody: { opens(keyCustodyBlob: string): boolean };
   /** A rental's service as its listing checks read it; undefined when unknown or deleted (server/services). */
   services: { rentalTerms(serviceId: number): Promise<{ agentAddress: string; priceRaw: bigint; active: boolean } | undefined> };
+}
+
+/**
+ * The dependencies for checking the tasks of one batch at once (a chunk's funding built, or its receipt listed): an
+ * agent lookup asked before in the batch is answered from that first lookup, since a chunk's private briefs are
+ * mostly wrapped to the same agents. Lives as long as the batch's request; a lookup that failed is asked again.
+ */
+export function batchTermsDeps(deps: TermsDeps): TermsDeps {
+  const found = new Map<string, ReturnType<TermsDeps["agents"]["find"]>>();
+  return {
+    ...deps,
+    agents: {
+      get: (address) => deps.agents.get(address),
+      find(filter) {
+        // The answer does not depend on the order of `addresses` (agents come by reputation, then address).
+        const key = JSON.stringify({ ...filter, addresses: filter.addresses && [...filter.addresses].sort() });
+        let answer = found.get(key);
+        if (!answer) {
+          answer = deps.agents.find(filter);
+          found.set(key, answer);
+          answer.catch(() => found.delete(key));
+        }
+        return answer;
+      },
+    },
+  };
 }
 
 /**
@@ -196,7 +223,7 @@ export function normalizeWrappedKeys(keys: Record<string, string> | undefined): 
         details: [{ field: `body.wrappedKeys.${address}`, message: "is not a 20-byte hex address" }],
       });
     }
-    out[getAddress(address)] = wrapped.replace(/^0x/, "").toLowerCase();
+    out[checksumAddress(address)] = wrapped.replace(/^0x/, "").toLowerCase();
   }
   return out;
 }

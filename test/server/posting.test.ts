@@ -389,6 +389,51 @@ describe("posting: build, upload and list", function () {
       });
     });
 
+    describe("a batch receipt's tasks as they stand on chain (one log query, then a read of each task touched since)", function () {
+      const briefs = ["open one: name a river", "open two: name a mountain", "open three: name a lake"];
+      /** Funds the briefs in one createTasks of `duration` seconds; the listing items and the receipt. */
+      async function fundBatch(duration = 3600) {
+        const tasks = briefs.map((b) => ({ ...s.publicTask(b), amount: "1000000", duration }));
+        const plan = expectOk(await s.call<Plan>("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks } }));
+        const txHash = await s.sendAll(s.poster, plan.transactions);
+        return { txHash, items: tasks.map(({ amount: _a, duration: _d, ...fields }) => fields) };
+      }
+      const outcomes = (answer: Awaited<ReturnType<typeof list>>) => answer.body.error.details?.map((d) => [d.taskHash, d.status, d.code ?? null]);
+
+      it("refuses only the task cancelled or assigned after the funding, in the same block or later (NOT_OPEN)", async function () {
+        const { txHash, items } = await fundBatch();
+        await s.escrow.connect(s.poster).cancelTask(items[0]!.taskHash);
+        await s.escrow.connect(s.poster).assignWorker(items[2]!.taskHash, s.worker.address);
+        const answer = await list({ txHash, tasks: items });
+        expectError(answer, "INDEX_FAILED");
+        expect(outcomes(answer)).to.deep.equal([
+          [items[0]!.taskHash, "failed", "NOT_OPEN"],
+          [items[1]!.taskHash, "listed", null],
+          [items[2]!.taskHash, "failed", "NOT_OPEN"],
+        ]);
+      });
+
+      it("refuses tasks past their deadline (NOT_OPEN), untouched since the funding", async function () {
+        const { txHash, items } = await fundBatch();
+        await time.increase(3601);
+        await s.sync();
+        const answer = await list({ txHash, tasks: items });
+        expectError(answer, "INDEX_FAILED");
+        expect(outcomes(answer)?.map((o) => o[2])).to.deep.equal(["NOT_OPEN", "NOT_OPEN", "NOT_OPEN"]);
+      });
+
+      it("lists tasks past the deadline they were funded with when a pause of the escrow since moved it later", async function () {
+        const { txHash, items } = await fundBatch();
+        await s.escrow.connect(s.admin).pause();
+        await time.increase(7200);
+        await s.escrow.connect(s.admin).unpause();
+        await s.sync();
+        // Past the funded deadline (the API's clock follows the chain's), within the one the pause moved.
+        const answer = await list({ txHash, tasks: items });
+        expect(expectOk(answer)).to.deep.equal({ results: items.map((i) => ({ taskHash: i.taskHash, status: "listed" })) });
+      });
+    });
+
     it("keeps a private task's wrapped keys for the agents it names", async function () {
       const { fields } = await s.privateTask(brief, [s.worker], posterKey);
       const txHash = await fund(fields);
