@@ -116,7 +116,7 @@ export function sealToPublicKey(plaintext: Uint8Array, recipientPublicKey: strin
 
 /** ECIES to each recipient with one shared ephemeral key (see wrapBriefKeys). */
 function sealToMany(plaintext: Uint8Array, recipientPublicKeys: readonly string[]): string[] {
-  const recipients = recipientPublicKeys.map((publicKey) => recipientPoint(normalizePublicKey(publicKey)));
+  const recipients = recipientPublicKeys.map((publicKey) => recipientPoint(publicKey));
   const ephemeralSecret = scalarOf(secp256k1.utils.randomSecretKey());
   const ephemeral = Buffer.from(secp256k1.Point.BASE.multiply(ephemeralSecret).toBytes(false));
   return recipients.map((recipient) => {
@@ -158,14 +158,17 @@ const RECIPIENT_CACHE_SIZE = 1024;
 type CurvePoint = ReturnType<typeof secp256k1.Point.fromHex>;
 const recipients = new Map<string, { point: CurvePoint; uses: number }>();
 
-/** The recipient's point; the cache keeps the most recent recipients, with precomputed multiples once reused. */
-function recipientPoint(publicKeyHex: string): CurvePoint {
-  let entry = recipients.get(publicKeyHex);
-  if (entry) recipients.delete(publicKeyHex);
-  else entry = { point: secp256k1.Point.fromHex(publicKeyHex), uses: 0 };
+/**
+ * The recipient's point, for a public key in any form `normalizePublicKey` accepts (refused as it refuses); the cache
+ * keeps the most recent recipients by the key as given, with precomputed multiples once reused.
+ */
+function recipientPoint(publicKey: string): CurvePoint {
+  let entry = recipients.get(publicKey);
+  if (entry) recipients.delete(publicKey);
+  else entry = { point: secp256k1.Point.fromHex(normalizePublicKey(publicKey)), uses: 0 };
   entry.uses += 1;
   if (entry.uses === PRECOMPUTE_AFTER_USES) entry.point = entry.point.precompute(8, false);
-  recipients.set(publicKeyHex, entry);
+  recipients.set(publicKey, entry);
   if (recipients.size > RECIPIENT_CACHE_SIZE) recipients.delete(recipients.keys().next().value!);
   return entry.point;
 }

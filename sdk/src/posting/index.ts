@@ -112,7 +112,11 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   // overlap the chain's mining and the listing.
   const stage = (start: number) => stageChunk(ctx, rows.slice(start, start + chunkSize), recipients, tally, builder, options.onBriefKey);
   let next = rows.length > 0 ? stage(0) : undefined;
+  const readNonce = () => ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
+    // Once the escrow is approved, the chunk's nonce is read while its staging is awaited: nothing is sent meanwhile.
+    let nonceAhead = approved ? readNonce() : undefined;
+    nonceAhead?.catch(() => undefined);
     const staged = await next!;
     next = start + chunkSize < rows.length ? stage(start + chunkSize) : undefined;
     const fundingStarted = performance.now();
@@ -131,7 +135,8 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
           approved = true;
           await approveEscrow(ctx, sumOf(rows.slice(start)));
         }
-        const nonce = await ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
+        const nonce = await (nonceAhead ?? readNonce());
+        nonceAhead = undefined;
         // The previous chunk's listing failed meanwhile: nothing more is funded (its rows are left skipped).
         if (listingFailed) {
           stopped = true;
