@@ -154,6 +154,10 @@ describe("services: renting a hosted agent's service", function () {
     });
     const waiting = await poster.rentService({ serviceId: seeded.service.id, prompt: "Review the third lease: RENTAL-FIRST.", waitSeconds: 0 });
     expect(waiting.done).to.equal(false);
+    // Both tasks indexed before the agent starts, so its first look sees both.
+    for (const hash of [waiting.taskHash, open.taskHash!]) {
+      await until(async () => (await statusOf(s, posterKey, hash)).status === "open", 30_000, `task ${hash} indexed`);
+    }
     const asked = model.requests.length;
     await ownerClient.startAgent({ agentId: seeded.agent.id });
     await until(
