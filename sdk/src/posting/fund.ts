@@ -48,6 +48,7 @@ export async function buildFunding(
           : await ctx.http.post<BuiltBatch>("/api/v1/tasks/batch", { tasks: rows.map(buildBody) });
       return { unsignedTx, rows };
     } catch (error) {
+      // ApiError.status is the HTTP status (0: no answer reached us), not an escrow status: only a 4xx names rows.
       if (!(error instanceof ApiError) || error.status >= 500 || error.status === 0) throw error;
       const named = refusedRows(error, rows.length);
       if (named.size === 0) throw error;
