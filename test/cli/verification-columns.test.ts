@@ -34,6 +34,7 @@ describe("cli: verification columns", function () {
     const run = await runCli(["post-tasks", "--file", "t.csv", "--yes"], { env, cwd: dir });
     expect(run.status, run.stderr).to.equal(0);
     const rows = readResults(path.join(dir, "t.csv.results.csv"));
+    await s.sync(); // listed by the CLI; a task's view needs it indexed too
     const criteria = [];
     for (const row of rows) {
       const view = expectOk(await s.call<TaskView>("GET", `/api/v1/tasks/${row.task_hash}`));
