@@ -1,4 +1,4 @@
-import Fastify from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import swagger from "@fastify/swagger";
@@ -17,7 +17,7 @@ import { createAuth } from "./auth";
 import { authRoutes } from "./auth/routes";
 import { agentRoutes, createAgentRegistry } from "./agents";
 import { createFunding, createListings, createTaskQueries, assignedTaskRoutes, taskRoutes } from "./tasks";
-import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPoolOptions } from "./verification";
+import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPool, type VerifierPoolOptions } from "./verification";
 import { createAccepting, createBidding, createCustody, createDelivery, createOffers, createSettlementCalls, marketplaceRoutes } from "./marketplace";
 import { healthRoutes } from "./health";
 import { createUploads, storageRoutes } from "./storage";
@@ -59,8 +59,12 @@ export interface AppDeps {
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
   /** How long an answer waits for the indexer to show a confirmed transaction (ms). */
   indexerWaitMs?: number;
-  /** The rule engine's threads (server/verification/pool.ts); DEFAULT_VERIFIER_POOL when absent. */
-  verifierPool?: VerifierPoolOptions;
+  /**
+   * The rule engine's threads (server/verification/pool.ts): their options (DEFAULT_VERIFIER_POOL when absent), or a
+   * running pool the app uses and leaves open (several apps of one process share it: the test suites build hundreds,
+   * and a thread's start-up costs each of them).
+   */
+  verifierPool?: VerifierPoolOptions | { shared: VerifierPool };
   /** The leases this process holds now, for GET /health (server/db/leases.ts); none when absent. */
   leases?: () => readonly string[];
 }
@@ -183,8 +187,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const terms = { blobs, agents, custody, services };
   const funding = createFunding({ db, deps: terms });
   const listings = createListings({ db, deps: terms, now, onListed: (listing, deadline) => offers.open(listing, deadline) });
-  const pool = createVerifierPool(deps.verifierPool);
-  app.addHook("onClose", () => pool.close());
+  const pool = verifierPoolOf(app, deps.verifierPool);
   const verification = createAutoVerification({ db, chains, outboxes, now, indexerWaitMs, pool });
   const abuse: AbuseConfig = { ...DEFAULT_ABUSE, ...deps.config.abuse };
   // Uploads with an owner, a quota and a rate per account; unreferenced blobs collected in the background.
@@ -307,4 +310,12 @@ async function guardBodyEncoding(request: { headers: IncomingMessage["headers"] 
       throw new MarketError("UNSUPPORTED_CHARSET", `charset ${charset} is not accepted; send UTF-8.`);
     }
   }
+}
+
+/** The app's rule-engine pool: a shared one as given (left open), else its own, closed with the app. */
+function verifierPoolOf(app: Pick<FastifyInstance, "addHook">, given: AppDeps["verifierPool"]): VerifierPool {
+  if (given && "shared" in given) return given.shared;
+  const own = createVerifierPool(given);
+  app.addHook("onClose", () => own.close());
+  return own;
 }

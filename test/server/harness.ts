@@ -31,6 +31,7 @@ import { createAgentTokens } from "../../server/auth";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
 import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
 import { DEFAULT_CREDIT_RULE, type CreditRule } from "../../core/reputation";
+import { createVerifierPool, type VerifierPool } from "../../server/verification";
 
 export const PUBLIC_URL = "http://127.0.0.1:3000";
 const KEYS = hardhatAccountKeys();
@@ -211,6 +212,15 @@ async function deployedFixture(options: TestServerOptions): Promise<EscrowDeploy
 }
 
 /** A test server on the deployed escrow (the chain as `loadFixture` left it), its database a copy of a migrated one. */
+/**
+ * One rule-engine pool for every test server of the process: a pool thread's start-up (ts-node loading the rule
+ * engine) would otherwise be paid by each test that verifies. Its threads are unref'd and end with the process.
+ */
+let verifierPool: VerifierPool | undefined;
+function sharedVerifierPool(): VerifierPool {
+  return (verifierPool ??= createVerifierPool());
+}
+
 export async function startTestServer(options: TestServerOptions = {}) {
   return startServer(await deployedFixture(options), { database: await migratedImage() }, options);
 }
@@ -316,6 +326,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     now,
     logger: options.logger ?? false,
     indexerWaitMs: 5_000,
+    verifierPool: { shared: sharedVerifierPool() },
     hosting,
     verifierAddress: base.verifier.address,
   });
