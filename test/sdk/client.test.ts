@@ -22,21 +22,27 @@ function tampering(path: RegExp, rewrite: (data: Record<string, unknown>) => voi
   };
 }
 
-/** A JSON-RPC proxy to `upstream` that answers every receipt lookup with null: transactions go through unseen. */
-async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(): Promise<void> }> {
+/**
+ * A JSON-RPC proxy on loopback to `upstream`: `intercept` sees every call (each call of a batch) and may answer a
+ * single call itself (a result, not undefined); everything else is relayed as it is.
+ */
+async function relayRpc(
+  upstream: string,
+  intercept: (call: { id: number; method: string; params: unknown[] }) => unknown,
+): Promise<{ url: string; close(): Promise<void> }> {
   const server = createHttpServer((request, response) => {
     let body = "";
     request.on("data", (chunk: Buffer) => (body += chunk.toString()));
     const relay = async () => {
-      const payload = JSON.parse(body) as { id: number; method: string } | Array<{ id: number; method: string }>;
-      const hides = (p: { method: string }) => p.method === "eth_getTransactionReceipt";
-      if (!Array.isArray(payload) && hides(payload)) {
-        response.setHeader("content-type", "application/json");
-        response.end(JSON.stringify({ jsonrpc: "2.0", id: payload.id, result: null }));
+      type Call = { id: number; method: string; params: unknown[] };
+      const payload = JSON.parse(body) as Call | Call[];
+      const answers = (Array.isArray(payload) ? payload : [payload]).map(intercept);
+      response.setHeader("content-type", "application/json");
+      if (!Array.isArray(payload) && answers[0] !== undefined) {
+        response.end(JSON.stringify({ jsonrpc: "2.0", id: payload.id, result: answers[0] }));
         return;
       }
       const answer = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
-      response.setHeader("content-type", "application/json");
       response.end(await answer.text());
     };
     request.on("end", () => {
@@ -51,32 +57,15 @@ async function receiptHidingRpc(upstream: string): Promise<{ url: string; close(
   };
 }
 
+/** A JSON-RPC proxy to `upstream` that answers every receipt lookup with null: transactions go through unseen. */
+const receiptHidingRpc = (upstream: string) => relayRpc(upstream, (call) => (call.method === "eth_getTransactionReceipt" ? null : undefined));
+
 /** A JSON-RPC proxy to `upstream` that shows `seen` every call it relays (each call of a batch). */
-async function countingRpc(
-  upstream: string,
-  seen: (call: { method: string; params: unknown[] }) => void,
-): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createHttpServer((request, response) => {
-    let body = "";
-    request.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    const relay = async () => {
-      const payload = JSON.parse(body) as { method: string; params: unknown[] } | Array<{ method: string; params: unknown[] }>;
-      for (const call of Array.isArray(payload) ? payload : [payload]) seen(call);
-      const answer = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
-      response.setHeader("content-type", "application/json");
-      response.end(await answer.text());
-    };
-    request.on("end", () => {
-      relay().catch((error: unknown) => response.destroy(error as Error));
-    });
+const countingRpc = (upstream: string, seen: (call: { method: string; params: unknown[] }) => void) =>
+  relayRpc(upstream, (call) => {
+    seen(call);
+    return undefined;
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  return {
-    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** A fetch that answers the requests `fake` returns an answer for (`data` of a successful envelope); others pass to the API. */
 function faking(fake: (method: string, path: string, body: Record<string, unknown> | undefined) => unknown): typeof fetch {
