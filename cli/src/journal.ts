@@ -14,9 +14,10 @@
  * Entries name rows by key (content hash and occurrence, see task-file.ts), so an edited row never reuses the entry
  * of the row it replaced. A run holds `<journal>.lock` (its pid) so two runs never post the same file at once.
  */
-import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, unlinkSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
 import path from "node:path";
 import { clientError } from "../../sdk/src/errors";
+import { lockPidFile } from "../../core/pid-lock";
 import type { IndexParams } from "../../sdk/src/posting";
 
 export interface JournalError {
@@ -258,38 +259,9 @@ function fsyncDirectory(directory: string) {
 
 /** An exclusive lock file holding this process's pid; a lock left by a dead process is taken over. */
 function lock(lockPath: string): () => void {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(lockPath, "wx");
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      const release = () => {
-        process.removeListener("exit", release);
-        try {
-          unlinkSync(lockPath);
-        } catch {
-          // already gone
-        }
-      };
-      process.on("exit", release);
-      return release;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const holder = Number(readFileSync(lockPath, "utf8").trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
-        throw clientError("RUN_IN_PROGRESS", `Another market run (pid ${holder}) is using ${lockPath.replace(/\.lock$/, "")}; wait for it to end.`);
-      }
-      unlinkSync(lockPath);
-    }
-  }
-  throw clientError("RUN_IN_PROGRESS", `Cannot lock ${lockPath}.`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return lockPidFile(lockPath, (holder) =>
+    holder === undefined
+      ? clientError("RUN_IN_PROGRESS", `Cannot lock ${lockPath}.`)
+      : clientError("RUN_IN_PROGRESS", `Another market run (pid ${holder}) is using ${lockPath.replace(/\.lock$/, "")}; wait for it to end.`),
+  );
 }

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { createServer } from "node:net";
-import path from "node:path";
 import { HDNodeWallet, Mnemonic } from "ethers";
+import { lockPidFile } from "../../core/pid-lock";
 
 /** Hardhat's built-in development mnemonic: its keys are public, for local chains only. */
 export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
@@ -94,44 +93,7 @@ export async function portIsFree(port: number, host = "127.0.0.1"): Promise<bool
  * over. Returns the function that releases it (also run at exit).
  */
 export function lockDirectory(dir: string): () => void {
-  const file = `${dir}.lock`;
-  mkdirSync(path.dirname(file), { recursive: true });
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(file, "wx");
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      const release = () => {
-        if (readLockPid(file) === process.pid) rmSync(file, { force: true });
-      };
-      process.once("exit", release);
-      return release;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const holder = readLockPid(file);
-      if (holder !== undefined && holder !== process.pid && isAlive(holder)) {
-        throw new Error(`${dir} is in use by process ${holder} (another npm start?)`, { cause: error });
-      }
-      rmSync(file, { force: true }); // left by a process that is gone
-    }
-  }
-  throw new Error(`could not lock ${dir}`);
-}
-
-function readLockPid(file: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(file, "utf8").trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return lockPidFile(`${dir}.lock`, (holder) =>
+    holder === undefined ? new Error(`could not lock ${dir}`) : new Error(`${dir} is in use by process ${holder} (another npm start?)`),
+  );
 }
