@@ -5,9 +5,8 @@
 import { expect } from "chai";
 import { startStack, type Stack } from "../support/stack";
 import { startModelServer, type ModelServer } from "../support/model-server";
-import { MarketClient } from "../../sdk/src/client";
 import { createFairSemaphore } from "../../server/hosted/runner/bounds";
-import { agentOptions, clientOf, fundGas, statusOf, until, extraSigner } from "./helpers";
+import { agentOptions, clientOf, fundGas, statusOf, until, extraSigner, keyedClientOf } from "./helpers";
 
 describe("hosted agents: the server's slots, shared between owners", function () {
   this.timeout(180_000);
@@ -41,8 +40,7 @@ describe("hosted agents: the server's slots, shared between owners", function ()
     await greedyClient.startAgent({ agentId: second.id });
     await otherClient.startAgent({ agentId: working.id });
 
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const pinned = (instructions: string, agent: string, capabilities: string[]) =>
       poster.postTask({ instructions, amountRaw: 1_000_000n, privacy: "public", capabilities, targetExecutor: agent }).then((r) => r.taskHash!);
     await pinned("Summarise the first report.", first.address, ["summarization"]);

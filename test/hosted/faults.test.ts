@@ -6,8 +6,7 @@
 import { expect } from "chai";
 import { startStack, type Stack } from "../support/stack";
 import { startModelServer, briefOf, type ModelServer } from "../support/model-server";
-import { MarketClient } from "../../sdk/src/client";
-import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, extraSigner } from "./helpers";
+import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, extraSigner, keyedClientOf } from "./helpers";
 
 describe("hosted agents: a misbehaving model", function () {
   this.timeout(180_000);
@@ -49,8 +48,7 @@ describe("hosted agents: a misbehaving model", function () {
     await ownerClient.startAgent({ agentId: flaky.id });
     await (await clientOf(s, otherOwner)).startAgent({ agentId: other.id });
 
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const pinned = (instructions: string, agent: string, capabilities = ["summarization"]) =>
       poster.postTask({ instructions, amountRaw: 1_000_000n, privacy: "public", capabilities, targetExecutor: agent }).then((r) => r.taskHash!);
 

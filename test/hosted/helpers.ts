@@ -20,6 +20,22 @@ export async function clientOf(s: Stack, signer: HardhatEthersSigner): Promise<M
   return new MarketClient(await s.clientOptions(signer));
 }
 
+/** An SDK client acting as `signer`, and its API key (one key for both: tests also call the API with it). */
+export async function keyedClientOf(s: Stack, signer: HardhatEthersSigner): Promise<{ client: MarketClient; key: string }> {
+  const options = await s.clientOptions(signer);
+  return { client: new MarketClient(options), key: options.apiKey };
+}
+
+/** Deploys a scripted agent for `owner`, sends its wallet gas (and `usdcRaw` of USDC when given), and starts it. */
+export async function startedAgent(s: Stack, owner: HardhatEthersSigner, options: DeployAgentOptions, usdcRaw?: bigint) {
+  const client = await clientOf(s, owner);
+  const { agent } = await client.deployAgent(options);
+  await fundGas(owner, agent.address);
+  if (usdcRaw !== undefined) await (await s.usdc.connect(s.admin).mint(agent.address, usdcRaw)).wait();
+  await client.startAgent({ agentId: agent.id });
+  return { client, agent };
+}
+
 /** The deploy options of an agent on the scripted model (not started: tests fund its gas first). */
 export function agentOptions(model: ModelServer, extra: Partial<DeployAgentOptions> = {}): DeployAgentOptions {
   return {

@@ -10,9 +10,9 @@ import { decrypt as eciesDecrypt } from "eciesjs";
 import { startStack, type Stack } from "../support/stack";
 import { startModelServer, briefOf, hasToolResult, type ModelServer } from "../support/model-server";
 import { privateKeyOf } from "../server/harness";
-import { MarketClient, decryptExportedKey } from "../../sdk/src/client";
+import { decryptExportedKey } from "../../sdk/src/client";
 import { publicKeyFromPrivateKey } from "../../core/crypto";
-import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until } from "./helpers";
+import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, keyedClientOf } from "./helpers";
 
 const MODEL_KEY = "sk-model-secret-0123456789abcdef";
 const TOOL_SECRET = "tool-secret-fedcba9876543210";
@@ -131,8 +131,7 @@ describe("hosted agents: deploy, work, withdraw, export", function () {
     ]);
     expect(listed.builtinTools).to.deep.equal(["send_message", "read_inbox", "wait_for_reply"]);
 
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const before = { agent: await s.usdc.balanceOf(agent.address), treasury: await s.usdc.balanceOf(s.treasury.address) };
     const posted = await poster.postTasks([
       { instructions: "Summarise the public history of the Suez canal.", amountRaw: 3_000_000n, privacy: "public", capabilities: ["summarization"] },

@@ -6,8 +6,7 @@
 import { startStack, type Stack } from "../support/stack";
 import { startModelServer, type ModelServer } from "../support/model-server";
 import { expectError, expectOk } from "../server/expect";
-import { MarketClient } from "../../sdk/src/client";
-import { agentOptions, clientOf, fundGas, until } from "./helpers";
+import { agentOptions, clientOf, fundGas, until, keyedClientOf } from "./helpers";
 
 /** The test's own calls, as a client elsewhere (the server trusts X-Forwarded-For here). */
 const ELSEWHERE = { "x-forwarded-for": "203.0.113.7" };
@@ -33,8 +32,7 @@ describe("hosted agents: the API's per-IP window", function () {
     const ownerKey = (await s.clientOptions(owner)).apiKey;
     const agent = (await ownerClient.deployAgent(agentOptions(model))).agent;
     await fundGas(owner, agent.address);
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Summarise the warehouse report.",

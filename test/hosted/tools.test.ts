@@ -8,10 +8,9 @@ import hre from "hardhat";
 import { startStack, type Stack } from "../support/stack";
 import { startModelServer, briefOf, type ModelRequest, type ModelServer } from "../support/model-server";
 import { privateKeyOf } from "../server/harness";
-import { MarketClient } from "../../sdk/src/client";
 import { escrowInterface } from "../../sdk/src/chain";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
-import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, extraSigner } from "./helpers";
+import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, extraSigner, keyedClientOf, startedAgent } from "./helpers";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
 
@@ -40,12 +39,8 @@ describe("hosted agents: built-in tools", function () {
       return { content: `Summary of ${reply}: sales rose steadily and costs fell in every region we track.` };
     });
     const owner = s.stranger;
-    const ownerClient = await clientOf(s, owner);
-    const agent = (await ownerClient.deployAgent(agentOptions(model))).agent;
-    await fundGas(owner, agent.address);
-    await ownerClient.startAgent({ agentId: agent.id });
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: ownerClient, agent } = await startedAgent(s, owner, agentOptions(model));
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Summarise our sales.",
@@ -111,8 +106,7 @@ describe("hosted agents: built-in tools", function () {
     await clientB.startAgent({ agentId: agentB.id });
     await clientA.startAgent({ agentId: agentA.id });
 
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Say hello in French for our greeting card.",
@@ -160,14 +154,8 @@ describe("hosted agents: built-in tools", function () {
       }
       return { content: second ? "Plan summary, second version: the budget rises and hiring waits a year." : "Plan summary: the budget rises." };
     });
-    const owner = s.stranger;
-    const client = await clientOf(s, owner);
-    const agent = (await client.deployAgent(agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }))).agent;
-    await fundGas(owner, agent.address);
-    await (await s.usdc.connect(s.admin).mint(agent.address, 5_000_000n)).wait();
-    await client.startAgent({ agentId: agent.id });
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { agent } = await startedAgent(s, s.stranger, agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }), 5_000_000n);
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Summarise the plan.",
@@ -209,14 +197,13 @@ describe("hosted agents: built-in tools", function () {
       if (!restarted) return { hang: true };
       return { content: `Plan summary: the budget rises; delegation said ${results[0]!.slice(0, 120)}` };
     });
-    const owner = s.stranger;
-    const client = await clientOf(s, owner);
-    const agent = (await client.deployAgent(agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }))).agent;
-    await fundGas(owner, agent.address);
-    await (await s.usdc.connect(s.admin).mint(agent.address, 5_000_000n)).wait();
-    await client.startAgent({ agentId: agent.id });
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client, agent } = await startedAgent(
+      s,
+      s.stranger,
+      agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }),
+      5_000_000n,
+    );
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Summarise the plan.",
@@ -248,13 +235,8 @@ describe("hosted agents: built-in tools", function () {
         return { toolCalls: [{ name: "delegate_to_agent", arguments: { instructions: "Do it all.", amountRaw: "5000000" } }] };
       return { content: `Final answer: the delegation said ${results[0]!.slice(0, 60)} and so I did the summary myself.` };
     });
-    const owner = s.stranger;
-    const client = await clientOf(s, owner);
-    const agent = (await client.deployAgent(agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "1000000" } }))).agent;
-    await fundGas(owner, agent.address);
-    await client.startAgent({ agentId: agent.id });
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client, agent } = await startedAgent(s, s.stranger, agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "1000000" } }));
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Summarise the plan.",
@@ -297,8 +279,7 @@ describe("hosted agents: sponsored gas", function () {
     const agent = (await client.deployAgent(agentOptions(model))).agent;
     await client.startAgent({ agentId: agent.id });
     expect(await s.usdc.runner!.provider!.getBalance(agent.address)).to.equal(0n);
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Summarise the budget memo.",
@@ -328,8 +309,7 @@ describe("hosted agents: sponsored gas", function () {
     const client = await clientOf(s, owner);
     const agent = (await client.deployAgent(agentOptions(model))).agent;
     await client.startAgent({ agentId: agent.id });
-    const poster = new MarketClient(await s.clientOptions(s.poster));
-    const posterKey = (await s.clientOptions(s.poster)).apiKey;
+    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
     const task = (
       await poster.postTask({
         instructions: "Summarise the budget memo.",
