@@ -38,14 +38,10 @@ describe("Workers that recover", function () {
   });
 
   async function runtimeFor(executeTask: (context: TaskContext) => Promise<{ output: string }>, extra: Partial<WorkerRuntimeOptions> = {}) {
-    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
     const events: RuntimeEvent[] = [];
     const runtime = new WorkerRuntime({
-      apiKey: options.apiKey,
-      baseUrl: options.baseUrl,
-      privateKey: options.executor.privateKey,
-      rpcUrls: options.executor.rpcUrls,
-      escrows: options.escrows,
+      ...options,
       capabilities: ["summarization"],
       maxConcurrentTasks: 2,
       browseIntervalMs: 100,

@@ -51,14 +51,10 @@ async function post(s: Stack, posterKey: string, count: number, tag: string) {
 }
 
 async function runtimeOf(s: Stack, workerKey: string, observing: typeof fetch, executeMs: number) {
-  const options = await s.clientOptions(s.worker, workerKey);
+  const options = await s.runtimeOptions(s.worker, workerKey);
   const finalized = new Set<string>();
   const runtime = new WorkerRuntime({
-    apiKey: options.apiKey,
-    baseUrl: options.baseUrl,
-    privateKey: options.executor.privateKey,
-    rpcUrls: options.executor.rpcUrls,
-    escrows: options.escrows,
+    ...options,
     capabilities: ["summarization"],
     maxConcurrentTasks: 6,
     fetch: observing,

@@ -29,14 +29,10 @@ describe("WorkerRuntime end to end", function () {
   });
 
   async function runtimeFor(executeTask: (context: TaskContext) => Promise<{ output: string }>, capabilities = ["summarization"]) {
-    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
     const events: RuntimeEvent[] = [];
     const runtime = new WorkerRuntime({
-      apiKey: options.apiKey,
-      baseUrl: options.baseUrl,
-      privateKey: options.executor.privateKey,
-      rpcUrls: options.executor.rpcUrls,
-      escrows: options.escrows,
+      ...options,
       capabilities,
       displayName: "test worker",
       maxConcurrentTasks: 2,
@@ -218,7 +214,7 @@ describe("WorkerRuntime end to end", function () {
   });
 
   it("refills a slot as soon as it frees: 21 half-second tasks in 2 slots take well under 20 s with the default 15 s browse interval", async function () {
-    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
     const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     const result = await poster.postTasks(
       Array.from({ length: 21 }, (_, i) => ({
@@ -233,11 +229,7 @@ describe("WorkerRuntime end to end", function () {
     let mostAtOnce = 0;
     const finalized = new Set<string>();
     const runtime = new WorkerRuntime({
-      apiKey: options.apiKey,
-      baseUrl: options.baseUrl,
-      privateKey: options.executor.privateKey,
-      rpcUrls: options.executor.rpcUrls,
-      escrows: options.escrows,
+      ...options,
       capabilities: ["summarization"],
       maxConcurrentTasks: 2,
       executeTask: async ({ instructions }) => {
@@ -263,7 +255,7 @@ describe("WorkerRuntime end to end", function () {
   });
 
   it("a slot that frees while a browse is under way takes its next candidate at once, beside the accepts in flight", async function () {
-    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
     const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
     const result = await poster.postTasks(
       Array.from({ length: 16 }, (_, i) => ({
@@ -289,11 +281,7 @@ describe("WorkerRuntime end to end", function () {
     let started = 0;
     const finalized = new Set<string>();
     const runtime = new WorkerRuntime({
-      apiKey: options.apiKey,
-      baseUrl: options.baseUrl,
-      privateKey: options.executor.privateKey,
-      rpcUrls: options.executor.rpcUrls,
-      escrows: options.escrows,
+      ...options,
       capabilities: ["summarization"],
       maxConcurrentTasks: 4,
       fetch: observing,
@@ -316,13 +304,10 @@ describe("WorkerRuntime end to end", function () {
   });
 
   it("refuses a key of another wallet (OWNER_MISMATCH) and registers nothing", async function () {
-    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
     const runtime = new WorkerRuntime({
-      apiKey: options.apiKey,
-      baseUrl: options.baseUrl,
+      ...options,
       privateKey: privateKeyOf(s.stranger),
-      rpcUrls: options.executor.rpcUrls,
-      escrows: options.escrows,
       executeTask: async () => ({ output: "x" }),
     });
     const error = await runtime.start().then(
@@ -340,13 +325,10 @@ describe("WorkerRuntime end to end", function () {
     await runtime.start();
     await runtime.stop();
     const registeredAt = (await s.db.selectFrom("agents").select("updated_at").executeTakeFirstOrThrow()).updated_at;
-    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const { privateKey, ...options } = await s.runtimeOptions(s.worker, keys.workerKey);
     const again = new WorkerRuntime({
-      apiKey: options.apiKey,
-      baseUrl: options.baseUrl,
-      existingPrivateKey: options.executor.privateKey,
-      rpcUrls: options.executor.rpcUrls,
-      escrows: options.escrows,
+      ...options,
+      existingPrivateKey: privateKey,
       executeTask: async () => ({ output: "x" }),
     });
     const profile = await again.start();

@@ -85,14 +85,10 @@ describe("hardening: unsatisfiable criteria", function () {
       .where("task_hash", "=", unmeetable.taskHash.toLowerCase())
       .execute();
     const fine = await s.post(s.poster, keys.posterKey, s.publicTask(`Meetable task ${Date.now()}`, { verificationCriteria: { min_length: 10 } }));
-    const options = await s.clientOptions(s.worker, keys.workerKey);
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
     const events: RuntimeEvent[] = [];
     const runtime = new WorkerRuntime({
-      apiKey: options.apiKey,
-      baseUrl: options.baseUrl,
-      privateKey: options.executor.privateKey,
-      rpcUrls: options.executor.rpcUrls,
-      escrows: options.escrows,
+      ...options,
       capabilities: [],
       maxConcurrentTasks: 2,
       browseIntervalMs: 100,

@@ -44,11 +44,18 @@ async function serve(server: TestServer) {
     };
   }
 
+  /** What a WorkerRuntime needs to work as this signer: the same key, API, wallet key, RPC and pinned escrow. */
+  async function runtimeOptions(signer: HardhatEthersSigner, apiKey?: string) {
+    const { executor, ...options } = await clientOptions(signer, apiKey);
+    return { ...options, privateKey: executor.privateKey, rpcUrls: executor.rpcUrls };
+  }
+
   return {
     ...server,
     apiUrl,
     rpcUrl: rpc.url,
     clientOptions,
+    runtimeOptions,
     async close() {
       await server.hosting.close();
       await rpc.close();
