@@ -10,30 +10,20 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import type { AddressInfo } from "node:net";
-import hre from "hardhat";
-import autocannon from "autocannon";
 import SQLite from "better-sqlite3";
 import type { Insertable } from "kysely";
-import { buildApp } from "../server/app";
+import { CONNECTIONS, loadRoute, serveBenchApi, type LoadRun } from "./lib/api-load";
 import { createDatabase, migrateToLatest } from "../server/db";
 import type { EscrowTasksTable, ListingCapabilitiesTable, ListingsTable } from "../server/db/schema";
-import { createChains } from "../server/chains";
-import { createBlobStore } from "../server/storage/blob-store";
-import { createAuth } from "../server/auth";
 import { CAPABILITY_TAGS } from "../core/capabilities";
 import { publicTaskHash } from "../core/crypto";
 import { EscrowStatus, Ending } from "../core/escrow";
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONNECTIONS = 10;
 const BARS = { browseReqPerSec: 1_500, browseP99Ms: 25 };
-const PUBLIC_URL = "http://127.0.0.1:3000";
 const TOKEN = "0x3600000000000000000000000000000000000000";
-const ESCROW = "0x00000000000000000000000000000000000E5C40";
 const POSTERS = Array.from({ length: 50 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);
-const VERIFY_BODY = path.join(__dirname, "api-verify-body.js");
 
 /** A third of the tasks require two capability tags; 1% are pinned to one agent. */
 const tagsOf = (i: number) => (i % 3 === 0 ? [CAPABILITY_TAGS[i % CAPABILITY_TAGS.length]!, CAPABILITY_TAGS[(i + 7) % CAPABILITY_TAGS.length]!] : []);
@@ -136,34 +126,7 @@ function seed(file: string, nowMs: number): void {
   sqlite.close();
 }
 
-interface Run {
-  reqPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  requests: number;
-  non2xx: number;
-  mismatches: number;
-  errors: number;
-  timeouts: number;
-  mbPerSec: number;
-}
-
-async function load(url: string, headers: Record<string, string>, seconds: number): Promise<Run> {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds, headers, workers: 1, verifyBody: VERIFY_BODY as never });
-  return {
-    reqPerSec: Math.round(result.requests.average),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    maxMs: result.latency.max,
-    requests: result.requests.total,
-    non2xx: result.non2xx,
-    mismatches: (result as unknown as { mismatches: number }).mismatches,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    mbPerSec: Math.round((result.throughput.average / 1e6) * 10) / 10,
-  };
-}
+type Run = LoadRun;
 
 async function main() {
   const dir = mkdtempSync(path.join(tmpdir(), "market-bench-api-"));
@@ -176,26 +139,7 @@ async function main() {
   seed(file, nowMs);
   const seedSeconds = Math.round((performance.now() - seedStarted) / 100) / 10;
 
-  const auth = createAuth({ db, now: Date.now, publicUrl: PUBLIC_URL });
-  const { key } = await auth.apiKeys.createApiKey(await auth.accounts.accountForWallet(POSTERS[0]!), "bench");
-
-  const chainId = Number((await hre.ethers.provider.getNetwork()).chainId);
-  // The provider is never called by the routes measured here.
-  const chains = createChains(
-    [{ name: "arc", chainId, rpcUrl: "unused", escrow: ESCROW, token: TOKEN, startBlock: 0, confirmations: 0, postable: true }],
-    {
-      provider: () => hre.ethers.provider,
-    },
-  );
-  const app = await buildApp({
-    db,
-    chains,
-    blobs: createBlobStore(path.join(dir, "blobs")),
-    config: { publicUrl: PUBLIC_URL, rateLimit: { perIp: 1e12, perKey: 1e12, windowMs: 60_000 }, offerWindowMs: 0 },
-    logger: false,
-  });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const { app, key, base } = await serveBenchApi(db, { dir, token: TOKEN, wallet: POSTERS[0]! });
 
   try {
     // Every answer is checked in full once before the load (the load only counts tasks per answer).
@@ -213,10 +157,10 @@ async function main() {
     if (whoami.data.addresses[0] !== POSTERS[0]) throw new Error("whoami answered another wallet");
     const bodyBytes = (await (await fetch(`${base}/api/v1/a2a/tasks`)).arrayBuffer()).byteLength;
 
-    await load(`${base}/api/v1/a2a/tasks`, {}, 2); // warm-up (JIT, SQLite page cache)
-    const browse = await load(`${base}/api/v1/a2a/tasks`, {}, SECONDS);
-    const read = await load(`${base}/api/v1/api-keys/whoami`, { "x-api-key": key }, SECONDS);
-    const browseFiltered = await load(
+    await loadRoute(`${base}/api/v1/a2a/tasks`, {}, 2); // warm-up (JIT, SQLite page cache)
+    const browse = await loadRoute(`${base}/api/v1/a2a/tasks`, {}, SECONDS);
+    const read = await loadRoute(`${base}/api/v1/api-keys/whoami`, { "x-api-key": key }, SECONDS);
+    const browseFiltered = await loadRoute(
       `${base}/api/v1/a2a/tasks?capabilities=web_research,summarization,translation`,
       { "x-api-key": key },
       Math.max(3, SECONDS / 2),

@@ -13,15 +13,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
-import type { AddressInfo } from "node:net";
-import hre from "hardhat";
-import autocannon from "autocannon";
 import { CompiledQuery, sql } from "kysely";
-import { buildApp } from "../server/app";
+import { CONNECTIONS, loadRoute, serveBenchApi } from "./lib/api-load";
 import { createDatabase, migrateToLatest, type Db } from "../server/db";
-import { createChains } from "../server/chains";
-import { createBlobStore } from "../server/storage/blob-store";
-import { createAuth } from "../server/auth";
 import { createTaskQueries } from "../server/tasks/queries";
 import { BROWSE_PAGE_SIZE } from "../core/limits";
 import { startBenchPostgres } from "./lib/postgres";
@@ -29,14 +23,10 @@ import { SEED_TOKEN as TOKEN, seedBrowseTasks, seedPinned, seedPoster as poster,
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 1_000_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONNECTIONS = 10;
 /** In the third run, a write to the database this often. */
 const WRITE_EVERY_MS = 20;
 /** The bar of bench/api.ts (100,000 tasks on SQLite), kept at ten times the tasks on PostgreSQL. */
 const BARS = { browseP99Ms: 25 };
-const PUBLIC_URL = "http://127.0.0.1:3000";
-const ESCROW = "0x00000000000000000000000000000000000E5C40";
-const VERIFY_BODY = path.join(__dirname, "api-verify-body.js");
 /** The capabilities a keyed browse names (tasks requiring others are hidden from it). */
 const BROWSE_CAPABILITIES = ["web_research", "summarization", "translation"];
 
@@ -87,17 +77,10 @@ interface Run {
   bad: number;
 }
 
+/** A load run as browse.json reports it: every answer that was not a checked 200 counted in `bad`. */
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<Run> {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds, headers, workers: 1, verifyBody: VERIFY_BODY as never });
-  const mismatches = (result as unknown as { mismatches: number }).mismatches;
-  return {
-    reqPerSec: Math.round(result.requests.average),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    maxMs: result.latency.max,
-    requests: result.requests.total,
-    bad: result.non2xx + mismatches + result.errors + result.timeouts,
-  };
+  const { reqPerSec, p50Ms, p99Ms, maxMs, requests, non2xx, mismatches, errors, timeouts } = await loadRoute(url, headers, seconds);
+  return { reqPerSec, p50Ms, p99Ms, maxMs, requests, bad: non2xx + mismatches + errors + timeouts };
 }
 
 async function main() {
@@ -116,23 +99,7 @@ async function main() {
     const seedSeconds = Math.round((performance.now() - seedStarted) / 100) / 10;
     console.log(` in ${seedSeconds} s`);
 
-    const auth = createAuth({ db, now: Date.now, publicUrl: PUBLIC_URL });
-    const { key } = await auth.apiKeys.createApiKey(await auth.accounts.accountForWallet(poster(0)), "bench");
-    const chainId = Number((await hre.ethers.provider.getNetwork()).chainId);
-    // The provider is never called by the routes measured here.
-    const chains = createChains(
-      [{ name: "arc", chainId, rpcUrl: "unused", escrow: ESCROW, token: TOKEN, startBlock: 0, confirmations: 0, postable: true }],
-      { provider: () => hre.ethers.provider },
-    );
-    const app = await buildApp({
-      db,
-      chains,
-      blobs: createBlobStore(path.join(dir, "blobs")),
-      config: { publicUrl: PUBLIC_URL, rateLimit: { perIp: 1e12, perKey: 1e12, windowMs: 60_000 }, offerWindowMs: 0 },
-      logger: false,
-    });
-    await app.listen({ host: "127.0.0.1", port: 0 });
-    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const { app, key, base } = await serveBenchApi(db, { dir, token: TOKEN, wallet: poster(0) });
     try {
       // ---- the answers, checked in full once: 100 open tasks, and a total equal to the seed's count
       const anonymous = (i: number) => !seedPinned(i) && seedTags(i).length === 0;
