@@ -9,7 +9,6 @@ import { randomBytes } from "node:crypto";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
-import { sha256Hex } from "../../server/auth";
 import { publicKeyFromPrivateKey } from "../../core/crypto";
 
 const FEE = 2_000_000n;
@@ -192,11 +191,7 @@ describe("hosted agents: refusals", function () {
   it("refuses deleting an agent that holds a task not ended (its payout would reach a destroyed key) until the key is exported", async function () {
     const agent = await deployed({ start: true });
     // Its runner's token (no runner runs here): it registers and takes a task as its runner would.
-    const token = `ha_${randomBytes(32).toString("base64url")}`;
-    await s.db
-      .insertInto("hosted_agent_tokens")
-      .values({ token_hash: sha256Hex(token), agent_id: agent.id, created_at: Date.now() })
-      .execute();
+    const token = await s.agentToken(agent.id);
     expectOk(
       await s.call("POST", "/api/v1/a2a/register", {
         key: token,
@@ -224,11 +219,7 @@ describe("hosted agents: refusals", function () {
   it("a hosted agent's own token cannot create or list keys, deploy, or act as its owner", async function () {
     const agent = await deployed({ start: true });
     // The runner's token, as the runner makes it (held in its memory only).
-    const token = `ha_${randomBytes(32).toString("base64url")}`;
-    await s.db
-      .insertInto("hosted_agent_tokens")
-      .values({ token_hash: sha256Hex(token), agent_id: agent.id, created_at: Date.now() })
-      .execute();
+    const token = await s.agentToken(agent.id);
     expect(expectOk(await s.call<{ addresses: string[]; via: string }>("GET", "/api/v1/api-keys/whoami", { key: token }))).to.deep.include({
       addresses: [agent.address],
       via: "hostedAgent",

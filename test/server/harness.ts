@@ -301,11 +301,12 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
   };
   // Runners log through the app's logger, which exists once the app is built.
   const logTo: { app?: App["log"] } = {};
+  const agentTokens = createAgentTokens({ db, now });
   const hosting: Hosting = createHosting({
     db,
     chains,
     config: hostedConfig,
-    tokens: createAgentTokens({ db, now }),
+    tokens: agentTokens,
     now,
     logger: { info: (obj, msg) => logTo.app?.info(obj, msg), warn: (obj, msg) => logTo.app?.warn(obj, msg) },
   });
@@ -482,6 +483,8 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     hosting,
     hostedConfig,
     chainConfig,
+    /** A running hosted agent's own token, as its runner is issued one (no runner need run). */
+    agentToken: (agentId: number) => agentTokens.issue(agentId),
     sync,
     call,
     advanceClock,

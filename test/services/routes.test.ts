@@ -6,11 +6,9 @@
  */
 import { expect } from "chai";
 import hre from "hardhat";
-import { randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
 import { serverFixture, privateKeyOf, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
-import { sha256Hex } from "../../server/auth";
 import { publicKeyFromPrivateKey, publicTaskHash } from "../../core/crypto";
 import { BlocklistToken__factory } from "../../typechain-types";
 import type { BuiltTask, ServiceList, ServiceView } from "../../core/api";
@@ -66,11 +64,7 @@ describe("services: routes and rental listing checks", function () {
    */
   async function registerHostedAgent(extra: Record<string, unknown> = {}) {
     expectOk(await s.call("POST", `/api/v1/agents/${agent.id}/start`, { key: ownerKey }));
-    const token = `ha_${randomBytes(32).toString("base64url")}`;
-    await s.db
-      .insertInto("hosted_agent_tokens")
-      .values({ token_hash: sha256Hex(token), agent_id: agent.id, created_at: Date.now() })
-      .execute();
+    const token = await s.agentToken(agent.id);
     const register = (body: Record<string, unknown>) => s.call("POST", "/api/v1/a2a/register", { key: token, body });
     expectOk(
       await register({ publicKey: Wallet.createRandom().signingKey.publicKey, supportedChains: ["arc"], displayName: "Contract reader", ...extra }),
