@@ -19,6 +19,23 @@ import { startModelServer } from "../support/model-server";
 import { callHttpTool, type ToolRunContext } from "../../server/hosted/runner/tools";
 import { MarketClient } from "../../sdk/src/client";
 
+/** What an HTTP tool runs with, outside a runner: one secret, redacted, and `secretOf` to look secrets up. */
+function toolContext(secret: string, secretOf: ToolRunContext["secret"]): ToolRunContext {
+  return {
+    agentId: 1,
+    taskHash: `0x${"ab".repeat(32)}`,
+    client: new MarketClient({ apiKey: "ha_unused", baseUrl: "http://127.0.0.1:9", escrows: {} }),
+    secret: secretOf,
+    redact: createRedactor([secret]),
+    allowPrivateNetworks: true,
+    subtaskMaxReward: null,
+    deadline: Date.now() + 60_000,
+    now: Date.now,
+    background: () => undefined,
+    subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
+  };
+}
+
 describe("hosted agents: runner bounds", function () {
   let server: Server;
   let port: number;
@@ -81,19 +98,7 @@ describe("hosted agents: runner bounds", function () {
 
   it("redacts a tool secret an HTTP tool's answer echoes before cutting the answer, so no prefix of it reaches the model", async function () {
     const secret = "tool-secret-0123456789abcdef";
-    const ctx: ToolRunContext = {
-      agentId: 1,
-      taskHash: `0x${"ab".repeat(32)}`,
-      client: new MarketClient({ apiKey: "ha_unused", baseUrl: "http://127.0.0.1:9", escrows: {} }),
-      secret: (name) => (name === "echo_key" ? secret : undefined),
-      redact: createRedactor([secret]),
-      allowPrivateNetworks: true,
-      subtaskMaxReward: null,
-      deadline: Date.now() + 60_000,
-      now: Date.now,
-      background: () => undefined,
-      subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
-    };
+    const ctx = toolContext(secret, (name) => (name === "echo_key" ? secret : undefined));
     const tool = {
       name: "echo",
       description: "Echoes the request.",
@@ -115,19 +120,7 @@ describe("hosted agents: runner bounds", function () {
 
   it("refuses a path input that is a dot segment (. or ..), which would move an HTTP tool's request, secret attached, up its URL's path", async function () {
     const secret = "tool-secret-0123456789abcdef";
-    const ctx: ToolRunContext = {
-      agentId: 1,
-      taskHash: `0x${"ab".repeat(32)}`,
-      client: new MarketClient({ apiKey: "ha_unused", baseUrl: "http://127.0.0.1:9", escrows: {} }),
-      secret: () => secret,
-      redact: createRedactor([secret]),
-      allowPrivateNetworks: true,
-      subtaskMaxReward: null,
-      deadline: Date.now() + 60_000,
-      now: Date.now,
-      background: () => undefined,
-      subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
-    };
+    const ctx = toolContext(secret, () => secret);
     const tool = {
       name: "profile",
       description: "A user's profile.",
