@@ -155,19 +155,7 @@ describe("hosted agents: delete and start, with runners", function () {
     await s.close();
   });
 
-  const deployStopped = async () =>
-    expectOk(
-      await s.call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
-        key: ownerKey,
-        body: {
-          displayName: "Short-lived agent",
-          instructions: "Answer briefly.",
-          model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
-          ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(s.stranger)),
-          start: false,
-        },
-      }),
-    ).agent;
+  const deployStopped = () => s.deployHostedAgent(s.stranger, ownerKey, { displayName: "Short-lived agent" });
   const stateOf = async (id: number) =>
     await s.db.selectFrom("hosted_agents").select(["state", "last_error"]).where("id", "=", id).executeTakeFirstOrThrow();
 

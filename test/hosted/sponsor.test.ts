@@ -5,9 +5,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Wallet } from "ethers";
-import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
-import { expectOk } from "../server/expect";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { startTestServer, type TestServer } from "../server/harness";
 import { TaskEscrow__factory } from "../../typechain-types";
 
 const escrowInterface = TaskEscrow__factory.createInterface();
@@ -26,18 +24,7 @@ describe("hosted agents: gas sponsor", function () {
 
   it("a failed top-up does not use its purpose up: the next call sends it, and only a mined top-up counts as used", async function () {
     const ownerKey = await s.apiKeyFor(s.stranger);
-    const deployed = expectOk(
-      await s.call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
-        key: ownerKey,
-        body: {
-          displayName: "Sponsored agent",
-          instructions: "Answer briefly.",
-          model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
-          ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(s.stranger)),
-          start: false,
-        },
-      }),
-    ).agent;
+    const deployed = await s.deployHostedAgent(s.stranger, ownerKey, { displayName: "Sponsored agent" });
     // The agent is the worker of a task, so its submitEvidence is a call the sponsor pays for.
     const taskHash = hre.ethers.id("sponsored: the agent's first evidence");
     await (await s.escrow.connect(s.poster).createTask(taskHash, s.token, 2_000_000n, 3_600n, hre.ethers.ZeroAddress)).wait();

@@ -391,6 +391,26 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     return key;
   }
 
+  /**
+   * Deploys a hosted agent of `owner` through the API with `key` (stopped; its model a loopback address nothing
+   * answers unless `body` names one), `body` overriding the deploy's fields; returns the agent.
+   */
+  async function deployHostedAgent(owner: HardhatEthersSigner, key: string, body: Record<string, unknown> = {}) {
+    const deployed = await call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
+      key,
+      body: {
+        displayName: "Test agent",
+        instructions: "Answer briefly.",
+        model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
+        ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(owner)),
+        start: false,
+        ...body,
+      },
+    });
+    if (deployed.status !== 200) throw new Error(`deploying failed: ${JSON.stringify(deployed.body)}`);
+    return deployed.body.data.agent;
+  }
+
   /** Sends the transactions the API built, from the signer, and returns the last receipt's hash. */
   async function sendAll(signer: HardhatEthersSigner, transactions: ReadonlyArray<Pick<UnsignedTx, "to" | "data">>): Promise<string> {
     let hash = "";
@@ -490,6 +510,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     advanceClock,
     apiKeyFor,
     registerAgent,
+    deployHostedAgent,
     sendAll,
     publicTask,
     privateTask,

@@ -188,18 +188,7 @@ describe("services: routes and rental listing checks", function () {
       expectError(await s.call(method, url.replace(`/agents/${agent.id}/`, "/agents/999/"), { key: ownerKey, ...payload }), "HOSTED_AGENT_NOT_FOUND");
     }
     // A service of another agent under this agent's path: not found there.
-    const other = expectOk(
-      await s.call<{ agent: { id: number } }>("POST", "/api/v1/agents", {
-        key: ownerKey,
-        body: {
-          displayName: "Second agent",
-          instructions: "Answer briefly.",
-          model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
-          ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(s.stranger)),
-          start: false,
-        },
-      }),
-    ).agent;
+    const other = await s.deployHostedAgent(s.stranger, ownerKey, { displayName: "Second agent" });
     expectError(
       await s.call("PATCH", `/api/v1/agents/${other.id}/services/${service.id}`, { key: ownerKey, body: { priceRaw: "1" } }),
       "SERVICE_NOT_FOUND",
