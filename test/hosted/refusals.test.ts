@@ -4,6 +4,7 @@
  * running or across chains, a hosted agent's own token creating keys or deploying, quotas and the rate of deploys.
  */
 import { expect } from "chai";
+import { sql } from "kysely";
 import hre from "hardhat";
 import { randomBytes } from "node:crypto";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
@@ -186,6 +187,27 @@ describe("hosted agents: refusals", function () {
     expectOk(await s.call("DELETE", `/api/v1/agents/${agent.id}`, { key: ownerKey }));
     expectError(await s.call("GET", `/api/v1/agents/${agent.id}`), "HOSTED_AGENT_NOT_FOUND");
     expect(await s.db.selectFrom("hosted_agent_secrets").selectAll().execute()).to.deep.equal([]);
+  });
+
+  it("releases no key when its export cannot be recorded (KEY_EXPORT_NOT_RECORDED), and the wallet stays unexported", async function () {
+    const agent = await deployed();
+    // The record's table gone for a moment: the export's transaction fails.
+    await sql`alter table key_exports rename to key_exports_away`.execute(s.db);
+    let refused;
+    try {
+      refused = await s.call("POST", `/api/v1/agents/${agent.id}/export-key`, { key: ownerKey });
+    } finally {
+      await sql`alter table key_exports_away rename to key_exports`.execute(s.db);
+    }
+    expectError(refused, "KEY_EXPORT_NOT_RECORDED");
+    expect(refused.status).to.equal(503);
+    expect(JSON.stringify(refused.body)).not.to.contain("encryptedPrivateKey");
+    const row = await s.db.selectFrom("hosted_agents").select("exported_at").where("id", "=", agent.id).executeTakeFirstOrThrow();
+    expect(row.exported_at).to.equal(null);
+    expect(await s.db.selectFrom("key_exports").selectAll().execute()).to.deep.equal([]);
+    // Recorded, it is released.
+    const exported = expectOk(await s.call<{ exports: number }>("POST", `/api/v1/agents/${agent.id}/export-key`, { key: ownerKey }));
+    expect(exported.exports).to.equal(1);
   });
 
   it("refuses deleting an agent that holds a task not ended (its payout would reach a destroyed key) until the key is exported", async function () {
