@@ -1,4 +1,5 @@
-import { AbiCoder, EventFragment, getAddress, type ParamType } from "ethers";
+import { AbiCoder, EventFragment, type ParamType } from "ethers";
+import { checksumAddress } from "../addresses";
 import type { TypedContractEvent } from "../../typechain-types/common";
 import type { TaskEscrow } from "../../typechain-types/contracts/TaskEscrow";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
@@ -133,18 +134,6 @@ function eventOf(name: string, args: StoredArgs): EscrowEvent {
   return { event: name, args } as EscrowEvent;
 }
 
-/** Checksummed addresses by their 40 lowercase hex digits: a handful (posters, token, workers) recur in every range. */
-const checksums = new Map<string, string>();
-function checksum(hex: string): string {
-  let address = checksums.get(hex);
-  if (address === undefined) {
-    address = getAddress(`0x${hex}`);
-    if (checksums.size > 50_000) checksums.clear();
-    checksums.set(hex, address);
-  }
-  return address;
-}
-
 const HEX = /^0x[0-9a-f]*$/;
 /** 51 hex zeros: a word starting with them holds an integer of 52 bits at most, exact as a JavaScript number. */
 const SMALL = "0".repeat(51);
@@ -154,7 +143,7 @@ const ZERO_WORD = "0".repeat(64);
 function readWord(word: Word, hex: string, at: number, end: number): StoredValue {
   switch (word.kind) {
     case "address":
-      return checksum(hex.slice(at + 24, end));
+      return checksumAddress(`0x${hex.slice(at + 24, end)}`);
     case "bool":
       return !hex.startsWith(ZERO_WORD, at);
     case "uint":
