@@ -1,9 +1,8 @@
 import { Wallet, getAddress } from "ethers";
 import type { ChainRegistry } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
-import { TaskEscrow__factory } from "../../typechain-types";
+import { escrowInterface } from "../../sdk/src/chain";
 
-const escrowInterface = TaskEscrow__factory.createInterface();
 class TopUpReverted extends Error {}
 /** A claim without a transaction this old was abandoned (sending takes at most the queue and a receipt's wait). */
 const ABANDONED_CLAIM_MS = 10 * 60_000;
