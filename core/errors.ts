@@ -192,7 +192,8 @@ export const ERROR_CODES = define({
   IDEMPOTENCY_KEY_REUSED: { status: 409, description: "This `idempotencyKey` was used for a different payload; use a new key. Nothing was spent." },
   USE_LOCAL_MCP: {
     status: 409,
-    description: "The remote /mcp endpoint never holds a self-run wallet's key: run `market mcp` locally to sign this (spend, cancel, claim).",
+    description:
+      "The remote /mcp endpoint never holds a self-run wallet's key: run `market mcp` locally to sign this (spend, cancel, claim). A hosted agent's owner sends `X-Market-Agent` to spend from its custodied wallet.",
   },
   // ---- hosted agents (docs/hosted-agents.md)
   HOSTED_AGENT_TOKEN_REFUSED: {
@@ -211,7 +212,8 @@ export const ERROR_CODES = define({
   AGENT_RUNNING: { status: 409, description: "The hosted agent is running; stop it first." },
   WITHDRAWAL_IN_PROGRESS: {
     status: 409,
-    description: "A withdrawal from the hosted agent's wallet is under way; start, withdraw and delete wait until it has ended.",
+    description:
+      "The service is signing from the hosted agent's wallet (a withdrawal, or its owner's spend over the remote MCP endpoint); start, withdraw, delete and another such spend wait until it has ended.",
   },
   AGENT_QUOTA_EXCEEDED: { status: 409, description: "The account has as many hosted agents as it may have; delete one first." },
   BRIDGE_UNAVAILABLE: { status: 400, description: "Withdrawals go to the owner's address on the settlement chain; bridging out is not offered." },

@@ -218,7 +218,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification, pool });
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, now });
-  await app.register(mcpRoutes, { auth, quotes: createQuoteStore({ db, now }), chains, inject: (options) => app.inject(options) });
   await app.register(assignedTaskRoutes, { auth, queries });
   await app.register(adminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
   const hosting =
@@ -232,6 +231,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ownerWallet: agent.ownerAddress,
       cardUrl: `${deps.config.publicUrl}${AGENT_CARD_PATH.replace("{address}", agent.address)}`,
     });
+  });
+  await app.register(mcpRoutes, {
+    auth,
+    quotes: createQuoteStore({ db, now }),
+    chains,
+    inject: (options) => app.inject(options),
+    custody: { db, store: hosting.store, agents: hosting.agents, tokens: auth.agentTokens, signing: hosting.signing, now },
   });
   await app.register(hostedRoutes, { auth, agents: hosting.agents, store: hosting.store });
   await app.register(serviceRoutes, { auth, services, requireOwnedAgent: (id, principal) => hosting.store.requireOwned(id, principal) });

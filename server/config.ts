@@ -67,6 +67,11 @@ export interface HostedConfig {
   releaseCheckMs: number;
   /** Let models and tools be reached on loopback and private networks (local models; tests). Off by default. */
   allowPrivateNetworks: boolean;
+  /**
+   * How long the service's hold on an agent's wallet (a withdrawal, an owner's MCP spend) lasts unless renewed (ms):
+   * the holder renews it every third of this, so a hold left by a process that died lapses within it.
+   */
+  walletHoldMs: number;
   /** The gas sponsor switch: `paused` (default) or `on`. */
   gasSponsor: "on" | "paused";
   /** The wallet that pays sponsored gas. Never logged. */
@@ -179,6 +184,7 @@ export const DEFAULT_HOSTED: HostedConfig = {
   browseIntervalMs: 15_000,
   releaseCheckMs: 600_000,
   allowPrivateNetworks: false,
+  walletHoldMs: 120_000,
   gasSponsor: "paused",
 };
 
@@ -253,7 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
  * `MARKET_MASTER_KEY` (64 hex) or `MARKET_MASTER_KEY_FILE` (a file holding it), `HOSTED_DEPLOY_FEE_RAW`,
  * `HOSTED_DEPLOYS_PER_HOUR`, `HOSTED_MAX_AGENTS_PER_ACCOUNT`, `HOSTED_AGENT_CONCURRENCY`, `HOSTED_SERVER_CONCURRENCY`,
  * `HOSTED_MAX_STEPS`, `HOSTED_TASK_BUDGET_MS`, `HOSTED_MODEL_TIMEOUT_MS`, `HOSTED_MODEL_CALLS_PER_MINUTE`,
- * `HOSTED_BROWSE_INTERVAL_MS`, `HOSTED_RELEASE_CHECK_MS`, `HOSTED_ALLOW_PRIVATE_NETWORKS`, `MARKET_GAS_SPONSOR` (`on`/`paused`),
+ * `HOSTED_BROWSE_INTERVAL_MS`, `HOSTED_RELEASE_CHECK_MS`, `HOSTED_ALLOW_PRIVATE_NETWORKS`, `HOSTED_WALLET_HOLD_MS`, `MARKET_GAS_SPONSOR` (`on`/`paused`),
  * `MARKET_GAS_SPONSOR_PRIVATE_KEY`.
  */
 function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
@@ -279,6 +285,7 @@ function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
     browseIntervalMs: integer(env.HOSTED_BROWSE_INTERVAL_MS, d.browseIntervalMs, "HOSTED_BROWSE_INTERVAL_MS"),
     releaseCheckMs: integer(env.HOSTED_RELEASE_CHECK_MS, d.releaseCheckMs, "HOSTED_RELEASE_CHECK_MS"),
     allowPrivateNetworks: env.HOSTED_ALLOW_PRIVATE_NETWORKS === "true",
+    walletHoldMs: Math.max(1_000, integer(env.HOSTED_WALLET_HOLD_MS, d.walletHoldMs, "HOSTED_WALLET_HOLD_MS")),
     gasSponsor: sponsor,
     ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
   };

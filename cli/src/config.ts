@@ -25,6 +25,11 @@ export interface CliConfig {
   privateKey?: string;
   rpcUrls: RpcUrls;
   escrows: PinnedEscrows;
+  /**
+   * The `fetch` of a program embedding the posting engine (the API server's remote MCP endpoint, posting for a
+   * custodied wallet, calls itself in-process); the `market` command sets none.
+   */
+  fetch?: typeof fetch;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv, flags: GlobalFlags): CliConfig {
@@ -53,7 +58,12 @@ export function readConfig(env: NodeJS.ProcessEnv, flags: GlobalFlags): CliConfi
 /** Client options for a command that acts as the API key's wallet; `signs` when it sends transactions itself. */
 export function clientOptions(config: CliConfig, need: { signs: boolean }): MarketClientOptions {
   if (!config.apiKey) throw clientError("AUTH_REQUIRED", "Set MARKET_API_KEY to the API key (sk_...) of the posting wallet.");
-  const options: MarketClientOptions = { apiKey: config.apiKey, baseUrl: config.apiUrl, escrows: config.escrows };
+  const options: MarketClientOptions = {
+    apiKey: config.apiKey,
+    baseUrl: config.apiUrl,
+    escrows: config.escrows,
+    ...(config.fetch ? { fetch: config.fetch } : {}),
+  };
   if (config.privateKey) {
     if (!/^(0x)?[0-9a-fA-F]{64}$/.test(config.privateKey)) {
       throw clientError("AUTH_REQUIRED", "MARKET_PRIVATE_KEY is not a private key (64 hex characters, optionally 0x-prefixed).");

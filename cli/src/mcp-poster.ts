@@ -69,12 +69,20 @@ function criteriaColumns(criteria: VerificationCriteria): Record<string, unknown
   };
 }
 
+/** The directory of one idempotencyKey's call of one wallet, under the state directory. */
+export function runDirectory(stateDir: string, wallet: string, idempotencyKey: string): string {
+  return path.join(stateDir, createHash("sha256").update(`${wallet.toLowerCase()}\n${idempotencyKey}`).digest("hex").slice(0, 32));
+}
+
+/** The call's task file in its run directory (its results file and journal sit beside it). */
+export const TASK_FILE = "tasks.jsonl";
+
 export function journaledPoster(config: CliConfig, options: { stateDir: string; terminal: Terminal; hooks?: PostTasksHooks }): Poster {
   const wallet = new Wallet(config.privateKey!).address;
   return {
     async open(rows, idempotencyKey, openOptions = {}) {
-      const dir = path.join(options.stateDir, createHash("sha256").update(`${wallet.toLowerCase()}\n${idempotencyKey}`).digest("hex").slice(0, 32));
-      const file = path.join(dir, "tasks.jsonl");
+      const dir = runDirectory(options.stateDir, wallet, idempotencyKey);
+      const file = path.join(dir, TASK_FILE);
       const text = `${rows.map(fileLine).join("\n")}\n`;
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       if (existsSync(file) && readFileSync(file, "utf8") !== text) {

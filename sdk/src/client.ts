@@ -190,6 +190,13 @@ export class MarketClient {
     return connected;
   }
 
+  /** Closes the wallets' RPC connections (a later call connects again). */
+  close(): void {
+    const connected = [...this.wallets.values()];
+    this.wallets.clear();
+    for (const wallet of connected) void wallet.then((w) => w.provider.destroy()).catch(() => undefined);
+  }
+
   /** The API key's wallet, once checked to be the private key's (`OWNER_MISMATCH` otherwise). */
   async requireOwnKey(privateKey: string): Promise<string> {
     const keyWallet = new Wallet(privateKey).address;

@@ -14,10 +14,23 @@ export type AgentTokens = ReturnType<typeof createAgentTokens>;
  * A running hosted agent's own credential: one token per run, held in the runner's memory and stored as a SHA-256
  * hash, acting as the agent's wallet in its owner's account. It works tasks; it never manages the account
  * (`signedIn` refuses it).
+ *
+ * A token can also be lent for one request of the owner's (`lend`: the remote MCP endpoint acting as a custodied
+ * wallet): kept in this process's memory only, as its hash, valid whether the agent runs or not (never once it is
+ * deleted) until the request ends it. It never leaves the process: the request calls this API in-process with it.
  */
 export function createAgentTokens({ db, now }: { db: Db; now: Clock }) {
-  /** The principal of a presented token; `INVALID_TOKEN` when it is wrong or its agent is not running. */
+  /** Hashes of lent tokens, to their agents. */
+  const lent = new Map<string, number>();
+
+  /** The principal of a presented token; `INVALID_TOKEN` when it is wrong or its agent is not running (or deleted, for a lent one). */
   async function principalOf(token: string): Promise<Principal> {
+    const lentTo = lent.get(sha256Hex(token));
+    if (lentTo !== undefined) {
+      const agent = await db.selectFrom("hosted_agents").select(["id", "address", "account_id", "state"]).where("id", "=", lentTo).executeTakeFirst();
+      if (!agent || agent.state === "deleted") throw new MarketError("INVALID_TOKEN", "The hosted agent was deleted.");
+      return { kind: "hostedAgent", accountId: agent.account_id, wallet: agent.address, hostedAgentId: agent.id };
+    }
     const row = await db
       .selectFrom("hosted_agent_tokens as t")
       .innerJoin("hosted_agents as h", "h.id", "t.agent_id")
@@ -46,5 +59,13 @@ export function createAgentTokens({ db, now }: { db: Db; now: Clock }) {
     await db.deleteFrom("hosted_agent_tokens").where("agent_id", "=", agentId).execute();
   }
 
-  return { principalOf, issue, revoke };
+  /** A token acting as the agent's wallet until `end()` (one request of its owner's); the runner's token is untouched. */
+  function lend(agentId: number): { token: string; end(): void } {
+    const token = `${HOSTED_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
+    const hash = sha256Hex(token);
+    lent.set(hash, agentId);
+    return { token, end: () => void lent.delete(hash) };
+  }
+
+  return { principalOf, issue, revoke, lend };
 }

@@ -51,6 +51,7 @@ export interface Database {
   key_exports: KeyExportsTable;
   gas_sponsorships: GasSponsorshipsTable;
   hosted_subtasks: HostedSubtasksTable;
+  hosted_mcp_runs: HostedMcpRunsTable;
   hosted_agent_messages: HostedAgentMessagesTable;
   services: ServicesTable;
   service_sales: ServiceSalesTable;
@@ -503,6 +504,20 @@ export interface HostedSubtasksTable {
   /** The sub-task, once listed. */
   subtask_hash: string | null;
   created_at: Millis;
+}
+
+/**
+ * The run of one MCP spending call (`post_tasks`, `rent_service`) made by an owner for a hosted agent's custodied
+ * wallet, under one idempotencyKey: the call's task file and its journal, as the CLI's posting engine writes them
+ * (cli/src/journal.ts), saved before each funding is sent, so a repeat of the call on any API process never pays twice.
+ */
+export interface HostedMcpRunsTable {
+  agent_id: number;
+  /** The run directory's name: a hash of the wallet and the idempotencyKey (cli/src/mcp-poster.ts `runDirectory`). */
+  run: string;
+  tasks: string;
+  journal: string;
+  updated_at: Millis;
 }
 
 export interface GasSponsorshipsTable {

@@ -50,7 +50,7 @@ function deployHooks(first: OnDeployed | undefined) {
 export function createHosting(deps: HostingDeps) {
   const { db, chains, config, tokens, now, logger } = deps;
   const vault = config.masterKey ? createVault(config.masterKey) : undefined;
-  const store = createHostedStore({ db, vault, now });
+  const store = createHostedStore({ db, vault, now, holdLapseMs: config.walletHoldMs });
   const settlementChain = () => chains.posting();
   const fees = createDeployFees({ db, chain: settlementChain, amount: config.deployFeeRaw, now });
   const sponsor = createGasSponsor({ db, chains, mode: config.gasSponsor, privateKey: config.gasSponsorKey, now, logger });
@@ -66,15 +66,25 @@ export function createHosting(deps: HostingDeps) {
     now,
     onDeployed: hooks.run,
   });
+  /** Where the service signs for agents' wallets: the chains' RPCs and escrows, or the endpoints runners are attached to. */
+  let signing: Omit<RunnerEndpoints, "apiUrl"> = {
+    rpcUrls: Object.fromEntries(chains.list().map((c) => [c.name, c.config.rpcUrl])),
+    escrows: Object.fromEntries(chains.list().map((c) => [c.name, c.config.escrow])),
+  };
   return {
     store,
     sponsor,
     runners,
     agents,
+    /** The RPCs and pinned escrows a custodied wallet signs through outside its run (an owner's MCP spend). */
+    signing: () => signing,
     /** Adds what a deploy hands a new agent to (the composition root adds the identity mint). */
     onDeployed: hooks.add,
     /** Starts every agent recorded as running, against the API at `endpoints.apiUrl`. */
-    attach: (endpoints: RunnerEndpoints) => runners.attach(endpoints),
+    attach: (endpoints: RunnerEndpoints) => {
+      signing = { rpcUrls: endpoints.rpcUrls, escrows: endpoints.escrows };
+      return runners.attach(endpoints);
+    },
     /** Starts and stops runs to match the states recorded (by any API process) since. */
     reconcile: () => runners.reconcile(),
     close: () => runners.close(),

@@ -56,7 +56,7 @@ export function createHostedAgents(deps: {
   fees: DeployFees;
   runners: HostedRunners;
   settlementChain: () => Chain;
-  config: Pick<HostedConfig, "deploysPerHour" | "maxAgentsPerAccount" | "allowPrivateNetworks" | "masterKey">;
+  config: Pick<HostedConfig, "deploysPerHour" | "maxAgentsPerAccount" | "allowPrivateNetworks" | "masterKey" | "walletHoldMs">;
   now: () => number;
   onDeployed?: OnDeployed;
 }) {
@@ -240,7 +240,10 @@ export function createHostedAgents(deps: {
     const now = await store.find(id);
     if (!now) return new MarketError("HOSTED_AGENT_NOT_FOUND");
     if (now.state === "withdrawing")
-      return new MarketError("WITHDRAWAL_IN_PROGRESS", "A withdrawal from the agent's wallet is under way; retry once it has ended.");
+      return new MarketError(
+        "WITHDRAWAL_IN_PROGRESS",
+        "The service is signing from the agent's wallet (a withdrawal, or an MCP spend of its owner's); retry once it has ended.",
+      );
     if (now.state === "running") return new MarketError("AGENT_RUNNING", "Stop the agent first.");
     return new MarketError("WITHDRAWAL_IN_PROGRESS", "The agent changed state meanwhile; retry.");
   }
@@ -321,12 +324,47 @@ export function createHostedAgents(deps: {
   }
 
   /**
-   * Sends the settlement token from the stopped agent's wallet to the owner's address, signed by the service. The agent
-   * is held `withdrawing` meanwhile (one state change in the database), so a second withdrawal, a start or a delete
-   * racing it is refused (`WITHDRAWAL_IN_PROGRESS`) instead of signing with the same nonce.
+   * Runs `use` with the stopped agent's wallet held for the service's signature: the agent is held `withdrawing`
+   * meanwhile (one state change in the database, seen by every API process), so a start, a withdrawal, a delete or
+   * another holder racing it is refused (`WITHDRAWAL_IN_PROGRESS`) instead of signing with the same nonce; a running
+   * agent is `AGENT_RUNNING` ("Stop the agent before `what`"). The hold is renewed every third of `walletHoldMs` while
+   * `use` runs: one left by a process that died lapses. `keep()` leaves it to lapse instead of releasing it at the end
+   * (a sent transaction not confirmed).
+   */
+  async function holdWallet<T>(
+    principal: Principal,
+    id: number,
+    what: string,
+    use: (row: HostedAgent, hold: { keep(): void }) => Promise<T>,
+  ): Promise<T> {
+    const row = await store.requireOwned(id, principal);
+    const running = () => new MarketError("AGENT_RUNNING", `Stop the agent before ${what}.`);
+    if (row.state === "running" || runners.isRunning(id)) throw running();
+    if (!(await store.transition(id, ["stopped"], "withdrawing"))) {
+      const lost = await lostTransition(id);
+      throw lost.code === "AGENT_RUNNING" ? running() : lost;
+    }
+    const renewing = setInterval(() => {
+      store.transition(id, ["withdrawing"], "withdrawing").catch(() => undefined);
+    }, config.walletHoldMs / 3);
+    renewing.unref();
+    let release = true;
+    try {
+      // A run still stopping would sign with the same wallet.
+      if (runners.isRunning(id)) throw running();
+      return await use(row, { keep: () => void (release = false) });
+    } finally {
+      clearInterval(renewing);
+      if (release) await store.transition(id, ["withdrawing"], "stopped");
+    }
+  }
+
+  /**
+   * Sends the settlement token from the stopped agent's wallet to the owner's address, signed by the service, with the
+   * wallet held (`holdWallet`). A sent transfer not confirmed keeps the hold until it lapses.
    */
   async function withdraw(principal: Principal, id: number, body: WithdrawBody): Promise<Withdrawal> {
-    const row = await store.requireOwned(id, principal);
+    await store.requireOwned(id, principal);
     const chain = deps.settlementChain();
     if (body.chain !== undefined && body.chain !== chain.name) {
       throw new MarketError(
@@ -334,20 +372,7 @@ export function createHostedAgents(deps: {
         `Withdrawals go to the owner's address on ${chain.name}; bridging to ${body.chain} is not offered.`,
       );
     }
-    if (row.state === "running" || runners.isRunning(id)) throw new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.");
-    if (!(await store.transition(id, ["stopped"], "withdrawing"))) {
-      const lost = await lostTransition(id);
-      throw lost.code === "AGENT_RUNNING" ? new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.") : lost;
-    }
-    /** Released when the withdrawal ends; kept (until it lapses) while a sent transfer is not confirmed. */
-    let release = true;
-    try {
-      // A run still stopping would sign with the same wallet.
-      if (runners.isRunning(id)) throw new MarketError("AGENT_RUNNING", "Stop the agent before withdrawing.");
-      return await transfer(row, chain, body, () => (release = false));
-    } finally {
-      if (release) await store.transition(id, ["withdrawing"], "stopped");
-    }
+    return holdWallet(principal, id, "withdrawing", (row, hold) => transfer(row, chain, body, hold.keep));
   }
 
   async function transfer(row: HostedAgent, chain: Chain, body: WithdrawBody, sentUnconfirmed: () => void): Promise<Withdrawal> {
@@ -485,5 +510,20 @@ export function createHostedAgents(deps: {
     return Promise.all(rows.map((r) => store.ownedView(r)));
   }
 
-  return { deploy, start, stop, restart, exportKey, withdraw, remove, sendMessage, messages, owned, mine, list: store.list, terms: fees.terms };
+  return {
+    deploy,
+    start,
+    stop,
+    restart,
+    exportKey,
+    withdraw,
+    holdWallet,
+    remove,
+    sendMessage,
+    messages,
+    owned,
+    mine,
+    list: store.list,
+    terms: fees.terms,
+  };
 }

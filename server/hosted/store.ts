@@ -37,14 +37,16 @@ export interface OpenedSecrets {
 }
 
 const MASK = "****";
-/** A withdrawal holds the agent (`withdrawing`) at most this long: past it, a claim left by an ended process lapses. */
-export const WITHDRAW_CLAIM_MS = 5 * 60_000;
 const secretContext = (agentId: number, kind: string, name: string) => `agent:${agentId}:${kind}:${name}`;
 
 export type HostedStore = ReturnType<typeof createHostedStore>;
 
 /** Hosted-agent records, their tools and their custodied secrets. */
-export function createHostedStore({ db, vault, now }: { db: Db; vault: Vault | undefined; now: () => number }) {
+/**
+ * `holdLapseMs`: a hold on an agent's wallet (`withdrawing`) not renewed for this long was left by a process that
+ * ended: it counts as `stopped`.
+ */
+export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vault: Vault | undefined; now: () => number; holdLapseMs: number }) {
   function requireVault(): Vault {
     if (!vault) throw new MarketError("HOSTING_UNAVAILABLE");
     return vault;
@@ -137,8 +139,8 @@ export function createHostedStore({ db, vault, now }: { db: Db; vault: Vault | u
 
   /**
    * Moves the agent to `to` only from one of the states `from`, in one statement: of two racing transitions one wins
-   * (true) and the other changes nothing (false). A `withdrawing` state older than `WITHDRAW_CLAIM_MS` (its process
-   * ended mid-withdrawal) counts as `stopped`.
+   * (true) and the other changes nothing (false). A `withdrawing` state not renewed for `holdLapseMs` (its process
+   * ended mid-hold) counts as `stopped`.
    */
   async function transition(
     id: number,
@@ -154,7 +156,7 @@ export function createHostedStore({ db, vault, now }: { db: Db; vault: Vault | u
       .where((eb) =>
         eb.or([
           eb("state", "in", [...from]),
-          ...(from.includes("stopped") ? [eb.and([eb("state", "=", "withdrawing"), eb("updated_at", "<", at - WITHDRAW_CLAIM_MS)])] : []),
+          ...(from.includes("stopped") ? [eb.and([eb("state", "=", "withdrawing"), eb("updated_at", "<", at - holdLapseMs)])] : []),
         ]),
       )
       .executeTakeFirst();

@@ -4,8 +4,13 @@
  * (sdk/src/mcp/tools.ts). The endpoint needs an `sk_` API key (`INVALID_TOKEN` otherwise). Its tools call this API
  * in-process as that key (`app.inject`, keeping the caller's address for rate limits), so every owner check and limit
  * of the routes applies unchanged. The service never holds a self-run wallet's key: what needs its signature
- * (paying, cancelling, claiming) answers `USE_LOCAL_MCP`; quotes, polling and bidding work fully.
+ * (paying, cancelling, claiming) answers `USE_LOCAL_MCP`; quotes, polling and bidding work fully. With
+ * `X-Market-Agent: <id>` the owner's key acts as that hosted agent's custodied wallet, which the service signs for
+ * (custody.ts).
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { Type } from "@sinclair/typebox";
@@ -16,6 +21,7 @@ import { chainCall } from "../chains";
 import { presentedCredential } from "../http/credentials";
 import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
 import type { QuoteStore } from "./quotes";
+import { AGENT_HEADER, agentIdOf, custodySurface, type CustodyDeps } from "./custody";
 import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, QuoteRedeemed } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { loggableError } from "../http/errors";
@@ -23,14 +29,17 @@ import { MarketClient } from "../../sdk/src/client";
 import { erc20Interface } from "../../sdk/src/chain";
 import { serviceQuotes } from "../../sdk/src/mcp/quotes";
 import { unsignedPoster } from "../../sdk/src/mcp/post-tasks";
-import { createMcpServer, TOOLS } from "../../sdk/src/mcp/tools";
+import { createMcpServer, TOOLS, type McpSurface } from "../../sdk/src/mcp/tools";
 
 export { createQuoteStore, type QuoteStore } from "./quotes";
+export type { CustodyDeps } from "./custody";
 
 /** The app's own `inject`, to call the API in-process. */
 export type Inject = (options: InjectOptions) => Promise<LightMyRequestResponse>;
 
 const API_KEY_PREFIX = "sk_";
+/** The base URL the tools' in-process clients call (never resolved: `injectFetch` keeps its path only). */
+const INTERNAL_API = "http://mcp.internal";
 const MCP_SERVER_VERSION = "1.0.0";
 
 /** One JSON-RPC message (request, notification or response) or a batch: the MCP SDK reads the rest. */
@@ -58,10 +67,21 @@ function injectFetch(inject: Inject, remoteAddress: string): typeof fetch {
   }) as typeof fetch;
 }
 
-export const mcpRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; quotes: QuoteStore; chains: ChainRegistry; inject: Inject }> = async (
-  app,
-  { auth, quotes, chains, inject },
-) => {
+export const mcpRoutes: FastifyPluginAsyncTypebox<{
+  auth: Authenticate;
+  quotes: QuoteStore;
+  chains: ChainRegistry;
+  inject: Inject;
+  /** Hosted agents' custodied wallets, for their owners (`X-Market-Agent`); without, that header is `HOSTING_UNAVAILABLE`. */
+  custody?: Omit<CustodyDeps, "scratchDir">;
+}> = async (app, { auth, quotes, chains, inject, custody }) => {
+  /** Made at the first custodied spend, removed when the app closes (each spend removes its own part once done). */
+  let scratch: string | undefined;
+  const scratchDir = () => (scratch ??= mkdtempSync(path.join(tmpdir(), "market-mcp-custody-")));
+  app.addHook("onClose", async () => {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
   app.post(
     "/api/v1/mcp/quotes",
     {
@@ -122,13 +142,15 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; quotes: 
         summary: "Remote MCP endpoint (Streamable HTTP): the marketplace's MCP tools for an API key",
         description:
           "Stateless Streamable HTTP: each POST carries JSON-RPC messages and is answered with JSON. Needs `X-API-Key: sk_...` " +
-          "(`INVALID_TOKEN` otherwise). Tools that must be signed by a self-run wallet answer `USE_LOCAL_MCP`: run `market mcp`.",
+          "(`INVALID_TOKEN` otherwise). Tools that must be signed by a self-run wallet answer `USE_LOCAL_MCP`: run `market mcp`. " +
+          "With `X-Market-Agent: <id>`, the key's account acts as that hosted agent's wallet (its owner only: `NOT_AGENT_OWNER`), which the " +
+          "service signs for while the agent is stopped (`AGENT_RUNNING` otherwise).",
         security: [{ apiKey: [] }],
         body: McpBody,
         response: {
           200: Type.Unknown({ description: "JSON-RPC answer(s)." }),
           202: Type.Null({ description: "Notifications accepted." }),
-          ...errorResponses(401),
+          ...errorResponses(400, 401, 403, 404, 503),
         },
       },
     },
@@ -138,24 +160,26 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; quotes: 
       if (!principal || principal.kind !== "apiKey" || !presented || presented.via === "malformed" || !presented.token.startsWith(API_KEY_PREFIX)) {
         throw new MarketError("INVALID_TOKEN", "The remote MCP endpoint needs an API key: send `X-API-Key: sk_...`.");
       }
-      const client = new MarketClient({
-        apiKey: presented.token,
-        baseUrl: "http://mcp.internal",
-        fetch: injectFetch(inject, request.ip),
-        escrows: {},
-      });
-      const server = createMcpServer(
-        { client, quotes: serviceQuotes(client.http), poster: unsignedPoster(client, readWallet), signs: false },
-        { version: MCP_SERVER_VERSION },
-        TOOLS,
-        // The tool answers a fixed message; the detail is logged here, its URLs cut to their host.
-        { onUnexpectedError: (error) => request.log.error({ err: loggableError(error) }, "MCP tool failed") },
-      );
+      const agentId = agentIdOf(request.headers[AGENT_HEADER]);
+      const fetch = injectFetch(inject, request.ip);
+      // The detail of an unexpected failure is logged here, its URLs cut to their host; the tool answers a fixed message.
+      const onUnexpectedError = (error: unknown) => request.log.error({ err: loggableError(error) }, "MCP tool failed");
+      let surface: McpSurface;
+      let end = () => {};
+      if (agentId === undefined) {
+        const client = new MarketClient({ apiKey: presented.token, baseUrl: INTERNAL_API, fetch, escrows: {} });
+        surface = { client, quotes: serviceQuotes(client.http), poster: unsignedPoster(client, readWallet), signs: false };
+      } else {
+        if (!custody) throw new MarketError("HOSTING_UNAVAILABLE");
+        ({ surface, end } = await custodySurface({ ...custody, scratchDir }, principal, agentId, { fetch, baseUrl: INTERNAL_API, log: request.log }));
+      }
+      const server = createMcpServer(surface, { version: MCP_SERVER_VERSION }, TOOLS, { onUnexpectedError });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       // Answers are always JSON (enableJsonResponse), so any client that reads JSON may call.
       request.raw.headers.accept = "application/json, text/event-stream";
       reply.hijack();
       reply.raw.on("close", () => {
+        end();
         void transport.close();
         void server.close();
       });

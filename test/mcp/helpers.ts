@@ -63,10 +63,10 @@ export function stdioMcp(env: NodeJS.ProcessEnv, options: { pauseAfter?: { step:
   return connect(new Client({ name: "market-test", version: "1.0.0" }), transport).then((mcp) => ({ ...mcp, stderr: () => stderr }));
 }
 
-/** The API's /mcp endpoint over Streamable HTTP, with an API key (or none). */
-export function httpMcp(apiUrl: string, apiKey?: string) {
+/** The API's /mcp endpoint over Streamable HTTP, with an API key (or none) and any other headers (`X-Market-Agent`). */
+export function httpMcp(apiUrl: string, apiKey?: string, headers: Record<string, string> = {}) {
   const transport = new StreamableHTTPClientTransport(new URL(`${apiUrl}/mcp`), {
-    requestInit: { headers: apiKey ? { "x-api-key": apiKey } : {} },
+    requestInit: { headers: { ...(apiKey ? { "x-api-key": apiKey } : {}), ...headers } },
   });
   return connect(new Client({ name: "market-test", version: "1.0.0" }), transport);
 }

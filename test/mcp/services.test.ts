@@ -2,8 +2,8 @@
  * The service tools over MCP with the official SDK client, against a hosted agent on the scripted model server:
  * browse_services and get_service; rent_service over stdio (`market mcp`) from quote to confirm to the output, with
  * exact balances and an idempotent repeat; every quote refusal of rent_service; resume after `market mcp` is killed
- * between funding and listing (paid once); and the remote /mcp endpoint, which quotes a rental and answers the
- * confirm USE_LOCAL_MCP.
+ * between funding and listing (paid once); the remote /mcp endpoint, which quotes a rental and answers the confirm
+ * USE_LOCAL_MCP, and rents from a hosted agent's custodied wallet for its owner (X-Market-Agent).
  */
 import { expect } from "chai";
 import hre from "hardhat";
@@ -12,7 +12,7 @@ import { cliEnv, ensureCliBuilt, readJournalEntries, taskDir, until } from "../s
 import { startModelServer, briefOf, type ModelServer } from "../support/model-server";
 import { httpMcp, journalsUnder, stdioMcp, type Mcp } from "./helpers";
 import { MarketClient, type ServiceView } from "../../sdk/src/client";
-import { clientOf } from "../hosted/helpers";
+import { clientOf, fundGas } from "../hosted/helpers";
 import { RENTAL_PRICE, serviceStackFixture, untilAgentRegistered, type ServiceSeed } from "../services/helpers";
 
 const ANSWER = "Review: the supply contract has three risks: no price cap, a long notice period and exclusive sourcing.";
@@ -245,5 +245,33 @@ describe("mcp: services (browse_services, get_service, rent_service)", function 
       await remote.close();
     }
     await hre.network.provider.send("evm_setAutomine", [true]);
+  });
+
+  it("the remote /mcp endpoint rents a service for a hosted agent's owner, paid from the agent's custodied wallet (X-Market-Agent)", async function () {
+    // The poster's own hosted agent (stopped), funded, rents the stranger's agent's service.
+    const renterKey = await s.apiKeyFor(s.poster);
+    const renter = await s.deployHostedAgent(s.poster, renterKey);
+    await fundGas(s.poster, renter.address);
+    await (await s.usdc.connect(s.admin).mint(renter.address, 2_000_000n)).wait();
+    const start = { ...(await balances()), renter: await s.usdc.balanceOf(renter.address) };
+    const remote = await httpMcp(s.apiUrl, renterKey, { "x-market-agent": String(renter.id) });
+    try {
+      const args = { serviceId: seeded.service.id, prompt: "Review this lease: automatic renewal, no exit clause.", idempotencyKey: "agent-rent" };
+      const quote = await remote.call("rent_service", args);
+      expect(quote.isError, quote.text).to.equal(false);
+      expect(quote.data).to.deep.include({ toPost: 1, escrow: RENTAL_PRICE.toString(), payFrom: renter.address, walletBalance: "2000000" });
+      const rented = await remote.call("rent_service", { ...args, confirm: true, quoteId: quote.data.quoteId });
+      expect(rented.isError, rented.text).to.equal(false);
+      expect(rented.data).to.deep.include({ status: "verified", done: true, output: ANSWER, escrowPaid: RENTAL_PRICE.toString() });
+      const end = { ...(await balances()), renter: await s.usdc.balanceOf(renter.address) };
+      expect(start.renter - end.renter).to.equal(RENTAL_PRICE);
+      expect(end.agent - start.agent).to.equal(1_350_000n);
+      expect(end.treasury - start.treasury).to.equal(150_000n);
+      expect(end.poster).to.equal(start.poster);
+      // The prompt reached the seller's model, encrypted to its agent on the way.
+      expect(model.requests.some((r) => briefOf(r).includes("automatic renewal, no exit clause"))).to.equal(true);
+    } finally {
+      await remote.close();
+    }
   });
 });

@@ -2,10 +2,13 @@
  * A JSON-RPC endpoint on loopback in front of another (the served in-process chain), standing for a restrictive
  * provider: `eth_getLogs` over more than `maxLogBlocks` blocks is refused as such providers refuse it, and every
  * `eth_getLogs` answer comes `logDelayMs` late, so an indexer's catch-up takes many small, slow ranges. `hold()`
- * keeps every `eth_getLogs` waiting until `release()`. Every other call is passed through as it is.
+ * keeps every `eth_getLogs` waiting until `release()`. `holdSendsTo(address)` keeps every raw transaction to that
+ * address from reaching the chain until `releaseSends()` (it is then sent, whether its sender still waits or not).
+ * Every other call is passed through as it is.
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Transaction, getAddress } from "ethers";
 
 interface RpcRequest {
   jsonrpc: string;
@@ -18,6 +21,10 @@ export interface RpcProxy {
   url: string;
   /** eth_getLogs calls answered so far (refusals included). */
   readonly logCalls: number;
+  /** Raw transactions held by `holdSendsTo` so far. */
+  readonly heldSends: number;
+  holdSendsTo(address: string): void;
+  releaseSends(): void;
   hold(): void;
   release(): void;
   close(): Promise<void>;
@@ -27,6 +34,20 @@ export async function startRpcProxy(target: string, options: { maxLogBlocks: num
   let gate: Promise<void> = Promise.resolve();
   let open: (() => void) | undefined;
   let logCalls = 0;
+  let sendsTo: string | undefined;
+  let sendGate: Promise<void> = Promise.resolve();
+  let openSends: (() => void) | undefined;
+  let heldSends = 0;
+
+  /** A raw transaction to the held address waits for `releaseSends`. */
+  async function sendGateOf(request: RpcRequest): Promise<void> {
+    if (!sendsTo || request.method !== "eth_sendRawTransaction") return;
+    const to = Transaction.from(String(request.params?.[0])).to;
+    if (to && getAddress(to) === sendsTo) {
+      heldSends++;
+      await sendGate;
+    }
+  }
 
   async function forward(request: RpcRequest): Promise<unknown> {
     const response = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) });
@@ -34,6 +55,7 @@ export async function startRpcProxy(target: string, options: { maxLogBlocks: num
   }
 
   async function answer(request: RpcRequest): Promise<unknown> {
+    await sendGateOf(request);
     if (request.method !== "eth_getLogs") return forward(request);
     await gate;
     await new Promise((resolve) => setTimeout(resolve, options.logDelayMs));
@@ -82,6 +104,18 @@ export async function startRpcProxy(target: string, options: { maxLogBlocks: num
     get logCalls() {
       return logCalls;
     },
+    get heldSends() {
+      return heldSends;
+    },
+    holdSendsTo(address: string) {
+      sendsTo = getAddress(address);
+      sendGate = new Promise((resolve) => (openSends = resolve));
+    },
+    releaseSends() {
+      sendsTo = undefined;
+      openSends?.();
+      openSends = undefined;
+    },
     hold() {
       if (open) return;
       gate = new Promise((resolve) => (open = resolve));
@@ -89,6 +123,7 @@ export async function startRpcProxy(target: string, options: { maxLogBlocks: num
     release,
     async close() {
       release();
+      openSends?.();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },

@@ -1,6 +1,7 @@
 /**
  * The MCP tools of the marketplace, written once for both surfaces: `market mcp` (stdio, signing locally with the API
- * key's wallet) and the remote /mcp endpoint of the API server (which signs nothing for a self-run wallet). A tool is
+ * key's wallet) and the remote /mcp endpoint of the API server (which signs nothing for a self-run wallet, and signs
+ * for a hosted agent's custodied wallet when its owner names the agent). A tool is
  * an entry of `TOOLS`: its name and arguments (core/api/mcp.ts), a description (all the model knows of it) and what it
  * does with the surface. Each answers structured content plus a short text summary; a refusal is an MCP tool error
  * carrying the API's code.
@@ -38,9 +39,20 @@ export interface McpSurface {
   client: MarketClient;
   quotes: QuoteStore;
   poster: Poster;
-  /** Whether the surface signs with the API key's wallet (`market mcp`); the remote endpoint answers `USE_LOCAL_MCP`. */
+  /**
+   * Whether the surface signs with the API key's wallet: `market mcp`, and the remote endpoint acting as a hosted
+   * agent's custodied wallet; for a self-run wallet the remote endpoint answers `USE_LOCAL_MCP`.
+   */
   signs: boolean;
+  /**
+   * Runs what uses the paying wallet (its journal, its signatures) with the wallet held for it alone; the remote
+   * endpoint holds a custodied wallet meanwhile (the agent stopped, no withdrawal or other spend). Default: just runs.
+   */
+  exclusive?<T>(run: () => Promise<T>): Promise<T>;
 }
+
+/** `run` with the surface's wallet held for it (`McpSurface.exclusive`). */
+const withWallet = <T>(surface: McpSurface, run: () => Promise<T>): Promise<T> => (surface.exclusive ? surface.exclusive(run) : run());
 
 export interface ToolAnswer {
   data: Record<string, unknown>;
@@ -63,7 +75,7 @@ function requireSigner(surface: McpSurface, what: string) {
   if (!surface.signs) {
     throw clientError(
       "USE_LOCAL_MCP",
-      `${what} must be signed by your wallet, and this remote endpoint never holds a self-run wallet's key. Run \`npx market mcp\` locally (MARKET_API_KEY, MARKET_PRIVATE_KEY, MARKET_RPC_ARC, MARKET_ESCROW_ARC) and call it there; nothing was spent.`,
+      `${what} must be signed by your wallet, and this remote endpoint never holds a self-run wallet's key. Run \`npx market mcp\` locally (MARKET_API_KEY, MARKET_PRIVATE_KEY, MARKET_RPC_ARC, MARKET_ESCROW_ARC) and call it there (for a hosted agent's wallet, which the service custodies, send \`X-Market-Agent: <agent id>\` to this endpoint instead); nothing was spent.`,
     );
   }
 }
@@ -88,14 +100,16 @@ const postTasks = tool<import("../../../core/api").PostTasksArgs>({
     const valid = checkArgs<typeof args>(PostTasksArgs, args);
     if (valid.confirm) requireSigner(surface, "Paying the escrow");
     await requireExecutors(surface.client, checked);
-    const session = await surface.poster.open(checked, valid.idempotencyKey);
-    try {
-      const spent = await quoteOrSpend("post_tasks", valid, session, surface);
-      if ("quote" in spent) return spent.quote;
-      return { data: { ...spent.result }, summary: runSummary(spent.result) };
-    } finally {
-      session.close();
-    }
+    return withWallet(surface, async () => {
+      const session = await surface.poster.open(checked, valid.idempotencyKey);
+      try {
+        const spent = await quoteOrSpend("post_tasks", valid, session, surface);
+        if ("quote" in spent) return spent.quote;
+        return { data: { ...spent.result }, summary: runSummary(spent.result) };
+      } finally {
+        session.close();
+      }
+    });
   },
 });
 
@@ -219,14 +233,15 @@ const cancelTask = tool<import("../../../core/api").TaskHashArgs>({
   async run(args, surface) {
     const { taskHash } = checkArgs<typeof args>(TaskHashArgs, args);
     requireSigner(surface, "Cancelling a task");
-    let done: { outcome: string; txHash: string };
-    try {
-      done = await surface.client.settle({ taskHash, action: "cancel" });
-    } catch (error) {
-      // Paid but never listed: the service does not know it; the escrow does.
-      if (!(error instanceof ApiError && error.code === "TASK_NOT_FOUND")) throw error;
-      done = await surface.client.cancelAndRefund(taskHash);
-    }
+    const done = await withWallet(surface, async (): Promise<{ outcome: string; txHash: string }> => {
+      try {
+        return await surface.client.settle({ taskHash, action: "cancel" });
+      } catch (error) {
+        // Paid but never listed: the service does not know it; the escrow does.
+        if (!(error instanceof ApiError && error.code === "TASK_NOT_FOUND")) throw error;
+        return surface.client.cancelAndRefund(taskHash);
+      }
+    });
     return {
       data: { taskHash, ...done },
       summary: `Task ${taskHash}: cancelled, the whole reward is back in your wallet (transaction ${done.txHash}).`,
@@ -244,7 +259,7 @@ const claimTimeout = tool<import("../../../core/api").TaskHashArgs>({
   async run(args, surface) {
     const { taskHash } = checkArgs<typeof args>(TaskHashArgs, args);
     requireSigner(surface, "Claiming a task");
-    const done = await surface.client.settle({ taskHash, action: "claim-timeout" });
+    const done = await withWallet(surface, () => surface.client.settle({ taskHash, action: "claim-timeout" }));
     return { data: { taskHash, ...done }, summary: `Task ${taskHash}: ${done.outcome} (transaction ${done.txHash}).` };
   },
 });
@@ -321,22 +336,23 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
     const service = await surface.client.getService(valid.serviceId);
     const checked = checkRows([rentalInput(service, valid.prompt, valid.privacy ?? "private")], { allowAgentMode: false, maxRows: 1 });
     const agentKey = service.agent_public_key;
-    const session = await surface.poster.open(
-      checked,
-      valid.idempotencyKey,
-      agentKey ? { wrapTo: { agents: [{ address: service.agent_address, publicKey: agentKey }] } } : {},
-    );
-    let run: PostRunResult;
-    try {
-      // A rental to pay for now must be possible: refused before any quote. One posted (or paid) by an earlier call
-      // under the key is reported (or listed) whatever the service does since.
-      if (session.facts.toPost > 0) await requireRentable(surface, service);
-      const spent = await quoteOrSpend("rent_service", valid, session, surface, { agent: service.agent_address });
-      if ("quote" in spent) return spent.quote;
-      run = spent.result;
-    } finally {
-      session.close();
-    }
+    const spent = await withWallet(surface, async () => {
+      const session = await surface.poster.open(
+        checked,
+        valid.idempotencyKey,
+        agentKey ? { wrapTo: { agents: [{ address: service.agent_address, publicKey: agentKey }] } } : {},
+      );
+      try {
+        // A rental to pay for now must be possible: refused before any quote. One posted (or paid) by an earlier call
+        // under the key is reported (or listed) whatever the service does since.
+        if (session.facts.toPost > 0) await requireRentable(surface, service);
+        return await quoteOrSpend("rent_service", valid, session, surface, { agent: service.agent_address });
+      } finally {
+        session.close();
+      }
+    });
+    if ("quote" in spent) return spent.quote;
+    const run: PostRunResult = spent.result;
     const row = run.results[0]!;
     if (row.status !== "posted" && row.status !== "already_posted") {
       const error = row.error ?? { code: "INTERNAL_ERROR", message: "The rental was not posted." };

@@ -11,6 +11,7 @@ import * as scaleOut from "./2026-11-24T01-00-00_scale-out";
 import * as services from "./2026-11-24T11-00-00_services";
 import * as browseAtScale from "./2026-11-25T00-00-00_browse-at-scale";
 import * as hostedSubtasks from "./2026-11-26T00-00-00_hosted-subtasks";
+import * as hostedMcpRuns from "./2026-11-26T12-00-00_hosted-mcp-runs";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-24T11-00-00_services": services,
   "2026-11-25T00-00-00_browse-at-scale": browseAtScale,
   "2026-11-26T00-00-00_hosted-subtasks": hostedSubtasks,
+  "2026-11-26T12-00-00_hosted-mcp-runs": hostedMcpRuns,
 };
