@@ -16,7 +16,7 @@ import { startModelServer } from "../support/model-server";
 import { MarketClient } from "../../sdk/src/client";
 import { TaskEscrow__factory } from "../../typechain-types";
 import { agentOptions, fundGas, until } from "./helpers";
-import { apiKeyOver, startServerProcess, type ServerProcess } from "../support/server-process";
+import { apiKeyOver, serverEnv, startServerProcess, type ServerProcess } from "../support/server-process";
 
 describe("hosted agents: a server killed mid-task", function () {
   this.timeout(400_000);
@@ -30,27 +30,12 @@ describe("hosted agents: a server killed mid-task", function () {
     const postgres = process.env.TEST_DATABASE_URL ? await testDatabase() : undefined;
     const servers: ServerProcess[] = [];
     try {
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        HOST: "127.0.0.1",
-        PORT: "0",
-        ...(postgres?.url ? { DATABASE_URL: postgres.url } : { SQLITE_PATH: path.join(dir, "market.sqlite") }),
-        BLOB_DIR: path.join(dir, "blobs"),
-        CHAIN_ARC_RPC_URL: rpc.url,
-        CHAIN_ARC_DEPLOYMENT: "none",
-        CHAIN_ARC_ESCROW: base.escrowAddress,
-        CHAIN_ARC_TOKEN: base.token,
-        CHAIN_ARC_CHAIN_ID: String((await hre.ethers.provider.getNetwork()).chainId),
-        CHAIN_ARC_START_BLOCK: String(base.deployment.block),
-        MARKET_VERIFIER_PRIVATE_KEY: privateKeyOf(base.verifier),
-        MARKET_MASTER_KEY: TEST_MASTER_KEY,
-        HOSTED_ALLOW_PRIVATE_NETWORKS: "true",
-        HOSTED_BROWSE_INTERVAL_MS: "200",
-        INDEXER_POLL_MS: "100",
-        INDEXER_IN_WORKER: "false",
-        OFFER_WINDOW_MS: "0",
-        LOG_LEVEL: "warn",
-      };
+      const env = await serverEnv(base, {
+        rpcUrl: rpc.url,
+        dir,
+        ...(postgres?.url ? { databaseUrl: postgres.url } : {}),
+        extra: { HOSTED_BROWSE_INTERVAL_MS: "200", OFFER_WINDOW_MS: "0" },
+      });
       if (process.env.DEBUG_RESTART) console.log("starting", new Date().toISOString());
       const first = await startServerProcess(env);
       if (process.env.DEBUG_RESTART) console.log("started", first.url, new Date().toISOString());

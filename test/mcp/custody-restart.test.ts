@@ -5,7 +5,6 @@
  * wallet pays exactly once.
  */
 import { expect } from "chai";
-import hre from "hardhat";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,7 +13,7 @@ import { deployEscrowFixture } from "../fixtures/escrow";
 import { serveNetwork } from "../indexer/helpers";
 import { privateKeyOf, TEST_MASTER_KEY, testDatabase } from "../server/harness";
 import { startRpcProxy } from "../support/rpc-proxy";
-import { apiKeyOver, startServerProcess, type ServerProcess } from "../support/server-process";
+import { apiKeyOver, serverEnv, startServerProcess, type ServerProcess } from "../support/server-process";
 import { MarketClient } from "../../sdk/src/client";
 import { fundGas, until } from "../hosted/helpers";
 import { httpMcp, type Mcp } from "./helpers";
@@ -35,27 +34,13 @@ describe("mcp: a custodied spend resumed after the server is killed between fund
     const servers: ServerProcess[] = [];
     const clients: Mcp[] = [];
     try {
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        HOST: "127.0.0.1",
-        PORT: "0",
-        ...(postgres?.url ? { DATABASE_URL: postgres.url } : { SQLITE_PATH: path.join(dir, "market.sqlite") }),
-        BLOB_DIR: path.join(dir, "blobs"),
-        CHAIN_ARC_RPC_URL: rpc.url,
-        CHAIN_ARC_DEPLOYMENT: "none",
-        CHAIN_ARC_ESCROW: base.escrowAddress,
-        CHAIN_ARC_TOKEN: base.token,
-        CHAIN_ARC_CHAIN_ID: String((await hre.ethers.provider.getNetwork()).chainId),
-        CHAIN_ARC_START_BLOCK: String(base.deployment.block),
-        MARKET_VERIFIER_PRIVATE_KEY: privateKeyOf(base.verifier),
-        MARKET_MASTER_KEY: TEST_MASTER_KEY,
-        HOSTED_ALLOW_PRIVATE_NETWORKS: "true",
-        // A hold left by the killed server lapses before the next one asks.
-        HOSTED_WALLET_HOLD_MS: "1500",
-        INDEXER_POLL_MS: "100",
-        INDEXER_IN_WORKER: "false",
-        LOG_LEVEL: "warn",
-      };
+      // A hold left by the killed server lapses before the next one asks.
+      const env = await serverEnv(base, {
+        rpcUrl: rpc.url,
+        dir,
+        ...(postgres?.url ? { databaseUrl: postgres.url } : {}),
+        extra: { HOSTED_WALLET_HOLD_MS: "1500" },
+      });
       const first = await startServerProcess(env);
       servers.push(first);
       const ownerKey = await apiKeyOver(first.url, base.stranger);

@@ -4,7 +4,10 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
+import hre from "hardhat";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
+import type { deployEscrowFixture } from "../fixtures/escrow";
+import { privateKeyOf, TEST_MASTER_KEY } from "../server/harness";
 
 const ROOT = path.resolve(__dirname, "../..");
 
@@ -17,6 +20,37 @@ export interface ServerProcess {
   kill(): Promise<void>;
   /** SIGTERM (a graceful stop), then SIGKILL after a few seconds: never waits on a stuck child. */
   stop(): Promise<void>;
+}
+
+/**
+ * The environment of a server process over the escrow fixture's deployment with its chain at `rpcUrl`: SQLite and blobs
+ * under `dir` (or the PostgreSQL database `databaseUrl`), hosted agents on (the test master key, loopback models), a
+ * fast indexer in the main thread; `extra` adds or overrides.
+ */
+export async function serverEnv(
+  base: Awaited<ReturnType<typeof deployEscrowFixture>>,
+  options: { rpcUrl: string; dir: string; databaseUrl?: string; extra?: NodeJS.ProcessEnv },
+): Promise<NodeJS.ProcessEnv> {
+  return {
+    ...process.env,
+    HOST: "127.0.0.1",
+    PORT: "0",
+    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : { SQLITE_PATH: path.join(options.dir, "market.sqlite") }),
+    BLOB_DIR: path.join(options.dir, "blobs"),
+    CHAIN_ARC_RPC_URL: options.rpcUrl,
+    CHAIN_ARC_DEPLOYMENT: "none",
+    CHAIN_ARC_ESCROW: base.escrowAddress,
+    CHAIN_ARC_TOKEN: base.token,
+    CHAIN_ARC_CHAIN_ID: String((await hre.ethers.provider.getNetwork()).chainId),
+    CHAIN_ARC_START_BLOCK: String(base.deployment.block),
+    MARKET_VERIFIER_PRIVATE_KEY: privateKeyOf(base.verifier),
+    MARKET_MASTER_KEY: TEST_MASTER_KEY,
+    HOSTED_ALLOW_PRIVATE_NETWORKS: "true",
+    INDEXER_POLL_MS: "100",
+    INDEXER_IN_WORKER: "false",
+    LOG_LEVEL: "warn",
+    ...options.extra,
+  };
 }
 
 /** Starts server/main.ts with `env`; resolves once it listens (its "market API on <url>" line). */
