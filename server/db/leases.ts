@@ -61,6 +61,15 @@ export function createLeases(options: LeasesOptions): Leases {
 function soleProcessLeases(options: LeasesOptions): Leases {
   const leases = new Map<string, Lease>();
   let closed = false;
+  /** Once its start has run, a held lease's role stops. */
+  async function stop(name: string, lease: Lease): Promise<void> {
+    await lease.turn;
+    if (!lease.held) return;
+    lease.held = false;
+    await Promise.resolve(lease.role.lost()).catch((error: unknown) =>
+      options.logger?.warn({ lease: name, err: error }, "lease: stopping the role failed"),
+    );
+  }
   return {
     hold(name, role) {
       if (leases.has(name)) throw new Error(`lease ${name} is already held`);
@@ -76,23 +85,11 @@ function soleProcessLeases(options: LeasesOptions): Leases {
       const lease = leases.get(name);
       if (!lease) return;
       leases.delete(name);
-      await lease.turn;
-      if (!lease.held) return;
-      lease.held = false;
-      await Promise.resolve(lease.role.lost()).catch((error: unknown) =>
-        options.logger?.warn({ lease: name, err: error }, "lease: stopping the role failed"),
-      );
+      await stop(name, lease);
     },
     async close() {
       closed = true;
-      for (const [name, lease] of leases) {
-        await lease.turn;
-        if (!lease.held) continue;
-        lease.held = false;
-        await Promise.resolve(lease.role.lost()).catch((error: unknown) =>
-          options.logger?.warn({ lease: name, err: error }, "lease: stopping the role failed"),
-        );
-      }
+      for (const [name, lease] of leases) await stop(name, lease);
     },
   };
 }

@@ -377,8 +377,7 @@ export function createHostedAgents(deps: {
 
   async function transfer(row: HostedAgent, chain: Chain, body: WithdrawBody, sentUnconfirmed: () => void): Promise<Withdrawal> {
     const id = row.id;
-    const secrets = await store.openSecrets(id);
-    const wallet = new Wallet(secrets.walletKey, chain.provider);
+    const wallet = new Wallet(await store.openWalletKey(id), chain.provider);
     const token = new Contract(chain.config.token, ERC20, wallet);
     const balance = (await chainCall(() => token.getFunction("balanceOf")(wallet.address))) as bigint;
     const amount = body.amountRaw === undefined ? balance : BigInt(body.amountRaw);

@@ -94,6 +94,19 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     };
   }
 
+  /** The agent's wallet key alone, opened in memory (its other secrets stay sealed). */
+  async function openWalletKey(agentId: number): Promise<string> {
+    const sealer = requireVault();
+    const row = await db
+      .selectFrom("hosted_agent_secrets")
+      .select(["name", "sealed"])
+      .where("agent_id", "=", agentId)
+      .where("kind", "=", "wallet")
+      .executeTakeFirst();
+    if (!row) throw new Error(`hosted agent ${agentId} has no wallet key`);
+    return sealer.open(row.sealed, secretContext(agentId, "wallet", row.name));
+  }
+
   async function ownerCopy(agentId: number, kind: SecretKind, name: string): Promise<string | undefined> {
     const row = await db
       .selectFrom("hosted_agent_secrets")
@@ -235,7 +248,21 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
-  return { storeSecrets, openSecrets, ownerCopy, find, requireOwned, tools, runningConfig, setState, transition, publicView, ownedView, list };
+  return {
+    storeSecrets,
+    openSecrets,
+    openWalletKey,
+    ownerCopy,
+    find,
+    requireOwned,
+    tools,
+    runningConfig,
+    setState,
+    transition,
+    publicView,
+    ownedView,
+    list,
+  };
 }
 
 /** A tool as the public sees it: the headers it sends with their values masked, never a secret. */

@@ -36,7 +36,7 @@ export const AGENT_HEADER = "x-market-agent";
 
 export interface CustodyDeps {
   db: Db;
-  store: Pick<HostedStore, "requireOwned" | "openSecrets">;
+  store: Pick<HostedStore, "requireOwned" | "openWalletKey">;
   agents: Pick<HostedAgents, "holdWallet">;
   tokens: Pick<AgentTokens, "lend">;
   /** The RPCs and pinned escrows the custodied wallet signs through (`Hosting.signing`). */
@@ -86,7 +86,7 @@ export async function custodySurface(
 ): Promise<{ surface: McpSurface; end(): void }> {
   const { db } = deps;
   const row = await deps.store.requireOwned(agentId, principal);
-  const { walletKey } = await deps.store.openSecrets(agentId);
+  const walletKey = await deps.store.openWalletKey(agentId);
   const { rpcUrls, escrows } = deps.signing();
   const lent = deps.tokens.lend(agentId);
   const client = new MarketClient({

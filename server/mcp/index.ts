@@ -72,8 +72,8 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
   quotes: QuoteStore;
   chains: ChainRegistry;
   inject: Inject;
-  /** Hosted agents' custodied wallets, for their owners (`X-Market-Agent`); without, that header is `HOSTING_UNAVAILABLE`. */
-  custody?: Omit<CustodyDeps, "scratchDir">;
+  /** Hosted agents' custodied wallets, for their owners (`X-Market-Agent`). */
+  custody: Omit<CustodyDeps, "scratchDir">;
 }> = async (app, { auth, quotes, chains, inject, custody }) => {
   /** Made at the first custodied spend, removed when the app closes (each spend removes its own part once done). */
   let scratch: string | undefined;
@@ -170,7 +170,6 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
         const client = new MarketClient({ apiKey: presented.token, baseUrl: INTERNAL_API, fetch, escrows: {} });
         surface = { client, quotes: serviceQuotes(client.http), poster: unsignedPoster(client, readWallet), signs: false };
       } else {
-        if (!custody) throw new MarketError("HOSTING_UNAVAILABLE");
         ({ surface, end } = await custodySurface({ ...custody, scratchDir }, principal, agentId, { fetch, baseUrl: INTERNAL_API, log: request.log }));
       }
       const server = createMcpServer(surface, { version: MCP_SERVER_VERSION }, TOOLS, { onUnexpectedError });

@@ -9,10 +9,25 @@ import { startStack, type Stack } from "../support/stack";
 import { startModelServer, briefOf, type ModelRequest, type ModelServer } from "../support/model-server";
 import { privateKeyOf } from "../server/harness";
 import { escrowInterface } from "../../sdk/src/chain";
+import type { PostTaskInput } from "../../sdk/src/posting";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, extraSigner, keyedClientOf, startedAgent } from "./helpers";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
+
+/** The poster's public summarization task for `agent` alone (`fields` adds to it): its hash, the poster and its key. */
+async function taskFor(s: Stack, agent: { address: string }, instructions: string, amountRaw: bigint, fields: Partial<PostTaskInput> = {}) {
+  const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
+  const { taskHash } = await poster.postTask({
+    instructions,
+    amountRaw,
+    privacy: "public",
+    capabilities: ["summarization"],
+    targetExecutor: agent.address,
+    ...fields,
+  });
+  return { poster, posterKey, task: taskHash! };
+}
 
 describe("hosted agents: built-in tools", function () {
   this.timeout(180_000);
@@ -40,16 +55,7 @@ describe("hosted agents: built-in tools", function () {
     });
     const owner = s.stranger;
     const { client: ownerClient, agent } = await startedAgent(s, owner, agentOptions(model));
-    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
-    const task = (
-      await poster.postTask({
-        instructions: "Summarise our sales.",
-        amountRaw: 1_000_000n,
-        privacy: "public",
-        capabilities: ["summarization"],
-        targetExecutor: agent.address,
-      })
-    ).taskHash!;
+    const { posterKey, task } = await taskFor(s, agent, "Summarise our sales.", 1_000_000n);
 
     await until(async () => (await ownerClient.agentMessages({ agentId: agent.id })).messages.length === 1, 30_000, "the agent's question");
     expect((await ownerClient.agentMessages({ agentId: agent.id })).messages[0]).to.deep.include({
@@ -106,16 +112,7 @@ describe("hosted agents: built-in tools", function () {
     await clientB.startAgent({ agentId: agentB.id });
     await clientA.startAgent({ agentId: agentA.id });
 
-    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
-    const task = (
-      await poster.postTask({
-        instructions: "Say hello in French for our greeting card.",
-        amountRaw: 3_000_000n,
-        privacy: "public",
-        capabilities: ["summarization"],
-        targetExecutor: agentA.address,
-      })
-    ).taskHash!;
+    const { posterKey, task } = await taskFor(s, agentA, "Say hello in French for our greeting card.", 3_000_000n);
     await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 90_000, "the task verified");
     expect((await statusOf(s, posterKey, task)).output).to.equal(
       "Final answer: Translation: the French word is bonjour, a greeting used all day long.",
@@ -155,18 +152,10 @@ describe("hosted agents: built-in tools", function () {
       return { content: second ? "Plan summary, second version: the budget rises and hiring waits a year." : "Plan summary: the budget rises." };
     });
     const { agent } = await startedAgent(s, s.stranger, agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }), 5_000_000n);
-    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
-    const task = (
-      await poster.postTask({
-        instructions: "Summarise the plan.",
-        amountRaw: 1_000_000n,
-        privacy: "public",
-        capabilities: ["summarization"],
-        targetExecutor: agent.address,
-        verificationMode: "auto",
-        verificationCriteria: { contains_keywords: ["second version"] },
-      })
-    ).taskHash!;
+    const { posterKey, task } = await taskFor(s, agent, "Summarise the plan.", 1_000_000n, {
+      verificationMode: "auto",
+      verificationCriteria: { contains_keywords: ["second version"] },
+    });
     await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 60_000, "verified in its second round");
     expect(await deliveriesOf(s, task)).to.have.length(2);
     const subtasks = await s.db.selectFrom("listings").select("task_hash").where("poster", "=", agent.address).execute();
@@ -203,16 +192,7 @@ describe("hosted agents: built-in tools", function () {
       agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "100000" } }),
       5_000_000n,
     );
-    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
-    const task = (
-      await poster.postTask({
-        instructions: "Summarise the plan.",
-        amountRaw: 1_000_000n,
-        privacy: "public",
-        capabilities: ["summarization"],
-        targetExecutor: agent.address,
-      })
-    ).taskHash!;
+    const { posterKey, task } = await taskFor(s, agent, "Summarise the plan.", 1_000_000n);
     await until(() => model.hangingCount() === 1, 30_000, "the first sub-task posted and the model hanging");
     const listed = async () => s.db.selectFrom("listings").select("amount").where("poster", "=", agent.address).execute();
     await until(async () => (await listed()).length === 1, 30_000, "the first sub-task listed");
@@ -236,16 +216,7 @@ describe("hosted agents: built-in tools", function () {
       return { content: `Final answer: the delegation said ${results[0]!.slice(0, 60)} and so I did the summary myself.` };
     });
     const { client, agent } = await startedAgent(s, s.stranger, agentOptions(model, { subtasks: { enabled: true, maxRewardRaw: "1000000" } }));
-    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
-    const task = (
-      await poster.postTask({
-        instructions: "Summarise the plan.",
-        amountRaw: 1_000_000n,
-        privacy: "public",
-        capabilities: ["summarization"],
-        targetExecutor: agent.address,
-      })
-    ).taskHash!;
+    const { posterKey, task } = await taskFor(s, agent, "Summarise the plan.", 1_000_000n);
     await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 30_000, "verified");
     expect((await statusOf(s, posterKey, task)).output).to.include("above the owner's limit of 1000000");
     expect(await s.db.selectFrom("listings").select("task_hash").where("poster", "=", agent.address).execute()).to.deep.equal([]);
@@ -279,16 +250,7 @@ describe("hosted agents: sponsored gas", function () {
     const agent = (await client.deployAgent(agentOptions(model))).agent;
     await client.startAgent({ agentId: agent.id });
     expect(await s.usdc.runner!.provider!.getBalance(agent.address)).to.equal(0n);
-    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
-    const task = (
-      await poster.postTask({
-        instructions: "Summarise the budget memo.",
-        amountRaw: 2_000_000n,
-        privacy: "public",
-        capabilities: ["summarization"],
-        targetExecutor: agent.address,
-      })
-    ).taskHash!;
+    const { posterKey, task } = await taskFor(s, agent, "Summarise the budget memo.", 2_000_000n);
     await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 30_000, "verified on sponsored gas");
     expect(await s.usdc.balanceOf(agent.address)).to.equal(1_800_000n);
     const rows = await s.db.selectFrom("gas_sponsorships").selectAll().execute();
@@ -309,18 +271,10 @@ describe("hosted agents: sponsored gas", function () {
     const client = await clientOf(s, owner);
     const agent = (await client.deployAgent(agentOptions(model))).agent;
     await client.startAgent({ agentId: agent.id });
-    const { client: poster, key: posterKey } = await keyedClientOf(s, s.poster);
-    const task = (
-      await poster.postTask({
-        instructions: "Summarise the budget memo.",
-        amountRaw: 2_000_000n,
-        privacy: "public",
-        capabilities: ["summarization"],
-        targetExecutor: agent.address,
-        verificationMode: "manual",
-        durationSeconds: 3_600,
-      })
-    ).taskHash!;
+    const { poster, posterKey, task } = await taskFor(s, agent, "Summarise the budget memo.", 2_000_000n, {
+      verificationMode: "manual",
+      durationSeconds: 3_600,
+    });
     await until(async () => (await statusOf(s, posterKey, task)).status === "awaiting_verification", 30_000, "delivered, awaiting the poster");
     // The poster never judges: after the deadline its claim escalates the work.
     await time.increase(3_601);

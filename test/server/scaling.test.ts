@@ -28,7 +28,7 @@ import { createSharedWindows } from "../../server/http/rate-limit";
 import { createBlobStore, createDatabaseBlobStore } from "../../server/storage/blob-store";
 import { loadConfig, startServer } from "../../server";
 import { contentHash } from "../../core/crypto";
-import { AMOUNT, DAY } from "./lifecycle/helpers";
+import { AMOUNT, assignCall, fundedTasks, verifierNonce, verifierOutbox } from "./lifecycle/helpers";
 import { waitFor } from "../indexer/helpers";
 import { startStack, type Stack } from "../support/stack";
 import { startModelServer, type ModelServer } from "../support/model-server";
@@ -59,71 +59,57 @@ describe("scale-out within one process", function () {
 
     /** Another process's outbox of the verifier key over the same database. */
     function anotherProcess(options: Partial<OutboxOptions> = {}): Outbox {
-      const outbox = createOutbox({
-        db: s.db,
-        chain,
-        signer: new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider),
-        now: Date.now,
-        pollMs: 20,
-        ...options,
-      });
+      const outbox = verifierOutbox(s, chain, options);
       outboxes.push(outbox);
       return outbox;
     }
 
-    async function fundedTasks(count: number): Promise<string[]> {
-      const hashes: string[] = [];
-      for (let i = 0; i < count; i++) {
-        const hash = hre.ethers.id(`scaling task ${i} ${Date.now()} ${Math.random()}`);
-        await (await s.escrow.connect(s.poster).createTask(hash, s.token, AMOUNT, DAY, hre.ethers.ZeroAddress)).wait();
-        hashes.push(hash);
-      }
-      return hashes;
-    }
-    const assign = (taskHash: string) => s.escrow.interface.encodeFunctionData("marketplaceAssign", [taskHash, s.worker.address]);
-    const verifierNonce = () => hre.ethers.provider.getTransactionCount(s.verifier.address, "latest");
     const rows = () => s.db.selectFrom("outbox").selectAll().orderBy("id").execute();
 
     it("a follower records the request and waits; only the sender signs; a follower made the sender signs what waits", async function () {
-      const [first, second] = await fundedTasks(2);
+      const [first, second] = await fundedTasks(s, 2, "scaling");
       const follower = anotherProcess({ leading: false });
-      const base = await verifierNonce();
+      const base = await verifierNonce(s);
 
       // The sender (the harness's outbox) signs what the follower recorded; the follower's caller gets the receipt.
-      const sent = await follower.send("assign:first", s.escrowAddress, assign(first!), 10_000);
+      const sent = await follower.send("assign:first", s.escrowAddress, assignCall(s, first!), 10_000);
       expect(sent.receipt.status).to.equal(1);
       expect((await rows()).map((r) => [r.purpose, r.status, r.nonce])).to.deep.equal([["assign:first", "mined", base]]);
       // Asking again, through either process, answers the same transaction.
-      expect((await s.outbox.send("assign:first", s.escrowAddress, assign(first!))).txHash).to.equal(sent.txHash);
-      expect((await follower.send("assign:first", s.escrowAddress, assign(first!))).txHash).to.equal(sent.txHash);
+      expect((await s.outbox.send("assign:first", s.escrowAddress, assignCall(s, first!))).txHash).to.equal(sent.txHash);
+      expect((await follower.send("assign:first", s.escrowAddress, assignCall(s, first!))).txHash).to.equal(sent.txHash);
 
       // Without a sender the request stays recorded, unsigned, and the caller hears TX_PENDING.
       await s.outbox.follow();
-      const pending = await follower.send("assign:second", s.escrowAddress, assign(second!), 300).catch((error: { code?: string }) => error);
+      const pending = await follower.send("assign:second", s.escrowAddress, assignCall(s, second!), 300).catch((error: { code?: string }) => error);
       expect((pending as { code?: string }).code).to.equal("TX_PENDING");
       expect((await rows())[1]).to.deep.include({ purpose: "assign:second", status: "queued", nonce: null, raw: null });
-      expect(await verifierNonce()).to.equal(base + 1);
+      expect(await verifierNonce(s)).to.equal(base + 1);
 
       // The follower becomes the sender (it took the lease): it signs the waiting request at the next nonce.
       follower.lead();
-      const later = await follower.send("assign:second", s.escrowAddress, assign(second!), 10_000);
+      const later = await follower.send("assign:second", s.escrowAddress, assignCall(s, second!), 10_000);
       expect(later.receipt.status).to.equal(1);
       expect((await rows()).map((r) => [r.purpose, r.status, r.nonce])).to.deep.equal([
         ["assign:first", "mined", base],
         ["assign:second", "mined", base + 1],
       ]);
-      expect(await verifierNonce()).to.equal(base + 2);
+      expect(await verifierNonce(s)).to.equal(base + 2);
     });
 
     it("two senders at once (a lease lost before its holder knows): each request signed once, no nonce used twice", async function () {
-      const tasks = await fundedTasks(12);
+      const tasks = await fundedTasks(s, 12, "scaling");
       const other = anotherProcess({ leading: true });
       other.start();
-      const base = await verifierNonce();
+      const base = await verifierNonce(s);
       await hre.network.provider.send("evm_setAutomine", [false]);
-      const sending = tasks.map((hash, i) => (i % 2 === 0 ? s.outbox : other).send(`assign:both:${hash}`, s.escrowAddress, assign(hash), 20_000));
+      const sending = tasks.map((hash, i) =>
+        (i % 2 === 0 ? s.outbox : other).send(`assign:both:${hash}`, s.escrowAddress, assignCall(s, hash), 20_000),
+      );
       // The same purposes asked of the other process too, at once.
-      const again = tasks.map((hash, i) => (i % 2 === 0 ? other : s.outbox).send(`assign:both:${hash}`, s.escrowAddress, assign(hash), 20_000));
+      const again = tasks.map((hash, i) =>
+        (i % 2 === 0 ? other : s.outbox).send(`assign:both:${hash}`, s.escrowAddress, assignCall(s, hash), 20_000),
+      );
       await waitFor(async () => (await rows()).filter((r) => r.status === "sent").length === tasks.length, 20_000, "every broadcast");
       await hre.network.provider.send("evm_setAutomine", [true]);
       await hre.network.provider.send("evm_mine", []);
@@ -135,26 +121,26 @@ describe("scale-out within one process", function () {
       expect(recorded).to.have.length(tasks.length);
       expect(recorded.every((r) => r.status === "mined" && JSON.parse(r.hashes!).length === 1)).to.equal(true);
       expect(recorded.map((r) => r.nonce).sort((a, b) => a! - b!)).to.deep.equal(Array.from({ length: tasks.length }, (_, i) => base + i));
-      expect(await verifierNonce()).to.equal(base + tasks.length);
+      expect(await verifierNonce(s)).to.equal(base + tasks.length);
       for (const hash of tasks) expect(await s.escrow.queryFilter(s.escrow.filters.WorkerAssigned(hash))).to.have.length(1);
     });
 
     it("a request the escrow refuses by the time it is signed ends reverted with the custom error, and takes no nonce", async function () {
-      const [task, next] = await fundedTasks(2);
+      const [task, next] = await fundedTasks(s, 2, "scaling");
       const follower = anotherProcess({ leading: false });
       await s.outbox.follow();
-      const refused = follower.send("assign:late", s.escrowAddress, assign(task!), 10_000).catch((error: unknown) => error);
+      const refused = follower.send("assign:late", s.escrowAddress, assignCall(s, task!), 10_000).catch((error: unknown) => error);
       await waitFor(async () => (await rows()).length === 1, 5_000, "the request");
       // Cancelled before any sender signs the assignment.
       await (await s.escrow.connect(s.poster).cancelTask(task!)).wait();
-      const base = await verifierNonce();
+      const base = await verifierNonce(s);
       s.outbox.lead();
       const error = (await refused) as { name?: string; revert?: { name: string } };
       expect(error.name).to.equal("OutboxRevert");
       expect(error.revert?.name).to.equal("InvalidStatus");
       expect((await rows())[0]).to.deep.include({ status: "reverted", nonce: null });
       expect(JSON.parse((await rows())[0]!.revert!)).to.have.property("name", "InvalidStatus");
-      const sent = await follower.send("assign:next", s.escrowAddress, assign(next!), 10_000);
+      const sent = await follower.send("assign:next", s.escrowAddress, assignCall(s, next!), 10_000);
       expect((await rows())[1]).to.deep.include({ status: "mined", nonce: base, tx_hash: sent.txHash });
     });
   });

@@ -8,6 +8,8 @@ import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { privateKeyOf, serverFixture, type TestServer } from "../harness";
+import type { Chain } from "../../../server/chains";
+import { createOutbox, type Outbox, type OutboxOptions } from "../../../server/outbox";
 import { lifecycle, type Finalized } from "../lifecycle-harness";
 import { expectOk } from "../expect";
 import { Ending, EscrowStatus } from "../../../core/escrow";
@@ -163,3 +165,33 @@ export const partiesAndStrangerServer = serverFixture(async (s) => ({
 
 /** Statuses by name, for readable expectations. */
 export { EscrowStatus, Ending };
+
+/** Tasks funded directly on the escrow by the poster (not listed): what the verifier key's outbox assigns. */
+export async function fundedTasks(s: TestServer, count: number, label: string): Promise<string[]> {
+  const hashes: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const hash = hre.ethers.id(`${label} task ${i} ${Date.now()} ${Math.random()}`);
+    await (await s.escrow.connect(s.poster).createTask(hash, s.token, AMOUNT, DAY, hre.ethers.ZeroAddress)).wait();
+    hashes.push(hash);
+  }
+  return hashes;
+}
+
+/** Another outbox of the server's verifier key over its database (another process's, as far as the table knows). */
+export function verifierOutbox(s: TestServer, chain: Chain, options: Partial<OutboxOptions> = {}): Outbox {
+  return createOutbox({
+    db: s.db,
+    chain,
+    signer: new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider),
+    now: Date.now,
+    pollMs: 20,
+    ...options,
+  });
+}
+
+/** The escrow call assigning `taskHash` to the server's worker (what an accept sends). */
+export const assignCall = (s: TestServer, taskHash: string) =>
+  s.escrow.interface.encodeFunctionData("marketplaceAssign", [taskHash, s.worker.address]);
+
+/** The verifier key's mined transaction count. */
+export const verifierNonce = (s: TestServer) => hre.ethers.provider.getTransactionCount(s.verifier.address, "latest");

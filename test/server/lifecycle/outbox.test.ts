@@ -11,7 +11,7 @@ import { privateKeyOf, startTestServer, type TestServer } from "../harness";
 import { expectOk } from "../expect";
 import { createChains, type Chain } from "../../../server/chains";
 import { createOutbox, OutboxRevert, type OutboxOptions } from "../../../server/outbox";
-import { AMOUNT, brief, DAY, steps } from "./helpers";
+import { AMOUNT, assignCall, brief, fundedTasks, steps, verifierNonce, verifierOutbox } from "./helpers";
 
 const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
 
@@ -39,31 +39,11 @@ describe("lifecycle: the verifier key's outbox", function () {
   });
 
   function outbox(options: Partial<OutboxOptions> = {}) {
-    const created = createOutbox({
-      db: s.db,
-      chain,
-      signer: new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider),
-      now: Date.now,
-      pollMs: 20,
-      ...options,
-    });
+    const created = verifierOutbox(s, chain, options);
     outboxes.push(created);
     return created;
   }
 
-  /** Tasks funded directly on the escrow (not listed): what the outbox assigns. */
-  async function fundedTasks(count: number): Promise<string[]> {
-    const hashes: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const hash = hre.ethers.id(`outbox task ${i} ${Date.now()}`);
-      await (await s.escrow.connect(s.poster).createTask(hash, s.token, AMOUNT, DAY, hre.ethers.ZeroAddress)).wait();
-      hashes.push(hash);
-    }
-    return hashes;
-  }
-
-  const assign = (taskHash: string) => s.escrow.interface.encodeFunctionData("marketplaceAssign", [taskHash, s.worker.address]);
-  const verifierNonce = () => hre.ethers.provider.getTransactionCount(s.verifier.address, "latest");
   /** Every entry in the order it was recorded (a queued entry has no nonce or transaction yet). */
   const rows = async () =>
     (await s.db.selectFrom("outbox").selectAll().orderBy("id").execute()).map((r) => ({
@@ -83,7 +63,7 @@ describe("lifecycle: the verifier key's outbox", function () {
     const posterKey = await s.apiKeyFor(s.poster);
     const tasks: string[] = [];
     for (let i = 0; i < 10; i++) tasks.push((await s.post(s.poster, posterKey, s.publicTask(brief()), AMOUNT)).taskHash);
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
 
     const answers = await Promise.all(tasks.map((taskHash) => t.accept(agentKey, taskHash)));
     for (const answer of answers) expect(expectOk(answer).worker).to.equal(s.worker.address);
@@ -95,20 +75,20 @@ describe("lifecycle: the verifier key's outbox", function () {
       base,
     );
     expect(new Set(sent.map((r) => r.status))).to.deep.equal(new Set(["mined"]));
-    expect(await verifierNonce()).to.equal(base + 10);
+    expect(await verifierNonce(s)).to.equal(base + 10);
     for (const taskHash of tasks) expect(await s.escrow.queryFilter(s.escrow.filters.WorkerAssigned(taskHash))).to.have.length(1);
   });
 
   it("concurrent direct sends: consecutive nonces; a refused call throws OutboxRevert with the custom error and costs no nonce", async function () {
-    const tasks = await fundedTasks(10);
+    const tasks = await fundedTasks(s, 10, "outbox");
     const box = outbox();
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
     const unknown = hre.ethers.id("never funded");
 
     const results = await Promise.allSettled([
-      ...tasks.slice(0, 5).map((hash) => box.send(`assign:test:${hash}`, s.escrowAddress, assign(hash))),
-      box.send(`assign:test:${unknown}`, s.escrowAddress, assign(unknown)),
-      ...tasks.slice(5).map((hash) => box.send(`assign:test:${hash}`, s.escrowAddress, assign(hash))),
+      ...tasks.slice(0, 5).map((hash) => box.send(`assign:test:${hash}`, s.escrowAddress, assignCall(s, hash))),
+      box.send(`assign:test:${unknown}`, s.escrowAddress, assignCall(s, unknown)),
+      ...tasks.slice(5).map((hash) => box.send(`assign:test:${hash}`, s.escrowAddress, assignCall(s, hash))),
     ]);
     const refused = results[5]!;
     expect(refused.status).to.equal("rejected");
@@ -130,31 +110,34 @@ describe("lifecycle: the verifier key's outbox", function () {
       base,
     );
     expect(recorded.every((r) => r.status === "mined")).to.equal(true);
-    expect(await verifierNonce()).to.equal(base + 10);
+    expect(await verifierNonce(s)).to.equal(base + 10);
     for (const hash of tasks) expect((await s.escrow.getTask(hash)).worker).to.equal(s.worker.address);
   });
 
   it("one purpose is sent once, however often it is asked for", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const box = outbox();
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
     const purpose = `assign:test:${task}`;
-    const [first, second] = await Promise.all([box.send(purpose, s.escrowAddress, assign(task!)), box.send(purpose, s.escrowAddress, assign(task!))]);
+    const [first, second] = await Promise.all([
+      box.send(purpose, s.escrowAddress, assignCall(s, task!)),
+      box.send(purpose, s.escrowAddress, assignCall(s, task!)),
+    ]);
     expect(second.txHash).to.equal(first.txHash);
-    const third = await box.send(purpose, s.escrowAddress, assign(task!));
+    const third = await box.send(purpose, s.escrowAddress, assignCall(s, task!));
     expect(third.txHash).to.equal(first.txHash);
     // Another instance over the same table (a restart) answers the same transaction too.
-    expect((await outbox().send(purpose, s.escrowAddress, assign(task!))).txHash).to.equal(first.txHash);
+    expect((await outbox().send(purpose, s.escrowAddress, assignCall(s, task!))).txHash).to.equal(first.txHash);
     expect(await rows()).to.have.length(1);
-    expect(await verifierNonce()).to.equal(base + 1);
+    expect(await verifierNonce(s)).to.equal(base + 1);
   });
 
   it("a dropped transaction is broadcast again and mined", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const box = outbox({ resendAfterMs: 100, bumpAfterMs: 600_000 });
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
     await send("evm_setAutomine", [false]);
-    const sending = box.send("assign:dropped", s.escrowAddress, assign(task!));
+    const sending = box.send("assign:dropped", s.escrowAddress, assignCall(s, task!));
     await waitFor(async () => (await rows())[0]?.status === "sent", "the broadcast");
     const hash = (await rows())[0]!.tx_hash;
     expect(await send("hardhat_dropTransaction", [hash])).to.equal(true);
@@ -168,15 +151,15 @@ describe("lifecycle: the verifier key's outbox", function () {
     const [row] = await rows();
     expect(row).to.deep.include({ status: "mined", tx_hash: hash, attempts: 1, nonce: base });
     expect(JSON.parse(row!.hashes)).to.deep.equal([hash]);
-    expect(await verifierNonce()).to.equal(base + 1);
+    expect(await verifierNonce(s)).to.equal(base + 1);
   });
 
   it("a stuck transaction is replaced with higher fees at the same nonce", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const box = outbox({ bumpAfterMs: 150, resendAfterMs: 600_000 });
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
     await send("evm_setAutomine", [false]);
-    const sending = box.send("assign:stuck", s.escrowAddress, assign(task!));
+    const sending = box.send("assign:stuck", s.escrowAddress, assignCall(s, task!));
     await waitFor(async () => (await rows())[0]?.status === "sent", "the broadcast");
     const first = (await hre.ethers.provider.getTransaction((await rows())[0]!.tx_hash))!;
     await waitFor(async () => JSON.parse((await rows())[0]!.hashes).length >= 2, "a fee bump");
@@ -196,12 +179,12 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect(mined.maxFeePerGas! > first.maxFeePerGas!).to.equal(true);
     expect(mined.maxPriorityFeePerGas! > first.maxPriorityFeePerGas!).to.equal(true);
     expect(await hre.ethers.provider.getTransactionReceipt(first.hash)).to.equal(null);
-    expect(await verifierNonce()).to.equal(base + 1);
+    expect(await verifierNonce(s)).to.equal(base + 1);
     expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
   });
 
   it("a signing that fails takes no nonce and loses no request: the request is signed again, at that nonce, before the next", async function () {
-    const [refused, next] = await fundedTasks(2);
+    const [refused, next] = await fundedTasks(s, 2, "outbox");
     const wallet = new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider);
     let failures = 1;
     const flaky = new Proxy(wallet, {
@@ -218,11 +201,11 @@ describe("lifecycle: the verifier key's outbox", function () {
     });
     const errors: object[] = [];
     const box = outbox({ signer: flaky, logger: { warn() {}, error: (obj: object) => errors.push(obj) } });
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
 
-    const sending = box.send("assign:refused", s.escrowAddress, assign(refused!), 5_000);
+    const sending = box.send("assign:refused", s.escrowAddress, assignCall(s, refused!), 5_000);
     await waitFor(async () => (await rows()).length === 1, "the first request");
-    const second = await box.send("assign:next", s.escrowAddress, assign(next!), 5_000);
+    const second = await box.send("assign:next", s.escrowAddress, assignCall(s, next!), 5_000);
     const first = await sending;
     expect(errors.map((e) => ((e as { err?: Error }).err ?? {}).message)).to.deep.equal(["signer unavailable"]);
     expect([first.receipt.status, second.receipt.status]).to.deep.equal([1, 1]);
@@ -230,15 +213,15 @@ describe("lifecycle: the verifier key's outbox", function () {
       ["assign:refused", base, 1],
       ["assign:next", base + 1, 1],
     ]);
-    expect(await verifierNonce()).to.equal(base + 2);
+    expect(await verifierNonce(s)).to.equal(base + 2);
   });
 
   it("a transaction mined and then taken back by a reorg is followed again when its purpose is asked for", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const box = outbox({ resendAfterMs: 100 });
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
     const fork = (await send("evm_snapshot")) as string;
-    const first = await box.send("assign:reorged", s.escrowAddress, assign(task!));
+    const first = await box.send("assign:reorged", s.escrowAddress, assignCall(s, task!));
     expect((await rows())[0]).to.deep.include({ status: "mined", nonce: base });
 
     // A longer branch without the block that held it: the receipt is gone, the task is open again.
@@ -247,40 +230,40 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect(await hre.ethers.provider.getTransactionReceipt(first.txHash)).to.equal(null);
     expect((await s.escrow.getTask(task!)).worker).to.equal(hre.ethers.ZeroAddress);
 
-    const again = await box.send("assign:reorged", s.escrowAddress, assign(task!), 5_000);
+    const again = await box.send("assign:reorged", s.escrowAddress, assignCall(s, task!), 5_000);
     expect(again.txHash).to.equal(first.txHash);
     expect(again.receipt.status).to.equal(1);
     expect((await s.escrow.getTask(task!)).worker).to.equal(s.worker.address);
     expect(await rows()).to.have.length(1);
     expect((await rows())[0]).to.deep.include({ status: "mined", nonce: base, mined_block: again.receipt.blockNumber });
-    expect(await verifierNonce()).to.equal(base + 1);
+    expect(await verifierNonce(s)).to.equal(base + 1);
   });
 
   it("a transaction mined and then taken back by a reorg is sent again by itself, so the next nonce is not stuck behind it", async function () {
-    const [first, second] = await fundedTasks(2);
+    const [first, second] = await fundedTasks(s, 2, "outbox");
     const box = outbox({ resendAfterMs: 100, bumpAfterMs: 300 });
     box.start();
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
     const fork = (await send("evm_snapshot")) as string;
-    const undone = await box.send("assign:undone", s.escrowAddress, assign(first!));
+    const undone = await box.send("assign:undone", s.escrowAddress, assignCall(s, first!));
     await send("evm_revert", [fork]);
     await send("hardhat_mine", ["0x3"]);
     expect(await hre.ethers.provider.getTransactionReceipt(undone.txHash)).to.equal(null);
 
     // Nobody asks for the first purpose again; the next one still gets through, after it.
-    const next = await box.send("assign:next", s.escrowAddress, assign(second!), 10_000);
+    const next = await box.send("assign:next", s.escrowAddress, assignCall(s, second!), 10_000);
     expect(next.receipt.status).to.equal(1);
     expect((await rows()).map((r) => [r.purpose, r.nonce, r.status])).to.deep.equal([
       ["assign:undone", base, "mined"],
       ["assign:next", base + 1, "mined"],
     ]);
     expect((await s.escrow.getTask(first!)).worker).to.equal(s.worker.address);
-    expect(await verifierNonce()).to.equal(base + 2);
+    expect(await verifierNonce(s)).to.equal(base + 2);
   });
 
   it("after a restart, a transaction signed but never broadcast is sent once, before the next nonce", async function () {
-    const [crashed, next] = await fundedTasks(2);
-    const base = await verifierNonce();
+    const [crashed, next] = await fundedTasks(s, 2, "outbox");
+    const base = await verifierNonce(s);
 
     // The first process signs and records, then dies before any broadcast reaches the node.
     const unreachable = new Proxy(hre.ethers.provider, {
@@ -297,18 +280,18 @@ describe("lifecycle: the verifier key's outbox", function () {
       now: Date.now,
       pollMs: 20,
     });
-    const lost = before.send("assign:crashed", s.escrowAddress, assign(crashed!)).catch((error: Error) => error);
+    const lost = before.send("assign:crashed", s.escrowAddress, assignCall(s, crashed!)).catch((error: Error) => error);
     await waitFor(async () => (await rows())[0]?.status === "signed", "the signed entry");
     await before.stop();
     expect(((await lost) as Error).message).to.equal("outbox stopped");
     const [recorded] = await rows();
     expect(recorded).to.deep.include({ status: "signed", nonce: base, purpose: "assign:crashed" });
     expect(await hre.ethers.provider.getTransaction(recorded!.tx_hash)).to.equal(null);
-    expect(await verifierNonce()).to.equal(base);
+    expect(await verifierNonce(s)).to.equal(base);
 
     // The new process has a fresh in-memory nonce: it must take the one after the recorded entry.
     const after = outbox();
-    const nextSent = await after.send("assign:next", s.escrowAddress, assign(next!));
+    const nextSent = await after.send("assign:next", s.escrowAddress, assignCall(s, next!));
     after.start();
     await waitFor(async () => (await rows()).every((r) => r.status === "mined"), "both mined");
 
@@ -321,9 +304,9 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect(entries[1]!.tx_hash).to.equal(nextSent.txHash);
     expect(entries.every((r) => JSON.parse(r.hashes).length === 1)).to.equal(true);
     // Retrying the crashed request waits for the recorded transaction instead of sending another.
-    expect((await after.send("assign:crashed", s.escrowAddress, assign(crashed!))).txHash).to.equal(recorded!.tx_hash);
+    expect((await after.send("assign:crashed", s.escrowAddress, assignCall(s, crashed!))).txHash).to.equal(recorded!.tx_hash);
     // Nothing lost, nothing sent twice: the key's nonce moved once per recorded entry.
-    expect(await verifierNonce()).to.equal(base + entries.length);
+    expect(await verifierNonce(s)).to.equal(base + entries.length);
     expect(await rows()).to.have.length(2);
     for (const hash of [crashed!, next!]) expect((await s.escrow.getTask(hash)).worker).to.equal(s.worker.address);
   });
@@ -340,11 +323,11 @@ describe("lifecycle: the verifier key's outbox", function () {
   }
 
   it("a nonce taken by another transaction of the key ends the entry as reverted; asking again sends a new one", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const box = outbox({ resendAfterMs: 600_000, bumpAfterMs: 600_000 });
-    const base = await verifierNonce();
+    const base = await verifierNonce(s);
     await send("evm_setAutomine", [false]);
-    const sending = box.send("assign:taken", s.escrowAddress, assign(task!)).catch((error: Error) => error);
+    const sending = box.send("assign:taken", s.escrowAddress, assignCall(s, task!)).catch((error: Error) => error);
     await waitFor(async () => (await rows())[0]?.status === "sent", "the broadcast");
     const ours = (await rows())[0]!.tx_hash;
     expect(await send("hardhat_dropTransaction", [ours])).to.equal(true);
@@ -353,7 +336,7 @@ describe("lifecycle: the verifier key's outbox", function () {
     const wallet = new hre.ethers.Wallet(privateKeyOf(s.verifier), hre.ethers.provider);
     for (const nonce of [base, base + 1]) await wallet.sendTransaction({ to: s.verifier.address, value: 1n, nonce, gasLimit: 21_000 });
     await send("hardhat_mine", ["0x1"]);
-    expect(await verifierNonce()).to.equal(base + 2);
+    expect(await verifierNonce(s)).to.equal(base + 2);
 
     const refused = await sending;
     expect(refused).to.be.instanceOf(OutboxRevert);
@@ -365,7 +348,7 @@ describe("lifecycle: the verifier key's outbox", function () {
 
     // The caller's retry: a new transaction, at the key's next free nonce.
     await send("evm_setAutomine", [true]);
-    const again = await box.send("assign:taken", s.escrowAddress, assign(task!), 5_000);
+    const again = await box.send("assign:taken", s.escrowAddress, assignCall(s, task!), 5_000);
     expect(again.receipt.status).to.equal(1);
     expect((await rows()).map((r) => [r.nonce, r.status])).to.deep.equal([
       [base, "reverted"],
@@ -375,15 +358,15 @@ describe("lifecycle: the verifier key's outbox", function () {
   });
 
   it("a caller that gives up waiting is forgotten", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const box = outbox();
     await send("evm_setAutomine", [false]);
     for (let i = 0; i < 3; i++) {
-      const error = await box.send("assign:slow", s.escrowAddress, assign(task!), 50).catch((e: Error) => e);
+      const error = await box.send("assign:slow", s.escrowAddress, assignCall(s, task!), 50).catch((e: Error) => e);
       expect((error as { code?: string }).code).to.equal("TX_PENDING");
     }
     expect(box.waiting()).to.equal(0);
-    const pending = box.send("assign:slow", s.escrowAddress, assign(task!), 5_000);
+    const pending = box.send("assign:slow", s.escrowAddress, assignCall(s, task!), 5_000);
     expect(box.waiting()).to.equal(0); // signing first
     await waitFor(async () => box.waiting() === 1, "the waiter");
     await send("hardhat_mine", ["0x1"]);
@@ -393,7 +376,7 @@ describe("lifecycle: the verifier key's outbox", function () {
   });
 
   it("a transaction whose check fails holds up none of the others", async function () {
-    const [first, second] = await fundedTasks(2);
+    const [first, second] = await fundedTasks(s, 2, "outbox");
     const broken = new Set<string>();
     const errors: unknown[] = [];
     const box = outbox({
@@ -409,10 +392,10 @@ describe("lifecycle: the verifier key's outbox", function () {
       logger: { warn() {}, error: (obj: object) => errors.push(obj) },
     });
     await send("evm_setAutomine", [false]);
-    const stuck = box.send("assign:first", s.escrowAddress, assign(first!), 2_000).catch((error: Error) => error);
+    const stuck = box.send("assign:first", s.escrowAddress, assignCall(s, first!), 2_000).catch((error: Error) => error);
     await waitFor(async () => (await rows())[0]?.status === "sent", "the first broadcast");
     broken.add((await rows())[0]!.tx_hash);
-    const fine = box.send("assign:second", s.escrowAddress, assign(second!), 5_000);
+    const fine = box.send("assign:second", s.escrowAddress, assignCall(s, second!), 5_000);
     await waitFor(async () => (await rows())[1]?.status === "sent", "the second broadcast");
     await send("hardhat_mine", ["0x1"]);
 
@@ -426,10 +409,10 @@ describe("lifecycle: the verifier key's outbox", function () {
   });
 
   it("another key's entries (before a key rotation) are left alone", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const errors: unknown[] = [];
     const box = outbox({ bumpAfterMs: 100, resendAfterMs: 50, logger: { warn() {}, error: (obj: object) => errors.push(obj) } });
-    await box.send("assign:current", s.escrowAddress, assign(task!));
+    await box.send("assign:current", s.escrowAddress, assignCall(s, task!));
 
     // An entry of the previous key, open, long due for a fee bump, at a nonce the current key has used.
     const old = hre.ethers.Wallet.createRandom();
@@ -478,7 +461,7 @@ describe("lifecycle: the verifier key's outbox", function () {
   });
 
   it("a transaction the node keeps refusing is replaced with higher fees", async function () {
-    const [task] = await fundedTasks(1);
+    const [task] = await fundedTasks(s, 1, "outbox");
     const refused = new Set<string>();
     const box = outbox({
       bumpAfterMs: 150,
@@ -495,8 +478,8 @@ describe("lifecycle: the verifier key's outbox", function () {
         }),
       },
     });
-    const base = await verifierNonce();
-    const sent = await box.send("assign:refused-broadcast", s.escrowAddress, assign(task!), 5_000);
+    const base = await verifierNonce(s);
+    const sent = await box.send("assign:refused-broadcast", s.escrowAddress, assignCall(s, task!), 5_000);
 
     const [row] = await rows();
     const hashes = JSON.parse(row!.hashes) as string[];
