@@ -180,10 +180,14 @@ describe("cli: posting that tells the truth", function () {
     const entries = (type: string) => readJournalEntries(journalFile).filter((e) => e.t === type);
     const initial = await balances();
 
-    // Killed once the second row's funding is journaled, before it is sent.
-    const atFunding = startCli(args, { env, cwd: dir, pauseAfter: { step: "funding", ms: 1500 } });
+    // Killed once the second row's funding is journaled, before it is sent. The first row's listing runs beside that
+    // funding (the SDK lists a chunk while it funds the next), so the kill waits, inside the pause, for it to be posted.
+    const atFunding = startCli(args, { env, cwd: dir, pauseAfter: { step: "funding", ms: 5_000 } });
     const pauses = (run: { output(): { stderr: string } }, step: string) => run.output().stderr.split(`paused after ${step}`).length - 1;
-    await until(() => pauses(atFunding, "funding") === 2, "the pause after the second funding entry");
+    await until(
+      () => pauses(atFunding, "funding") === 2 && results()[0]!.status === "posted",
+      "the pause after the second funding entry, the first row listed",
+    );
     atFunding.child.kill("SIGKILL");
     await atFunding.done;
     expect(results().map((r) => [r.line, r.status, (r.error ?? "").split(":")[0]])).to.deep.equal([
