@@ -78,18 +78,7 @@ describe("hosted agents: withdraws racing", function () {
 
   /** A stopped agent whose wallet holds `funds` raw units and gas. */
   async function fundedAgent(funds: bigint) {
-    const agent = expectOk(
-      await s.call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
-        key: ownerKey,
-        body: {
-          displayName: "Withdrawn agent",
-          instructions: "Answer briefly.",
-          model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
-          ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(owner)),
-          start: false,
-        },
-      }),
-    ).agent;
+    const agent = await s.deployHostedAgent(owner, ownerKey, { displayName: "Withdrawn agent" });
     await (await s.usdc.connect(s.admin).mint(agent.address, funds)).wait();
     await fundGas(s.admin, agent.address);
     return agent;

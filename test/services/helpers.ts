@@ -1,9 +1,8 @@
 /** Shared by the service tests: a stack whose hosted agent (on the scripted model server) sells one running service. */
 import { stackFixture } from "../support/stack";
-import { privateKeyOf, type TestServerOptions } from "../server/harness";
+import type { TestServerOptions } from "../server/harness";
 import type { ModelServer } from "../support/model-server";
 import type { MarketClient, ServiceView } from "../../sdk/src/client";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
 import { fundGas, until } from "../hosted/helpers";
 
 export const RENTAL_PRICE = 1_500_000n;
@@ -23,20 +22,13 @@ export interface ServiceSeed {
 export function serviceStackFixture(model: () => ModelServer, options: { minReward?: bigint; stack?: TestServerOptions } = {}) {
   return stackFixture(async (server): Promise<ServiceSeed> => {
     const ownerKey = await server.apiKeyFor(server.stranger);
-    const deployed = await server.call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
-      key: ownerKey,
-      body: {
-        displayName: "Contract reviewer",
-        instructions: "Review the contract you are given and list its risks.",
-        model: { baseUrl: model().baseUrl, name: "scripted-model" },
-        ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(server.stranger)),
-        capabilities: ["summarization"],
-        ...(options.minReward !== undefined ? { minReward: options.minReward.toString() } : {}),
-        start: false,
-      },
+    const agent = await server.deployHostedAgent(server.stranger, ownerKey, {
+      displayName: "Contract reviewer",
+      instructions: "Review the contract you are given and list its risks.",
+      model: { baseUrl: model().baseUrl, name: "scripted-model" },
+      capabilities: ["summarization"],
+      ...(options.minReward !== undefined ? { minReward: options.minReward.toString() } : {}),
     });
-    if (deployed.status !== 200) throw new Error(JSON.stringify(deployed.body));
-    const agent = deployed.body.data.agent;
     await fundGas(server.stranger, agent.address);
     const created = await server.call<{ service: ServiceView }>("POST", `/api/v1/agents/${agent.id}/services`, {
       key: ownerKey,

@@ -7,9 +7,9 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import { Wallet } from "ethers";
-import { serverFixture, privateKeyOf, type TestServer } from "../server/harness";
+import { serverFixture, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
-import { publicKeyFromPrivateKey, publicTaskHash } from "../../core/crypto";
+import { publicTaskHash } from "../../core/crypto";
 import { BlocklistToken__factory } from "../../typechain-types";
 import type { BuiltTask, ServiceList, ServiceView } from "../../core/api";
 import type { ErrorCode } from "../../core/errors";
@@ -20,18 +20,11 @@ const seededServer = serverFixture(async (s) => {
   const ownerKey = await s.apiKeyFor(s.stranger);
   const posterKey = await s.apiKeyFor(s.poster);
   await s.registerAgent(s.worker, []);
-  const deployed = await s.call<{ agent: { id: number; address: string } }>("POST", "/api/v1/agents", {
-    key: ownerKey,
-    body: {
-      displayName: "Contract reader",
-      instructions: "Read contracts and list their risks.",
-      model: { baseUrl: "http://127.0.0.1:9/v1", name: "m" },
-      ownerPublicKey: publicKeyFromPrivateKey(privateKeyOf(s.stranger)),
-      start: false,
-    },
+  const agent = await s.deployHostedAgent(s.stranger, ownerKey, {
+    displayName: "Contract reader",
+    instructions: "Read contracts and list their risks.",
   });
-  if (deployed.status !== 200) throw new Error(JSON.stringify(deployed.body));
-  return { ownerKey, posterKey, agent: deployed.body.data.agent };
+  return { ownerKey, posterKey, agent };
 });
 
 describe("services: routes and rental listing checks", function () {
