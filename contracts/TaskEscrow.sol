@@ -17,7 +17,11 @@ import {ITaskReputation} from "./interfaces/ITaskReputation.sol";
 /// and window in O(1): stored times are clock readings, and views project them back onto block time.
 /// 2.0.0 (upgrade of 1.0.0, storage appended): credits go only to the credited account; settlements write the optional
 /// reputation registry under a fixed gas budget (see {_recordReputation}).
-/// @custom:oz-upgrades-from contracts/test/v1/TaskEscrowV1.sol:TaskEscrowV1
+/// 3.0.0 (upgrade of 2.0.0, storage appended): a task funded from now on takes one storage slot at funding
+/// ({PackedTask} in `packedTasks`); a task funded before stays in `tasks` until its first transition after the upgrade
+/// moves it ({_task}), so every rule runs on one layout and a task lives in exactly one of the two mappings. The
+/// reputation registry records only the outcomes the marketplace vouches for ({_vouched}).
+/// @custom:oz-upgrades-from contracts/test/v2/TaskEscrowV2.sol:TaskEscrowV2
 /// @custom:security-contact security@market.example
 contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
@@ -40,9 +44,20 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// @dev Longest registry revert data kept in {ReputationWriteFailed}; copying more would let a registry make the
     /// escrow pay for a large memory expansion.
     uint256 private constant MAX_REASON_BYTES = 256;
+    /// @dev Smallest reward whose outcome the reputation registry records: the off-chain rule's minimum
+    /// (core/limits.ts REPUTATION_MIN_CREDITED_REWARD_RAW, 1 USDC in raw units), so that dust tasks farm nothing.
+    uint256 private constant MIN_REPUTATION_REWARD = 1_000_000;
+    /// @dev {PackedTask} `state`: the Status in the low four bits, the Ending (0 while live) in the high four.
+    uint8 private constant STATUS_BITS = 4;
+    uint8 private constant STATUS_MASK = 0x0f;
+    /// @dev {PackedTask} `flags`, written at assignment: the marketplace verifier assigned the worker
+    /// ({marketplaceAssign}); a verifier agent, not the marketplace verifier, judges the task.
+    uint8 private constant MARKETPLACE_ASSIGNED = 1;
+    uint8 private constant JUDGED_BY_AGENT = 2;
 
-    /// @dev One task in four slots: slots 0 and 1 are written at funding, slot 3 too when there is a verifier agent.
-    /// Times are escrow-clock seconds: uint32 lasts until 2106, and the clock never runs ahead of block time.
+    /// @dev A task funded before 3.0.0, in four slots: slots 0 and 1 were written at funding, slot 3 too when there is
+    /// a verifier agent. Times are escrow-clock seconds: uint32 lasts until 2106, and the clock never runs ahead of
+    /// block time. Read by {getTask} and moved to {PackedTask} by {_task}; never written since 3.0.0.
     struct TaskRecord {
         // slot 0
         address token;
@@ -58,6 +73,29 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         address worker;
         // slot 3, written only for tasks with a verifier agent
         address verifier;
+    }
+
+    /// @dev A task funded since 3.0.0. Funding writes slot 0 alone when the amount fits 40 bits (up to about 1.1
+    /// million USDC) and the token has an id ({_tokenId}: the first 255 tokens funded since the upgrade): slot 1 is
+    /// written at assignment, slot 2 at funding only with a verifier agent, slot 3 at funding only when slot 0 cannot
+    /// hold the token or the amount. Times are escrow-clock seconds, as in {TaskRecord}.
+    struct PackedTask {
+        // slot 0, written at funding; every transition but assignment writes only this slot
+        address poster; // non-zero for every task in `packedTasks`: the existence flag
+        uint40 amount; // 0: the amount is `wideAmount`
+        uint32 deadline;
+        uint8 state; // Status in the low four bits, Ending (0 while live) in the high four: see {_state}
+        uint8 rounds; // evidence submissions used, at most MAX_ROUNDS
+        uint8 tokenId; // 0: the token is `wideToken`
+        // slot 1, written at assignment (and by failed verdicts, disputes and escalations: `phaseAt`)
+        address worker;
+        uint32 phaseAt; // when the latest failed verdict, dispute or escalation happened
+        uint8 flags; // MARKETPLACE_ASSIGNED, JUDGED_BY_AGENT; valid while `worker` is set
+        // slot 2, written at funding only for a task with a verifier agent
+        address verifier;
+        // slot 3, written at funding only when `amount` or `tokenId` is 0 (then both are)
+        address wideToken;
+        uint96 wideAmount;
     }
 
     /// @dev Per-token book in one slot: whether new tasks may use it, and what the escrow owes in it.
@@ -85,6 +123,13 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         mapping(address token => mapping(address account => uint256)) credits;
         // slot 7 (2.0.0)
         address reputation; // the registry written at settlement; zero: none
+        uint8 tokenCount; // (3.0.0) token ids handed out so far, at most 255
+        // slot 8 (3.0.0)
+        mapping(bytes32 taskHash => PackedTask) packedTasks;
+        // slot 9 (3.0.0)
+        mapping(address token => uint8 tokenId) tokenIds;
+        // slot 10 (3.0.0)
+        mapping(uint8 tokenId => address token) tokensById;
     }
 
     // keccak256(abi.encode(uint256(keccak256("market.storage.TaskEscrow")) - 1)) & ~bytes32(uint256(0xff))
@@ -179,7 +224,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         uint32 clock = _clockWhenLive($);
         TokenBook storage book = _allowedBook($, token);
-        _recordTask($, clock, taskHash, token, amount, duration, verifier_);
+        _recordTask($, clock, taskHash, token, _tokenId($, token), amount, duration, verifier_);
         // Booked before the transfer (checks-effects-interactions); a short delivery reverts it all.
         book.escrowed += SafeCast.toUint128(amount);
         _pull(token, amount);
@@ -192,11 +237,12 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint32 clock = _clockWhenLive($);
         address token = tasks[0].token;
         TokenBook storage book = _allowedBook($, token);
+        uint8 tokenId = _tokenId($, token);
         uint256 total;
         for (uint256 i; i < count; ++i) {
             CreateParams calldata p = tasks[i];
             if (p.token != token) revert BatchTokenMismatch(i, p.token, token);
-            _recordTask($, clock, p.taskHash, token, p.amount, p.duration, p.verifier);
+            _recordTask($, clock, p.taskHash, token, tokenId, p.amount, p.duration, p.verifier);
             // Each amount was checked below 2^96 in _recordTask, and there are at most 20: no overflow.
             unchecked {
                 total += p.amount;
@@ -211,6 +257,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint32 clock,
         bytes32 taskHash,
         address token,
+        uint8 tokenId,
         uint256 amount,
         uint64 duration,
         address verifier_
@@ -220,17 +267,52 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (amount > type(uint96).max) revert AmountTooLarge(amount, type(uint96).max);
         if (duration < MIN_DURATION || duration > MAX_DURATION) revert InvalidDuration(duration);
         if (verifier_ == msg.sender) revert VerifierIsPoster(verifier_);
-        TaskRecord storage t = $.tasks[taskHash];
-        if (t.poster != address(0)) revert TaskHashUsed(taskHash);
+        PackedTask storage t = $.packedTasks[taskHash];
+        // A hash is used for good in either layout: {_task} moves a task funded before 3.0.0, it never copies one.
+        if (t.poster != address(0) || $.tasks[taskHash].poster != address(0)) revert TaskHashUsed(taskHash);
 
-        t.token = token;
-        t.amount = uint96(amount); // checked above
-        t.poster = msg.sender;
         // duration <= 90 days, checked above; the sum is checked and overflows only after the year 2106
-        t.deadline = clock + uint32(duration);
+        _storeFunding(t, msg.sender, token, tokenId, amount, clock + SafeCast.toUint32(duration));
         if (verifier_ != address(0)) t.verifier = verifier_;
         // Not paused here, so block time and the projected deadline agree.
         emit TaskCreated(taskHash, msg.sender, token, amount, uint64(block.timestamp) + duration, verifier_);
+    }
+
+    /// @dev Writes what funding fixes: slot 0 of `t`, and slot 3 when the token has no id or the amount needs more
+    /// than 40 bits. `amount` is below 2^96 (checked by every caller).
+    function _storeFunding(
+        PackedTask storage t,
+        address poster,
+        address token,
+        uint8 tokenId,
+        uint256 amount,
+        uint32 deadline
+    ) private {
+        t.poster = poster;
+        t.deadline = deadline;
+        if (tokenId != 0 && amount <= type(uint40).max) {
+            t.amount = SafeCast.toUint40(amount);
+            t.tokenId = tokenId;
+        } else {
+            t.wideToken = token;
+            t.wideAmount = SafeCast.toUint96(amount);
+        }
+    }
+
+    /// @dev The token's id for slot 0 of a {PackedTask}, handed out at its first funding since 3.0.0 (which writes two
+    /// more slots, once per token); 0 once all 255 ids are out, and its tasks then keep the token in slot 3.
+    function _tokenId(TaskEscrowStorage storage $, address token) private returns (uint8 id) {
+        id = $.tokenIds[token];
+        if (id != 0) return id;
+        uint8 count = $.tokenCount;
+        if (count == type(uint8).max) return 0;
+        // count < 255, checked above
+        unchecked {
+            id = count + 1;
+        }
+        $.tokenCount = id;
+        $.tokenIds[token] = id;
+        $.tokensById[id] = token;
     }
 
     /// @dev A permit failure is ignored on purpose: a front-runner may have spent the permit already, and the
@@ -255,38 +337,50 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function cancelTask(bytes32 taskHash) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _requireLive($);
-        TaskRecord storage t = _task($, taskHash);
-        if (msg.sender != t.poster) revert NotPoster(taskHash, msg.sender);
-        if (t.status != Status.Funded) revert InvalidStatus(taskHash, t.status);
+        PackedTask storage t = _task($, taskHash);
+        address poster = t.poster;
+        if (msg.sender != poster) revert NotPoster(taskHash, msg.sender);
+        Status status = _status(t);
+        if (status != Status.Funded) revert InvalidStatus(taskHash, status);
         uint256 refund = _refundPoster($, t, Status.Cancelled, Ending.CancelledWhileOpen);
-        emit TaskCancelled(taskHash, t.poster, refund, Ending.CancelledWhileOpen);
+        emit TaskCancelled(taskHash, poster, refund, Ending.CancelledWhileOpen);
     }
 
     /// @inheritdoc ITaskEscrow
     function assignWorker(bytes32 taskHash, address worker) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
-        TaskRecord storage t = _task($, taskHash);
+        PackedTask storage t = _task($, taskHash);
         if (msg.sender != t.poster) revert NotPoster(taskHash, msg.sender);
-        _assign($, taskHash, t, worker);
+        _assign($, taskHash, t, worker, 0);
     }
 
     /// @inheritdoc ITaskEscrow
     function marketplaceAssign(bytes32 taskHash, address worker) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         if (msg.sender != $.verifier) revert NotMarketplaceVerifier(msg.sender);
-        _assign($, taskHash, _task($, taskHash), worker);
+        _assign($, taskHash, _task($, taskHash), worker, MARKETPLACE_ASSIGNED);
     }
 
-    function _assign(TaskEscrowStorage storage $, bytes32 taskHash, TaskRecord storage t, address worker) private {
+    function _assign(
+        TaskEscrowStorage storage $,
+        bytes32 taskHash,
+        PackedTask storage t,
+        address worker,
+        uint8 assignedBy
+    ) private {
         uint32 clock = _clockWhenLive($);
-        if (t.status != Status.Funded) revert InvalidStatus(taskHash, t.status);
-        if (clock >= t.deadline) revert DeadlinePassed(taskHash, _toBlockTime($, t.deadline));
+        Status status = _status(t);
+        if (status != Status.Funded) revert InvalidStatus(taskHash, status);
+        uint32 deadline = t.deadline;
+        if (clock >= deadline) revert DeadlinePassed(taskHash, _toBlockTime($, deadline));
+        address agent = t.verifier;
         // The marketplace verifier never works a task: it judges every task without a verifier agent.
-        if (worker == address(0) || worker == t.poster || worker == t.verifier || worker == $.verifier) {
+        if (worker == address(0) || worker == t.poster || worker == agent || worker == $.verifier) {
             revert InvalidWorker(taskHash, worker);
         }
         t.worker = worker;
-        t.status = Status.Assigned;
+        t.flags = agent == address(0) ? assignedBy : assignedBy | JUDGED_BY_AGENT;
+        t.state = uint8(Status.Assigned);
         emit WorkerAssigned(taskHash, worker, msg.sender);
     }
 
@@ -294,12 +388,15 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function releaseTask(bytes32 taskHash) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _requireLive($);
-        TaskRecord storage t = _task($, taskHash);
+        PackedTask storage t = _task($, taskHash);
         if (msg.sender != t.worker) revert NotWorker(taskHash, msg.sender);
         // Assigned means no round was delivered yet: nothing the task holds belongs to this worker.
-        if (t.status != Status.Assigned) revert InvalidStatus(taskHash, t.status);
-        t.status = Status.Funded;
+        Status status = _status(t);
+        if (status != Status.Assigned) revert InvalidStatus(taskHash, status);
+        t.state = uint8(Status.Funded);
+        // Slot 1 back to zero: no worker, no flags, no phase (nothing happened since the assignment).
         t.worker = address(0);
+        t.flags = 0;
         emit WorkerReleased(taskHash, msg.sender);
     }
 
@@ -309,11 +406,12 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function submitEvidence(bytes32 taskHash, bytes32 resultHash) external {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         uint32 clock = _clockWhenLive($);
-        TaskRecord storage t = _task($, taskHash);
+        PackedTask storage t = _task($, taskHash);
         if (msg.sender != t.worker) revert NotWorker(taskHash, msg.sender);
-        Status status = t.status;
+        Status status = _status(t);
         if (status != Status.Assigned && status != Status.Failed) revert InvalidStatus(taskHash, status);
-        if (clock >= t.deadline) revert DeadlinePassed(taskHash, _toBlockTime($, t.deadline));
+        uint32 deadline = t.deadline;
+        if (clock >= deadline) revert DeadlinePassed(taskHash, _toBlockTime($, deadline));
         uint8 round = t.rounds;
         if (round >= MAX_ROUNDS) revert NoRoundsLeft(taskHash);
         if (resultHash == bytes32(0)) revert ZeroResultHash();
@@ -322,7 +420,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             ++round;
         }
         t.rounds = round;
-        t.status = Status.Submitted;
+        t.state = uint8(Status.Submitted);
         emit EvidenceSubmitted(taskHash, msg.sender, resultHash, round);
     }
 
@@ -330,18 +428,17 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function completeVerification(bytes32 taskHash, bool passed, uint8 score) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         uint32 clock = _clockWhenLive($);
-        TaskRecord storage t = _task($, taskHash);
-        address judge = t.verifier;
-        if (judge == address(0)) judge = $.verifier;
-        if (msg.sender != judge) revert NotTaskVerifier(taskHash, msg.sender);
-        if (t.status != Status.Submitted) revert InvalidStatus(taskHash, t.status);
+        PackedTask storage t = _task($, taskHash);
+        if (msg.sender != _judge($, t)) revert NotTaskVerifier(taskHash, msg.sender);
+        Status status = _status(t);
+        if (status != Status.Submitted) revert InvalidStatus(taskHash, status);
         if (score > 100) revert InvalidScore(score);
         if (passed) {
             // Emitted before the payout so the ending event (TaskCompleted) stays the last of the transaction.
             emit VerificationCompleted(taskHash, msg.sender, true, score, t.rounds);
             _payWorker($, taskHash, t, Status.Verified, Ending.VerificationPassed, true, score);
         } else {
-            t.status = Status.Failed;
+            t.state = uint8(Status.Failed);
             t.phaseAt = clock;
             emit VerificationCompleted(taskHash, msg.sender, false, score, t.rounds);
         }
@@ -351,28 +448,29 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function raiseDispute(bytes32 taskHash) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         uint32 clock = _clockWhenLive($);
-        TaskRecord storage t = _task($, taskHash);
-        Status status = t.status;
+        PackedTask storage t = _task($, taskHash);
+        Status status = _status(t);
         if (status != Status.Assigned && status != Status.Submitted && status != Status.Failed) {
             revert InvalidStatus(taskHash, status);
         }
-        bool beforeDeadline = clock < t.deadline;
+        uint32 deadline = t.deadline;
+        bool beforeDeadline = clock < deadline;
         if (msg.sender == t.worker) {
             // The worker appeals a failed verdict within the appeal window, even past the deadline.
             if (status == Status.Failed) {
                 uint32 appealEnd = t.phaseAt + APPEAL_WINDOW;
                 if (!beforeDeadline && clock >= appealEnd) {
-                    revert AppealWindowClosed(taskHash, _toBlockTime($, _max(appealEnd, t.deadline)));
+                    revert AppealWindowClosed(taskHash, _toBlockTime($, _max(appealEnd, deadline)));
                 }
             } else if (!beforeDeadline) {
-                revert DeadlinePassed(taskHash, _toBlockTime($, t.deadline));
+                revert DeadlinePassed(taskHash, _toBlockTime($, deadline));
             }
         } else if (msg.sender == t.poster) {
-            if (!beforeDeadline) revert DeadlinePassed(taskHash, _toBlockTime($, t.deadline));
+            if (!beforeDeadline) revert DeadlinePassed(taskHash, _toBlockTime($, deadline));
         } else {
             revert NotTaskParty(taskHash, msg.sender);
         }
-        t.status = Status.Disputed;
+        t.state = uint8(Status.Disputed);
         t.phaseAt = clock;
         emit DisputeRaised(taskHash, msg.sender);
     }
@@ -382,20 +480,24 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function resolveDispute(bytes32 taskHash, bool workerWins) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _onlyAdmin($);
-        TaskRecord storage t = _task($, taskHash);
-        if (t.status != Status.Disputed && t.status != Status.Escalated) revert InvalidStatus(taskHash, t.status);
+        PackedTask storage t = _task($, taskHash);
+        Status status = _status(t);
+        if (status != Status.Disputed && status != Status.Escalated) revert InvalidStatus(taskHash, status);
         emit DisputeResolved(taskHash, workerWins);
         if (workerWins) {
             _payWorker($, taskHash, t, Status.Paid, Ending.DisputeWonByWorker, false, 0);
         } else {
             (address token, uint256 refund) = _close($, t, Status.Refunded, Ending.DisputeWonByPoster);
-            address registry = $.reputation;
-            if (registry != address(0)) {
-                bytes memory write = abi.encodeCall(ITaskReputation.recordDispute, (t.worker, taskHash));
-                _recordReputation(registry, taskHash, write);
+            if (_vouched(t, refund, false)) {
+                address registry = $.reputation;
+                if (registry != address(0)) {
+                    bytes memory write = abi.encodeCall(ITaskReputation.recordDispute, (t.worker, taskHash));
+                    _recordReputation(registry, taskHash, write);
+                }
             }
-            _send($, token, t.poster, refund);
-            emit TaskRefunded(taskHash, t.poster, refund, Ending.DisputeWonByPoster);
+            address poster = t.poster;
+            _send($, token, poster, refund);
+            emit TaskRefunded(taskHash, poster, refund, Ending.DisputeWonByPoster);
         }
     }
 
@@ -403,11 +505,13 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function claimTimeout(bytes32 taskHash) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         uint32 clock = _clockWhenLive($);
-        TaskRecord storage t = _task($, taskHash);
-        if (msg.sender != t.poster) revert NotPoster(taskHash, msg.sender);
-        if (clock < t.deadline) revert DeadlineNotReached(taskHash, _toBlockTime($, t.deadline));
+        PackedTask storage t = _task($, taskHash);
+        address poster = t.poster;
+        if (msg.sender != poster) revert NotPoster(taskHash, msg.sender);
+        uint32 deadline = t.deadline;
+        if (clock < deadline) revert DeadlineNotReached(taskHash, _toBlockTime($, deadline));
 
-        Status status = t.status;
+        Status status = _status(t);
         Ending ending;
         if (status == Status.Funded || status == Status.Assigned) {
             ending = Ending.NeverDelivered;
@@ -418,7 +522,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             _requireWindowPassed($, taskHash, clock, t.phaseAt + RULING_WINDOW);
             ending = Ending.DisputeUnruled;
         } else if (status == Status.Submitted) {
-            t.status = Status.Escalated;
+            t.state = uint8(Status.Escalated);
             t.phaseAt = clock;
             emit UnjudgedWorkEscalated(taskHash, _toBlockTime($, clock + RULING_WINDOW));
             return;
@@ -426,16 +530,17 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             revert InvalidStatus(taskHash, status);
         }
         uint256 refund = _refundPoster($, t, Status.Refunded, ending);
-        emit DeadlineExpired(taskHash, t.poster, refund, ending);
+        emit DeadlineExpired(taskHash, poster, refund, ending);
     }
 
     /// @inheritdoc ITaskEscrow
     function releaseUnjudgedWork(bytes32 taskHash) external nonReentrant {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         uint32 clock = _clockWhenLive($);
-        TaskRecord storage t = _task($, taskHash);
+        PackedTask storage t = _task($, taskHash);
         if (msg.sender != t.worker) revert NotWorker(taskHash, msg.sender);
-        if (t.status != Status.Escalated) revert InvalidStatus(taskHash, t.status);
+        Status status = _status(t);
+        if (status != Status.Escalated) revert InvalidStatus(taskHash, status);
         _requireWindowPassed($, taskHash, clock, t.phaseAt + RULING_WINDOW);
         _payWorker($, taskHash, t, Status.Paid, Ending.UnjudgedWorkReleased, false, 0);
     }
@@ -465,7 +570,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     function _payWorker(
         TaskEscrowStorage storage $,
         bytes32 taskHash,
-        TaskRecord storage t,
+        PackedTask storage t,
         Status status,
         Ending ending,
         bool scored,
@@ -480,13 +585,15 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             fee = (amount * $.feeBps) / BPS;
             payout = amount - fee;
         }
-        address registry = $.reputation;
-        if (registry != address(0)) {
-            _recordReputation(
-                registry,
-                taskHash,
-                abi.encodeCall(ITaskReputation.recordCompletion, (worker, taskHash, scored, score))
-            );
+        if (_vouched(t, amount, scored)) {
+            address registry = $.reputation;
+            if (registry != address(0)) {
+                _recordReputation(
+                    registry,
+                    taskHash,
+                    abi.encodeCall(ITaskReputation.recordCompletion, (worker, taskHash, scored, score))
+                );
+            }
         }
         _send($, token, $.treasury, fee);
         _send($, token, worker, payout);
@@ -496,7 +603,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// @dev Ends the task with 100% back to the poster. The caller emits the ending event.
     function _refundPoster(
         TaskEscrowStorage storage $,
-        TaskRecord storage t,
+        PackedTask storage t,
         Status status,
         Ending ending
     ) private returns (uint256 amount) {
@@ -507,18 +614,27 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     function _close(
         TaskEscrowStorage storage $,
-        TaskRecord storage t,
+        PackedTask storage t,
         Status status,
         Ending ending
     ) private returns (address token, uint256 amount) {
-        t.status = status;
-        t.ending = ending;
-        token = t.token;
-        amount = t.amount;
+        t.state = _state(status, ending);
+        (token, amount) = _fundsOf($, t);
         // a live task's amount is part of escrowed
         unchecked {
-            $.tokens[token].escrowed -= uint128(amount);
+            $.tokens[token].escrowed -= SafeCast.toUint128(amount);
         }
+    }
+
+    /// @dev Whether the marketplace vouches for this outcome, so that the reputation registry records it. Only when
+    /// the marketplace verifier assigned the worker (a poster cannot credit a wallet of its own, nor charge a dispute
+    /// to a wallet that never took its task), the reward is at least MIN_REPUTATION_REWARD, and, for a verdict, the
+    /// marketplace verifier gave it (a verifier agent is the poster's choice: its scores neither farm nor grief). A
+    /// ruling is the admin's, and released work was escalated unjudged: neither carries an agent's score.
+    function _vouched(PackedTask storage t, uint256 amount, bool verdict) private view returns (bool) {
+        uint8 flags = t.flags;
+        if (flags & MARKETPLACE_ASSIGNED == 0 || amount < MIN_REPUTATION_REWARD) return false;
+        return !verdict || flags & JUDGED_BY_AGENT == 0;
     }
 
     /// @dev A transfer that fails (e.g. a blocked recipient) must not hold up the ending: the amount is credited.
@@ -578,22 +694,41 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// @inheritdoc ITaskEscrow
     function getTask(bytes32 taskHash) external view returns (Task memory task) {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
-        TaskRecord storage t = $.tasks[taskHash];
+        PackedTask storage t = $.packedTasks[taskHash];
+        uint32 deadline;
+        uint32 phaseAt;
         task.poster = t.poster;
-        if (task.poster == address(0)) return task;
-        task.worker = t.worker;
-        task.verifier = t.verifier;
-        task.token = t.token;
-        task.amount = t.amount;
-        task.deadline = _toBlockTime($, t.deadline);
-        task.status = t.status;
-        task.rounds = t.rounds;
-        task.ending = t.ending;
+        if (task.poster != address(0)) {
+            task.worker = t.worker;
+            task.verifier = t.verifier;
+            (task.token, task.amount) = _fundsOf($, t);
+            uint8 state = t.state;
+            task.status = Status(state & STATUS_MASK);
+            task.ending = Ending(state >> STATUS_BITS);
+            task.rounds = t.rounds;
+            deadline = t.deadline;
+            phaseAt = t.phaseAt;
+        } else {
+            // Funded before 3.0.0 and not moved yet (or never funded: all zero).
+            TaskRecord storage legacy = $.tasks[taskHash];
+            task.poster = legacy.poster;
+            if (task.poster == address(0)) return task;
+            task.worker = legacy.worker;
+            task.verifier = legacy.verifier;
+            task.token = legacy.token;
+            task.amount = legacy.amount;
+            task.status = legacy.status;
+            task.ending = legacy.ending;
+            task.rounds = legacy.rounds;
+            deadline = legacy.deadline;
+            phaseAt = legacy.phaseAt;
+        }
+        task.deadline = _toBlockTime($, deadline);
         if (task.status == Status.Failed) {
-            task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + APPEAL_WINDOW, t.deadline));
+            task.windowEndsAt = _toBlockTime($, _max(phaseAt + APPEAL_WINDOW, deadline));
         } else if (task.status == Status.Disputed) {
-            task.windowEndsAt = _toBlockTime($, _max(t.phaseAt + RULING_WINDOW, t.deadline));
-        } else if (task.status == Status.Escalated) task.windowEndsAt = _toBlockTime($, t.phaseAt + RULING_WINDOW);
+            task.windowEndsAt = _toBlockTime($, _max(phaseAt + RULING_WINDOW, deadline));
+        } else if (task.status == Status.Escalated) task.windowEndsAt = _toBlockTime($, phaseAt + RULING_WINDOW);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -628,7 +763,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     /// @inheritdoc ITaskEscrow
     function version() external pure virtual returns (string memory) {
-        return "2.0.0";
+        return "3.0.0";
     }
 
     /// @inheritdoc ITaskEscrow
@@ -787,9 +922,61 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (msg.sender != $.admin) revert NotAdmin(msg.sender);
     }
 
-    function _task(TaskEscrowStorage storage $, bytes32 taskHash) private view returns (TaskRecord storage t) {
-        t = $.tasks[taskHash];
-        if (t.poster == address(0)) revert TaskNotFound(taskHash);
+    /// @dev The task, wherever it was funded: a task funded before 3.0.0 is moved from `tasks` to `packedTasks` at its
+    /// first transition since the upgrade (a call that then reverts moves nothing), so the rules above run on one
+    /// layout and a task lives in exactly one mapping. Reverts {TaskNotFound} when neither holds it.
+    function _task(TaskEscrowStorage storage $, bytes32 taskHash) private returns (PackedTask storage t) {
+        t = $.packedTasks[taskHash];
+        if (t.poster == address(0)) _moveLegacy($, taskHash, t);
+    }
+
+    /// @dev Copies a task funded before 3.0.0 into `t` field by field (poster, token, amount, deadline, status, ending,
+    /// rounds, worker, phase time, verifier agent: nothing about it changes), then deletes its old record. Who assigned
+    /// its worker was not recorded before 3.0.0, so the marketplace does not vouch for its outcome ({_vouched}).
+    function _moveLegacy(TaskEscrowStorage storage $, bytes32 taskHash, PackedTask storage t) private {
+        TaskRecord storage legacy = $.tasks[taskHash];
+        address poster = legacy.poster;
+        if (poster == address(0)) revert TaskNotFound(taskHash);
+        address token = legacy.token;
+        _storeFunding(t, poster, token, _tokenId($, token), legacy.amount, legacy.deadline);
+        t.state = _state(legacy.status, legacy.ending);
+        t.rounds = legacy.rounds;
+        address worker = legacy.worker;
+        address agent = legacy.verifier;
+        if (worker != address(0)) {
+            t.worker = worker;
+            if (agent != address(0)) t.flags = JUDGED_BY_AGENT;
+        }
+        uint32 phaseAt = legacy.phaseAt;
+        if (phaseAt != 0) t.phaseAt = phaseAt;
+        if (agent != address(0)) t.verifier = agent;
+        delete $.tasks[taskHash];
+    }
+
+    /// @dev The task's token and amount, from slot 0 and the token's id, or from slot 3.
+    function _fundsOf(
+        TaskEscrowStorage storage $,
+        PackedTask storage t
+    ) private view returns (address token, uint256 amount) {
+        uint8 tokenId = t.tokenId;
+        if (tokenId == 0) return (t.wideToken, t.wideAmount);
+        return ($.tokensById[tokenId], t.amount);
+    }
+
+    function _status(PackedTask storage t) private view returns (Status) {
+        return Status(t.state & STATUS_MASK);
+    }
+
+    /// @dev `state` of an ended task: its Status and its Ending in one byte (both enums have fewer than 16 values).
+    function _state(Status status, Ending ending) private pure returns (uint8) {
+        return uint8(status) | (uint8(ending) << STATUS_BITS);
+    }
+
+    /// @dev Who may judge: the task's verifier agent, else the marketplace verifier. Once a worker is assigned, slot 1's
+    /// JUDGED_BY_AGENT says whether there is an agent, so the marketplace verifier's verdicts skip reading slot 2.
+    function _judge(TaskEscrowStorage storage $, PackedTask storage t) private view returns (address judge) {
+        if (t.worker == address(0) || t.flags & JUDGED_BY_AGENT != 0) judge = t.verifier;
+        if (judge == address(0)) judge = $.verifier;
     }
 
     function _allowedBook(TaskEscrowStorage storage $, address token) private view returns (TokenBook storage book) {

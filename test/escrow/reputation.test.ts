@@ -1,7 +1,8 @@
 /**
- * Escrow 2.0.0 writing the reputation registry at settlement: the right numbers for all eight endings, nothing for
- * refunds, and no registry (reverting, gas-burning, calling back, missing, not authorized, or starved of gas on
- * purpose) ever blocking or changing a settlement.
+ * The escrow writing the reputation registry at settlement: the right numbers for all eight endings, nothing for
+ * refunds, only what the marketplace vouches for (3.0.0; issue 23's farming and griefing, shown working on 2.0.0), and
+ * no registry (reverting, gas-burning, calling back, missing, not authorized, or starved of gas on purpose) ever
+ * blocking or changing a settlement.
  */
 import { expect } from "chai";
 import hre from "hardhat";
@@ -9,7 +10,7 @@ import { loadFixture, takeSnapshot } from "@nomicfoundation/hardhat-network-help
 import type { ContractTransactionResponse } from "ethers";
 import { AMOUNT, DURATION, FEE_BPS, Status } from "../fixtures/escrow";
 import { ENDING_DRIVES, PASS_SCORE, type EndingDrive } from "../fixtures/endings";
-import { misbehavingRegistryFixture, registriesFixture } from "../fixtures/registries";
+import { misbehavingRegistryFixture, registriesFixture, registriesV2Fixture } from "../fixtures/registries";
 import { MisbehavingReputation__factory } from "../../typechain-types";
 import { balancesOf } from "./helpers";
 
@@ -48,7 +49,7 @@ async function settle(ctx: Ctx, drive: EndingDrive): Promise<{ taskHash: string;
   return { taskHash, tx };
 }
 
-describe("TaskEscrow 2.0.0 reputation writes", function () {
+describe("TaskEscrow reputation writes", function () {
   describe("wiring by the deploy code", function () {
     it("puts the escrow in the writer set, the registry in the escrow, and the minter role on the verifier", async function () {
       const { escrow, escrowAddress, reputation, reputationAddress, identity, verifier, actions } = await loadFixture(registriesFixture);
@@ -123,7 +124,7 @@ describe("TaskEscrow 2.0.0 reputation writes", function () {
       });
     }
 
-    it("adds up across all eight endings, and records a verifier agent's score", async function () {
+    it("adds up across all eight endings; a verifier agent's verdict adds nothing", async function () {
       const ctx = await loadFixture(registriesFixture);
       for (const drive of ENDING_DRIVES) await settle(ctx, drive);
       const { escrow, poster, worker, agentVerifier, reputation, token } = ctx;
@@ -131,14 +132,14 @@ describe("TaskEscrow 2.0.0 reputation writes", function () {
       await escrow.connect(poster).createTask(judged, token, AMOUNT, DURATION, agentVerifier.address);
       await escrow.connect(ctx.verifier).marketplaceAssign(judged, worker.address);
       await escrow.connect(worker).submitEvidence(judged, ethers.id("agent-judged result"));
-      await escrow.connect(agentVerifier).completeVerification(judged, true, 100);
+      await expect(escrow.connect(agentVerifier).completeVerification(judged, true, 100)).not.to.emit(reputation, "CompletionRecorded");
       const summary = await reputation.summaryOf(worker.address);
-      expect(summary.tasksCompleted).to.equal(4n);
-      expect(summary.scoreSum).to.equal(BigInt(PASS_SCORE + 100));
-      expect(summary.scoreCount).to.equal(2n);
+      expect(summary.tasksCompleted).to.equal(3n);
+      expect(summary.scoreSum).to.equal(BigInt(PASS_SCORE));
+      expect(summary.scoreCount).to.equal(1n);
       expect(summary.disputes).to.equal(1n);
-      expect(summary.averageScore).to.equal(BigInt(Math.floor(((PASS_SCORE + 100) * 100) / 2)));
-      expect(await reputation.scoresOf(worker.address)).to.deep.equal([BigInt(PASS_SCORE + 100), 2n]);
+      expect(summary.averageScore).to.equal(BigInt(PASS_SCORE * 100));
+      expect(await reputation.scoresOf(worker.address)).to.deep.equal([BigInt(PASS_SCORE), 1n]);
     });
 
     it("a failed verdict is no ending and writes nothing", async function () {
@@ -161,6 +162,99 @@ describe("TaskEscrow 2.0.0 reputation writes", function () {
         await expect(tx).not.to.emit(ctx.escrow, "ReputationWriteFailed");
       }
       expect((await ctx.reputation.summaryOf(ctx.worker.address)).tasksCompleted).to.equal(0n);
+    });
+  });
+
+  describe("only what the marketplace vouches for (issue 23: farming and griefing on 2.0.0, closed by 3.0.0)", function () {
+    const MIN_REWARD = 1_000_000n; // core/limits.ts REPUTATION_MIN_CREDITED_REWARD_RAW
+    const versions = [
+      { version: "2.0.0", fixture: registriesV2Fixture, abused: true },
+      { version: "3.0.0", fixture: registriesFixture, abused: false },
+    ] as const;
+
+    /** A task funded by the poster, judged by `judge` (zero: the marketplace verifier), assigned by `assignedBy`. */
+    async function delivered(ctx: Ctx, o: { amount: bigint; judge?: string; workerAddress: string; byPoster: boolean }) {
+      const { escrow, poster, verifier } = ctx;
+      const taskHash = ethers.id(`vouched task ${counter++}`);
+      await escrow.connect(poster).createTask(taskHash, ctx.token, o.amount, DURATION, o.judge ?? ethers.ZeroAddress);
+      if (o.byPoster) await escrow.connect(poster).assignWorker(taskHash, o.workerAddress);
+      else await escrow.connect(verifier).marketplaceAssign(taskHash, o.workerAddress);
+      const signer = await ethers.getSigner(o.workerAddress);
+      await escrow.connect(signer).submitEvidence(taskHash, ethers.id(taskHash));
+      return taskHash;
+    }
+
+    for (const { version, fixture, abused } of versions) {
+      it(`${version}: ten self-assigned, self-judged 1-raw-unit tasks ${abused ? "farm a perfect record" : "write nothing"}`, async function () {
+        const ctx = await loadFixture(fixture);
+        const { escrow, reputation, agentVerifier, stranger: farmer } = ctx;
+        expect(await escrow.version()).to.equal(version);
+        for (let i = 0; i < 10; i += 1) {
+          const taskHash = await delivered(ctx, { amount: 1n, judge: agentVerifier.address, workerAddress: farmer.address, byPoster: true });
+          const verdict = escrow.connect(agentVerifier).completeVerification(taskHash, true, 100);
+          if (abused) await expect(verdict).to.emit(reputation, "CompletionRecorded");
+          else await expect(verdict).not.to.emit(reputation, "CompletionRecorded");
+        }
+        const summary = await reputation.summaryOf(farmer.address);
+        expect([summary.tasksCompleted, summary.scoreSum, summary.averageScore]).to.deep.equal(abused ? [10n, 1000n, 10000n] : [0n, 0n, 0n]);
+      });
+
+      it(`${version}: a poster's verifier agent passing honest work with score 0 ${abused ? "halves" : "leaves"} the worker's average`, async function () {
+        const ctx = await loadFixture(fixture);
+        const { escrow, reputation, verifier, agentVerifier, worker } = ctx;
+        const honest = await delivered(ctx, { amount: AMOUNT, workerAddress: worker.address, byPoster: false });
+        await escrow.connect(verifier).completeVerification(honest, true, 100);
+        expect((await reputation.summaryOf(worker.address)).averageScore).to.equal(10000n);
+        const griefed = await delivered(ctx, { amount: AMOUNT, judge: agentVerifier.address, workerAddress: worker.address, byPoster: false });
+        await escrow.connect(agentVerifier).completeVerification(griefed, true, 0);
+        expect((await reputation.summaryOf(worker.address)).averageScore).to.equal(abused ? 5000n : 10000n);
+      });
+
+      it(`${version}: a dispute over a wallet the poster assigned itself ${abused ? "is charged to that wallet" : "is charged to nobody"}`, async function () {
+        const ctx = await loadFixture(fixture);
+        const { escrow, reputation, admin, poster, worker } = ctx;
+        const taskHash = ethers.id(`assigned by the poster ${counter++}`);
+        await escrow.connect(poster).createTask(taskHash, ctx.token, AMOUNT, DURATION, ethers.ZeroAddress);
+        await escrow.connect(poster).assignWorker(taskHash, worker.address);
+        await escrow.connect(poster).raiseDispute(taskHash);
+        const ruling = escrow.connect(admin).resolveDispute(taskHash, false);
+        if (abused) await expect(ruling).to.emit(reputation, "DisputeRecorded").withArgs(worker.address, ctx.escrowAddress, taskHash);
+        else await expect(ruling).not.to.emit(reputation, "DisputeRecorded");
+        expect(await reputation.disputesOf(worker.address)).to.equal(abused ? 1n : 0n);
+      });
+    }
+
+    it("3.0.0 writes a verdict only when the marketplace verifier both assigned and judged, for at least 1 USDC", async function () {
+      const ctx = await loadFixture(registriesFixture);
+      const { escrow, reputation, verifier, agentVerifier, worker, escrowAddress } = ctx;
+      const cases = [
+        { amount: MIN_REWARD, judge: agentVerifier, byPoster: false, written: false },
+        { amount: MIN_REWARD, judge: verifier, byPoster: true, written: false },
+        { amount: MIN_REWARD - 1n, judge: verifier, byPoster: false, written: false },
+        { amount: MIN_REWARD, judge: verifier, byPoster: false, written: true },
+      ];
+      for (const c of cases) {
+        const judge = c.judge === agentVerifier ? agentVerifier.address : undefined;
+        const taskHash = await delivered(ctx, { amount: c.amount, judge, workerAddress: worker.address, byPoster: c.byPoster });
+        const verdict = escrow.connect(c.judge).completeVerification(taskHash, true, 90);
+        await expect(verdict).to.emit(escrow, "TaskCompleted");
+        if (c.written) await expect(verdict).to.emit(reputation, "CompletionRecorded").withArgs(worker.address, escrowAddress, taskHash, true, 90);
+        else await expect(verdict).not.to.emit(reputation, "CompletionRecorded");
+      }
+      expect(await reputation.tasksCompleted(worker.address)).to.equal(1n);
+    });
+
+    it("3.0.0 records rulings and released work for marketplace-assigned tasks, a verifier agent or not", async function () {
+      const ctx = await loadFixture(registriesFixture);
+      const { escrow, reputation, admin, poster, agentVerifier, worker } = ctx;
+      const won = await delivered(ctx, { amount: AMOUNT, judge: agentVerifier.address, workerAddress: worker.address, byPoster: false });
+      await escrow.connect(poster).raiseDispute(won);
+      await expect(escrow.connect(admin).resolveDispute(won, true)).to.emit(reputation, "CompletionRecorded");
+      const lost = await delivered(ctx, { amount: AMOUNT, judge: agentVerifier.address, workerAddress: worker.address, byPoster: false });
+      await escrow.connect(poster).raiseDispute(lost);
+      await expect(escrow.connect(admin).resolveDispute(lost, false)).to.emit(reputation, "DisputeRecorded");
+      const summary = await reputation.summaryOf(worker.address);
+      expect([summary.tasksCompleted, summary.scoreCount, summary.disputes]).to.deep.equal([1n, 0n, 1n]);
     });
   });
 

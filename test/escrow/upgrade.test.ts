@@ -2,7 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { AMOUNT, DURATION, DAY, Ending, Status, deployEscrowFixture, everyStateFixture, everyStateV1Fixture } from "../fixtures/escrow";
-import { TaskEscrowV1__factory, TaskEscrowV3Mock__factory, TaskEscrow__factory } from "../../typechain-types";
+import { TaskEscrowV1__factory, TaskEscrowV2__factory, TaskEscrowNextMock__factory, TaskEscrow__factory } from "../../typechain-types";
 import { upgradeEscrow } from "../../deploy/escrow";
 import ERC1967Proxy from "@openzeppelin/upgrades-core/artifacts/@openzeppelin/contracts-v5/proxy/ERC1967/ERC1967Proxy.sol/ERC1967Proxy.json";
 
@@ -21,10 +21,17 @@ async function unregisteredV1ProxyFixture() {
   return unregisteredProxy(true);
 }
 
-async function unregisteredProxy(v1: boolean) {
+/** The same with TaskEscrow 2.0.0, recorded as 2.0.0's deploy code recorded it: contract `TaskEscrow`, `2.0.0`. */
+async function unregisteredV2ProxyFixture() {
+  return unregisteredProxy("v2");
+}
+
+async function unregisteredProxy(release: boolean | "v2") {
   const base = await deployEscrowFixture();
   const { admin, verifier, treasury, token, newAdmin: deployer } = base;
-  const implementation = await (v1 ? new TaskEscrowV1__factory(deployer) : new TaskEscrow__factory(deployer)).deploy();
+  const factory =
+    release === "v2" ? new TaskEscrowV2__factory(deployer) : release ? new TaskEscrowV1__factory(deployer) : new TaskEscrow__factory(deployer);
+  const implementation = await factory.deploy();
   const init = implementation.interface.encodeFunctionData("initialize", [admin.address, verifier.address, treasury.address, 1000, token]);
   const proxy = await new ethers.ContractFactory(ERC1967Proxy.abi, ERC1967Proxy.bytecode, deployer).deploy(await implementation.getAddress(), init);
   const record = {
@@ -86,7 +93,7 @@ describe("TaskEscrow upgrade", function () {
 
   it("validates against the deployed implementation", async function () {
     const { escrowAddress, admin } = await loadFixture(everyStateFixture);
-    const next = await ethers.getContractFactory("TaskEscrowV3Mock", admin);
+    const next = await ethers.getContractFactory("TaskEscrowNextMock", admin);
     await upgrades.validateUpgrade(escrowAddress, next, { kind: "uups" });
   });
 
@@ -96,12 +103,12 @@ describe("TaskEscrow upgrade", function () {
     const before = await snapshot(ctx);
     const oldImplementation = await upgrades.erc1967.getImplementationAddress(escrowAddress);
 
-    const next = await ethers.getContractFactory("TaskEscrowV3Mock", admin);
+    const next = await ethers.getContractFactory("TaskEscrowNextMock", admin);
     await upgrades.upgradeProxy(escrowAddress, next, { kind: "uups" });
-    const v3 = TaskEscrowV3Mock__factory.connect(escrowAddress, admin);
+    const v3 = TaskEscrowNextMock__factory.connect(escrowAddress, admin);
 
     expect(await upgrades.erc1967.getImplementationAddress(escrowAddress)).to.not.equal(oldImplementation);
-    expect(await v3.version()).to.equal("3.0.0-mock");
+    expect(await v3.version()).to.equal("4.0.0-mock");
     expect(await snapshot(ctx)).to.deep.equal(before);
 
     await v3.setUpgradeNote(42n);
@@ -112,10 +119,10 @@ describe("TaskEscrow upgrade", function () {
   it("live tasks keep running on the new implementation", async function () {
     const ctx = await loadFixture(everyStateFixture);
     const { escrowAddress, admin, poster, worker, agentVerifier, usdc, taskHashes } = ctx;
-    await upgrades.upgradeProxy(escrowAddress, await ethers.getContractFactory("TaskEscrowV3Mock", admin), {
+    await upgrades.upgradeProxy(escrowAddress, await ethers.getContractFactory("TaskEscrowNextMock", admin), {
       kind: "uups",
     });
-    const escrow = TaskEscrowV3Mock__factory.connect(escrowAddress, admin);
+    const escrow = TaskEscrowNextMock__factory.connect(escrowAddress, admin);
     const workerBefore = await usdc.balanceOf(worker.address);
     // 2500 bps was set before the upgrade
     await expect(escrow.connect(agentVerifier).completeVerification(taskHashes.submitted!, true, 80))
@@ -132,7 +139,7 @@ describe("TaskEscrow upgrade", function () {
 
   it("refuses an upgrade by anyone but the admin with NotAdmin(caller)", async function () {
     const { escrow, escrowAddress, stranger, poster, admin } = await loadFixture(everyStateFixture);
-    const next = await ethers.getContractFactory("TaskEscrowV3Mock", admin);
+    const next = await ethers.getContractFactory("TaskEscrowNextMock", admin);
     const implementation = (await upgrades.prepareUpgrade(escrowAddress, next, { kind: "uups" })) as string;
     for (const caller of [stranger, poster]) {
       await expect(escrow.connect(caller).upgradeToAndCall(implementation, "0x"))
@@ -142,14 +149,14 @@ describe("TaskEscrow upgrade", function () {
     await expect(upgrades.upgradeProxy(escrowAddress, next.connect(stranger), { kind: "uups" }))
       .to.be.revertedWithCustomError(escrow, "NotAdmin")
       .withArgs(stranger.address);
-    expect(await escrow.version()).to.equal("2.0.0");
+    expect(await escrow.version()).to.equal("3.0.0");
     await escrow.connect(admin).upgradeToAndCall(implementation, "0x");
-    expect(await escrow.version()).to.equal("3.0.0-mock");
+    expect(await escrow.version()).to.equal("4.0.0-mock");
   });
 
   it("a handed-over admin upgrades; the old one cannot", async function () {
     const { escrow, escrowAddress, admin, newAdmin } = await loadFixture(everyStateFixture);
-    const next = await ethers.getContractFactory("TaskEscrowV3Mock", admin);
+    const next = await ethers.getContractFactory("TaskEscrowNextMock", admin);
     const implementation = (await upgrades.prepareUpgrade(escrowAddress, next, { kind: "uups" })) as string;
     await escrow.connect(admin).proposeAdmin(newAdmin.address);
     await escrow.connect(newAdmin).acceptAdmin();
@@ -157,33 +164,33 @@ describe("TaskEscrow upgrade", function () {
       .to.be.revertedWithCustomError(escrow, "NotAdmin")
       .withArgs(admin.address);
     await escrow.connect(newAdmin).upgradeToAndCall(implementation, "0x");
-    expect(await escrow.version()).to.equal("3.0.0-mock");
+    expect(await escrow.version()).to.equal("4.0.0-mock");
   });
 
   describe("upgradeEscrow on a proxy the upgrades plugin never registered", function () {
     // One test: registering is kept by the plugin for the rest of the run, so the refusal must come first.
     it("refuses a record naming other code, and registers, validates and upgrades the code it recognises", async function () {
       const { record, unregistered } = await loadFixture(unregisteredProxyFixture);
-      await expect(upgradeEscrow(hre, { deployment: { ...record, contract: "TaskEscrowV3Mock" }, contract: "TaskEscrowV3Mock" })).to.be.rejectedWith(
-        `the implementation at ${record.implementation} is not TaskEscrowV3Mock as compiled here`,
-      );
-      expect(await unregistered.version()).to.equal("2.0.0");
+      await expect(
+        upgradeEscrow(hre, { deployment: { ...record, contract: "TaskEscrowNextMock" }, contract: "TaskEscrowNextMock" }),
+      ).to.be.rejectedWith(`the implementation at ${record.implementation} is not TaskEscrowNextMock as compiled here`);
+      expect(await unregistered.version()).to.equal("3.0.0");
       expect(await upgrades.erc1967.getImplementationAddress(record.proxy)).to.equal(record.implementation);
 
       const lines: string[] = [];
       const { deployment } = await upgradeEscrow(hre, {
         deployment: record,
-        contract: "TaskEscrowV3Mock",
+        contract: "TaskEscrowNextMock",
         log: (line) => lines.push(line),
       });
       expect(lines).to.include(`registering ${record.proxy} with the upgrades plugin as TaskEscrow`);
-      expect(lines).to.include("upgrade to TaskEscrowV3Mock validated");
-      expect(deployment.version).to.equal("3.0.0-mock");
-      expect(await unregistered.version()).to.equal("3.0.0-mock");
+      expect(lines).to.include("upgrade to TaskEscrowNextMock validated");
+      expect(deployment.version).to.equal("4.0.0-mock");
+      expect(await unregistered.version()).to.equal("4.0.0-mock");
     });
   });
 
-  describe("from 1.0.0 to 2.0.0 with the upgrade code (upgradeEscrow)", function () {
+  describe("from 1.0.0 to 3.0.0 with the upgrade code (upgradeEscrow)", function () {
     /** 1.0.0 with a task in every state, a paused stretch behind, and two credits of accounts still blocked. */
     async function liveV1Fixture() {
       const ctx = await everyStateV1Fixture();
@@ -196,7 +203,7 @@ describe("TaskEscrow upgrade", function () {
       return ctx;
     }
 
-    it("validates 2.0.0 against a deployed 1.0.0 (storage only appended)", async function () {
+    it("validates 3.0.0 against a deployed 1.0.0 (storage only appended)", async function () {
       const { escrowAddress, admin, escrow } = await loadFixture(liveV1Fixture);
       expect(await escrow.version()).to.equal("1.0.0");
       await upgrades.validateUpgrade(escrowAddress, await ethers.getContractFactory("TaskEscrow", admin), {
@@ -215,14 +222,14 @@ describe("TaskEscrow upgrade", function () {
       const lines: string[] = [];
       const upgraded = await upgradeEscrow(hre, { deployment, save: false, log: (line) => lines.push(line) });
       expect(lines).to.include("upgrade to TaskEscrow validated");
-      expect(upgraded.deployment).to.deep.include({ contract: "TaskEscrow", version: "2.0.0", proxy: escrowAddress });
+      expect(upgraded.deployment).to.deep.include({ contract: "TaskEscrow", version: "3.0.0", proxy: escrowAddress });
       const escrow = upgraded.escrow;
-      expect(await escrow.version()).to.equal("2.0.0");
+      expect(await escrow.version()).to.equal("3.0.0");
       expect(await snapshot(ctx)).to.deep.equal(before);
       expect(await escrow.creditOf(blocklistToken, poster.address)).to.equal(posterCredit);
       expect(await escrow.reputationRegistry()).to.equal(ethers.ZeroAddress);
 
-      // Every live task settles on 2.0.0 (the 2500 bps fee was set on 1.0.0).
+      // Every live task settles on 3.0.0 (the 2500 bps fee was set on 1.0.0).
       const payout = 7_500_000n;
       const fee = AMOUNT - payout;
       const workerBefore = await usdc.balanceOf(worker.address);
@@ -279,6 +286,17 @@ describe("TaskEscrow upgrade", function () {
       expect(await blocklist.balanceOf(escrowAddress)).to.equal(0n);
     });
 
+    it("registers a proxy the plugin never saw from a record that says TaskEscrow 2.0.0, and upgrades it", async function () {
+      const { record, unregistered } = await loadFixture(unregisteredV2ProxyFixture);
+      expect(record).to.deep.include({ contract: "TaskEscrow", version: "2.0.0" });
+      const lines: string[] = [];
+      const { deployment } = await upgradeEscrow(hre, { deployment: record, log: (line) => lines.push(line) });
+      expect(lines).to.include(`registering ${record.proxy} with the upgrades plugin as TaskEscrowV2`);
+      expect(lines).to.include("upgrade to TaskEscrow validated");
+      expect(deployment).to.deep.include({ contract: "TaskEscrow", version: "3.0.0" });
+      expect(await unregistered.version()).to.equal("3.0.0");
+    });
+
     it("registers a proxy the plugin never saw from a record that says TaskEscrow 1.0.0, and upgrades it", async function () {
       const { record, unregistered } = await loadFixture(unregisteredV1ProxyFixture);
       expect(record).to.deep.include({ contract: "TaskEscrow", version: "1.0.0" });
@@ -286,8 +304,8 @@ describe("TaskEscrow upgrade", function () {
       const { deployment } = await upgradeEscrow(hre, { deployment: record, log: (line) => lines.push(line) });
       expect(lines).to.include(`registering ${record.proxy} with the upgrades plugin as TaskEscrowV1`);
       expect(lines).to.include("upgrade to TaskEscrow validated");
-      expect(deployment).to.deep.include({ contract: "TaskEscrow", version: "2.0.0" });
-      expect(await unregistered.version()).to.equal("2.0.0");
+      expect(deployment).to.deep.include({ contract: "TaskEscrow", version: "3.0.0" });
+      expect(await unregistered.version()).to.equal("3.0.0");
     });
   });
 });
