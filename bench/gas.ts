@@ -4,9 +4,13 @@
  *   - the top-level keys: every operation with the mock USDC (no reputation registry set);
  *   - `realUsdc`: the same operations with Circle's USDC (FiatTokenV2_2 behind FiatTokenProxy, deployed as Circle
  *     does), side by side with the mock in the printed table;
- *   - `reputation`: each settlement that writes the reputation registry on 1.0.0, on 2.0.0 without a registry, and on
- *     2.0.0 with TaskReputation set (a worker's first write, which fills a fresh storage slot, and a later one), with
- *     the gas each write adds.
+ *   - `wholeTask`: a whole task on Circle's USDC (createTask + submitEvidence + a passing verdict) and on the mock,
+ *     beside issue 30's goals (whole task <= 220,000 and createTask <= 100,000 on Circle's USDC);
+ *   - `reputation`: each settlement that writes the reputation registry on 1.0.0, on 2.0.0 and on the current version
+ *     without a registry, and on the current version with TaskReputation set (a worker's first write, which fills a
+ *     fresh storage slot, and a later one), with the gas each write adds;
+ *   - `machine`: the load average, cores and calibration loops of bench/lib/machine.ts, as every bench writes them
+ *     (gas itself does not depend on the machine, so no figure is divided by them).
  *   npm run bench:gas
  */
 import { writeFileSync } from "node:fs";
@@ -20,6 +24,7 @@ import { deployRegistries } from "../deploy/registries";
 import { USDC_DOMAIN_VERSION, deployUsdc } from "../deploy/usdc";
 import { signPermit } from "../scripts/lib/permit";
 import { MockUSDC__factory, type TaskEscrow } from "../typechain-types";
+import { machineFigures } from "./lib/machine";
 
 const BARS: Record<string, number> = {
   createTask: 125_000,
@@ -29,6 +34,9 @@ const BARS: Record<string, number> = {
 };
 /** Goal per settlement for a later reputation write (issue 13). */
 const REPUTATION_WRITE_BAR = 30_000;
+/** Issue 30's goals on Circle's USDC: printed beside the figures; the bars above are the ones that fail the run. */
+const REAL_USDC_GOALS = { createTask: 100_000, wholeTask: 220_000 };
+const WHOLE_TASK = ["createTask", "submitEvidence", "completeVerificationPass"] as const;
 const AMOUNT = 1_000_000n;
 const DAY = 86_400n;
 
@@ -197,10 +205,11 @@ async function settlements(escrow: TaskEscrow, token: BenchToken) {
   return gas;
 }
 
-/** Each writing settlement on 1.0.0, on 2.0.0 without a registry, and on 2.0.0 with TaskReputation. */
+/** Each writing settlement on 1.0.0 and 2.0.0, on the current version without a registry, and with TaskReputation. */
 async function reputationWrites() {
   const token = await mockToken();
   const v1 = await settlements((await steadyEscrow(token, "TaskEscrowV1")).escrow, token);
+  const v2 = await settlements((await steadyEscrow(token, "TaskEscrowV2")).escrow, token);
   const unset = await settlements((await steadyEscrow(token)).escrow, token);
   const { escrow: setEscrow, deployment } = await steadyEscrow(token);
   await deployRegistries(hre, { deployment, save: false });
@@ -212,9 +221,10 @@ async function reputationWrites() {
       op,
       {
         v1: v1[op],
-        v2Unset: unset[op],
-        v2Set: laterWrite[op],
-        v2SetFirstWrite: firstWrite[op],
+        v2Unset: v2[op],
+        unset: unset[op],
+        set: laterWrite[op],
+        setFirstWrite: firstWrite[op],
         addedWhenUnset: unset[op] - v1[op],
         addedByWrite: laterWrite[op] - unset[op],
         addedByFirstWrite: firstWrite[op] - unset[op],
@@ -225,12 +235,21 @@ async function reputationWrites() {
 }
 
 async function main() {
+  const machine = machineFigures();
   const mock = await operations(await mockToken());
   const real = await operations(await realUsdc());
   const reputation = await reputationWrites();
+  const whole = (gas: Gas) => WHOLE_TASK.reduce((sum, op) => sum + (gas[op] ?? NaN), 0);
+  const wholeTask = {
+    operations: WHOLE_TASK,
+    realUsdc: whole(real),
+    mockUsdc: whole(mock),
+    goals: { realUsdcWholeTask: REAL_USDC_GOALS.wholeTask, realUsdcCreateTask: REAL_USDC_GOALS.createTask },
+  };
   const out = path.join(__dirname, "gas.json");
-  // Gas does not depend on the machine; the load is written as every bench's is.
-  writeFileSync(out, `${JSON.stringify({ ...mock, realUsdc: real, reputation, loadAverage1m: Math.round(loadavg()[0]! * 100) / 100 }, null, 2)}\n`);
+  // Gas does not depend on the machine; the load and the calibration are written as every bench's are.
+  const figures = { ...mock, realUsdc: real, wholeTask, reputation, loadAverage1m: Math.round(loadavg()[0]! * 100) / 100, machine };
+  writeFileSync(out, `${JSON.stringify(figures, null, 2)}\n`);
 
   console.table(
     Object.entries(mock).map(([operation, gasUsed]) => ({
@@ -241,6 +260,9 @@ async function main() {
       ok: BARS[operation] === undefined ? "" : gasUsed <= BARS[operation] ? "yes" : "NO",
     })),
   );
+  const goal = (value: number, max: number) => `${value} (goal ${max}: ${value <= max ? "met" : "NOT met"})`;
+  console.log(`whole task on Circle's USDC (${WHOLE_TASK.join(" + ")}): ${goal(wholeTask.realUsdc, REAL_USDC_GOALS.wholeTask)}`);
+  console.log(`createTask on Circle's USDC: ${goal(real.createTask ?? NaN, REAL_USDC_GOALS.createTask)}`);
   console.log(`reputation writes (budget ${reputation.gasBudget} gas per write):`);
   console.table(reputation.operations);
   console.log(`written to ${out}`);

@@ -1,6 +1,6 @@
 /**
  * deploy/deploy-registries.ts as an operator runs it on the `0g` network (a local node behind CHAIN_0G_RPC_URL):
- * a 1.0.0 escrow recorded by the deploy script is upgraded to 2.0.0, the identity and reputation registries are
+ * a 1.0.0 escrow recorded by the deploy script is upgraded to 3.0.0, the identity and reputation registries are
  * deployed and wired, deployments/0g.json records all three, and a second run sends nothing.
  */
 import { execFile } from "node:child_process";

@@ -1,5 +1,5 @@
 /**
- * Identity and on-chain reputation end to end, on a deployment that posts on `0g`: the escrow 2.0.0 with its
+ * Identity and on-chain reputation end to end, on a deployment that posts on `0g`: the escrow 3.0.0 with its
  * reputation registry and identity NFT wired (deploy/registries.ts), the indexer reading all three, the API answering
  * from the projections. The reputation route's on-chain fields equal the contract's numbers; the agent card shows the
  * identity token the contract holds for the agent's wallet.
