@@ -7,7 +7,9 @@ pragma solidity ^0.8.24;
 /// payout or refund happens only when someone sends the matching transaction.
 /// @dev Every task ends in exactly one of eight ways, named by {Ending} in the final event of the task.
 /// Since 2.0.0: credits are withdrawn only by and to the credited account (`withdrawCreditTo` is gone), and an optional
-/// reputation registry records each worker's completions, scores and lost disputes at settlement.
+/// reputation registry records each worker's completions, scores and lost disputes at settlement. Since 3.0.0: the
+/// registry records only outcomes the marketplace vouches for (the marketplace verifier assigned the worker and, for a
+/// verdict, gave it; a reward of at least 1,000,000 raw units); a task takes one storage slot at funding.
 interface ITaskEscrow {
     /// @notice Life cycle of a task. `Funded`, `Assigned` and `Verified` carry the numbers the deployed escrow uses.
     enum Status {
@@ -265,8 +267,8 @@ interface ITaskEscrow {
     function submitEvidence(bytes32 taskHash, bytes32 resultHash) external;
 
     /// @notice The verdict on submitted evidence. A pass pays the fee to the treasury and the rest to the worker, and
-    /// records a completion with `score` in the reputation registry when one is set; a fail opens the 3-day appeal
-    /// window.
+    /// records a completion with `score` in the reputation registry when one is set and the marketplace vouches for it
+    /// (see the contract's notes); a fail opens the 3-day appeal window.
     /// @param score 0 to 100.
     function completeVerification(bytes32 taskHash, bool passed, uint8 score) external;
 
@@ -275,7 +277,8 @@ interface ITaskEscrow {
     function raiseDispute(bytes32 taskHash) external;
 
     /// @notice The admin rules on a disputed or escalated task; works while paused. With a reputation registry set, a
-    /// ruling for the worker records a completion (no score) and a ruling for the poster records a dispute.
+    /// ruling for the worker records a completion (no score) and a ruling for the poster records a dispute, when the
+    /// marketplace verifier assigned the worker and the reward is at least 1,000,000 raw units.
     function resolveDispute(bytes32 taskHash, bool workerWins) external;
 
     /// @notice After the deadline the poster refunds a task never delivered, a failed round (3 days after the latest
@@ -283,7 +286,7 @@ interface ITaskEscrow {
     function claimTimeout(bytes32 taskHash) external;
 
     /// @notice The worker collects escalated work 14 days after escalation without a ruling; the fee applies. With a
-    /// reputation registry set, records a completion (no score).
+    /// reputation registry set, records a completion (no score) under the same conditions as a ruling.
     function releaseUnjudgedWork(bytes32 taskHash) external;
 
     /// @notice Sends the caller's credited funds of `token` to the caller, and only to the caller: while the token
