@@ -80,14 +80,14 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// written at assignment, slot 2 at funding only with a verifier agent, slot 3 at funding only when slot 0 cannot
     /// hold the token or the amount. Times are escrow-clock seconds, as in {TaskRecord}.
     struct PackedTask {
-        // slot 0, written at funding; every transition but assignment writes only this slot
+        // slot 0, written at funding and by every transition (a submission and a passing verdict write only this slot)
         address poster; // non-zero for every task in `packedTasks`: the existence flag
         uint40 amount; // 0: the amount is `wideAmount`
         uint32 deadline;
         uint8 state; // Status in the low four bits, Ending (0 while live) in the high four: see {_state}
         uint8 rounds; // evidence submissions used, at most MAX_ROUNDS
         uint8 tokenId; // 0: the token is `wideToken`
-        // slot 1, written at assignment (and by failed verdicts, disputes and escalations: `phaseAt`)
+        // slot 1, written at assignment and release, and by failed verdicts, disputes and escalations (`phaseAt`)
         address worker;
         uint32 phaseAt; // when the latest failed verdict, dispute or escalation happened
         uint8 flags; // MARKETPLACE_ASSIGNED, JUDGED_BY_AGENT; valid while `worker` is set
