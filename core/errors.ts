@@ -221,6 +221,24 @@ export const ERROR_CODES = define({
   KEY_EXPORT_NOT_RECORDED: { status: 503, description: "The export could not be recorded, so the key was not released; retry.", retryable: true },
   SERVICE_QUOTA_EXCEEDED: { status: 409, description: "The hosted agent has as many services as it may list; delete one first." },
 
+  // ---- sandbox tools of hosted agents: JS Eval and Sandbox (issue 26, docs/hosted-agents.md "Sandbox tools")
+  SANDBOX_UNAVAILABLE: {
+    status: 503,
+    description:
+      "This server has no working sandbox (bubblewrap missing or refused; `GET /health` shows why): JS Eval and Sandbox tools are refused, never run with weaker isolation.",
+  },
+  SANDBOX_RATE_LIMITED: {
+    status: 429,
+    description: "The hosted agent started as many sandbox runs this minute as it may (the window starts at its first run and lasts 60 s).",
+    retryable: true,
+  },
+  SANDBOX_DAILY_CAP: {
+    status: 429,
+    description: "The hosted agent's sandbox runs used today's wall-clock seconds (its daily cost cap); the cap resets at 00:00 UTC.",
+    retryable: true,
+  },
+  SANDBOX_TOOL_IN_SKILL: { status: 400, description: "JS Eval and Sandbox tools need the hosted sandbox and are never allowed inside a skill." },
+
   // ---- client-side (SDK, CLI)
   WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },
   WRONG_RPC: { status: 0, client: true, description: "No RPC URL configured for the chain, or it answers for another chain." },

@@ -201,7 +201,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   identityMinting.start();
   app.addHook("onClose", () => identityMinting.stop());
 
-  await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey, leases: deps.leases ?? (() => []) });
+  await app.register(healthRoutes, {
+    db,
+    chains,
+    now,
+    custodyPublicKey: custody.publicKey,
+    leases: deps.leases ?? (() => []),
+    // The hosting (built below) owns the sandbox; /health is asked only once the app listens.
+    sandbox: () => hosting.sandbox.status(),
+  });
   await app.register(authRoutes, { auth });
   await app.register(storageRoutes, { auth, blobs, uploads });
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });

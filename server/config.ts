@@ -76,7 +76,43 @@ export interface HostedConfig {
   gasSponsor: "on" | "paused";
   /** The wallet that pays sponsored gas. Never logged. */
   gasSponsorKey?: string;
+  /** JS Eval and Sandbox tools (issue 26, server/sandbox): DEFAULT_SANDBOX when absent. */
+  sandbox?: SandboxConfig;
 }
+
+/** The sandbox of JS Eval and Sandbox tools (issue 26, docs/hosted-agents.md "Sandbox tools"). */
+export interface SandboxConfig {
+  /** The bubblewrap binary. */
+  bwrap: string;
+  /** Uid and gid sandboxes run as when the server runs as root (RLIMIT_NPROC does not bind the host's root). */
+  uid: number;
+  /** Sandboxes running at once on this server. */
+  concurrency: number;
+  /** Sandbox runs one hosted agent may start per minute (the window starts at its first run). */
+  runsPerMinute: number;
+  /** Wall-clock seconds of sandbox runs one hosted agent may use per UTC day (its daily cost cap). */
+  dailySeconds: number;
+  /** A tool's timeout when it states none (seconds; a tool may state 1 to 600). */
+  defaultTimeoutSeconds: number;
+  /** Per-process memory (RLIMIT_DATA), processes per sandbox, scratch tmpfs size, stdout kept. */
+  memoryBytes: number;
+  processes: number;
+  scratchBytes: number;
+  maxOutputBytes: number;
+}
+
+export const DEFAULT_SANDBOX: SandboxConfig = {
+  bwrap: "bwrap",
+  uid: 65534,
+  concurrency: 4,
+  runsPerMinute: 10,
+  dailySeconds: 600,
+  defaultTimeoutSeconds: 30,
+  memoryBytes: 256 * 1024 * 1024,
+  processes: 32,
+  scratchBytes: 64 * 1024 * 1024,
+  maxOutputBytes: 64 * 1024,
+};
 
 /** Uploads (docs/security.md): a quota and a rate per account, and the collection of blobs nothing references. */
 export interface UploadLimits {
@@ -288,6 +324,32 @@ function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
     walletHoldMs: Math.max(1_000, integer(env.HOSTED_WALLET_HOLD_MS, d.walletHoldMs, "HOSTED_WALLET_HOLD_MS")),
     gasSponsor: sponsor,
     ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
+    sandbox: sandboxFromEnv(env),
+  };
+}
+
+/**
+ * `SANDBOX_BWRAP`, `SANDBOX_UID`, `SANDBOX_CONCURRENCY`, `SANDBOX_RUNS_PER_MINUTE`, `SANDBOX_DAILY_SECONDS`,
+ * `SANDBOX_DEFAULT_TIMEOUT_SECONDS`, `SANDBOX_MEMORY_MB`, `SANDBOX_PROCESSES`, `SANDBOX_SCRATCH_MB`,
+ * `SANDBOX_MAX_OUTPUT_BYTES` (issue 26).
+ */
+function sandboxFromEnv(env: NodeJS.ProcessEnv): SandboxConfig {
+  const d = DEFAULT_SANDBOX;
+  const mb = 1024 * 1024;
+  return {
+    bwrap: env.SANDBOX_BWRAP?.trim() || d.bwrap,
+    uid: integer(env.SANDBOX_UID, d.uid, "SANDBOX_UID"),
+    concurrency: Math.max(1, integer(env.SANDBOX_CONCURRENCY, d.concurrency, "SANDBOX_CONCURRENCY")),
+    runsPerMinute: integer(env.SANDBOX_RUNS_PER_MINUTE, d.runsPerMinute, "SANDBOX_RUNS_PER_MINUTE"),
+    dailySeconds: integer(env.SANDBOX_DAILY_SECONDS, d.dailySeconds, "SANDBOX_DAILY_SECONDS"),
+    defaultTimeoutSeconds: Math.min(
+      600,
+      Math.max(1, integer(env.SANDBOX_DEFAULT_TIMEOUT_SECONDS, d.defaultTimeoutSeconds, "SANDBOX_DEFAULT_TIMEOUT_SECONDS")),
+    ),
+    memoryBytes: Math.max(64, integer(env.SANDBOX_MEMORY_MB, d.memoryBytes / mb, "SANDBOX_MEMORY_MB")) * mb,
+    processes: Math.max(8, integer(env.SANDBOX_PROCESSES, d.processes, "SANDBOX_PROCESSES")),
+    scratchBytes: Math.max(1, integer(env.SANDBOX_SCRATCH_MB, d.scratchBytes / mb, "SANDBOX_SCRATCH_MB")) * mb,
+    maxOutputBytes: Math.max(1024, integer(env.SANDBOX_MAX_OUTPUT_BYTES, d.maxOutputBytes, "SANDBOX_MAX_OUTPUT_BYTES")),
   };
 }
 

@@ -64,6 +64,55 @@ export const HttpTool = Type.Object(
 );
 export type HttpTool = Static<typeof HttpTool>;
 
+// ---- sandbox tools (issue 26, docs/hosted-agents.md "Sandbox tools"): JS Eval and Sandbox, run in a bubblewrap sandbox.
+/** Longest a sandbox tool's run may be given (spec "Limits": sandbox timeout up to 600 seconds). */
+export const MAX_SANDBOX_TIMEOUT_SECONDS = 600;
+const sandboxToolFields = {
+  name: Type.String({ pattern: TOOL_NAME_PATTERN, description: "1 to 64 letters, digits or underscores." }),
+  description: Type.String({ minLength: 1, maxLength: 2000, description: "All the model knows of the tool." }),
+  parameters: Type.Optional(
+    Type.Object(
+      {
+        type: Type.Literal("object"),
+        properties: Type.Record(Type.String({ pattern: "^[A-Za-z0-9_]{1,64}$" }), ToolParameter),
+        required: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50 })),
+      },
+      {
+        additionalProperties: false,
+        description: "The inputs the model gives; `input` is their object. Default: one string property `input`, and `input` is that string.",
+      },
+    ),
+  ),
+  timeoutSeconds: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_SANDBOX_TIMEOUT_SECONDS, description: "Wall-clock limit of one run, 1 to 600 s (default 30)." }),
+  ),
+};
+/** A function body run by Node in the sandbox with `input` in scope; what it returns (awaited) is JSON-serialised. */
+export const JsEvalTool = Type.Object(
+  { type: Type.Literal("js_eval"), ...sandboxToolFields, code: Type.String({ minLength: 1, maxLength: 20_000, description: "The function body." }) },
+  { additionalProperties: false },
+);
+export type JsEvalTool = Static<typeof JsEvalTool>;
+/** A shell command run in the sandbox after its optional setup command; `{input}` is the input as one argument. */
+export const SandboxTool = Type.Object(
+  {
+    type: Type.Literal("sandbox"),
+    ...sandboxToolFields,
+    setupCommand: Type.Optional(Type.String({ minLength: 1, maxLength: 20_000, description: "Run first (`sh -c`); a failure ends the run." })),
+    command: Type.String({
+      minLength: 1,
+      maxLength: 20_000,
+      description: "Run by `sh -c`; each `{input}` (not inside single quotes) becomes the input as one word, never parsed as shell.",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type SandboxTool = Static<typeof SandboxTool>;
+/** A tool of a hosted agent's own record (never of a skill: sandbox tools are refused there). */
+export const HostedTool = Type.Union([HttpTool, JsEvalTool, SandboxTool]);
+export type HostedTool = Static<typeof HostedTool>;
+export const isSandboxTool = (tool: { type?: string }): tool is JsEvalTool | SandboxTool => tool.type === "js_eval" || tool.type === "sandbox";
+
 export const DeployAgentBody = Type.Object(
   {
     displayName: Type.String({ minLength: 1, maxLength: 100 }),
@@ -84,7 +133,7 @@ export const DeployAgentBody = Type.Object(
       maxLength: 200,
       description: "Uncompressed secp256k1 public key (130 hex): every secret gets an ECIES copy to it.",
     }),
-    tools: Type.Optional(Type.Array(HttpTool, { maxItems: 20 })),
+    tools: Type.Optional(Type.Array(HostedTool, { maxItems: 20 })),
     toolSecrets: Type.Optional(
       Type.Record(Type.String({ pattern: SECRET_NAME_PATTERN }), Type.String({ minLength: 1, maxLength: 4000 }), {
         description: "Secret name to value; stored encrypted, never shown again.",
@@ -117,6 +166,7 @@ export const BUILTIN_TOOLS = ["send_message", "read_inbox", "wait_for_reply", "d
 
 /** A tool as the public sees it: no secret, header values masked. */
 export const PublicTool = Type.Object({
+  type: Type.Optional(Type.String({ description: "`http` (default), `js_eval` or `sandbox` (these show no method, URL or code)." })),
   name: Type.String(),
   description: Type.String(),
   method: Type.String(),

@@ -55,6 +55,7 @@ export interface Database {
   hosted_agent_messages: HostedAgentMessagesTable;
   services: ServicesTable;
   service_sales: ServiceSalesTable;
+  sandbox_usage: SandboxUsageTable;
 }
 
 /** Epoch milliseconds. */
@@ -658,3 +659,12 @@ export interface ServiceSalesTable {
   block_number: number;
 }
 export type Service = Selectable<ServicesTable>;
+
+/** Sandbox runs' wall-clock time per hosted agent and UTC day (issue 26: the daily cost cap). */
+export interface SandboxUsageTable {
+  agent_id: number;
+  /** Days since the epoch, UTC. */
+  day: number;
+  wall_ms: number;
+  runs: number;
+}

@@ -5,7 +5,8 @@
  */
 import type { Db } from "../db";
 import type { ChainRegistry } from "../chains";
-import type { HostedConfig } from "../config";
+import { DEFAULT_SANDBOX, type HostedConfig } from "../config";
+import { createSandbox, type Sandbox } from "../sandbox";
 import type { AgentTokens } from "../auth";
 import { createVault } from "./vault";
 import { createHostedStore } from "./store";
@@ -34,6 +35,8 @@ export interface HostingDeps {
   logger: RunnerLogger;
   /** Runs once per new agent, after its record is committed and before it starts (the identity mint goes here). */
   onDeployed?: OnDeployed;
+  /** The sandbox of JS Eval and Sandbox tools; built from `config.sandbox` when absent. */
+  sandbox?: Sandbox;
 }
 
 /** Runs every hook handed to `onDeployed` in turn (a hook's failure is recorded by the deploy and stops the rest). */
@@ -55,7 +58,8 @@ export function createHosting(deps: HostingDeps) {
   const fees = createDeployFees({ db, chain: settlementChain, amount: config.deployFeeRaw, now });
   const sponsor = createGasSponsor({ db, chains, mode: config.gasSponsor, privateKey: config.gasSponsorKey, now, logger });
   const hooks = deployHooks(deps.onDeployed);
-  const runners = createHostedRunners({ db, store, tokens, config, sponsor, logger, now });
+  const sandbox = deps.sandbox ?? createSandbox({ db, config: config.sandbox ?? DEFAULT_SANDBOX, now });
+  const runners = createHostedRunners({ db, store, tokens, config, sponsor, logger, now, sandbox });
   const agents = createHostedAgents({
     db,
     store,
@@ -65,6 +69,7 @@ export function createHosting(deps: HostingDeps) {
     config,
     now,
     onDeployed: hooks.run,
+    sandbox,
   });
   /** Where the service signs for agents' wallets: the chains' RPCs and escrows, or the endpoints runners are attached to. */
   let signing: Omit<RunnerEndpoints, "apiUrl"> = {
@@ -76,6 +81,7 @@ export function createHosting(deps: HostingDeps) {
     sponsor,
     runners,
     agents,
+    sandbox,
     /** The RPCs and pinned escrows a custodied wallet signs through outside its run (an owner's MCP spend). */
     signing: () => signing,
     /** Adds what a deploy hands a new agent to (the composition root adds the identity mint). */

@@ -5,8 +5,9 @@ import { isUniqueViolation, json, retryConflicts } from "../db";
 import { chainCall, chainUnavailable, type Chain } from "../chains";
 import type { Principal } from "../auth";
 import type { HostedConfig } from "../config";
-import type { AgentMessage, Deployed, DeployAgentBody, ExportedKey, HttpTool, OwnedAgentView, WithdrawBody, Withdrawal } from "../../core/api";
-import { BUILTIN_TOOLS, asAddress, asRawAmount } from "../../core/api";
+import type { AgentMessage, Deployed, DeployAgentBody, ExportedKey, HostedTool, OwnedAgentView, WithdrawBody, Withdrawal } from "../../core/api";
+import { BUILTIN_TOOLS, asAddress, asRawAmount, isSandboxTool } from "../../core/api";
+import { substituteInput, type Sandbox } from "../sandbox";
 import { capabilityTags } from "../agents";
 import { createSharedWindows, rateLimited } from "../http/rate-limit";
 import { MarketError } from "../../core/errors";
@@ -59,6 +60,8 @@ export function createHostedAgents(deps: {
   config: Pick<HostedConfig, "deploysPerHour" | "maxAgentsPerAccount" | "allowPrivateNetworks" | "masterKey" | "walletHoldMs">;
   now: () => number;
   onDeployed?: OnDeployed;
+  /** Sandbox tools are refused (SANDBOX_UNAVAILABLE) when it has no working sandbox. */
+  sandbox: Pick<Sandbox, "requireAvailable">;
 }) {
   const { db, store, fees, runners, config, now } = deps;
   /** Deploys per account per hour, counted in the database: every API process shares the count. */
@@ -70,13 +73,14 @@ export function createHostedAgents(deps: {
     if (reason) throw invalid(field, reason);
   }
 
-  function checkTools(tools: HttpTool[]) {
+  async function checkTools(tools: HostedTool[]) {
     const names = new Set<string>();
     tools.forEach((tool, i) => {
       const field = `body.tools.${i}`;
       if (names.has(tool.name)) throw invalid(`${field}.name`, "is used by another tool");
       if ((BUILTIN_TOOLS as readonly string[]).includes(tool.name)) throw invalid(`${field}.name`, "is the name of a built-in tool");
       names.add(tool.name);
+      if (isSandboxTool(tool)) return checkSandboxTool(field, tool);
       checkUrl(`${field}.url`, tool.url);
       const properties = Object.keys(tool.parameters.properties);
       for (const required of tool.parameters.required ?? [])
@@ -93,6 +97,18 @@ export function createHostedAgents(deps: {
         if (auth.type === "header" && !auth.keyName) throw invalid(`${field}.auth.keyName`, "is required for auth type header");
       }
     });
+    // Never accepted where they could not run as isolated as stated: there is no weaker fallback.
+    if (tools.some(isSandboxTool)) await deps.sandbox.requireAvailable();
+  }
+
+  function checkSandboxTool(field: string, tool: Extract<HostedTool, { type: "js_eval" | "sandbox" }>) {
+    const properties = Object.keys(tool.parameters?.properties ?? {});
+    for (const required of tool.parameters?.required ?? [])
+      if (!properties.includes(required)) throw invalid(`${field}.parameters.required`, `names ${required}, which is not a property`);
+    if (tool.type === "sandbox") {
+      const substituted = substituteInput(tool.command);
+      if ("error" in substituted) throw invalid(`${field}.command`, substituted.error);
+    }
   }
 
   /** `AGENT_QUOTA_EXCEEDED` when the account already has `maxAgentsPerAccount` agents (deleted ones not counted). */
@@ -123,7 +139,7 @@ export function createHostedAgents(deps: {
     }
     checkUrl("body.model.baseUrl", body.model.baseUrl);
     const tools = body.tools ?? [];
-    checkTools(tools);
+    await checkTools(tools);
     const capabilities = capabilityTags(body.capabilities ?? [], "body.capabilities");
     if (body.minReward !== undefined && BigInt(body.minReward) > MAX_UINT256) throw invalid("body.minReward", "is above 2^256-1");
     let subtaskMaxReward: string | null = null;
@@ -185,7 +201,12 @@ export function createHostedAgents(deps: {
             await trx
               .insertInto("hosted_agent_tools")
               .values(
-                tools.map((tool) => ({ agent_id: row.id, name: tool.name, origin: "deploy", definition: json.write({ ...tool, type: "http" }) })),
+                tools.map((tool) => ({
+                  agent_id: row.id,
+                  name: tool.name,
+                  origin: "deploy",
+                  definition: json.write({ ...tool, type: tool.type ?? "http" }),
+                })),
               )
               .execute();
           }

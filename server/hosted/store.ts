@@ -5,7 +5,16 @@ import type { Vault } from "./vault";
 import type { Principal } from "../auth";
 import { MarketError } from "../../core/errors";
 import { sealToPublicKey } from "../../core/crypto";
-import { BUILTIN_TOOLS, asAddress, asRawAmount, type HostedAgentView, type HttpTool, type OwnedAgentView, type PublicTool } from "../../core/api";
+import {
+  BUILTIN_TOOLS,
+  asAddress,
+  asRawAmount,
+  isSandboxTool,
+  type HostedAgentView,
+  type HostedTool,
+  type OwnedAgentView,
+  type PublicTool,
+} from "../../core/api";
 import { MAX_SERIAL_ID } from "../db";
 
 export type SecretKind = "wallet" | "model" | "tool";
@@ -23,7 +32,7 @@ export interface RunningConfig {
   model: { baseUrl: string; name: string };
   capabilities: string[];
   minReward: string | null;
-  tools: HttpTool[];
+  tools: HostedTool[];
   subtaskMaxReward: string | null;
 }
 
@@ -132,9 +141,9 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     return row;
   }
 
-  async function tools(agentId: number): Promise<HttpTool[]> {
+  async function tools(agentId: number): Promise<HostedTool[]> {
     const rows = await db.selectFrom("hosted_agent_tools").select("definition").where("agent_id", "=", agentId).orderBy("name").execute();
-    return rows.map((r) => json.read<HttpTool>(r.definition)!);
+    return rows.map((r) => json.read<HostedTool>(r.definition)!);
   }
 
   /** The configuration an agent starts with. */
@@ -184,7 +193,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       .execute();
   }
 
-  function publicView(row: HostedAgent, toolList: HttpTool[]): HostedAgentView {
+  function publicView(row: HostedAgent, toolList: HostedTool[]): HostedAgentView {
     return {
       id: row.id,
       address: asAddress(row.address),
@@ -243,8 +252,8 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       )
       .orderBy("name")
       .execute();
-    const byAgent = new Map<number, HttpTool[]>();
-    for (const t of toolRows) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), json.read<HttpTool>(t.definition)!]);
+    const byAgent = new Map<number, HostedTool[]>();
+    for (const t of toolRows) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), json.read<HostedTool>(t.definition)!]);
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
@@ -266,7 +275,9 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
 }
 
 /** A tool as the public sees it: the headers it sends with their values masked, never a secret. */
-export function publicTool(tool: HttpTool): PublicTool {
+export function publicTool(tool: HostedTool): PublicTool {
+  // A sandbox tool's code and command are its owner's: the public sees its name and description.
+  if (isSandboxTool(tool)) return { type: tool.type, name: tool.name, description: tool.description, method: "", url: "", headers: {} };
   const headers: Record<string, string> = {};
   const auth = tool.auth;
   if (auth?.type === "bearer") headers.Authorization = `Bearer ${MASK}`;

@@ -17,6 +17,9 @@ import { createRedactor, redactFields, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
 import { createSubtaskLedger } from "./subtasks";
+import { callSandboxTool, sandboxToolSpec } from "./sandbox-tools";
+import type { Sandbox } from "../../sandbox";
+import { isSandboxTool } from "../../../core/api";
 
 export interface RunnerLogger {
   info(obj: object, msg: string): void;
@@ -38,6 +41,8 @@ export interface AgentRunDeps {
   apiUrl: string;
   rpcUrls: RpcUrls;
   escrows: PinnedEscrows;
+  /** Runs JS Eval and Sandbox tools (issue 26). */
+  sandbox: Sandbox;
 }
 
 export interface AgentRun {
@@ -79,7 +84,10 @@ export async function startAgentRun(
     { timeoutMs: config.modelTimeoutMs, allowPrivateNetworks: config.allowPrivateNetworks },
   );
   const subtaskMaxReward = running.subtaskMaxReward === null ? null : BigInt(running.subtaskMaxReward);
-  const toolSpecs = [...running.tools.map(httpToolSpec), ...builtinToolSpecs(subtaskMaxReward !== null)];
+  const toolSpecs = [
+    ...running.tools.map((t) => (isSandboxTool(t) ? sandboxToolSpec(t) : httpToolSpec(t))),
+    ...builtinToolSpecs(subtaskMaxReward !== null),
+  ];
   const toolsByName = new Map(running.tools.map((t) => [t.name, t]));
 
   const beforeSend = async (tx: { chain: string; from: string; to: string; data: string }) => {
@@ -177,8 +185,9 @@ export async function startAgentRun(
         },
         onStep: (step) => (steps = step),
         async callTool(name, args, signal) {
-          const http = toolsByName.get(name);
-          if (http) return callHttpTool(http, args, ctx, signal);
+          const tool = toolsByName.get(name);
+          if (tool && isSandboxTool(tool)) return redact(await callSandboxTool(deps.sandbox, agentId, tool, args, signal));
+          if (tool) return callHttpTool(tool, args, ctx, signal);
           const answer = await builtins.call(name, args, signal);
           return answer ?? `Error: no tool named ${name}`;
         },

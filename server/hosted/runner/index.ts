@@ -8,6 +8,7 @@ import { sha256Hex, type AgentTokens } from "../../auth";
 import { createWindows } from "../../http/rate-limit";
 import { createFairSemaphore, type Semaphore } from "./bounds";
 import { startAgentRun, type AgentRun, type RunnerLogger } from "./agent";
+import type { Sandbox } from "../../sandbox";
 
 export interface RunnerEndpoints {
   /** The API on loopback, which runners call as their agents. */
@@ -33,6 +34,7 @@ export function createHostedRunners(deps: {
   sponsor: GasSponsor;
   logger: RunnerLogger;
   now: () => number;
+  sandbox: Sandbox;
 }) {
   const { db, store, config } = deps;
   const runs = new Map<number, AgentRun>();
