@@ -6,9 +6,9 @@
  *   - block → API-visible delay: a block mined (one transaction), then GET /health/ready polled until the API shows the
  *     indexer at that block (p50, p99 over BENCH_BLOCKS blocks);
  * and the sandbox's start-up overhead per run: `sh -c true` and a JS Eval `return 1` in the sandbox against the same
- * programs spawned plainly (p50 over 20 runs each). Writes bench/sandbox.json with the machine's load average and
+ * programs spawned plainly (p50 over 20 runs each). Unloaded and loaded rounds alternate, twice each. Writes bench/sandbox.json with the machine's load average and
  * calibration (bench/lib/machine.ts) and stops by itself.
- *   npm run bench:sandbox            (BENCH_SECONDS=10, BENCH_BLOCKS=40 by default)
+ *   npm run bench:sandbox            (BENCH_SECONDS=8 and BENCH_BLOCKS=25 per round by default)
  */
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -22,8 +22,9 @@ import { jsEvalArgv } from "../server/sandbox/tools";
 import { machineFigures, perCalibration } from "./lib/machine";
 import { startBenchStack } from "./lib/stack";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const BLOCKS = Number(process.env.BENCH_BLOCKS ?? 40);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const BLOCKS = Number(process.env.BENCH_BLOCKS ?? 25);
+const ROUNDS = 2;
 const BURNERS = 4;
 const STARTS = 20;
 const CLIENTS = 4;
@@ -48,13 +49,14 @@ async function browse(apiUrl: string) {
       }
     }),
   );
-  return { requests: latencies.length, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99) };
+  return latencies;
 }
 
-async function blockDelays(apiUrl: string, miner: Wallet) {
+async function blockDelays(apiUrl: string, miner: Pick<Wallet, "address" | "sendTransaction" | "getNonce">) {
   const delays: number[] = [];
+  let nonce = await miner.getNonce("latest");
   for (let i = 0; i < BLOCKS; i++) {
-    const receipt = await (await miner.sendTransaction({ to: miner.address, value: 1n })).wait();
+    const receipt = await (await miner.sendTransaction({ to: miner.address, value: 1n, nonce: nonce++ })).wait();
     const mined = performance.now();
     for (;;) {
       const ready = (await (await fetch(`${apiUrl}/health/ready`)).json()) as { data?: { chains: Array<{ indexedBlock: number | null }> } };
@@ -64,13 +66,15 @@ async function blockDelays(apiUrl: string, miner: Wallet) {
     delays.push(performance.now() - mined);
     await sleep(Math.random() * 200);
   }
-  return { blocks: delays.length, p50Ms: quantile(delays, 0.5), p99Ms: quantile(delays, 0.99) };
+  return delays;
 }
 
 function plainRun(argv: string[], stdin = ""): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "ignore"] });
+    // The environment a sandbox gets (no NODE_OPTIONS of this process's).
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "ignore"], env: { PATH: "/usr/bin:/bin", HOME: "/tmp" } });
+    child.stdin.on("error", () => undefined);
     child.stdin.end(stdin);
     child.on("error", reject);
     child.on("close", () => resolve(performance.now() - started));
@@ -108,7 +112,9 @@ async function main() {
   try {
     const { chain, deployment, apiUrl, provider, apiKeyFor } = stack;
     const poster = new Wallet(chain.accounts[3]!, provider);
-    const miner = new Wallet(chain.accounts[5]!, provider);
+    // A wallet of its own that only mines the measured blocks, its nonce counted here.
+    const miner = Wallet.createRandom().connect(provider);
+    await (await new Wallet(chain.accounts[6]!, provider).sendTransaction({ to: miner.address, value: 10n ** 18n })).wait();
     const usdc = MockUSDC__factory.connect(deployment.token, new Wallet(chain.accounts[0]!, provider));
     await (await usdc.mint(poster.address, 1_000n * 10n ** 6n)).wait();
     const client = new MarketClient({
@@ -128,29 +134,37 @@ async function main() {
     if (posted.posted !== 50) throw new Error(`posted ${posted.posted} of 50`);
 
     await browse(apiUrl); // warm-up
-    const unloaded = { browse: await browse(apiUrl), blockToApi: await blockDelays(apiUrl, miner) };
-
     const engine = createSandboxEngine();
-    const burning = new AbortController();
     const limits: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS, timeoutMs: 600_000, cpuSeconds: 600 };
-    const burners = Array.from({ length: BURNERS }, () =>
-      engine.run({ argv: ["/bin/sh", "-c", "while :; do :; done"], limits, signal: burning.signal }),
-    );
-    await sleep(1_000);
-    let loaded;
-    try {
-      loaded = { browse: await browse(apiUrl), blockToApi: await blockDelays(apiUrl, miner) };
-    } finally {
-      burning.abort();
+    // Unloaded and loaded rounds alternate (ROUNDS of each), so a drift of the machine's other load hits both alike.
+    const samples = { unloaded: { browse: [] as number[], block: [] as number[] }, loaded: { browse: [] as number[], block: [] as number[] } };
+    for (let round = 0; round < ROUNDS; round++) {
+      samples.unloaded.browse.push(...(await browse(apiUrl)));
+      samples.unloaded.block.push(...(await blockDelays(apiUrl, miner)));
+      const burning = new AbortController();
+      const burners = Array.from({ length: BURNERS }, () =>
+        engine.run({ argv: ["/bin/sh", "-c", "while :; do :; done"], limits, signal: burning.signal }),
+      );
+      await sleep(1_000);
+      try {
+        samples.loaded.browse.push(...(await browse(apiUrl)));
+        samples.loaded.block.push(...(await blockDelays(apiUrl, miner)));
+      } finally {
+        burning.abort();
+      }
+      const ended = await Promise.all(burners);
+      if (ended.some((r) => r.killed !== "aborted")) throw new Error("a burner ended before the measurement did");
     }
-    const ended = await Promise.all(burners);
-    if (ended.some((r) => r.killed !== "aborted")) throw new Error("a burner ended before the measurement did");
+    const figures = (values: number[]) => ({ samples: values.length, p50Ms: quantile(values, 0.5), p99Ms: quantile(values, 0.99) });
+    const unloaded = { browse: figures(samples.unloaded.browse), blockToApi: figures(samples.unloaded.block) };
+    const loaded = { browse: figures(samples.loaded.browse), blockToApi: figures(samples.loaded.block) };
     const startUpFigures = await startUp();
 
     const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
     const report = {
       burners: BURNERS,
-      burnerLimits: { cpuSeconds: limits.cpuSeconds, memoryBytes: limits.memoryBytes, processes: limits.processes, nice: 19 },
+      burnerLimits: { cpuSeconds: limits.cpuSeconds, memoryBytes: limits.memoryBytes, processes: limits.processes, nice: 19, policy: "SCHED_IDLE" },
+      rounds: ROUNDS,
       unloaded,
       loaded,
       ratios: {

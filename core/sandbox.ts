@@ -5,6 +5,8 @@
  * `$(...)`, backquotes, quotes and newlines in the input stay plain characters. A placeholder inside single quotes
  * would stay literal text, so the command is refused instead.
  */
+import { MarketError } from "./errors";
+
 export const INPUT_PLACEHOLDER = "{input}";
 
 /** The command with its placeholders replaced, or why it cannot take its input safely. */
@@ -32,4 +34,15 @@ export function substituteInput(command: string): { script: string } | { error: 
   }
   if (quote !== null) return { error: `has an unclosed ${quote} quote` };
   return { script };
+}
+
+/**
+ * JS Eval and Sandbox tools need the hosted sandbox and are never allowed inside a skill (spec "Other tool types"):
+ * a skill's tools go through this check, which refuses with SANDBOX_TOOL_IN_SKILL naming the tool's `type` field.
+ */
+export function refuseSandboxToolsInSkill(tools: ReadonlyArray<{ type?: string }>, field: string): void {
+  const i = tools.findIndex((tool) => tool.type === "js_eval" || tool.type === "sandbox");
+  if (i < 0) return;
+  const message = `is ${tools[i]!.type}: JS Eval and Sandbox tools are never allowed inside a skill`;
+  throw new MarketError("SANDBOX_TOOL_IN_SKILL", `${field}.${i}.type ${message}`, { details: [{ field: `${field}.${i}.type`, message }] });
 }
