@@ -163,7 +163,7 @@ async function main() {
     const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
     const report = {
       burners: BURNERS,
-      burnerLimits: { cpuSeconds: limits.cpuSeconds, memoryBytes: limits.memoryBytes, processes: limits.processes, nice: 19, policy: "SCHED_IDLE" },
+      burnerLimits: { cpuSeconds: limits.cpuSeconds, memoryBytes: limits.memoryBytes, processes: limits.processes, nice: 19 },
       rounds: ROUNDS,
       unloaded,
       loaded,

@@ -13,9 +13,10 @@
  * - resource limits set inside the user namespace (`prlimit`): CPU seconds, data-segment bytes (memory), processes,
  *   open files and file size. RLIMIT_NPROC is counted per user inside the sandbox's own user namespace, but the kernel
  *   ignores it for the host's root user: a server running as root drops to `sandboxUid` (`setpriv`) before `bwrap`;
- * - `nice 19` and the SCHED_IDLE policy (`chrt --idle`; with RLIMIT_NICE 0 a run cannot leave it), so sandboxes yield
- *   the CPU to the API and the indexer (a `setsid` inside a run makes a new scheduler autogroup, where `nice` alone
- *   would no longer count; the idle policy stays);
+ * - `nice 19`, which no process of the run can undo (RLIMIT_NICE 0). Where the kernel groups each session into a
+ *   scheduler autogroup (`/proc/sys/kernel/sched_autogroup_enabled`), a run's session competes with the API's as one
+ *   entity at the default weight and nice counts only inside it: the server-wide bound on sandboxes at once is then
+ *   what keeps the API and the indexer responsive (bench/sandbox.json measures it);
  * - a wall-clock timeout that kills `bwrap`; `--die-with-parent` then kills the sandbox's PID 1, and with it the
  *   kernel kills every process of its PID namespace (nothing outlives the run);
  * - stdout read up to `maxOutputBytes` (stderr up to `maxStderrBytes`): past that the run is killed, never buffered.
@@ -146,7 +147,7 @@ export function bwrapArgs(limits: SandboxLimits): string[] {
     `--nofile=${limits.openFiles}`,
     `--fsize=${limits.fileBytes}`,
     "--core=0",
-    // SCHED_IDLE with RLIMIT_NICE 0 is sticky: no process of the run can return to the normal policy.
+    // RLIMIT_NICE 0: no process of the run can raise its priority above nice 19.
     "--nice=0",
     "--",
   ];
@@ -164,9 +165,9 @@ export function createSandboxEngine(options: SandboxEngineOptions = {}): Sandbox
 
   function run({ argv, stdin, limits, signal }: SandboxRun): Promise<SandboxResult> {
     const started = Date.now();
-    const prefix = ["-n", "19", "chrt", "--idle", "0", ...(asRoot ? ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"] : []), bwrap];
+    const prefix = ["-n", "19", ...(asRoot ? ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"] : []), bwrap];
     return new Promise<SandboxResult>((resolve, reject) => {
-      // `nice`, `chrt` and `setpriv` exec into their successor: the pid is bwrap's, whose death ends the sandbox.
+      // `nice` and `setpriv` exec into their successor: the pid is bwrap's, whose death ends the sandbox.
       const child = spawn("nice", [...prefix, ...bwrapArgs(limits), ...argv], {
         cwd: "/",
         env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },

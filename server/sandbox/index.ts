@@ -77,9 +77,20 @@ export function createSandbox({ db, config, now, engine }: { db: Db; config: San
   });
 
   let probed: Promise<SandboxStatus> | undefined;
-  /** Runs `sh` and Node in a sandbox once; every later call answers the same. */
+  /**
+   * Runs `sh` and Node in a sandbox once; later calls answer the same, but a failure is probed again a minute later
+   * (a machine too busy to start Node within the probe's 15 s is not a machine without a sandbox).
+   */
   function status(): Promise<SandboxStatus> {
-    probed ??= (async () => {
+    probed ??= probe().then((found) => {
+      if (!found.available) setTimeout(() => (probed = undefined), 60_000).unref();
+      return found;
+    });
+    return probed;
+  }
+
+  function probe(): Promise<SandboxStatus> {
+    return (async () => {
       try {
         const limits = limitsFor(15_000);
         const sh = await sandbox.run({ argv: ["/bin/sh", "-c", "echo sandbox-ok"], limits });
@@ -93,7 +104,6 @@ export function createSandbox({ db, config, now, engine }: { db: Db; config: San
         return { available: false, reason: `bwrap could not start: ${(error as Error).message}` };
       }
     })();
-    return probed;
   }
 
   async function requireAvailable() {
