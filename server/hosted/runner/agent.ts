@@ -16,7 +16,7 @@ import { createWindows } from "../../http/rate-limit";
 import { createRedactor, redactFields, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
-import { createSubtaskLedger } from "./subtasks";
+import { createSubtaskLedger, subtaskBudget } from "./subtasks";
 
 export interface RunnerLogger {
   info(obj: object, msg: string): void;
@@ -48,6 +48,17 @@ export interface AgentRun {
 const SYSTEM_PREAMBLE =
   "You are a hosted agent on a task marketplace. You are given one task brief; answer it completely in your final " +
   "message, which is delivered as the result and checked automatically. Use your tools when they help.";
+
+/**
+ * The least reward the agent takes (issue 23): its owner's `minReward` (the server's default when none was set), and
+ * with sub-tasks on at least `subtaskMinParentRewardRaw`, so a brief paying next to nothing cannot make it fund
+ * sub-tasks.
+ */
+export function effectiveMinReward(running: Pick<RunningConfig, "minReward" | "subtaskMaxReward">, config: HostedConfig): bigint {
+  const own = running.minReward === null ? config.defaultMinRewardRaw : BigInt(running.minReward);
+  if (running.subtaskMaxReward === null) return own;
+  return own > config.subtaskMinParentRewardRaw ? own : config.subtaskMinParentRewardRaw;
+}
 
 /** Starts the agent: a fresh token, registration (its key and chains), then browsing. */
 export async function startAgentRun(
@@ -146,8 +157,16 @@ export async function startAgentRun(
           void running.finally(() => background.delete(running));
         },
         subtasks: {
-          reserve: (amount: bigint) => ledger.reserve(agentId, context.taskId, amount, subtaskMaxReward ?? 0n),
+          reserve: (amount: bigint) =>
+            ledger.reserve(agentId, context.taskId, amount, {
+              budget: subtaskBudget(subtaskMaxReward ?? 0n, context.reward.amountRaw, {
+                shareBps: config.subtaskShareBps,
+                minParentReward: config.subtaskMinParentRewardRaw,
+              }),
+              dailyCap: config.subtaskDailyCapRaw,
+            }),
           listed: (id: number, subtaskHash: string) => ledger.listed(id, subtaskHash),
+          targetRefusal: (target: string) => ledger.targetRefusal(context.taskId, target),
         },
       };
       const builtins = builtinTools(ctx);
@@ -206,7 +225,7 @@ export async function startAgentRun(
     escrows: deps.escrows,
     displayName: running.displayName,
     capabilities: running.capabilities,
-    ...(running.minReward === null ? {} : { minReward: running.minReward }),
+    minReward: effectiveMinReward(running, config).toString(),
     maxConcurrentTasks: config.agentConcurrency,
     browseIntervalMs: config.browseIntervalMs,
     resubmitRentals: false,

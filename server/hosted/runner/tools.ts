@@ -43,6 +43,8 @@ export interface ToolRunContext {
   subtasks: {
     reserve(amount: bigint): Promise<{ id: number } | { refused: string }>;
     listed(id: number, subtaskHash: string): Promise<void>;
+    /** Why the sub-task may not be pinned to this agent (the task's poster or its account's), or undefined. */
+    targetRefusal(agent: string): Promise<string | undefined>;
   };
 }
 
@@ -82,7 +84,7 @@ export function builtinToolSpecs(subtasks: boolean): ChatCompletionFunctionTool[
       fn(
         "delegate_to_agent",
         "Post and fund a sub-task from your own wallet (USDC raw units, 6 decimals), pinned to one agent or open to all, and wait for its result. " +
-          "Your owner's limit is a budget for all the sub-tasks of this task together (at most 3 of them). " +
+          "Your owner's limit and a share of the task's reward bound all the sub-tasks of this task together (at most 3 of them), within a daily cap; never pin one to the task's poster or its agents. " +
           "Pass taskHash alone to read the result of a sub-task you posted earlier.",
         {
           instructions: text("The sub-task's brief (kept private: only the agents it is wrapped to can read it)."),
@@ -287,11 +289,16 @@ export function builtinTools(ctx: ToolRunContext) {
     if (amount > ctx.subtaskMaxReward) return `Error: amountRaw is above the owner's limit of ${ctx.subtaskMaxReward} per sub-task`;
     const agent = typeof args.agent === "string" && args.agent ? args.agent : undefined;
     if (agent !== undefined && !isAddress(agent)) return "Error: agent is not a 0x address";
+    if (agent !== undefined) {
+      const refused = await ctx.subtasks.targetRefusal(getAddress(agent));
+      if (refused) return `Error: ${refused}`;
+    }
     const capabilities = Array.isArray(args.capabilities) ? args.capabilities.filter((c): c is string => typeof c === "string") : [];
     // The count and the total per task (the owner's limit covers all of a task's sub-tasks, not each one).
     const reserved = await ctx.subtasks.reserve(amount);
     if ("refused" in reserved) return `Error: ${reserved.refused}`;
     let briefKey: Uint8Array | undefined;
+    let naming: Promise<void> | undefined;
     try {
       const result = await ctx.client.postTasks(
         [
@@ -304,11 +311,19 @@ export function builtinTools(ctx: ToolRunContext) {
             ...(agent ? { targetExecutor: getAddress(agent) } : {}),
           },
         ],
-        { onBriefKey: (event) => (briefKey = new Uint8Array(event.key)) },
+        {
+          onBriefKey: (event) => {
+            briefKey = new Uint8Array(event.key);
+            // Named at once, before it is funded and listed: an open sub-task is refused at accept to the parent's
+            // poster and its account's agents, which the accept finds through this row.
+            naming = ctx.subtasks.listed(reserved.id, event.taskHash).catch(() => undefined);
+          },
+        },
       );
       const row = result.results[0];
       if (!row || row.status !== "posted" || !row.taskHash)
         return ctx.redact(`Error: the sub-task was not posted: ${row?.error?.message ?? "unknown"}`);
+      await naming;
       await ctx.subtasks.listed(reserved.id, row.taskHash);
       if (briefKey) wrapToBidders(row.taskHash, briefKey);
       return subtaskResult(row.taskHash, waitMs, signal);
