@@ -19,6 +19,8 @@ import type { HostedAgent } from "../db/schema";
 import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
+import { checkDeployBounds } from "./deploy-bounds";
+import { sealCopiesOffLoop } from "./sealer";
 
 const ERC20 = ["function balanceOf(address) view returns (uint256)", "function transfer(address to, uint256 amount) returns (bool)"];
 /** Default limit of one sub-task's reward when the option is on without one: 1 USDC. */
@@ -112,6 +114,8 @@ export function createHostedAgents(deps: {
       throw new MarketError("HOSTED_AGENT_TOKEN_REFUSED", "A hosted agent's token cannot deploy agents.");
     }
     if (!config.masterKey) throw new MarketError("HOSTING_UNAVAILABLE");
+    // Issue 23 item 2: the body's counts first, before anything is counted, paid or sealed.
+    checkDeployBounds(body);
     let ownerPublicKey: string;
     try {
       if (!/^(0x)?04[0-9a-fA-F]{128}$/.test(body.ownerPublicKey.trim())) throw new Error("not 130 hex characters starting 04");
@@ -140,11 +144,22 @@ export function createHostedAgents(deps: {
 
     const fee = await fees.verify(body.feeTxHash, principal.accountId);
     const wallet = Wallet.createRandom();
-    const secrets: SecretEntry[] = [
+    const entries: SecretEntry[] = [
       { kind: "wallet", name: "wallet", value: wallet.privateKey },
       ...(body.model.apiKey ? [{ kind: "model" as const, name: "model", value: body.model.apiKey }] : []),
       ...Object.entries(body.toolSecrets ?? {}).map(([name, value]) => ({ kind: "tool" as const, name, value })),
     ];
+    // The owner's ECIES copies off the event loop (issue 23 item 2); the vault's AES sealing stays (microseconds).
+    let copies: string[];
+    try {
+      copies = await sealCopiesOffLoop(
+        entries.map((e) => e.value),
+        ownerPublicKey,
+      );
+    } catch (cause) {
+      throw new MarketError("HOSTING_UNAVAILABLE", "The secrets could not be sealed; nothing was stored or charged. Retry.", { cause });
+    }
+    const secrets = entries.map((e, i) => ({ ...e, ownerCopy: copies[i]! }));
     const at = now();
     let agentId: number;
     try {

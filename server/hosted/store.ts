@@ -14,6 +14,8 @@ export interface SecretEntry {
   kind: SecretKind;
   name: string;
   value: string;
+  /** The owner's ECIES copy when already made (off the event loop: sealer.ts); made here otherwise. */
+  ownerCopy?: string;
 }
 
 /** What a running agent works with, fixed when it starts (changes apply after a restart). */
@@ -65,7 +67,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
           kind: e.kind,
           name: e.name,
           sealed: sealer.seal(e.value, secretContext(agentId, e.kind, e.name)),
-          owner_copy: sealToPublicKey(Buffer.from(e.value, "utf8"), ownerPublicKey),
+          owner_copy: e.ownerCopy ?? sealToPublicKey(Buffer.from(e.value, "utf8"), ownerPublicKey),
           created_at: at,
         })),
       )
