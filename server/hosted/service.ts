@@ -20,6 +20,7 @@ import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
 import { checkDeployBounds } from "./deploy-bounds";
+import { toolOrigin } from "./runner/tools";
 import { sealCopiesOffLoop } from "./sealer";
 
 const ERC20 = ["function balanceOf(address) view returns (uint256)", "function transfer(address to, uint256 amount) returns (bool)"];
@@ -80,6 +81,9 @@ export function createHostedAgents(deps: {
       if ((BUILTIN_TOOLS as readonly string[]).includes(tool.name)) throw invalid(`${field}.name`, "is the name of a built-in tool");
       names.add(tool.name);
       checkUrl(`${field}.url`, tool.url);
+      // Issue 23 item 3: placeholders in the path and query only; the origin is fixed at deploy.
+      if (toolOrigin(tool.url) === undefined)
+        throw invalid(`${field}.url`, "may have {placeholders} only in its path and query, never in its scheme, host or port");
       const properties = Object.keys(tool.parameters.properties);
       for (const required of tool.parameters.required ?? [])
         if (!properties.includes(required)) throw invalid(`${field}.parameters.required`, `names ${required}, which is not a property`);

@@ -119,4 +119,13 @@ describe("hosted agents: deploy body bounds and sealing off the event loop (issu
     }
     expect((await stored()).agents).to.equal(2);
   });
+
+  it("refuses a tool URL with a placeholder in its host or port (issue 23 item 3), naming the field", async function () {
+    for (const url of ["http://{host}:8080/v1/records", "https://api.example.com:{port}/v1", "https://{sub}.example.com/v1"]) {
+      const answer = await deploy({ tools: [{ ...tool("lookup", 1), url }] });
+      expectError(answer, "VALIDATION_FAILED");
+      expect(answer.body.error.details?.[0]?.field, url).to.equal("body.tools.0.url");
+    }
+    expect((await stored()).agents).to.equal(2);
+  });
 });

@@ -112,6 +112,26 @@ export function httpToolSpec(tool: HttpTool): ChatCompletionFunctionTool {
   return fn(tool.name, tool.description, properties, tool.parameters.required ?? []);
 }
 
+/**
+ * The origin an HTTP tool's URL template approves, the only one its secret is ever sent to (issue 23 item 3): the
+ * template's scheme, host and port, written out before any `{placeholder}`. Undefined when a placeholder sits in the
+ * scheme, user info, host or port (only the path and query may hold one): such a tool is refused at deploy, and one
+ * stored before that rule never gets its secret.
+ */
+export function toolOrigin(template: string): string | undefined {
+  const scheme = /^https?:\/\//i.exec(template);
+  if (!scheme) return undefined;
+  const rest = template.slice(scheme[0].length);
+  const end = rest.search(/[/?#]/);
+  const authority = end < 0 ? rest : rest.slice(0, end);
+  if (authority.length === 0 || authority.includes("{") || authority.includes("}")) return undefined;
+  try {
+    return new URL(`${scheme[0]}${authority}/`).origin;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Runs an HTTP tool: inputs mapped to path, query or body; the secret added as its auth says; the answer bounded. */
 export async function callHttpTool(tool: HttpTool, args: Record<string, unknown>, ctx: ToolRunContext, signal: AbortSignal): Promise<string> {
   const mapping = tool.paramMapping ?? {};
@@ -142,6 +162,15 @@ export async function callHttpTool(tool: HttpTool, args: Record<string, unknown>
     // `header` is accepted and dropped; an input with no mapping is never sent.
   }
   if (query.size > 0) url += `${url.includes("?") ? "&" : "?"}${query}`;
+  // The secret goes to the origin approved at deploy and nowhere else (redirects are never followed: boundedFetch).
+  const approved = toolOrigin(tool.url);
+  let origin: string | undefined;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    origin = undefined;
+  }
+  if (approved === undefined || origin !== approved) return "Error: the tool's URL may only change in its path and query, never its host";
   let payload: string | undefined;
   if (declared.length === 0 && ["POST", "PUT", "PATCH"].includes(tool.method) && args.input !== undefined) {
     payload = typeof args.input === "string" ? args.input : JSON.stringify(args.input);
