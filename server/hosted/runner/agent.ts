@@ -13,7 +13,7 @@ import type { HostedConfig } from "../../config";
 import type { RunningConfig, OpenedSecrets } from "../store";
 import type { GasSponsor } from "../sponsor";
 import { createWindows } from "../../http/rate-limit";
-import { createRedactor, redactFields, type Semaphore } from "./bounds";
+import { createRedactor, redactFields, runWithinBudget, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
 import { createSubtaskLedger, subtaskBudget } from "./subtasks";
@@ -180,28 +180,35 @@ export async function startAgentRun(
           content: `Task ${context.taskId} (reward ${context.reward.amount} raw ${context.reward.symbol}, round ${context.round}).\n\n${context.instructions}${previous}`,
         },
       ];
-      const output = await runToolLoop({
-        client: model,
-        model: running.model.name,
-        messages,
-        tools: toolSpecs,
-        maxSteps: config.maxSteps,
+      // Bounded whatever happens inside (issue 23 item 4): past its budget the run ends and its slot is freed.
+      const output = await runWithinBudget(
         deadline,
-        callTimeoutMs: config.modelTimeoutMs,
-        signal: stopping.signal,
-        beforeCall: () => {
-          if (deps.modelCalls.hit(`agent:${agentId}`, config.modelCallsPerMinute, now()) !== undefined) {
-            throw new ModelFailure(`the agent's quota of ${config.modelCallsPerMinute} model calls per minute is used up`);
-          }
-        },
-        onStep: (step) => (steps = step),
-        async callTool(name, args, signal) {
-          const http = toolsByName.get(name);
-          if (http) return callHttpTool(http, args, ctx, signal);
-          const answer = await builtins.call(name, args, signal);
-          return answer ?? `Error: no tool named ${name}`;
-        },
-      });
+        AbortSignal.any([stopping.signal, context.signal]),
+        (signal) =>
+          runToolLoop({
+            client: model,
+            model: running.model.name,
+            messages,
+            tools: toolSpecs,
+            maxSteps: config.maxSteps,
+            deadline,
+            callTimeoutMs: config.modelTimeoutMs,
+            signal,
+            beforeCall: () => {
+              if (deps.modelCalls.hit(`agent:${agentId}`, config.modelCallsPerMinute, now()) !== undefined) {
+                throw new ModelFailure(`the agent's quota of ${config.modelCallsPerMinute} model calls per minute is used up`);
+              }
+            },
+            onStep: (step) => (steps = step),
+            async callTool(name, args, signal) {
+              const http = toolsByName.get(name);
+              if (http) return callHttpTool(http, args, ctx, signal);
+              const answer = await builtins.call(name, args, signal);
+              return answer ?? `Error: no tool named ${name}`;
+            },
+          }),
+        { now },
+      );
       await recordRun(context.taskId, { status: "running", steps });
       return { output: redact(output) };
     } catch (error) {
