@@ -13,6 +13,7 @@ import type { HostedConfig } from "../../config";
 import type { RunningConfig, OpenedSecrets } from "../store";
 import type { GasSponsor } from "../sponsor";
 import { createWindows } from "../../http/rate-limit";
+import { redactUrls } from "../../../core/text";
 import { createRedactor, redactFields, runWithinBudget, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
@@ -74,7 +75,10 @@ export async function startAgentRun(
   // Each value is redacted before the logger serialises it (a redaction of the JSON text would miss a secret with a
   // quote or a backslash, which JSON writes escaped).
   const log = (level: "info" | "warn", fields: Record<string, unknown>, msg: string) =>
-    deps.logger[level](redactFields({ hostedAgent: agentId, ...fields }, redact), redact(msg));
+    deps.logger[level](
+      redactFields({ hostedAgent: agentId, ...fields }, (text) => redact(redactUrls(text))),
+      redact(msg),
+    );
 
   const failed = new Set(
     (await db.selectFrom("hosted_task_runs").select("task_hash").where("agent_id", "=", agentId).where("status", "=", "failed").execute()).map(
@@ -213,7 +217,7 @@ export async function startAgentRun(
       return { output: redact(output) };
     } catch (error) {
       if (!stopping.signal.aborted) {
-        const message = redact((error as Error).message ?? String(error));
+        const message = redact(redactUrls((error as Error).message ?? String(error)));
         failed.add(context.taskId);
         await recordRun(context.taskId, { status: "failed", steps, error: message }).catch(() => undefined);
         log("warn", { task: context.taskId, steps, error: message }, "task failed");

@@ -10,6 +10,7 @@ import type { MarketClient } from "../../../sdk/src/client";
 import { ApiError } from "../../../sdk/src/errors";
 import { wrapBriefKey } from "../../../core/crypto";
 import { boundedFetch, truncate } from "./bounds";
+import { redactUrls } from "../../../core/text";
 
 /** Largest HTTP tool answer read (bytes). */
 export const MAX_TOOL_RESPONSE_BYTES = 256 * 1024;
@@ -351,14 +352,15 @@ export function builtinTools(ctx: ToolRunContext) {
       );
       const row = result.results[0];
       if (!row || row.status !== "posted" || !row.taskHash)
-        return ctx.redact(`Error: the sub-task was not posted: ${row?.error?.message ?? "unknown"}`);
+        return ctx.redact(redactUrls(`Error: the sub-task was not posted: ${row?.error?.message ?? "unknown"}`));
       await naming;
       await ctx.subtasks.listed(reserved.id, row.taskHash);
       if (briefKey) wrapToBidders(row.taskHash, briefKey);
       return subtaskResult(row.taskHash, waitMs, signal);
     } catch (error) {
       const message = error instanceof ApiError ? `${error.code}: ${error.message}` : (error as Error).message;
-      return ctx.redact(`Error: the sub-task was not posted: ${message}`);
+      // An RPC provider's URL (and the key in it) never reaches the model (issue 23 item 7).
+      return ctx.redact(redactUrls(`Error: the sub-task was not posted: ${message}`));
     }
   }
 
@@ -381,7 +383,7 @@ export function builtinTools(ctx: ToolRunContext) {
         }
       } catch (error) {
         const message = error instanceof ApiError ? `${error.code}: ${error.message}` : (error as Error).message;
-        return ctx.redact(`Error: ${message}`);
+        return ctx.redact(redactUrls(`Error: ${message}`));
       }
     },
   };
