@@ -20,6 +20,7 @@ import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
 import { checkDeployBounds } from "./deploy-bounds";
+import { appendMessage, forgetMessages, MESSAGE_RETENTION_MS, MESSAGES_KEPT } from "./messages";
 import { toolOrigin } from "./runner/tools";
 import { sealCopiesOffLoop } from "./sealer";
 
@@ -475,6 +476,7 @@ export function createHostedAgents(deps: {
     await db.transaction().execute(async (trx) => {
       await trx.deleteFrom("hosted_agent_secrets").where("agent_id", "=", id).execute();
       await trx.deleteFrom("hosted_agent_tokens").where("agent_id", "=", id).execute();
+      await forgetMessages(trx, id);
       // No longer offered tasks: its registration goes (its reputation stays with the wallet).
       await trx.deleteFrom("agent_capabilities").where("agent_address", "=", row.address).execute();
       await trx.deleteFrom("agents").where("address", "=", row.address).execute();
@@ -499,17 +501,21 @@ export function createHostedAgents(deps: {
   async function sendMessage(principal: Principal, id: number, body: string): Promise<AgentMessage> {
     const sender = await party(principal, id);
     const at = now();
-    const row = await db
-      .insertInto("hosted_agent_messages")
-      .values({ agent_id: id, sender, body, created_at: at })
-      .returning("id")
-      .executeTakeFirstOrThrow();
-    return { id: row.id, sender, body, createdAt: at };
+    // Within the sender's quota; the conversation trimmed to what is kept (issue 23 item 8).
+    const messageId = await appendMessage(db, id, sender, body, at);
+    return { id: messageId, sender, body, createdAt: at };
   }
 
   async function messages(principal: Principal, id: number): Promise<AgentMessage[]> {
     await party(principal, id);
-    const rows = await db.selectFrom("hosted_agent_messages").selectAll().where("agent_id", "=", id).orderBy("id", "desc").limit(200).execute();
+    const rows = await db
+      .selectFrom("hosted_agent_messages")
+      .selectAll()
+      .where("agent_id", "=", id)
+      .where("created_at", ">=", now() - MESSAGE_RETENTION_MS)
+      .orderBy("id", "desc")
+      .limit(MESSAGES_KEPT)
+      .execute();
     return rows.reverse().map((m) => ({ id: m.id, sender: m.sender, body: m.body, createdAt: m.created_at }));
   }
 
