@@ -250,7 +250,22 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
+  /**
+   * A custodied record of the agent's sealed under the master key, bound to `context` (issue 23: the task file of an
+   * owner's /mcp spend, private briefs included, in hosted_mcp_runs).
+   */
+  function sealRecord(text: string, context: string): string {
+    return requireVault().seal(text, context);
+  }
+
+  /** Opens what `sealRecord` sealed; a record saved before sealing began (not `v1.`-sealed) is returned as it is. */
+  function openRecord(stored: string, context: string): string {
+    return stored.startsWith("v1.") ? requireVault().open(stored, context) : stored;
+  }
+
   return {
+    sealRecord,
+    openRecord,
     storeSecrets,
     openSecrets,
     openWalletKey,
