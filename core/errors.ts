@@ -239,6 +239,19 @@ export const ERROR_CODES = define({
   },
   SANDBOX_TOOL_IN_SKILL: { status: 400, description: "JS Eval and Sandbox tools need the hosted sandbox and are never allowed inside a skill." },
 
+  // ---- issue 23 (security, second pass): the deploy body's bounds (docs/security.md), owner messages
+  TOO_MANY_TOOLS: { status: 400, description: "A hosted agent has at most 20 HTTP tools (`details` gives the limit)." },
+  TOO_MANY_TOOL_SECRETS: { status: 400, description: "A deploy carries at most 20 `toolSecrets` (`details` gives the limit)." },
+  TOO_MANY_TOOL_PARAMETERS: { status: 400, description: "An HTTP tool has at most 30 parameters (`details` names the tool and the limit)." },
+  TOO_MANY_PARAM_MAPPINGS: {
+    status: 400,
+    description: "An HTTP tool's `paramMapping` has at most 30 entries (`details` names the tool and the limit).",
+  },
+  MESSAGE_QUOTA_EXCEEDED: {
+    status: 429,
+    description: "The conversation between an owner and its hosted agent holds as many messages as it may this day; retry later.",
+    retryable: true,
+  },
   // ---- client-side (SDK, CLI)
   WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },
   WRONG_RPC: { status: 0, client: true, description: "No RPC URL configured for the chain, or it answers for another chain." },

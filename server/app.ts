@@ -251,6 +251,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(serviceRoutes, { auth, services, requireOwnedAgent: (id, principal) => hosting.store.requireOwned(id, principal) });
   await app.register(bridgeHealthRoutes, {
     chains,
+    now,
     sponsor: hosting.sponsor,
     ...(deps.verifierAddress ? { verifierAddress: deps.verifierAddress } : {}),
   });

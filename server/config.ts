@@ -78,6 +78,15 @@ export interface HostedConfig {
   gasSponsorKey?: string;
   /** JS Eval and Sandbox tools (issue 26, server/sandbox): DEFAULT_SANDBOX when absent. */
   sandbox?: SandboxConfig;
+  // Issue 23 (security, second pass): what a hosted agent's model can spend and what it works for.
+  /** Share of a task's reward (basis points) its sub-tasks (`delegate_to_agent`) may pay in all. */
+  subtaskShareBps: number;
+  /** Raw units one agent's sub-tasks may pay in all over any 24 hours. */
+  subtaskDailyCapRaw: bigint;
+  /** An agent with sub-tasks on accepts no task paying less (raw units); nor does it delegate for one. */
+  subtaskMinParentRewardRaw: bigint;
+  /** The `minReward` of a hosted agent deployed without one (raw units). */
+  defaultMinRewardRaw: bigint;
 }
 
 /** The sandbox of JS Eval and Sandbox tools (issue 26, docs/hosted-agents.md "Sandbox tools"). */
@@ -222,6 +231,10 @@ export const DEFAULT_HOSTED: HostedConfig = {
   allowPrivateNetworks: false,
   walletHoldMs: 120_000,
   gasSponsor: "paused",
+  subtaskShareBps: 5_000,
+  subtaskDailyCapRaw: 5_000_000n,
+  subtaskMinParentRewardRaw: 1_000_000n,
+  defaultMinRewardRaw: 10_000n,
 };
 
 /**
@@ -296,7 +309,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
  * `HOSTED_DEPLOYS_PER_HOUR`, `HOSTED_MAX_AGENTS_PER_ACCOUNT`, `HOSTED_AGENT_CONCURRENCY`, `HOSTED_SERVER_CONCURRENCY`,
  * `HOSTED_MAX_STEPS`, `HOSTED_TASK_BUDGET_MS`, `HOSTED_MODEL_TIMEOUT_MS`, `HOSTED_MODEL_CALLS_PER_MINUTE`,
  * `HOSTED_BROWSE_INTERVAL_MS`, `HOSTED_RELEASE_CHECK_MS`, `HOSTED_ALLOW_PRIVATE_NETWORKS`, `HOSTED_WALLET_HOLD_MS`, `MARKET_GAS_SPONSOR` (`on`/`paused`),
- * `MARKET_GAS_SPONSOR_PRIVATE_KEY`.
+ * `MARKET_GAS_SPONSOR_PRIVATE_KEY`; issue 23: `HOSTED_SUBTASK_SHARE_BPS`, `HOSTED_SUBTASK_DAILY_CAP_RAW`,
+ * `HOSTED_SUBTASK_MIN_PARENT_REWARD_RAW`, `HOSTED_DEFAULT_MIN_REWARD_RAW`.
  */
 function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
   const file = env.MARKET_MASTER_KEY_FILE;
@@ -324,6 +338,14 @@ function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
     walletHoldMs: Math.max(1_000, integer(env.HOSTED_WALLET_HOLD_MS, d.walletHoldMs, "HOSTED_WALLET_HOLD_MS")),
     gasSponsor: sponsor,
     ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
+    subtaskShareBps: Math.min(10_000, integer(env.HOSTED_SUBTASK_SHARE_BPS, d.subtaskShareBps, "HOSTED_SUBTASK_SHARE_BPS")),
+    subtaskDailyCapRaw: rawAmount(env.HOSTED_SUBTASK_DAILY_CAP_RAW, d.subtaskDailyCapRaw, "HOSTED_SUBTASK_DAILY_CAP_RAW"),
+    subtaskMinParentRewardRaw: rawAmount(
+      env.HOSTED_SUBTASK_MIN_PARENT_REWARD_RAW,
+      d.subtaskMinParentRewardRaw,
+      "HOSTED_SUBTASK_MIN_PARENT_REWARD_RAW",
+    ),
+    defaultMinRewardRaw: rawAmount(env.HOSTED_DEFAULT_MIN_REWARD_RAW, d.defaultMinRewardRaw, "HOSTED_DEFAULT_MIN_REWARD_RAW"),
     sandbox: sandboxFromEnv(env),
   };
 }
@@ -351,6 +373,14 @@ function sandboxFromEnv(env: NodeJS.ProcessEnv): SandboxConfig {
     scratchBytes: Math.max(1, integer(env.SANDBOX_SCRATCH_MB, d.scratchBytes / mb, "SANDBOX_SCRATCH_MB")) * mb,
     maxOutputBytes: Math.max(1024, integer(env.SANDBOX_MAX_OUTPUT_BYTES, d.maxOutputBytes, "SANDBOX_MAX_OUTPUT_BYTES")),
   };
+}
+
+/** A whole number of raw units from the environment (issue 23's settings); `fallback` when unset. */
+function rawAmount(value: string | undefined, fallback: bigint, name: string): bigint {
+  const text = value?.trim();
+  if (!text) return fallback;
+  if (!/^[0-9]{1,78}$/.test(text)) throw new Error(`${name} must be a whole number of raw units, got ${JSON.stringify(text)}`);
+  return BigInt(text);
 }
 
 /**

@@ -133,7 +133,7 @@ export const DeployAgentBody = Type.Object(
       maxLength: 200,
       description: "Uncompressed secp256k1 public key (130 hex): every secret gets an ECIES copy to it.",
     }),
-    tools: Type.Optional(Type.Array(HostedTool, { maxItems: 20 })),
+    tools: Type.Optional(Type.Array(HostedTool, { description: "At most 20 (`TOO_MANY_TOOLS`); each HTTP tool at most 30 parameters and 30 mappings." })),
     toolSecrets: Type.Optional(
       Type.Record(Type.String({ pattern: SECRET_NAME_PATTERN }), Type.String({ minLength: 1, maxLength: 4000 }), {
         description: "Secret name to value; stored encrypted, never shown again.",

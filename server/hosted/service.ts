@@ -20,6 +20,10 @@ import type { HostedAgent } from "../db/schema";
 import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
+import { checkDeployBounds } from "./deploy-bounds";
+import { appendMessage, forgetMessages, MESSAGE_RETENTION_MS, MESSAGES_KEPT } from "./messages";
+import { toolOrigin } from "./runner/tools";
+import { sealCopiesOffLoop } from "./sealer";
 
 const ERC20 = ["function balanceOf(address) view returns (uint256)", "function transfer(address to, uint256 amount) returns (bool)"];
 /** Default limit of one sub-task's reward when the option is on without one: 1 USDC. */
@@ -82,6 +86,9 @@ export function createHostedAgents(deps: {
       names.add(tool.name);
       if (isSandboxTool(tool)) return checkSandboxTool(field, tool);
       checkUrl(`${field}.url`, tool.url);
+      // Issue 23 item 3: placeholders in the path and query only; the origin is fixed at deploy.
+      if (toolOrigin(tool.url) === undefined)
+        throw invalid(`${field}.url`, "may have {placeholders} only in its path and query, never in its scheme, host or port");
       const properties = Object.keys(tool.parameters.properties);
       for (const required of tool.parameters.required ?? [])
         if (!properties.includes(required)) throw invalid(`${field}.parameters.required`, `names ${required}, which is not a property`);
@@ -128,6 +135,8 @@ export function createHostedAgents(deps: {
       throw new MarketError("HOSTED_AGENT_TOKEN_REFUSED", "A hosted agent's token cannot deploy agents.");
     }
     if (!config.masterKey) throw new MarketError("HOSTING_UNAVAILABLE");
+    // Issue 23 item 2: the body's counts first, before anything is counted, paid or sealed.
+    checkDeployBounds(body);
     let ownerPublicKey: string;
     try {
       if (!/^(0x)?04[0-9a-fA-F]{128}$/.test(body.ownerPublicKey.trim())) throw new Error("not 130 hex characters starting 04");
@@ -156,11 +165,22 @@ export function createHostedAgents(deps: {
 
     const fee = await fees.verify(body.feeTxHash, principal.accountId);
     const wallet = Wallet.createRandom();
-    const secrets: SecretEntry[] = [
+    const entries: SecretEntry[] = [
       { kind: "wallet", name: "wallet", value: wallet.privateKey },
       ...(body.model.apiKey ? [{ kind: "model" as const, name: "model", value: body.model.apiKey }] : []),
       ...Object.entries(body.toolSecrets ?? {}).map(([name, value]) => ({ kind: "tool" as const, name, value })),
     ];
+    // The owner's ECIES copies off the event loop (issue 23 item 2); the vault's AES sealing stays (microseconds).
+    let copies: string[];
+    try {
+      copies = await sealCopiesOffLoop(
+        entries.map((e) => e.value),
+        ownerPublicKey,
+      );
+    } catch (cause) {
+      throw new MarketError("HOSTING_UNAVAILABLE", "The secrets could not be sealed; nothing was stored or charged. Retry.", { cause });
+    }
+    const secrets = entries.map((e, i) => ({ ...e, ownerCopy: copies[i]! }));
     const at = now();
     let agentId: number;
     try {
@@ -477,6 +497,7 @@ export function createHostedAgents(deps: {
     await db.transaction().execute(async (trx) => {
       await trx.deleteFrom("hosted_agent_secrets").where("agent_id", "=", id).execute();
       await trx.deleteFrom("hosted_agent_tokens").where("agent_id", "=", id).execute();
+      await forgetMessages(trx, id);
       // No longer offered tasks: its registration goes (its reputation stays with the wallet).
       await trx.deleteFrom("agent_capabilities").where("agent_address", "=", row.address).execute();
       await trx.deleteFrom("agents").where("address", "=", row.address).execute();
@@ -501,17 +522,21 @@ export function createHostedAgents(deps: {
   async function sendMessage(principal: Principal, id: number, body: string): Promise<AgentMessage> {
     const sender = await party(principal, id);
     const at = now();
-    const row = await db
-      .insertInto("hosted_agent_messages")
-      .values({ agent_id: id, sender, body, created_at: at })
-      .returning("id")
-      .executeTakeFirstOrThrow();
-    return { id: row.id, sender, body, createdAt: at };
+    // Within the sender's quota; the conversation trimmed to what is kept (issue 23 item 8).
+    const messageId = await appendMessage(db, id, sender, body, at);
+    return { id: messageId, sender, body, createdAt: at };
   }
 
   async function messages(principal: Principal, id: number): Promise<AgentMessage[]> {
     await party(principal, id);
-    const rows = await db.selectFrom("hosted_agent_messages").selectAll().where("agent_id", "=", id).orderBy("id", "desc").limit(200).execute();
+    const rows = await db
+      .selectFrom("hosted_agent_messages")
+      .selectAll()
+      .where("agent_id", "=", id)
+      .where("created_at", ">=", now() - MESSAGE_RETENTION_MS)
+      .orderBy("id", "desc")
+      .limit(MESSAGES_KEPT)
+      .execute();
     return rows.reverse().map((m) => ({ id: m.id, sender: m.sender, body: m.body, createdAt: m.created_at }));
   }
 

@@ -23,6 +23,8 @@ export interface SecretEntry {
   kind: SecretKind;
   name: string;
   value: string;
+  /** The owner's ECIES copy when already made (off the event loop: sealer.ts); made here otherwise. */
+  ownerCopy?: string;
 }
 
 /** What a running agent works with, fixed when it starts (changes apply after a restart). */
@@ -74,7 +76,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
           kind: e.kind,
           name: e.name,
           sealed: sealer.seal(e.value, secretContext(agentId, e.kind, e.name)),
-          owner_copy: sealToPublicKey(Buffer.from(e.value, "utf8"), ownerPublicKey),
+          owner_copy: e.ownerCopy ?? sealToPublicKey(Buffer.from(e.value, "utf8"), ownerPublicKey),
           created_at: at,
         })),
       )
@@ -257,7 +259,22 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
+  /**
+   * A custodied record of the agent's sealed under the master key, bound to `context` (issue 23: the task file of an
+   * owner's /mcp spend, private briefs included, in hosted_mcp_runs).
+   */
+  function sealRecord(text: string, context: string): string {
+    return requireVault().seal(text, context);
+  }
+
+  /** Opens what `sealRecord` sealed; a record saved before sealing began (not `v1.`-sealed) is returned as it is. */
+  function openRecord(stored: string, context: string): string {
+    return stored.startsWith("v1.") ? requireVault().open(stored, context) : stored;
+  }
+
   return {
+    sealRecord,
+    openRecord,
     storeSecrets,
     openSecrets,
     openWalletKey,
