@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { HDNodeWallet, Mnemonic } from "ethers";
-import { lockPidFile } from "../../core/pid-lock";
+import { lockPidFile } from "../../sdk/src/node";
 
 /** Hardhat's built-in development mnemonic: its keys are public, for local chains only. */
 export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";

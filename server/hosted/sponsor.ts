@@ -1,7 +1,7 @@
 import { Wallet, getAddress } from "ethers";
 import type { ChainRegistry } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
-import { escrowInterface } from "../../sdk/src/chain";
+import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
 class TopUpReverted extends Error {}
 /** A claim without a transaction this old was abandoned (sending takes at most the queue and a receipt's wait). */
@@ -51,7 +51,7 @@ export function createGasSponsor(deps: {
   /** The purpose a call is sponsored for, or undefined when it is not a sponsored call. */
   function purposeOf(data: string): string | undefined {
     try {
-      const call = escrowInterface.parseTransaction({ data });
+      const call = TaskEscrow__factory.createInterface().parseTransaction({ data });
       if (call?.name === "submitEvidence") return "first-evidence";
       if (call?.name === "releaseUnjudgedWork") return `release:${String(call.args[0]).toLowerCase()}`;
     } catch {

@@ -108,7 +108,7 @@ const postTasks = tool<import("../../../core/api").PostTasksArgs>({
         if ("quote" in spent) return spent.quote;
         return { data: { ...spent.result }, summary: runSummary(spent.result) };
       } finally {
-        session.close();
+        await session.close();
       }
     });
   },
@@ -349,7 +349,7 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
         if (session.facts.toPost > 0) await requireRentable(surface, service);
         return await quoteOrSpend("rent_service", valid, session, surface, { agent: service.agent_address });
       } finally {
-        session.close();
+        await session.close();
       }
     });
     if ("quote" in spent) return spent.quote;

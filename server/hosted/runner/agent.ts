@@ -4,9 +4,7 @@
  * is the model's tool-call loop.
  */
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { MarketClient } from "../../../sdk/src/client";
-import { WorkerRuntime, type TaskContext } from "../../../sdk/src/runtime";
-import type { PinnedEscrows, RpcUrls } from "../../../sdk/src/chain";
+import { MarketClient, WorkerRuntime, type PinnedEscrows, type RpcUrls, type TaskContext } from "../../../sdk/src";
 import type { AgentTokens } from "../../auth";
 import type { Db } from "../../db";
 import type { HostedConfig } from "../../config";

@@ -1,6 +1,6 @@
 import type { Db } from "../../db";
 import type { HostedConfig } from "../../config";
-import type { PinnedEscrows, RpcUrls } from "../../../sdk/src/chain";
+import type { PinnedEscrows, RpcUrls } from "../../../sdk/src";
 import { json } from "../../db";
 import type { HostedStore, RunningConfig } from "../store";
 import type { GasSponsor } from "../sponsor";
