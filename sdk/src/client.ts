@@ -1,6 +1,6 @@
 import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
-import { ApiError, clientError, statusOfCode } from "./errors";
+import { ApiError, apiErrorCode, clientError, statusOfCode } from "./errors";
 import {
   connectChain,
   erc20Interface,
@@ -26,6 +26,7 @@ import type {
   ListingOutcome,
   PostedAnswer,
   SettlementAnswer,
+  SettlementOutcome,
   SettlementTx,
   TaskView,
   VerdictAnswer,
@@ -79,7 +80,7 @@ export type SettleAction = "cancel" | "claim-timeout" | "dispute" | "release" | 
 /** A settlement call sent: which call, what it does (`refund`, `escalate`, `dispute`, `payout`, `reopen`) and its transaction. */
 export interface Settled {
   action: SettleAction;
-  outcome: string;
+  outcome: SettlementOutcome;
   txHash: string;
 }
 
@@ -294,9 +295,16 @@ export class MarketClient {
 
   /**
    * Delivers the worker's result: the API stores it and builds submitEvidence (hash of the output), the client's
-   * wallet signs it after the guard checks it, and the delivery is finalized (verification runs).
+   * wallet signs it after the guard checks it, and the delivery is finalized (verification runs). The spec's form
+   * `deliverResult(taskId, result)` takes the output text or `{ output }`; `deliverResult({ taskHash, output })` too.
    */
-  async deliverResult({ taskHash, output }: { taskHash: string; output: string }): Promise<Finalized> {
+  async deliverResult(taskHash: string, result: string | { output: string }): Promise<Finalized>;
+  async deliverResult(delivery: { taskHash: string; output: string }): Promise<Finalized>;
+  async deliverResult(first: string | { taskHash: string; output: string }, result?: string | { output: string }): Promise<Finalized> {
+    const { taskHash, output } =
+      typeof first === "string" ? { taskHash: first, output: typeof result === "string" ? result : result?.output } : first;
+    if (typeof output !== "string")
+      throw clientError("VALIDATION_FAILED", "deliverResult(taskId, result): result is the output text, or { output }.");
     const task = await this.taskToSign(taskHash);
     const wallet = await this.wallet(task.meta.chain);
     const delivered = await this.http.post<Delivered>(`/api/v1/a2a/tasks/${taskHash}/deliver`, { output });
@@ -480,7 +488,7 @@ export class MarketClient {
     if (result.status === "unlisted") {
       throw new ApiError(
         statusOfCode(refusal.code),
-        refusal.code,
+        apiErrorCode(refusal.code, statusOfCode(refusal.code)),
         `${refusal.message} The rental is paid but not listed: cancel it for a full refund.`,
         {
           taskHash: result.taskHash,
@@ -489,7 +497,8 @@ export class MarketClient {
         },
       );
     }
-    if (result.status !== "posted") throw new ApiError(statusOfCode(refusal.code), refusal.code, refusal.message, { serviceId });
+    if (result.status !== "posted")
+      throw new ApiError(statusOfCode(refusal.code), apiErrorCode(refusal.code, statusOfCode(refusal.code)), refusal.message, { serviceId });
     const taskHash = result.taskHash!;
     const waitMs = Math.max(0, (options.waitSeconds ?? 45) * 1000 - (Date.now() - started));
     const state = await this.waitForResult({ taskHash, waitMs, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });

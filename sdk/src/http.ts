@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError, apiErrorCode } from "./errors";
 
 export interface HttpOptions {
   baseUrl: string;
@@ -57,7 +57,7 @@ export function createHttp(options: HttpOptions) {
     }
     throw new ApiError(
       response.status,
-      error?.code ?? `HTTP_${response.status}`,
+      apiErrorCode(error?.code, response.status),
       error?.message ?? `${method} ${path} answered ${response.status}`,
       error ?? {},
     );

@@ -9,7 +9,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { ApiError, clientError, statusOfCode } from "../errors";
+import { ApiError, apiErrorCode, clientError, statusOfCode } from "../errors";
 import { ERROR_CODES, isErrorCode } from "../../../core/errors";
 import type { MarketClient } from "../client";
 import { checkArgs, zodArgs } from "./schema";
@@ -360,7 +360,7 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
       const paid = row.status === "unlisted";
       throw new ApiError(
         statusOfCode(error.code),
-        error.code,
+        apiErrorCode(error.code, statusOfCode(error.code)),
         paid
           ? `${error.message} The rental is paid but not listed: repeat this call with the same idempotencyKey to list it (nothing is paid again), or cancel_task ${row.taskHash} for a full refund.`
           : `${error.message} Nothing was spent.`,
