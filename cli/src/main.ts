@@ -232,7 +232,7 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     )
     .option("--state-dir <path>", "where each idempotencyKey's run is journaled (overrides MARKET_MCP_STATE_DIR; default ~/.market/mcp)")
     .action(async (flags: McpFlags) => {
-      setExit(await mcpCommand(flags, config(), terminal, { version: version() }, deps.postTasks));
+      setExit(await mcpCommand(flags, config(), terminal, deps.postTasks));
     });
 
   return program;

@@ -17,23 +17,19 @@ export interface McpFlags {
   stateDir?: string;
 }
 
-export async function mcpCommand(
-  flags: McpFlags,
-  config: CliConfig,
-  terminal: Terminal,
-  info: { version: string },
-  hooks: PostTasksHooks = {},
-): Promise<number> {
+export async function mcpCommand(flags: McpFlags, config: CliConfig, terminal: Terminal, hooks: PostTasksHooks = {}): Promise<number> {
   const options = clientOptions(config, { signs: true });
   const client = new MarketClient(options);
   await client.requireOwnKey(options.executor!.privateKey);
   const stateDir = flags.stateDir ?? (process.env.MARKET_MCP_STATE_DIR?.trim() || defaultStateDir());
   // Anything the posting engine says goes to stderr: stdout is the protocol's.
   const quiet: Terminal = { ...terminal, say: (line = "") => terminal.note(line), data: () => {}, interactive: false };
-  const server = createMcpServer(
-    { client, quotes: serviceQuotes(client.http), poster: journaledPoster(config, { stateDir, terminal: quiet, hooks }), signs: true },
-    info,
-  );
+  const server = createMcpServer({
+    client,
+    quotes: serviceQuotes(client.http),
+    poster: journaledPoster(config, { stateDir, terminal: quiet, hooks }),
+    signs: true,
+  });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     transport.onclose = resolve;

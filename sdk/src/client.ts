@@ -654,7 +654,13 @@ export class MarketClient {
       if (error instanceof ApiError && error.code === "TASK_NOT_FOUND") return this.refundUnlisted(taskHash);
       throw error;
     }
-    return this.sendSettlement(taskHash, task.state.status === "open" ? "cancel" : "claim-timeout", task);
+    const status = task.state.status;
+    // A task already over (a second `market cancel`): say so instead of the claim precondition's refusal.
+    if (status === "cancelled" || status === "refunded" || status === "completed") {
+      const what = status === "completed" ? "was paid to its worker" : `is ${status} already: its reward went back to the poster`;
+      throw clientError("WRONG_STATE", `Task ${taskHash} ${what}; nothing is left in the escrow to refund.`, { reason: status });
+    }
+    return this.sendSettlement(taskHash, status === "open" ? "cancel" : "claim-timeout", task);
   }
 
   /** Cancels (while Funded) or claims (after the deadline) a task the service never listed, straight on the escrow. */
