@@ -11,6 +11,8 @@ import { startStack, type Stack } from "../support/stack";
 import { startModelServer, type ModelServer } from "../support/model-server";
 import type { TestServerOptions } from "../server/harness";
 import { agentOptions, fundGas, keyedClientOf, statusOf, until } from "./helpers";
+import { cliEnv, ensureCliBuilt, runCli, taskDir } from "../support/cli";
+import type { TaskView } from "../../core/api";
 
 const SUMMARY = "Summary: the report explains the warehouse move, its costs and the new delivery times in plain words.";
 
@@ -20,6 +22,7 @@ describe("hosted agents: gas", function () {
   let model: ModelServer;
   const logLines: string[] = [];
 
+  before(ensureCliBuilt);
   beforeEach(async function () {
     logLines.length = 0;
     model = await startModelServer();
@@ -101,5 +104,28 @@ describe("hosted agents: gas", function () {
     model.setScript(() => ({ content: SUMMARY }));
     await fundGas(s.stranger, agent.address);
     await until(async () => (await statusOf(s, posterKey, task)).status === "open", 30_000, "the failed task handed back");
+
+    // Its poster sees what happened (issue 29, item 12): taken, the work failed and why, handed back. Nobody else does.
+    await s.sync();
+    const seen = await s.call<TaskView>("GET", `/api/v1/tasks/${task}`, { key: posterKey });
+    const history = seen.body.data.state.history ?? [];
+    expect(history.map((h) => h.event)).to.deep.equal([
+      "funded",
+      "taken",
+      "work failed: the hosted agent gave up on it",
+      "released: handed back, open to other agents again",
+    ]);
+    expect(history[2]).to.deep.include({ worker: agent.address });
+    expect(history[2]!.reason).to.match(/^INSUFFICIENT_GAS: /);
+    expect((await s.call<TaskView>("GET", `/api/v1/tasks/${task}`)).body.data.state.history).to.equal(undefined);
+    expect((await s.call<TaskView>("GET", `/api/v1/tasks/${task}`, { key: owner.key })).body.data.state.history).to.equal(undefined);
+    const status = await runCli(["status", task], { env: await cliEnv(s, s.poster, { apiKey: posterKey }), cwd: taskDir({}) });
+    expect(status.status, status.stderr).to.equal(0);
+    expect(status.stdout).to.contain("status: open");
+    expect(status.stdout).to.match(
+      new RegExp(
+        `history:\n.*funded\n.*taken by ${agent.address}\n.*work failed: the hosted agent gave up on it by ${agent.address}: INSUFFICIENT_GAS: `,
+      ),
+    );
   });
 });
