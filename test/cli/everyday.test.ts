@@ -78,6 +78,8 @@ describe("cli: everyday tooling", function () {
     const after = await runCli(["tasks"], { env: withKey, cwd });
     expect(after.status).to.equal(1);
     expect(after.stderr).to.match(/^error INVALID_TOKEN: /);
+    // What happened and what to do (issue 29, item 8).
+    expect(after.stderr).to.contain("A local stack's `npm start` resets all state and prints new keys at every start");
     const list = json<{ keys: ApiKeyInfo[] }>((await runCli(["keys", "list", "--json"], { env, cwd })).stdout);
     expect(list.keys.map((k) => [k.id, k.revokedAt !== null])).to.deep.equal([[key.id, true]]);
     // Each command signed in and out: no session is left behind.
