@@ -164,6 +164,8 @@ export interface Sorted {
   fresh: FileRow[];
   /** A funding transaction is still pending for them. */
   pending: FileRow[];
+  /** Fresh public rows whose hash is listed already (TASK_HASH_IN_USE), set aside before the summary. */
+  listed?: FileRow[];
 }
 
 /**

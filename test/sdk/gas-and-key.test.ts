@@ -72,6 +72,18 @@ describe("sdk: a worker's gas and one runtime per key", function () {
     expect(await hre.ethers.provider.getTransactionCount(s.worker.address)).to.equal(nonce);
   });
 
+  it("posts on the chain a call names (issue 29, item 5), refusing one the service does not take tasks on, before sending", async function () {
+    const nonce = await hre.ethers.provider.getTransactionCount(s.poster.address);
+    const input = { instructions: "Name three bridges of Paris.", amountRaw: 1_000_000n, privacy: "public" as const };
+    const refused = await poster.postTasks([input], { chain: "0g" }).catch((e: unknown) => e as ApiError);
+    expect((refused as ApiError).code).to.equal("WRONG_CHAIN");
+    expect((refused as ApiError).message).to.contain("0g");
+    expect(await hre.ethers.provider.getTransactionCount(s.poster.address)).to.equal(nonce);
+    const posted = await poster.postTask(input, { chain: "arc" });
+    expect(posted.status).to.equal("posted");
+    expect((await poster.getTask(posted.taskHash!)).meta.chain).to.equal("arc");
+  });
+
   it("a task another runtime with the same key took is left to it (KEY_SHARED), never worked twice", async function () {
     const task = await post("Summarise the shared-key note.");
     const other = new MarketClient(await s.clientOptions(s.worker, keys.workerKey));
