@@ -186,7 +186,9 @@ describe("cli: market post-tasks", function () {
   it("--dry-run checks and shows the totals, and sends nothing", async function () {
     const dir = taskDir({
       // Public briefs of its own: those an earlier test listed are set aside as listed already (TASK_HASH_IN_USE).
-      "tasks.csv": MIXED_CSV(s.worker.address).replace(/French Revolution/, "Russian Revolution").replace(/haiku about escrow/, "haiku about ledgers"),
+      "tasks.csv": MIXED_CSV(s.worker.address)
+        .replace(/French Revolution/, "Russian Revolution")
+        .replace(/haiku about escrow/, "haiku about ledgers"),
       "briefs/long.txt": "Another brief.",
     });
     const before = await balances();
