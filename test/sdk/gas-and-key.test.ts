@@ -81,7 +81,18 @@ describe("sdk: a worker's gas and one runtime per key", function () {
     expect(await hre.ethers.provider.getTransactionCount(s.poster.address)).to.equal(nonce);
     const posted = await poster.postTask(input, { chain: "arc" });
     expect(posted.status).to.equal("posted");
-    expect((await poster.getTask(posted.taskHash!)).meta.chain).to.equal("arc");
+    // Listed; shown once the indexer has it.
+    let chain: string | undefined;
+    await until(
+      async () =>
+        (chain = await poster.getTask(posted.taskHash!).then(
+          (t) => t.meta.chain,
+          () => undefined,
+        )) !== undefined,
+      20_000,
+      "the task indexed",
+    );
+    expect(chain).to.equal("arc");
   });
 
   it("a task another runtime with the same key took is left to it (KEY_SHARED), never worked twice", async function () {
