@@ -52,36 +52,27 @@ export interface McpFlags {
   stateDir?: string;
 }
 
-export async function mcpCommand(
-  flags: McpFlags,
-  config: CliConfig,
-  terminal: Terminal,
-  info: { version: string },
-  hooks: PostTasksHooks = {},
-): Promise<number> {
+export async function mcpCommand(flags: McpFlags, config: CliConfig, terminal: Terminal, hooks: PostTasksHooks = {}): Promise<number> {
   const options = clientOptions(config, { signs: true });
   const client = new MarketClient(options);
   await client.requireOwnKey(options.executor!.privateKey);
   const stateDir = flags.stateDir ?? (process.env.MARKET_MCP_STATE_DIR?.trim() || defaultStateDir());
   // Anything the posting engine says goes to stderr: stdout is the protocol's.
   const quiet: Terminal = { ...terminal, say: (line = "") => terminal.note(line), data: () => {}, interactive: false };
-  const server = createMcpServer(
-    {
-      client,
-      quotes: serviceQuotes(client.http),
-      poster: callPoster({
-        client: () => new MarketClient(options),
-        privateKey: options.executor!.privateKey,
-        api: config.apiUrl,
-        store: fileCallStores(stateDir),
-        funded: (scope) => openFundedIndex(config.stateDir, scope),
-        reporter: quiet,
-        hooks,
-      }),
-      signs: true,
-    },
-    info,
-  );
+  const server = createMcpServer({
+    client,
+    quotes: serviceQuotes(client.http),
+    poster: callPoster({
+      client: () => new MarketClient(options),
+      privateKey: options.executor!.privateKey,
+      api: config.apiUrl,
+      store: fileCallStores(stateDir),
+      funded: (scope) => openFundedIndex(config.stateDir, scope),
+      reporter: quiet,
+      hooks,
+    }),
+    signs: true,
+  });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     transport.onclose = resolve;

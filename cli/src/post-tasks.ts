@@ -14,7 +14,10 @@ import {
   postFresh,
   sortRows,
   PENDING_FUNDING_WAIT_MS,
+  RowStatus,
   type PostTasksHooks,
+  type Run,
+  type RunRow,
   type Sorted,
 } from "../../sdk/src/posting/journal";
 import { formatUsdc } from "../../core/money";
@@ -23,6 +26,7 @@ import { journalPathFor, readJournal } from "./journal";
 import { endOfRun, openFileRun, resultsPathFor, summarize } from "./run";
 import { confirmRepost, showRepeats } from "./repeats";
 import { loadTaskFile } from "./task-file";
+import { listedAlready, requireRecipients } from "./preflight";
 import { showBriefFiles, showTotals, totalsOf } from "./totals";
 import type { Terminal } from "./terminal";
 
@@ -53,6 +57,8 @@ export async function postTasksCommand(
   const run = await openFileRun(flags.file, flags.results, config, terminal);
   try {
     const sorted = await sortRows(run, { waitMs: PENDING_FUNDING_WAIT_MS });
+    // Public rows listed already can only fail: not counted, and recorded refused for good once the run goes ahead.
+    const listed = await setAsideListed(run, sorted);
     const settlement = await run.client.settlement(run.chain.chain);
     const totals = totalsOf(sorted.fresh, settlement, flags.chunk);
     const allowance = BigInt(
@@ -84,6 +90,11 @@ export async function postTasksCommand(
           `${files > 0 ? `, with the briefs of the ${files} local file(s) listed above` : ""}?`,
       );
 
+    for (const row of listed) {
+      const error = { code: "TASK_HASH_IN_USE", message: LISTED_ALREADY };
+      await run.journal.append({ t: "failed", key: row.key, error });
+      run.results.set(row, { status: RowStatus.failed, error });
+    }
     const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows", totals.perTransaction);
     const done = { count: 0 };
     const finished = await finishRows(run, sorted.toFinish, progress, done);
@@ -98,6 +109,17 @@ export async function postTasksCommand(
   }
 }
 
+const LISTED_ALREADY = "that public brief is listed already (by this file's copy, or another poster): change its text to post it";
+
+/** Sets aside the fresh public rows whose hash is listed already (they can only fail with TASK_HASH_IN_USE). */
+async function setAsideListed(run: Run, sorted: Sorted): Promise<RunRow[]> {
+  const listed = new Set(await listedAlready(run.client, sorted.fresh));
+  if (listed.size === 0) return [];
+  sorted.fresh = sorted.fresh.filter((r) => !listed.has(r));
+  sorted.listed = [...listed];
+  return sorted.listed;
+}
+
 /** What earlier runs did, as the lines before the totals. */
 function describeSorted(terminal: Terminal, sorted: Sorted) {
   if (sorted.posted.length > 0) terminal.say(`already posted by an earlier run: ${sorted.posted.length}`);
@@ -105,6 +127,8 @@ function describeSorted(terminal: Terminal, sorted: Sorted) {
   if (sorted.closed.length > 0)
     terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
   if (sorted.final.length > 0) terminal.say(`refused for good by an earlier run (not tried again): ${sorted.final.length}`);
+  if (sorted.listed && sorted.listed.length > 0)
+    terminal.say(`public briefs listed already (TASK_HASH_IN_USE; not posted, nothing to pay): ${sorted.listed.length}`);
   if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
 }
 
@@ -118,6 +142,9 @@ async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Termin
   const run = await openFileRun(flags.file, flags.results, config, terminal, { readOnly: true });
   try {
     const sorted = await sortRows(run, { waitMs: 0 });
+    // What the real run checks before sending: listed hashes, and that every private row has an agent to open it.
+    await setAsideListed(run, sorted);
+    await requireRecipients(run.client, run.chain.chain, sorted.fresh, flags.wrapTo);
     const repeats = await findRepeats(run, sorted.fresh);
     const totals = totalsOf(sorted.fresh, await run.client.settlement(run.chain.chain), flags.chunk);
     terminal.data({

@@ -554,9 +554,9 @@ export class MarketClient {
   // ------------------------------------------------------------------ posting
 
   /** Posts one task (a bulk run of one row; `agent` verification allowed). */
-  async postTask(input: PostTaskInput): Promise<PostResult> {
+  async postTask(input: PostTaskInput, options: Pick<PostTasksOptions, "chain"> = {}): Promise<PostResult> {
     const checked = checkRows([input], { allowAgentMode: true });
-    const result = await postRows(await this.postingContext(), checked, 1, {});
+    const result = await postRows(await this.postingContext(options.chain), checked, 1, {});
     return result.results[0]!;
   }
 
@@ -569,7 +569,7 @@ export class MarketClient {
     const started = performance.now();
     const checked = checkRows(rows, { allowAgentMode: false });
     const checkMs = performance.now() - started;
-    const result = await postRows(await this.postingContext(), checked, rows.length, options);
+    const result = await postRows(await this.postingContext(options.chain), checked, rows.length, options);
     return { ...result, timings: { ...result.timings, checkMs: result.timings.checkMs + Math.round(checkMs) } };
   }
 
@@ -578,10 +578,19 @@ export class MarketClient {
     return this.http.post("/api/v1/a2a/tasks/index", params);
   }
 
-  private async postingContext() {
-    const settlement = await this.settlement();
+  /** The posting chain: `chain` when given (checked against GET /api/v1/health/settlement), else the first postable one. */
+  private async postingContext(chain?: string) {
+    const settlement = await this.settlement(chain);
     // Asked afresh: a pause is refused before the approval, not by the funding's revert after it.
     const now = await this.http.get<SettlementAnswer>("/api/v1/health/settlement");
+    const current = now.chains.find((c) => c.chain === settlement.chain);
+    if (chain !== undefined && !current?.postable && current?.notPostableReason !== "ESCROW_PAUSED") {
+      const postable = now.chains.filter((c) => c.postable).map((c) => c.chain);
+      throw clientError(
+        "WRONG_CHAIN",
+        `The service takes no tasks on ${chain} (postable: ${postable.join(", ") || "none"}; POSTABLE_CHAINS on the server); nothing was sent.`,
+      );
+    }
     if (now.chains.find((c) => c.chain === settlement.chain)?.notPostableReason === "ESCROW_PAUSED") {
       throw clientError(
         "ESCROW_PAUSED",
@@ -663,7 +672,13 @@ export class MarketClient {
       if (error instanceof ApiError && error.code === "TASK_NOT_FOUND") return this.refundUnlisted(taskHash);
       throw error;
     }
-    return this.sendSettlement(taskHash, task.state.status === "open" ? "cancel" : "claim-timeout", task);
+    const status = task.state.status;
+    // A task already over (a second `market cancel`): say so instead of the claim precondition's refusal.
+    if (status === "cancelled" || status === "refunded" || status === "completed") {
+      const what = status === "completed" ? "was paid to its worker" : `is ${status} already: its reward went back to the poster`;
+      throw clientError("WRONG_STATE", `Task ${taskHash} ${what}; nothing is left in the escrow to refund.`, { reason: status });
+    }
+    return this.sendSettlement(taskHash, status === "open" ? "cancel" : "claim-timeout", task);
   }
 
   /** Cancels (while Funded) or claims (after the deadline) a task the service never listed, straight on the escrow. */

@@ -153,5 +153,24 @@ export function createGasSponsor(deps: {
     }
   }
 
-  return { state, address, topUp, purposeOf };
+  /**
+   * Whether the sponsor would pay this agent's first evidence on the chain: the switch is on, its key was never
+   * exported, and that top-up is not used yet (the runner then lets an agent without gas accept a task).
+   */
+  async function coversFirstEvidence(chainName: string, agentAddress: string): Promise<boolean> {
+    if (state() !== "active" || !chains.get(chainName)) return false;
+    const agent = getAddress(agentAddress);
+    const hosted = await db.selectFrom("hosted_agents").select(["exported_at"]).where("address", "=", agent).executeTakeFirst();
+    if (!hosted || hosted.exported_at !== null) return false;
+    const used = await db
+      .selectFrom("gas_sponsorships")
+      .select("status")
+      .where("chain", "=", chainName)
+      .where("agent_address", "=", agent)
+      .where("purpose", "=", "first-evidence")
+      .executeTakeFirst();
+    return used?.status !== "sent";
+  }
+
+  return { state, address, topUp, purposeOf, coversFirstEvidence };
 }

@@ -37,7 +37,6 @@ const erc20 = IERC20__factory.createInterface();
 
 /** The base URL the tools' in-process clients call (never resolved: `injectFetch` keeps its path only). */
 const INTERNAL_API = "http://mcp.internal";
-const MCP_SERVER_VERSION = "1.0.0";
 
 /** One JSON-RPC message (request, notification or response) or a batch: the MCP SDK reads the rest. */
 const JsonRpcMessage = Type.Object({ jsonrpc: Type.Literal("2.0") }, { additionalProperties: true });
@@ -124,6 +123,24 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
     return { balance, allowance };
   }
 
+  // Streamable HTTP: a client opens a GET stream for server-initiated messages, or ends its session with DELETE. This
+  // endpoint is stateless and answers each POST in full, so both get 405 (the transport's spec), never 404.
+  for (const method of ["GET", "DELETE"] as const) {
+    app.route({
+      method,
+      url: "/mcp",
+      schema: {
+        tags: ["mcp"],
+        summary: `Remote MCP endpoint: ${method} is not served (405; the endpoint is stateless, POST only)`,
+        response: { ...errorResponses(405) },
+      },
+      handler: async (_request, reply) => {
+        void reply.header("allow", "POST");
+        throw new MarketError("METHOD_NOT_ALLOWED");
+      },
+    });
+  }
+
   app.post(
     "/mcp",
     {
@@ -162,7 +179,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
       } else {
         ({ surface, end } = await custodySurface(custody, principal, agentId, { fetch, baseUrl: INTERNAL_API, log: request.log }));
       }
-      const server = createMcpServer(surface, { version: MCP_SERVER_VERSION }, TOOLS, { onUnexpectedError });
+      const server = createMcpServer(surface, TOOLS, { onUnexpectedError });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       // Answers are always JSON (enableJsonResponse), so any client that reads JSON may call.
       request.raw.headers.accept = "application/json, text/event-stream";

@@ -107,6 +107,11 @@ export interface FundedEvent {
 export type WrapTo = "posting-chain" | "any-chain" | { agents: ReadonlyArray<{ address: string; publicKey: string }> };
 
 export interface PostTasksOptions {
+  /**
+   * The chain to post on (`arc`, `0g`...), one of those GET /api/v1/health/settlement says are postable
+   * (`POSTABLE_CHAINS`); default the first postable one. Anything else is refused `WRONG_CHAIN` before anything is sent.
+   */
+  chain?: string;
   /** Default `posting-chain`. */
   wrapTo?: WrapTo;
   /** Refuse before spending anything when the total escrow is above this (raw units). */

@@ -148,6 +148,8 @@ export interface Sorted {
   fresh: RunRow[];
   /** A funding transaction is still pending for them. */
   pending: RunRow[];
+  /** Fresh public rows whose hash is listed already (TASK_HASH_IN_USE), set aside before the summary. */
+  listed?: RunRow[];
 }
 
 /**
