@@ -28,6 +28,7 @@ import { createBlobStore } from "../server/storage/blob-store";
 import { buildApp } from "../server/app";
 import { profiled, type Categories } from "./lib/profile";
 import { startBenchPostgres } from "./lib/postgres";
+import { calibrated, machineFigures } from "./lib/machine";
 
 /** A single stall shows in the maximum, hardly in the p99 (848 ms and 41 ms before transactions were bounded). */
 const BARS = { catchupEventsPerSec: 20_000, visibleP99Ms: 250, apiLoopDelayP99Ms: 50, apiLoopDelayMaxMs: 150 };
@@ -247,7 +248,8 @@ async function main() {
       return { events, seconds, ranges, transactions };
     };
 
-    // ---- catch-up: a fresh indexer into a fresh SQLite file
+    // ---- catch-up: a fresh indexer into a fresh SQLite file (the machine's calibration first, bench/lib/machine.ts)
+    const machine = machineFigures();
     const loadBefore = loadavg()[0]!;
     const sqlitePath = path.join(work, "market.sqlite");
     const db = createDatabase({ sqlitePath });
@@ -385,7 +387,22 @@ async function main() {
       // waiting for the node's answers).
       catchupProfileMs,
       postgres,
+      // What this machine is (calibration loops, cores) and the main figures divided by its calibration, so figures
+      // from two machines compare (bench/lib/machine.ts).
+      machine,
+      perCalibration: {},
     };
+    report.perCalibration = calibrated(
+      {
+        catchupEventsPerSec: { value: report.catchupEventsPerSec, kind: "rate" },
+        catchupWarmEventsPerSec: { value: report.catchupWarmEventsPerSec, kind: "rate" },
+        ...(typeof postgres.catchupEventsPerSec === "number"
+          ? { postgresCatchupEventsPerSec: { value: postgres.catchupEventsPerSec, kind: "rate" as const } }
+          : {}),
+        visibleP99Ms: { value: report.visibleP99Ms, kind: "duration" },
+      },
+      machine,
+    );
     const out = path.join(__dirname, "indexer.json");
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     console.table(
