@@ -165,6 +165,8 @@ export function createIndexer(options: IndexerOptions): Indexer {
   let wake: (() => void) | undefined;
   /** A head announced while no poll was waiting: the next wait ends at once. */
   let headPending = false;
+  /** The highest head announced and not yet synced to: the next sync takes it as the head instead of asking the node. */
+  let announced: number | undefined;
   let heads: HeadFollower | undefined;
   let running: Promise<unknown> = Promise.resolve();
 
@@ -355,7 +357,9 @@ export function createIndexer(options: IndexerOptions): Indexer {
       for (const projection of escrowProjections) projection.prepare?.(db);
       prepared = true;
     }
-    const head = await provider.getBlockNumber();
+    // An announced head saves a round trip; were it wrong, reading its block fails the range and the next sync asks.
+    const head = announced ?? (await provider.getBlockNumber());
+    announced = undefined;
     const target = head - chain.confirmations;
     let cursor = await readCursor(db, chain.name);
     let firstFrom: number | undefined;
@@ -516,7 +520,8 @@ export function createIndexer(options: IndexerOptions): Indexer {
       if (options.newHeadsUrl) {
         heads = followNewHeads(
           options.newHeadsUrl,
-          () => {
+          (number) => {
+            if (Number.isSafeInteger(number) && number > (announced ?? -1)) announced = number;
             if (wake) wake();
             else headPending = true;
           },
