@@ -27,7 +27,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** In the third run, a write to the database this often. */
 const WRITE_EVERY_MS = 20;
 /** The bar of bench/api.ts (100,000 tasks on SQLite), kept at ten times the tasks on PostgreSQL. */
-const BARS = { browseP99Ms: 25 };
+const BARS = { browseP99Ms: 25, browseWithWritesP99Ms: 20 };
 /** The capabilities a keyed browse names (tasks requiring others are hidden from it). */
 const BROWSE_CAPABILITIES = ["web_research", "summarization", "translation"];
 
@@ -188,7 +188,7 @@ async function main() {
         },
         plans,
         bars: BARS,
-        meetsBars: browse.p99Ms <= BARS.browseP99Ms && browseKeyed.p99Ms <= BARS.browseP99Ms,
+        meetsBars: browse.p99Ms <= BARS.browseP99Ms && browseKeyed.p99Ms <= BARS.browseP99Ms && browseWithWrites.p99Ms <= BARS.browseWithWritesP99Ms,
         // The machine's calibration and the main figures divided by it (bench/lib/machine.ts).
         machine,
         perCalibration: calibrated(
@@ -207,7 +207,7 @@ async function main() {
       for (const [name, r] of Object.entries({ browse, browseKeyed, browseWithWrites }))
         if (r.bad > 0) throw new Error(`${name}: ${r.bad} bad answers`);
       if (!report.meetsBars) {
-        console.error(`browse p99 over ${BARS.browseP99Ms} ms`);
+        console.error(`browse p99 over ${BARS.browseP99Ms} ms, or over ${BARS.browseWithWritesP99Ms} ms with writes`);
         process.exitCode = 1;
       }
     } finally {
