@@ -93,6 +93,7 @@ export function followNewHeads(url: string, onHead: (number: number) => void, lo
       if (stopped) return;
       failures++;
       timer = setTimeout(connect, Math.min(MAX_RETRY_MS, RETRY_MS * 2 ** Math.min(failures - 1, 10)));
+      timer.unref(); // never what keeps a process alive
     });
   };
   connect();
