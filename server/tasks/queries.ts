@@ -145,6 +145,12 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     return `${rows[0]?.v}:${rows[0]?.c}`;
   }
 
+  /**
+   * The page queries under way, by filter and data version (issue 30): the requests that find the database changed
+   * all at once (after each write, under load) share one query of the version they saw instead of each running its own.
+   */
+  const querying = new Map<string, Promise<BrowsePage>>();
+
   /** Open tasks for a caller, newest first; answered from memory while the database is unchanged (see PAGE_TTL_MS). */
   async function browse(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
     const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}|${filter.limit ?? ""}`;
@@ -152,9 +158,19 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     const cached = pages.get(key);
     const at = now();
     if (cached && cached.version === version && at - cached.at < PAGE_TTL_MS) return cached.page;
-    const page = await browseUncached(filter);
-    pages.set(key, { version, at, page });
-    return page;
+    // A query started after this version was read sees every write the version counts.
+    const shared = `${key}#${version}`;
+    let running = querying.get(shared);
+    if (!running) {
+      running = browseUncached(filter)
+        .then((page) => {
+          pages.set(key, { version, at, page });
+          return page;
+        })
+        .finally(() => querying.delete(shared));
+      querying.set(shared, running);
+    }
+    return running;
   }
 
   async function browseUncached(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
