@@ -255,6 +255,12 @@ export const ERROR_CODES = define({
     retryable: true,
   },
   SANDBOX_TOOL_IN_SKILL: { status: 400, description: "JS Eval and Sandbox tools need the hosted sandbox and are never allowed inside a skill." },
+  // ---- events (issue 27: the event log, its replay and stream)
+  EVENT_STREAMS_EXCEEDED: {
+    status: 429,
+    description: "The account has as many event streams open as it may (`EVENT_STREAMS_PER_ACCOUNT`, default 10); close one first.",
+    retryable: true,
+  },
 
   // ---- issue 23 (security, second pass): the deploy body's bounds (docs/security.md), owner messages
   TOO_MANY_TOOLS: { status: 400, description: "A hosted agent has at most 20 HTTP tools (`details` gives the limit)." },

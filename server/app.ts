@@ -30,6 +30,7 @@ import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
 import { createServiceStore, serviceRoutes } from "./services";
 import { adminRoutes } from "./admin";
+import { createEventFeed, eventRoutes } from "./events";
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
@@ -46,6 +47,8 @@ export interface AppDeps {
       hosted?: HostedConfig;
       /** Defaults: DEFAULT_ABUSE (server/config.ts). */
       abuse?: Partial<AbuseConfig>;
+      /** The event log's readers (issue 27): streams per account (default 10), how often the log heads are polled (ms, default 50). */
+      events?: { streamsPerAccount?: number; feedPollMs?: number };
     };
   /** Hosted agents, built by the caller to attach their runners once the API listens; built here (never attached) when absent. */
   hosting?: Hosting;
@@ -255,6 +258,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     sponsor: hosting.sponsor,
     ...(deps.verifierAddress ? { verifierAddress: deps.verifierAddress } : {}),
   });
+
+  // The event log's replay and stream (issue 27): one poll of the log heads wakes every stream of this process.
+  const feed = createEventFeed({ db, pollMs: deps.config.events?.feedPollMs ?? 50 });
+  app.addHook("onClose", () => feed.close());
+  await app.register(eventRoutes, { auth, db, chains, feed, streamsPerAccount: deps.config.events?.streamsPerAccount ?? 10 });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

@@ -4,6 +4,7 @@ import { createReputationProjection } from "./reputation/projection";
 import { createOnchainReputationProjection } from "./reputation/onchain-projection";
 import { createIdentityProjection } from "./identity/projection";
 import { createServiceSalesProjection } from "./services/projection";
+import { createEventLogProjection } from "./events/projection";
 import { creditRuleFromEnv } from "./config";
 import type { CreditRule } from "../core/reputation";
 
@@ -22,6 +23,8 @@ export function defaultProjections(credit: CreditRule = creditRuleFromEnv(proces
     createServiceSalesProjection(),
     createIdentityProjection(),
     createOnchainReputationProjection(),
+    // After the task projection (its rows give each event its audience), so rolled back before it.
+    createEventLogProjection(),
   ];
 }
 

@@ -18,3 +18,4 @@ export * from "./mcp";
 export * from "./hosted";
 export * from "./services";
 export * from "./admin";
+export * from "./events";

@@ -56,6 +56,10 @@ export interface Database {
   services: ServicesTable;
   service_sales: ServiceSalesTable;
   sandbox_usage: SandboxUsageTable;
+  // The event log (server/events, issue 27).
+  event_heads: EventHeadsTable;
+  events: EventsTable;
+  event_audience: EventAudienceTable;
 }
 
 /** Epoch milliseconds. */
@@ -668,4 +672,37 @@ export interface SandboxUsageTable {
   day: number;
   wall_ms: number;
   runs: number;
+}
+
+// The event log (server/events, issue 27).
+
+/** The last event number handed out per chain; updating the row orders a chain's writers. */
+export interface EventHeadsTable {
+  chain: string;
+  seq: number;
+}
+
+/** One event of the log: `seq` is its cursor on its chain, `id` its stable name. */
+export interface EventsTable {
+  chain: string;
+  seq: number;
+  id: string;
+  type: string;
+  task_hash: string | null;
+  /** 1 when every key may see it; otherwise only the wallets of event_audience. */
+  public: number;
+  /** JSON object: the event's fields. */
+  data: string;
+  block_number: number | null;
+  block_hash: string | null;
+  log_index: number | null;
+  tx_hash: string | null;
+  created_at: Millis;
+}
+
+/** A wallet that may see a non-public event (poster, worker, verifier, invited agent). */
+export interface EventAudienceTable {
+  wallet: string;
+  chain: string;
+  seq: number;
 }

@@ -4,6 +4,7 @@ import { isUniqueViolation, type Db } from "../db";
 import type { Listing } from "../db/schema";
 import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
+import { appendEvents, listedDraft } from "../events";
 import type { Clock } from "../http/types";
 import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "../../core/api";
 import { answeredCode, MarketError, type ErrorDetail } from "../../core/errors";
@@ -154,20 +155,16 @@ export function createListings({
 
     try {
       await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto("listings")
-          .values(
-            listingRow(terms, {
-              taskHash,
-              chain: chain.name,
-              poster: wallet,
-              amount: funded.amount,
-              token: funded.token,
-              fundingTx: txHash,
-              listedAt: now(),
-            }),
-          )
-          .execute();
+        const row = listingRow(terms, {
+          taskHash,
+          chain: chain.name,
+          poster: wallet,
+          amount: funded.amount,
+          token: funded.token,
+          fundingTx: txHash,
+          listedAt: now(),
+        });
+        await trx.insertInto("listings").values(row).execute();
         if (terms.requiredCapabilities.length > 0) {
           await trx
             .insertInto("listing_capabilities")
@@ -181,6 +178,7 @@ export function createListings({
             .values(keys.map(([agent_address, wrapped_key]) => ({ task_hash: taskHash, agent_address, wrapped_key })))
             .execute();
         }
+        await appendEvents(trx, chain.name, [listedDraft(row, Object.keys(terms.wrappedKeys), deadline)], now());
       });
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;

@@ -1,0 +1,66 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { ChainNameString, TaskHashText } from "./common";
+
+/**
+ * The event log (issue 27, docs/events.md): what happened to tasks, in the order each chain's indexer committed it.
+ * `cursor` numbers a chain's events (the replay position); `id` names an event for good (delivery de-duplication).
+ */
+export const EVENT_TYPES = [
+  "task.funded",
+  "task.listed",
+  "task.assigned",
+  "task.released",
+  "task.delivered",
+  "task.verified",
+  "task.disputed",
+  "task.ruled",
+  "task.escalated",
+  "task.paid",
+  "task.cancelled",
+  "task.expired",
+  "task.refunded",
+  "event.reverted",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const EventTypeString = Type.Unsafe<EventType>(Type.String({ enum: [...EVENT_TYPES] }));
+
+export const MarketEvent = Type.Object(
+  {
+    id: Type.String({ description: "Stable id: the same event always carries it (de-duplicate deliveries by it)." }),
+    cursor: Type.String({ description: "Position on its chain's log, decimal; resume with `after=<cursor>`." }),
+    chain: ChainNameString,
+    type: EventTypeString,
+    taskHash: Type.Union([TaskHashText, Type.Null()]),
+    public: Type.Boolean({ description: "Every key may see it; otherwise only the task's parties." }),
+    data: Type.Record(Type.String(), Type.Unknown(), { description: "The event's fields (docs/events.md)." }),
+    blockNumber: Type.Union([Type.Integer(), Type.Null()]),
+    txHash: Type.Union([Type.String(), Type.Null()]),
+    createdAt: Type.Integer({ description: "When the log recorded it (epoch ms)." }),
+  },
+  { additionalProperties: false },
+);
+export type MarketEvent = Static<typeof MarketEvent>;
+
+export const EventsQuery = Type.Object(
+  {
+    chain: Type.Optional(ChainNameString),
+    after: Type.Optional(Type.String({ pattern: "^[0-9]{1,15}$", description: "Cursor of the last event seen; 0 or absent: from the start." })),
+    limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,4}$", description: "Events per page, 1 to 500 (default 100)." })),
+    types: Type.Optional(Type.String({ maxLength: 400, description: "Comma-separated event types to keep (default: all)." })),
+    taskHash: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{64}$" })),
+  },
+  { additionalProperties: false },
+);
+export type EventsQuery = Static<typeof EventsQuery>;
+
+export const EventPage = Type.Object(
+  {
+    chain: ChainNameString,
+    events: Type.Array(MarketEvent),
+    next: Type.String({ description: "Cursor to ask `after` next: the last event's, or `after` when none." }),
+    more: Type.Boolean({ description: "Whether more events already follow `next`." }),
+  },
+  { additionalProperties: false },
+);
+export type EventPage = Static<typeof EventPage>;
