@@ -261,6 +261,17 @@ export const ERROR_CODES = define({
     description: "The account has as many event streams open as it may (`EVENT_STREAMS_PER_ACCOUNT`, default 10); close one first.",
     retryable: true,
   },
+  WEBHOOK_NOT_FOUND: { status: 404, description: "No webhook with that id belongs to this account." },
+  WEBHOOK_QUOTA_EXCEEDED: {
+    status: 409,
+    description: "The account has as many webhooks as it may (`WEBHOOKS_PER_ACCOUNT`, default 10); delete one first.",
+  },
+  WEBHOOK_URL_REFUSED: {
+    status: 400,
+    description:
+      "The webhook URL is not https (http only where private networks are allowed), carries credentials, or names a private or loopback address; `details` says which.",
+  },
+  WEBHOOKS_UNAVAILABLE: { status: 503, description: "Webhooks need the server's master key (MARKET_MASTER_KEY) to seal their secrets; none is configured." },
 
   // ---- issue 23 (security, second pass): the deploy body's bounds (docs/security.md), owner messages
   TOO_MANY_TOOLS: { status: 400, description: "A hosted agent has at most 20 HTTP tools (`details` gives the limit)." },

@@ -31,6 +31,9 @@ import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from ".
 import { createServiceStore, serviceRoutes } from "./services";
 import { adminRoutes } from "./admin";
 import { createEventFeed, eventRoutes } from "./events";
+import { createWebhookStore, webhookRoutes, type SecretBox } from "./webhooks";
+import { createVault } from "./hosted/vault";
+import { boundedFetch, privateUrlReason } from "./hosted/runner/bounds";
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
 import { ADDRESS_FORMAT, ErrorEnvelope } from "../core/api";
 import type { ErrorCode } from "../core/errors";
@@ -47,8 +50,11 @@ export interface AppDeps {
       hosted?: HostedConfig;
       /** Defaults: DEFAULT_ABUSE (server/config.ts). */
       abuse?: Partial<AbuseConfig>;
-      /** The event log's readers (issue 27): streams per account (default 10), how often the log heads are polled (ms, default 50). */
-      events?: { streamsPerAccount?: number; feedPollMs?: number };
+      /**
+       * The event log's readers (issue 27): streams and webhooks per account (default 10 each), how often the log heads
+       * are polled (ms, default 50).
+       */
+      events?: { streamsPerAccount?: number; webhooksPerAccount?: number; feedPollMs?: number };
     };
   /** Hosted agents, built by the caller to attach their runners once the API listens; built here (never attached) when absent. */
   hosting?: Hosting;
@@ -263,10 +269,41 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const feed = createEventFeed({ db, pollMs: deps.config.events?.feedPollMs ?? 50 });
   app.addHook("onClose", () => feed.close());
   await app.register(eventRoutes, { auth, db, chains, feed, streamsPerAccount: deps.config.events?.streamsPerAccount ?? 10 });
+  const webhookGuard = webhookOutbound(deps.config.hosted ?? DEFAULT_HOSTED);
+  const webhooks = createWebhookStore({
+    db,
+    chains,
+    now,
+    ...(webhookGuard.box ? { box: webhookGuard.box } : {}),
+    urlRefusal: webhookGuard.urlRefusal,
+    perAccount: deps.config.events?.webhooksPerAccount ?? 10,
+  });
+  await app.register(webhookRoutes, { auth, store: webhooks });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();
   return app;
+}
+
+/**
+ * What webhooks send through, shared by the API (checking URLs) and the sender (server/index.ts): the master key's
+ * vault for their secrets, and the hosted HTTP tools' guard. Private and loopback addresses are refused, in the URL
+ * and at connect time, unless HOSTED_ALLOW_PRIVATE_NETWORKS allows them (then plain http is allowed too).
+ */
+export function webhookOutbound(hosted: Pick<HostedConfig, "masterKey" | "allowPrivateNetworks">): {
+  box?: SecretBox;
+  fetch: typeof fetch;
+  urlRefusal: (url: URL) => string | undefined;
+} {
+  const allow = hosted.allowPrivateNetworks;
+  return {
+    ...(hosted.masterKey ? { box: createVault(hosted.masterKey) } : {}),
+    fetch: boundedFetch({ maxBytes: 64 * 1024, allowPrivateNetworks: allow }),
+    urlRefusal(url) {
+      if (url.protocol !== "https:" && !(allow && url.protocol === "http:")) return "is not https";
+      return allow ? undefined : privateUrlReason(url.toString());
+    },
+  };
 }
 
 /** Node's HTTP parser errors, raised before a request reaches Fastify, onto the table. */

@@ -202,6 +202,17 @@ export interface ServerConfig {
   hosted: HostedConfig;
   /** Identity minting for hosted agents (server/identity): the chain the token is minted on, and its retry back-off. */
   identity: IdentityConfig;
+  /** The event log's streams and webhooks (issue 27, docs/events.md). */
+  events: EventsConfig;
+}
+
+/** `EVENT_STREAMS_PER_ACCOUNT`, `WEBHOOKS_PER_ACCOUNT`, `WEBHOOK_RETRY_DELAYS_MS` (comma-separated), `WEBHOOK_TIMEOUT_MS`. */
+export interface EventsConfig {
+  streamsPerAccount: number;
+  webhooksPerAccount: number;
+  /** Waits after each failed attempt; absent: Standard Webhooks' schedule over 27 h (server/webhooks/sender.ts). */
+  retryDelaysMs?: number[];
+  webhookTimeoutMs: number;
 }
 
 export interface IdentityConfig {
@@ -307,6 +318,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
       maxRetryMs: integer(env.IDENTITY_MINT_MAX_RETRY_MS, 3_600_000, "IDENTITY_MINT_MAX_RETRY_MS"),
     },
     hosted: hostedFromEnv(env),
+    events: {
+      streamsPerAccount: integer(env.EVENT_STREAMS_PER_ACCOUNT, 10, "EVENT_STREAMS_PER_ACCOUNT"),
+      webhooksPerAccount: integer(env.WEBHOOKS_PER_ACCOUNT, 10, "WEBHOOKS_PER_ACCOUNT"),
+      ...(env.WEBHOOK_RETRY_DELAYS_MS
+        ? { retryDelaysMs: env.WEBHOOK_RETRY_DELAYS_MS.split(",").map((d) => integer(d.trim(), 0, "WEBHOOK_RETRY_DELAYS_MS")) }
+        : {}),
+      webhookTimeoutMs: integer(env.WEBHOOK_TIMEOUT_MS, 10_000, "WEBHOOK_TIMEOUT_MS"),
+    },
   };
 }
 

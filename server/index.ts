@@ -3,7 +3,9 @@ import { createDatabase, migrateToLatest, type Db } from "./db";
 import { createChains, type ChainRegistry } from "./chains";
 import { createChainClock } from "./chains/clock";
 import { createBlobStore, createDatabaseBlobStore } from "./storage/blob-store";
-import { buildApp } from "./app";
+import { buildApp, webhookOutbound } from "./app";
+import { createEventFeed } from "./events";
+import { createWebhookSender, WEBHOOKS_LEASE } from "./webhooks";
 import type { App } from "./http/types";
 import { createIndexer, newHeadsUrl, superviseIndexerWorker, type IndexerLogger } from "./indexer";
 import { defaultProjections, DEFAULT_PROJECTIONS_MODULE } from "./projections";
@@ -99,6 +101,22 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
     }
   }
 
+  // Webhooks (issue 27): every process records subscriptions; the holder of the webhooks lease sends.
+  const outbound = webhookOutbound(config.hosted);
+  const webhookFeed = createEventFeed({ db });
+  if (outbound.box) {
+    const sender = createWebhookSender({
+      db,
+      box: outbound.box,
+      fetch: outbound.fetch,
+      feed: webhookFeed,
+      timeoutMs: config.events.webhookTimeoutMs,
+      ...(config.events.retryDelaysMs ? { retryDelaysMs: config.events.retryDelaysMs } : {}),
+      logger: app.log,
+    });
+    leases.hold(WEBHOOKS_LEASE, { acquired: () => sender.start(), lost: () => sender.stop() });
+  }
+
   const indexerLog: IndexerLogger = app.log;
   const inWorker = config.indexerInWorker && (config.databaseUrl !== undefined || config.sqlitePath !== ":memory:");
   for (const chain of chains.list()) {
@@ -192,6 +210,7 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
       await app.close();
       clock.stop();
       await leases.close();
+      webhookFeed.close();
       await Promise.all([...outboxes.values()].map((o) => o.stop()));
       for (const chain of chains.list()) chain.provider.destroy?.();
       await db.destroy();

@@ -19,3 +19,4 @@ export * from "./hosted";
 export * from "./services";
 export * from "./admin";
 export * from "./events";
+export * from "./webhooks";

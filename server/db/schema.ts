@@ -60,6 +60,8 @@ export interface Database {
   event_heads: EventHeadsTable;
   events: EventsTable;
   event_audience: EventAudienceTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 /** Epoch milliseconds. */
@@ -705,4 +707,47 @@ export interface EventAudienceTable {
   wallet: string;
   chain: string;
   seq: number;
+}
+
+/** An account's webhook: where its events go, and how far into its chain's log deliveries are queued. */
+export interface WebhookSubscriptionsTable {
+  id: Generated<number>;
+  account_id: number;
+  /**
+   * The API key that subscribed (null for a session): its wallet (and the account's hosted agents) decide what the
+   * webhook sees, and revoking it disables the webhook.
+   */
+  key_id: number | null;
+  wallet: string;
+  chain: string;
+  url: string;
+  /** JSON array of event types, or null for all. */
+  types: string | null;
+  /** The signing secret sealed under the master key (it must be used, so it is encrypted, not hashed). */
+  secret: string;
+  status: "active" | "disabled";
+  disabled_reason: string | null;
+  /** The last event cursor queued for delivery. */
+  cursor: number;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+/** One event for one subscription: the delivery log. */
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  subscription_id: number;
+  chain: string;
+  seq: number;
+  event_id: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  next_attempt_at: Millis;
+  /** A sender's claim: no other sender attempts it before then. */
+  claimed_until: Millis | null;
+  last_status: number | null;
+  last_error: string | null;
+  first_attempt_at: Millis | null;
+  delivered_at: Millis | null;
+  created_at: Millis;
 }

@@ -9,6 +9,8 @@ import type { Database } from "../db/schema";
 export interface EventFeed {
   /** Resolves once the chain's head passes `cursor`, or after `timeoutMs`, or at close; answers the head known. */
   waitPast(chain: string, cursor: number, timeoutMs: number): Promise<number>;
+  /** Resolves once any chain's head moves past what this feed last saw, or after `timeoutMs`, or at close. */
+  waitForGrowth(timeoutMs: number): Promise<void>;
   /** The last head seen for `chain`. */
   head(chain: string): number;
   close(): void;
@@ -17,6 +19,7 @@ export interface EventFeed {
 export function createEventFeed({ db, pollMs = 50 }: { db: Kysely<Database>; pollMs?: number }): EventFeed {
   const heads = new Map<string, number>();
   const waiters = new Set<{ chain: string; cursor: number; done: (head: number) => void }>();
+  const growthWaiters = new Set<() => void>();
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
   let polling = false;
@@ -26,7 +29,12 @@ export function createEventFeed({ db, pollMs = 50 }: { db: Kysely<Database>; pol
     polling = true;
     try {
       const rows = await db.selectFrom("event_heads").select(["chain", "seq"]).execute();
-      for (const row of rows) heads.set(row.chain, Number(row.seq));
+      let grew = false;
+      for (const row of rows) {
+        if (Number(row.seq) > (heads.get(row.chain) ?? 0)) grew = true;
+        heads.set(row.chain, Number(row.seq));
+      }
+      if (grew) for (const waiter of growthWaiters) waiter();
       for (const waiter of waiters) if ((heads.get(waiter.chain) ?? 0) > waiter.cursor) waiter.done(heads.get(waiter.chain)!);
     } catch {
       // The next poll tries again; readers time out and read anyway.
@@ -36,9 +44,9 @@ export function createEventFeed({ db, pollMs = 50 }: { db: Kysely<Database>; pol
   }
 
   function schedule() {
-    if (!timer && !closed && waiters.size > 0) {
+    if (!timer && !closed && waiters.size + growthWaiters.size > 0) {
       timer = setInterval(() => {
-        if (waiters.size === 0) {
+        if (waiters.size === 0 && growthWaiters.size === 0) {
           clearInterval(timer);
           timer = undefined;
           return;
@@ -67,12 +75,26 @@ export function createEventFeed({ db, pollMs = 50 }: { db: Kysely<Database>; pol
         schedule();
       });
     },
+    waitForGrowth(timeoutMs) {
+      if (closed) return Promise.resolve();
+      return new Promise((resolve) => {
+        const done = () => {
+          clearTimeout(timeout);
+          growthWaiters.delete(done);
+          resolve();
+        };
+        const timeout = setTimeout(done, timeoutMs);
+        growthWaiters.add(done);
+        schedule();
+      });
+    },
     head: (chain) => heads.get(chain) ?? 0,
     close() {
       closed = true;
       if (timer) clearInterval(timer);
       timer = undefined;
       for (const waiter of [...waiters]) waiter.done(heads.get(waiter.chain) ?? 0);
+      for (const waiter of [...growthWaiters]) waiter();
     },
   };
 }

@@ -321,6 +321,8 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
       custodyKey: options.custodyKey,
       trustProxy: options.trustProxy,
       abuse: options.abuse,
+      // Webhooks seal their secrets with its master key and follow its private-network switch.
+      hosted: hostedConfig,
       ...(options.adminApiKey ? { adminApiKey: options.adminApiKey } : {}),
     },
     outboxes: options.withoutVerifierKey ? new Map() : new Map([[chainConfig.name, outbox]]),
