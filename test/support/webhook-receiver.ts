@@ -10,6 +10,8 @@ export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
   body: string;
   answered: number | "hang";
+  /** When it arrived (epoch ms). */
+  at: number;
 }
 
 export type Answer = number | "hang";
@@ -26,15 +28,19 @@ export function webhookReceiver(script: (attempt: number, id: string) => Answer 
     const attempt = (attempts.get(id) ?? 0) + 1;
     attempts.set(id, attempt);
     const answer = script(attempt, id);
-    received.push({ headers, body, answered: answer });
+    received.push({ headers, body, answered: answer, at: Date.now() });
     if (answer === "hang") {
       hanging.add(res);
       return;
     }
-    res.writeHead(answer, { "content-type": "text/plain" }).end("ok");
+    const reply = () => res.writeHead(answer, { "content-type": "text/plain" }).end("ok");
+    if (receiver.delayMs > 0) setTimeout(reply, receiver.delayMs);
+    else reply();
   }
 
-  return {
+  const receiver = {
+    /** Every answer waits this long (ms). */
+    delayMs: 0,
     received,
     attempts,
     get url() {
@@ -64,6 +70,7 @@ export function webhookReceiver(script: (attempt: number, id: string) => Answer 
       await new Promise<void>((resolve) => closing.close(() => resolve()));
     },
   };
+  return receiver;
 }
 
 export type WebhookReceiver = ReturnType<typeof webhookReceiver>;
