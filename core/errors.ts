@@ -271,7 +271,10 @@ export const ERROR_CODES = define({
     description:
       "The webhook URL is not https (http only where private networks are allowed), carries credentials, or names a private or loopback address; `details` says which.",
   },
-  WEBHOOKS_UNAVAILABLE: { status: 503, description: "Webhooks need the server's master key (MARKET_MASTER_KEY) to seal their secrets; none is configured." },
+  WEBHOOKS_UNAVAILABLE: {
+    status: 503,
+    description: "Webhooks need the server's master key (MARKET_MASTER_KEY) to seal their secrets; none is configured.",
+  },
 
   // ---- issue 23 (security, second pass): the deploy body's bounds (docs/security.md), owner messages
   TOO_MANY_TOOLS: { status: 400, description: "A hosted agent has at most 20 HTTP tools (`details` gives the limit)." },

@@ -223,8 +223,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(storageRoutes, { auth, blobs, uploads });
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
   await app.register(agentRoutes, { auth, agents });
-  await app.register(a2aRoutes, { queries, auth, agents });
-  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity, services });
   await app.register(marketplaceRoutes, {
     auth,
     accepting: createAccepting(market),
@@ -279,6 +277,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     perAccount: deps.config.events?.webhooksPerAccount ?? 10,
   });
   await app.register(webhookRoutes, { auth, store: webhooks });
+  // A2A streams and push configs are the same log and webhooks; the cards say what is on.
+  await app.register(a2aRoutes, { queries, auth, agents, db, feed, ...(webhookGuard.box ? { push: webhooks } : {}) });
+  const a2aCapabilities = { streaming: true, pushNotifications: webhookGuard.box !== undefined };
+  await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity, services, a2aCapabilities });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

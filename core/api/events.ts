@@ -64,3 +64,40 @@ export const EventPage = Type.Object(
   { additionalProperties: false },
 );
 export type EventPage = Static<typeof EventPage>;
+
+/** The A2A task state an event leaves its task in (A2A v1.0 `TaskState`), for streams and push notifications. */
+export function a2aStateOfEvent(type: EventType, revertedType?: string): string {
+  switch (type) {
+    case "task.funded":
+    case "task.listed":
+    case "task.released":
+      return "TASK_STATE_SUBMITTED";
+    case "task.paid":
+      return "TASK_STATE_COMPLETED";
+    case "task.cancelled":
+      return "TASK_STATE_CANCELED";
+    case "task.expired":
+    case "task.refunded":
+      return "TASK_STATE_FAILED";
+    case "event.reverted":
+      return revertedType === "task.assigned" || revertedType === "task.listed" ? "TASK_STATE_SUBMITTED" : "TASK_STATE_WORKING";
+    default:
+      return "TASK_STATE_WORKING";
+  }
+}
+
+/** A2A states after which a task changes no more. */
+export const A2A_FINAL_STATES: readonly string[] = ["TASK_STATE_COMPLETED", "TASK_STATE_CANCELED", "TASK_STATE_FAILED"];
+
+/** An event as an A2A v1.0 StreamResponse status update (the market event in `metadata.market`). */
+export function a2aStatusUpdate(event: MarketEvent) {
+  const state = a2aStateOfEvent(event.type, typeof event.data.revertedType === "string" ? event.data.revertedType : undefined);
+  return {
+    statusUpdate: {
+      taskId: event.taskHash ?? "",
+      contextId: event.taskHash ?? "",
+      status: { state, timestamp: new Date(event.createdAt).toISOString() },
+      metadata: { market: event },
+    },
+  };
+}

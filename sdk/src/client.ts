@@ -13,6 +13,7 @@ import {
 } from "./chain";
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
+import { streamEvents, type EventStreamOptions, type MarketEvent } from "./events";
 import { canCancel, hasEnded, snapshotFromView } from "../../core/escrow";
 import type {
   AgentAnswer,
@@ -152,6 +153,19 @@ export class MarketClient {
       timeoutMs: options.timeoutMs,
     });
     this.pinned = options.escrows ?? pinnedEscrowsFromEnv();
+  }
+
+  /**
+   * The events this key may see, oldest first, as they happen (docs/events.md): an async iterator over the API's event
+   * stream that reconnects and resumes after the last event it yielded. `after` is a cursor to resume from.
+   */
+  events(options: Omit<EventStreamOptions, "baseUrl" | "apiKey" | "sessionToken" | "fetch"> = {}): AsyncGenerator<MarketEvent> {
+    return streamEvents({
+      ...options,
+      baseUrl: this.http.baseUrl,
+      ...(this.#options.apiKey ? { apiKey: this.#options.apiKey } : {}),
+      ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+    });
   }
 
   /** The wallet the API key acts as. */

@@ -1,5 +1,5 @@
 import type { EventPage, EventType, MarketEvent } from "../../core/api";
-import { ApiError } from "./errors";
+import { ApiError, apiErrorCode } from "./errors";
 
 export type { EventPage, EventType, MarketEvent } from "../../core/api";
 
@@ -100,7 +100,7 @@ export async function* streamEvents(options: EventStreamOptions): AsyncGenerator
         const parsed = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined;
         const error = new ApiError(
           response.status,
-          parsed?.error?.code ?? `HTTP_${response.status}`,
+          apiErrorCode(parsed?.error?.code, response.status),
           parsed?.error?.message ?? "event stream refused",
           {},
         );
@@ -142,6 +142,6 @@ export async function eventPage(options: Omit<EventStreamOptions, "signal" | "re
   });
   const parsed = (await response.json()) as { success: boolean; data: EventPage; error?: { code?: string; message?: string } };
   if (!response.ok || !parsed.success)
-    throw new ApiError(response.status, parsed.error?.code ?? `HTTP_${response.status}`, parsed.error?.message ?? "", {});
+    throw new ApiError(response.status, apiErrorCode(parsed.error?.code, response.status), parsed.error?.message ?? "", {});
   return parsed.data;
 }

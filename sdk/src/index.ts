@@ -50,3 +50,14 @@ export { CHAIN_NAMES, type ChainName } from "../../core/chains";
 export { ERROR_CODES, ERROR_CODE_ALIASES, answeredCode, type ErrorCode, type ErrorCodeAlias } from "../../core/errors";
 export { formatUsdc, parseUsdcDecimal, parseRawAmount } from "../../core/money";
 export { evaluate, type VerificationCriteria, type Verdict } from "../../core/verification";
+export {
+  streamEvents,
+  eventPage,
+  readSse,
+  type EventStreamOptions,
+  type MarketEvent,
+  type EventType,
+  type EventPage,
+  type SseMessage,
+} from "./events";
+export { verifyWebhook, WebhookVerificationError, WEBHOOK_TOLERANCE_SECONDS } from "../../core/webhooks";

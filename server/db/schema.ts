@@ -723,6 +723,12 @@ export interface WebhookSubscriptionsTable {
   url: string;
   /** JSON array of event types, or null for all. */
   types: string | null;
+  /** Only this task's events (an A2A push-notification config), or null for all. */
+  task_hash: string | null;
+  /** `standard`: Standard Webhooks body; `a2a`: an A2A StreamResponse, with the config's token in X-A2A-Notification-Token. */
+  format: Generated<"standard" | "a2a">;
+  /** The A2A config's token, sealed like the secret; null for a standard webhook. */
+  token: string | null;
   /** The signing secret sealed under the master key (it must be used, so it is encrypted, not hashed). */
   secret: string;
   status: "active" | "disabled";

@@ -31,7 +31,14 @@ function endpointFields(baseUrl: string) {
 }
 
 /** The platform card: where the API, its OpenAPI document, the A2A endpoint and agent cards are. */
-export function platformCard(baseUrl: string) {
+/** What the A2A endpoint offers beyond requests (issue 27): streaming always, push notifications with webhooks on. */
+export interface A2aCapabilities {
+  streaming: boolean;
+  pushNotifications: boolean;
+}
+const NO_STREAMS: A2aCapabilities = { streaming: false, pushNotifications: false };
+
+export function platformCard(baseUrl: string, capabilities: A2aCapabilities = NO_STREAMS) {
   return {
     name: "market",
     description:
@@ -39,7 +46,7 @@ export function platformCard(baseUrl: string) {
       "are paid when the result passes verification.",
     ...endpointFields(baseUrl),
     version: "1.0.0",
-    capabilities: { streaming: false, pushNotifications: false },
+    capabilities: { ...capabilities },
     defaultInputModes: ["application/json"],
     defaultOutputModes: ["application/json"],
     skills: [
@@ -92,13 +99,19 @@ function serviceSkill(baseUrl: string, service: ServiceView) {
  * (chain, token id, contract, owner) and, in ERC-8004's registration-file form, in `registrations`
  * (`agentRegistry` = `eip155:<chainId>:<identity contract>`).
  */
-export function agentCard(baseUrl: string, agent: AgentProfile, identity: AgentIdentityView | null = null, services: readonly ServiceView[] = []) {
+export function agentCard(
+  baseUrl: string,
+  agent: AgentProfile,
+  identity: AgentIdentityView | null = null,
+  services: readonly ServiceView[] = [],
+  capabilities: A2aCapabilities = NO_STREAMS,
+) {
   return {
     name: agent.displayName ?? agent.address,
     description: `Agent ${agent.address} on the task marketplace.`,
     ...endpointFields(baseUrl),
     version: "1.0.0",
-    capabilities: { streaming: false, pushNotifications: false },
+    capabilities: { ...capabilities },
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
     // The services the agent offers for rent (active ones), with prices.
@@ -126,11 +139,14 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<{
   agents: Pick<AgentRegistry, "get">;
   identity: IdentityLookup;
   services: Pick<ServiceStore, "listActive">;
-}> = async (app, { publicUrl, agents: registry, identity, services }) => {
+  a2aCapabilities: A2aCapabilities;
+}> = async (app, { publicUrl, agents: registry, identity, services, a2aCapabilities }) => {
   const baseUrl = publicUrl.replace(/\/$/, "");
 
   for (const path of ["/.well-known/agent.json", "/.well-known/agent-card.json"]) {
-    app.get(path, { schema: { tags: ["discovery"], summary: "Platform card", response: { 200: Card } } }, async () => platformCard(baseUrl));
+    app.get(path, { schema: { tags: ["discovery"], summary: "Platform card", response: { 200: Card } } }, async () =>
+      platformCard(baseUrl, a2aCapabilities),
+    );
   }
 
   app.get(
@@ -150,7 +166,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<{
         identity.identityOf(agent.address),
         services.listActive({ agent: agent.address, limit: 100 }),
       ]);
-      return agentCard(baseUrl, agent, identityView, offered.services);
+      return agentCard(baseUrl, agent, identityView, offered.services, a2aCapabilities);
     },
   );
 };

@@ -1,7 +1,7 @@
 import type { Db } from "../db";
 import { readEvents, walletsOf, type EventFeed } from "../events";
 import { signWebhook } from "../../core/webhooks";
-import type { EventType, MarketEvent } from "../../core/api";
+import { a2aStatusUpdate, type EventType, type MarketEvent } from "../../core/api";
 import { secretContext, type SecretBox } from "./store";
 
 /**
@@ -64,7 +64,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
     const subscriptions = await db
       .selectFrom("webhook_subscriptions as w")
       .leftJoin("api_keys as k", "k.id", "w.key_id")
-      .select(["w.id", "w.account_id", "w.wallet", "w.chain", "w.types", "w.cursor", "w.key_id", "k.revoked_at"])
+      .select(["w.id", "w.account_id", "w.wallet", "w.chain", "w.types", "w.task_hash", "w.cursor", "w.key_id", "k.revoked_at"])
       .where("w.status", "=", "active")
       .execute();
     for (const sub of subscriptions) {
@@ -80,7 +80,14 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       const wallets = await walletsOf(db, { wallet: sub.wallet, accountId: sub.account_id });
       for (let cursor = Number(sub.cursor); ;) {
         const types = sub.types === null ? undefined : (JSON.parse(sub.types) as EventType[]);
-        const page = await readEvents(db, { chain: sub.chain, after: cursor, wallets, ...(types ? { types } : {}) }, FANOUT_PAGE);
+        const filter = {
+          chain: sub.chain,
+          after: cursor,
+          wallets,
+          ...(types ? { types } : {}),
+          ...(sub.task_hash ? { taskHash: sub.task_hash } : {}),
+        };
+        const page = await readEvents(db, filter, FANOUT_PAGE);
         if (page.next === cursor) break;
         const at = now();
         const moved = await db.transaction().execute(async (trx) => {
@@ -136,9 +143,12 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
   async function attempt(
     delivery: { id: number; subscription_id: number; attempts: number },
     event: MarketEvent,
-    target: { url: string; secret: string },
+    target: { url: string; secret: string; token?: string },
   ) {
-    const body = JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data: event });
+    // A standard webhook's body, or an A2A push notification's (a StreamResponse) with the config's token.
+    const body = JSON.stringify(
+      target.token === undefined ? { type: event.type, timestamp: new Date(event.createdAt).toISOString(), data: event } : a2aStatusUpdate(event),
+    );
     const timestamp = Math.floor(now() / 1000);
     let status: number | null = null;
     let error: string | null = null;
@@ -151,6 +161,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
           "webhook-id": event.id,
           "webhook-timestamp": String(timestamp),
           "webhook-signature": signWebhook(target.secret, event.id, timestamp, body),
+          ...(target.token === undefined ? {} : { "x-a2a-notification-token": target.token }),
         },
         body,
         signal: AbortSignal.timeout(timeoutMs),
@@ -199,7 +210,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       .selectFrom("webhook_deliveries as d")
       .innerJoin("webhook_subscriptions as w", "w.id", "d.subscription_id")
       .innerJoin("events as e", (join) => join.onRef("e.chain", "=", "d.chain").onRef("e.seq", "=", "d.seq"))
-      .select(["d.id", "d.subscription_id", "d.attempts", "w.url", "w.secret", "w.account_id", "e.id as event_id"])
+      .select(["d.id", "d.subscription_id", "d.attempts", "w.url", "w.secret", "w.token", "w.format", "w.account_id", "e.id as event_id"])
       .select(["e.seq", "e.chain", "e.type", "e.task_hash", "e.public", "e.data", "e.block_number", "e.tx_hash", "e.created_at"])
       .where("d.status", "=", "pending")
       .where("w.status", "=", "active")
@@ -208,16 +219,20 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       .orderBy("d.id")
       .limit(DUE_BATCH)
       .execute();
-    const secrets = new Map<number, string>();
+    const secrets = new Map<number, { secret: string; token?: string }>();
     let sent = 0;
     const queue = [...due];
     const workers = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
       for (let row = queue.shift(); row; row = queue.shift()) {
         if (!(await claim(row.id, at))) continue;
-        let secret = secrets.get(row.subscription_id);
-        if (secret === undefined) {
-          secret = box.open(row.secret, secretContext(row.account_id, row.url));
-          secrets.set(row.subscription_id, secret);
+        let opened = secrets.get(row.subscription_id);
+        if (opened === undefined) {
+          const context = secretContext(row.account_id, row.url);
+          opened = {
+            secret: box.open(row.secret, context),
+            ...(row.format === "a2a" ? { token: row.token ? box.open(row.token, context) : "" } : {}),
+          };
+          secrets.set(row.subscription_id, opened);
         }
         const event: MarketEvent = {
           id: row.event_id,
@@ -231,7 +246,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
           txHash: row.tx_hash,
           createdAt: Number(row.created_at),
         };
-        await attempt(row, event, { url: row.url, secret });
+        await attempt(row, event, { url: row.url, ...opened });
         sent++;
       }
     });

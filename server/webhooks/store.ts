@@ -129,6 +129,60 @@ export function createWebhookStore(deps: WebhookStoreDeps) {
       return { webhook: webhookView(row), secret };
     },
 
+    /**
+     * An A2A push-notification config: a webhook of the caller's account for one task's events, sent as A2A
+     * StreamResponses with the config's token. Counts against the same quota.
+     */
+    async createPushConfig(principal: Principal, config: { taskHash: string; url: string; token: string }): Promise<Subscription> {
+      if (!deps.box) throw new MarketError("WEBHOOKS_UNAVAILABLE");
+      const url = checkUrl(config.url);
+      const listing = await db.selectFrom("listings").select("chain").where("task_hash", "=", config.taskHash).executeTakeFirst();
+      const chain = listing?.chain ?? deps.chains.posting().config.name;
+      const at = now();
+      const context = secretContext(principal.accountId, url);
+      return db.transaction().execute(async (trx) => {
+        const held = await trx
+          .selectFrom("webhook_subscriptions")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("account_id", "=", principal.accountId)
+          .executeTakeFirstOrThrow();
+        if (Number(held.n) >= deps.perAccount) throw new MarketError("WEBHOOK_QUOTA_EXCEEDED");
+        return trx
+          .insertInto("webhook_subscriptions")
+          .values({
+            account_id: principal.accountId,
+            key_id: principal.keyId ?? null,
+            wallet: principal.wallet,
+            chain,
+            url,
+            types: null,
+            task_hash: config.taskHash,
+            format: "a2a",
+            token: deps.box!.seal(config.token, context),
+            secret: deps.box!.seal(newWebhookSecret(), context),
+            status: "active",
+            disabled_reason: null,
+            cursor: await lastCursor(trx, chain),
+            created_at: at,
+            updated_at: at,
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      });
+    },
+
+    /** The account's push configs of a task (all of them, or the one `id` names). */
+    async pushConfigs(principal: Principal, taskHash: string, id?: number): Promise<Subscription[]> {
+      let query = db
+        .selectFrom("webhook_subscriptions")
+        .selectAll()
+        .where("account_id", "=", principal.accountId)
+        .where("task_hash", "=", taskHash)
+        .where("format", "=", "a2a");
+      if (id !== undefined) query = query.where("id", "=", id);
+      return query.orderBy("id").execute();
+    },
+
     async list(principal: Principal): Promise<WebhookView[]> {
       const rows = await db.selectFrom("webhook_subscriptions").selectAll().where("account_id", "=", principal.accountId).orderBy("id").execute();
       return rows.map(webhookView);

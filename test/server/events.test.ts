@@ -9,6 +9,7 @@ import { serverFixture, type TestServer } from "./harness";
 import { expectError, expectOk } from "./expect";
 import { CRITERIA, PASSING, brief, steps } from "./lifecycle/helpers";
 import { eventPage, streamEvents } from "../../sdk/src/events";
+import { MarketClient } from "../../sdk/src/client";
 import type { EventPage, MarketEvent } from "../../core/api";
 
 const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
@@ -143,13 +144,48 @@ describe("server: the event log", function () {
     const replay = await eventPage({ baseUrl, apiKey: agentKey, limit: 500 });
     expect(seen.map((e) => e.id)).to.deep.equal(replay.events.slice(0, seen.length).map((e) => e.id));
 
-    // Resuming after the third event gives the fourth onwards, and nothing before.
+    // The client's iterator resumes after the third event: the fourth onwards, and nothing before.
     const resumed: MarketEvent[] = [];
-    for await (const event of streamEvents({ baseUrl, apiKey: agentKey, after: seen[2]!.cursor, signal: abort.signal })) {
+    for await (const event of new MarketClient({ baseUrl, apiKey: agentKey }).events({ after: seen[2]!.cursor, signal: abort.signal })) {
       resumed.push(event);
       if (event.id === seen.at(-1)!.id) break;
     }
     expect(resumed.map((e) => e.id)).to.deep.equal(seen.slice(3).map((e) => e.id));
+
+    // A stream that breaks after every second event: the iterator reconnects with Last-Event-ID, each event once, in order.
+    let connections = 0;
+    const breaking: typeof fetch = async (input, init) => {
+      connections++;
+      const response = await fetch(input, init);
+      const reader = response.body!.getReader();
+      let text = "";
+      let events = 0;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const { value, done } = await reader.read();
+          if (done) return controller.close();
+          text += Buffer.from(value).toString("utf8");
+          // Whole messages pass; after the second event the body ends, as a broken connection would.
+          for (let at = text.indexOf("\n\n"); at >= 0; at = text.indexOf("\n\n")) {
+            const message = text.slice(0, at + 2);
+            text = text.slice(at + 2);
+            controller.enqueue(new TextEncoder().encode(message));
+            if (/(^|\n)id: /.test(message) && ++events === 2) {
+              await reader.cancel().catch(() => undefined);
+              return controller.close();
+            }
+          }
+        },
+      });
+      return new Response(body, { status: response.status, headers: response.headers });
+    };
+    const rejoined: MarketEvent[] = [];
+    for await (const event of streamEvents({ baseUrl, apiKey: agentKey, signal: abort.signal, reconnectMs: 10, fetch: breaking })) {
+      rejoined.push(event);
+      if (event.id === seen.at(-1)!.id) break;
+    }
+    expect(rejoined.map((e) => e.id)).to.deep.equal(seen.map((e) => e.id));
+    expect(connections).to.be.greaterThan(1);
 
     // Ten streams per account; the eleventh is refused until one closes.
     const streams = await Promise.all(
