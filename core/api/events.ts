@@ -45,7 +45,12 @@ export type MarketEvent = Static<typeof MarketEvent>;
 export const EventsQuery = Type.Object(
   {
     chain: Type.Optional(ChainNameString),
-    after: Type.Optional(Type.String({ pattern: "^[0-9]{1,15}$", description: "Cursor of the last event seen; 0 or absent: from the start." })),
+    after: Type.Optional(
+      Type.String({
+        pattern: "^([0-9]{1,15}|now)$",
+        description: "Cursor of the last event seen; 0 or absent: from the start; `now`: from the log's head (only what comes next).",
+      }),
+    ),
     limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,4}$", description: "Events per page, 1 to 500 (default 100)." })),
     types: Type.Optional(Type.String({ maxLength: 400, description: "Comma-separated event types to keep (default: all)." })),
     taskHash: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{64}$" })),

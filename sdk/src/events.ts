@@ -56,7 +56,7 @@ export interface EventStreamOptions {
   sessionToken?: string;
   /** The chain's log to follow (default: the server's posting chain). */
   chain?: string;
-  /** Resume after this cursor (default: from the start of the log). */
+  /** Resume after this cursor (default: from the start of the log); `now`: only events from now on. */
   after?: string;
   types?: readonly EventType[];
   taskHash?: string;
@@ -68,7 +68,7 @@ export interface EventStreamOptions {
 }
 
 /** Codes that no reconnection mends: the iterator ends with them. */
-const FATAL = new Set(["AUTH_REQUIRED", "INVALID_TOKEN", "VALIDATION_FAILED", "CHAIN_NOT_CONFIGURED", "FORBIDDEN"]);
+const FATAL = new Set(["AUTH_REQUIRED", "INVALID_TOKEN", "VALIDATION_FAILED", "CHAIN_NOT_CONFIGURED", "FORBIDDEN", "NOT_FOUND"]);
 
 /**
  * The events this key may see, oldest first, forever: reads the log's stream and, when it breaks (a restart, a
@@ -86,6 +86,8 @@ export async function* streamEvents(options: EventStreamOptions): AsyncGenerator
   let wait = options.reconnectMs ?? 500;
   while (!options.signal?.aborted) {
     try {
+      // `now`: the log's head, read once, so a reconnection resumes from a cursor and misses nothing in between.
+      if (after === "now") after = (await eventPage({ ...options, after: "now", limit: 1 })).next;
       const response = await doFetch(`${base}/api/v1/events/stream${query.size ? `?${query}` : ""}`, {
         headers: {
           accept: "text/event-stream",
@@ -115,7 +117,7 @@ export async function* streamEvents(options: EventStreamOptions): AsyncGenerator
       }
     } catch (error) {
       if (options.signal?.aborted) return;
-      if (error instanceof ApiError) throw error;
+      if (error instanceof ApiError && FATAL.has(error.code)) throw error;
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, wait);

@@ -8,6 +8,7 @@ import { MarketError } from "../../core/errors";
 import type { ChainName } from "../../core/chains";
 import type { EventFeed } from "./feed";
 import { MAX_PAGE, readEvents, walletsOf, type EventFilter } from "./replay";
+import { lastCursor } from "./log";
 
 export interface EventRoutesDeps {
   auth: Authenticate;
@@ -36,10 +37,11 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesDeps> = async (ap
     for (const stop of stops) stop();
   });
 
-  async function filterOf(request: { headers: Record<string, string | string[] | undefined> }, query: EventsQuery, after: number) {
+  async function filterOf(request: { headers: Record<string, string | string[] | undefined> }, query: EventsQuery, after: string) {
     const principal = await auth.required(request);
     const chain = query.chain ? chains.require(query.chain).config.name : chains.posting().config.name;
-    const filter: EventFilter = { chain, after, wallets: await walletsOf(db, principal), ...typesOf(query.types) };
+    const cursor = after === "now" ? await lastCursor(db, chain) : Number(after);
+    const filter: EventFilter = { chain, after: cursor, wallets: await walletsOf(db, principal), ...typesOf(query.types) };
     if (query.taskHash) filter.taskHash = query.taskHash;
     return { principal, filter };
   }
@@ -56,12 +58,11 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesDeps> = async (ap
       },
     },
     async (request) => {
-      const after = Number(request.query.after ?? "0");
       const limit = Number(request.query.limit ?? DEFAULT_PAGE);
       if (limit < 1 || limit > MAX_PAGE) {
         throw new MarketError("VALIDATION_FAILED", `limit must be 1 to ${MAX_PAGE}.`, { details: [{ field: "limit", message: `1 to ${MAX_PAGE}` }] });
       }
-      const { filter } = await filterOf(request, request.query, after);
+      const { filter } = await filterOf(request, request.query, request.query.after ?? "0");
       const { events, more, next } = await readEvents(db, filter, limit);
       return ok({ chain: filter.chain as ChainName, events, next: String(next), more });
     },
@@ -87,8 +88,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesDeps> = async (ap
       if (resumeText !== undefined && !/^[0-9]{1,15}$/.test(resumeText)) {
         throw new MarketError("VALIDATION_FAILED", "Last-Event-ID must be a cursor.", { details: [{ field: "last-event-id", message: "a cursor" }] });
       }
-      const after = Number(resumeText ?? request.query.after ?? "0");
-      const { principal, filter } = await filterOf(request, request.query, after);
+      const { principal, filter } = await filterOf(request, request.query, resumeText ?? request.query.after ?? "0");
       const open = openStreams.get(principal.accountId) ?? 0;
       if (open >= deps.streamsPerAccount) throw new MarketError("EVENT_STREAMS_EXCEEDED", undefined, { details: [{ message: "open", open }] });
       openStreams.set(principal.accountId, open + 1);
@@ -110,7 +110,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesDeps> = async (ap
       stops.add(stop);
       request.raw.on("close", stop);
       raw.on("close", stop);
-      let cursor = after;
+      let cursor = filter.after;
       try {
         while (!stopped && !closing) {
           const { events, more, next } = await readEvents(db, { ...filter, after: cursor }, STREAM_PAGE);

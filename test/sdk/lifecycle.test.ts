@@ -240,6 +240,8 @@ describe("WorkerRuntime slots and lifecycle", function () {
           const path = new URL(String(input)).pathname;
           if (path === "/api/v1/api-keys/whoami") return ok({ addresses: [wallet.address] });
           if (path === "/api/v1/a2a/register") return ok({ profile: { address: wallet.address, supportedChains: ["arc"], capabilities: [] } });
+          // A server without the event stream: the runtime browses on its interval alone.
+          if (path.startsWith("/api/v1/events")) return new Response(JSON.stringify({ success: false, error: { code: "NOT_FOUND", message: "none" } }), { status: 404 });
           if (++browses === 3) void runtime.stop();
           return ok({ tasks: [], total: 0 });
         },

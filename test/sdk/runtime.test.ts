@@ -46,6 +46,30 @@ describe("WorkerRuntime end to end", function () {
     return { runtime, events };
   }
 
+  it("reacts to a listing on the event stream, long before its next browse", async function () {
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
+    const events: RuntimeEvent[] = [];
+    const runtime = new WorkerRuntime({
+      ...options,
+      capabilities: ["summarization"],
+      browseIntervalMs: 600_000,
+      executeTask: async () => ({ output: "A careful summary of the brief, with the facts it asks for and nothing else." }),
+    }).on((event) => events.push(event));
+    await runtime.start();
+    // The first browse (at start) found nothing; the next is ten minutes away.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
+    const listedAt = Date.now();
+    await poster.postTasks([
+      { instructions: "Summarise the public history of the Kiel canal.", amountRaw: 3_000_000n, privacy: "public", capabilities: ["summarization"] },
+    ]);
+    await until(() => events.some((e) => e.type === "task_assigned"), 20_000, "the task taken");
+    const tookMs = Date.now() - listedAt;
+    await until(() => events.some((e) => e.type === "task_finalized"), 30_000, "the task delivered");
+    await runtime.stop();
+    expect(tookMs).to.be.below(20_000);
+  });
+
   it("takes public and private tasks posted through the SDK, delivers, passes verification and is paid", async function () {
     const seen: TaskContext[] = [];
     const { runtime, events } = await runtimeFor(async (context) => {

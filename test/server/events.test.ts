@@ -116,6 +116,12 @@ describe("server: the event log", function () {
     const paidOnly = await all(posterKey, `types=task.paid,task.verified&taskHash=${taskHash}`);
     expect(paidOnly.map((e) => e.type)).to.deep.equal(["task.verified", "task.paid"]);
 
+    // `now`: nothing yet, and the head to resume from.
+    const now = await page(posterKey, "after=now");
+    expect(now.events).to.deep.equal([]);
+    expect(now.next).to.equal(whole.at(-1)!.cursor);
+    expect(now.more).to.equal(false);
+
     expectError(await s.call("GET", "/api/v1/events"), "AUTH_REQUIRED");
     expectError(await s.call("GET", "/api/v1/events?limit=0", { key: posterKey }), "VALIDATION_FAILED");
     expectError(await s.call("GET", "/api/v1/events?limit=501", { key: posterKey }), "VALIDATION_FAILED");

@@ -6,6 +6,7 @@ import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
 import { after, sleep, untilAborted } from "./timers";
 import { createGasGate } from "./gas";
+import { streamEvents } from "../events";
 import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
 import { MAX_SUBMISSIONS, RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
 import { unsatisfiable, type VerificationCriteria } from "../../../core/verification/criteria";
@@ -104,6 +105,12 @@ export interface WorkerRuntimeOptions {
   fetch?: typeof fetch;
   /** Milliseconds between browses (default 15 s); a task leaving its slot also browses at once. */
   browseIntervalMs?: number;
+  /**
+   * Default true: follow the API's event stream (docs/events.md) and browse at once when a task is listed or handed
+   * back, rather than at the next interval; the interval's browse stays as the fallback (and is all there is when the
+   * server has no stream).
+   */
+  followEvents?: boolean;
   clock?: Clock;
   /** Tasks never taken (nor continued at start), e.g. ones this agent failed before. */
   skipTask?: (task: TaskView) => boolean;
@@ -319,6 +326,7 @@ export class WorkerRuntime {
       await this.resumeAssigned().catch((error: unknown) => this.emit({ type: "error", error: error as Error }));
     }
     this.scheduleBrowse(0);
+    if (this.#options.followEvents !== false) this.followEvents();
     return this.profile;
   }
 
@@ -454,6 +462,29 @@ export class WorkerRuntime {
       this.executions.clear();
     }
     return { left, awaitingVerdict: [...this.awaiting.keys()].sort() };
+  }
+
+  /** Browses at once on each listing or release the stream shows; ends with stop(), or when the server has no stream. */
+  private followEvents() {
+    const signal = this.stopping.signal;
+    void (async () => {
+      try {
+        const events = streamEvents({
+          baseUrl: this.client.http.baseUrl,
+          apiKey: this.#options.apiKey,
+          ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+          after: "now",
+          types: ["task.listed", "task.released"],
+          signal,
+        });
+        for await (const event of events) {
+          if (!this.running) return;
+          if (event.type === "task.listed" || event.type === "task.released") this.refill();
+        }
+      } catch {
+        // No stream here (an older server, a refusal): the interval's browse is the fallback.
+      }
+    })();
   }
 
   private scheduleBrowse(ms: number) {

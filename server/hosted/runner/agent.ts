@@ -246,6 +246,8 @@ export async function startAgentRun(
     minReward: effectiveMinReward(running, config).toString(),
     maxConcurrentTasks: config.agentConcurrency,
     browseIntervalMs: config.browseIntervalMs,
+    // Hosted runners browse on their interval: a stream per agent would count against its owner's stream quota.
+    followEvents: false,
     resubmitRentals: false,
     // The runner records a failed run and releases the task itself (below), and a model failure is not tried again.
     executeAttempts: 1,
