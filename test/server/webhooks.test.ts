@@ -131,6 +131,15 @@ describe("server: webhooks", function () {
     await s.post(s.poster, posterKey, s.publicTask(brief(), { verificationCriteria: CRITERIA }));
     startSender([20, 20]);
     await until(async () => expectOk(await s.call<WebhookView>("GET", `/api/v1/webhooks/${webhook.id}`, { key: posterKey })).status === "disabled");
+    // An attempt in flight when the webhook was disabled still records its answer: wait until the log stands still.
+    let last = "";
+    await until(async () => {
+      const now = JSON.stringify(await deliveries(posterKey, webhook.id));
+      const still = now === last;
+      last = now;
+      if (!still) await new Promise((resolve) => setTimeout(resolve, 300));
+      return still;
+    });
     const disabled = expectOk(await s.call<WebhookView>("GET", `/api/v1/webhooks/${webhook.id}`, { key: posterKey }));
     expect(disabled.disabledReason).to.match(/failed 3 attempts: answered 503/);
     const failed = (await deliveries(posterKey, webhook.id)).filter((d) => d.status === "failed");
