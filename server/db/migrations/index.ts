@@ -13,8 +13,8 @@ import * as browseAtScale from "./2026-11-25T00-00-00_browse-at-scale";
 import * as hostedSubtasks from "./2026-11-26T00-00-00_hosted-subtasks";
 import * as hostedMcpRuns from "./2026-11-26T12-00-00_hosted-mcp-runs";
 import * as sandboxUsage from "./2026-11-27T12-00-00_sandbox-usage";
-import * as eventLog from "./2026-11-27T00-00-00_event-log";
-import * as webhooks from "./2026-11-27T01-00-00_webhooks";
+import * as eventLog from "./2026-11-27T13-00-00_event-log";
+import * as webhooks from "./2026-11-27T13-30-00_webhooks";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -32,6 +32,6 @@ export const migrations: Record<string, Migration> = {
   "2026-11-26T00-00-00_hosted-subtasks": hostedSubtasks,
   "2026-11-26T12-00-00_hosted-mcp-runs": hostedMcpRuns,
   "2026-11-27T12-00-00_sandbox-usage": sandboxUsage,
-  "2026-11-27T00-00-00_event-log": eventLog,
-  "2026-11-27T01-00-00_webhooks": webhooks,
+  "2026-11-27T13-00-00_event-log": eventLog,
+  "2026-11-27T13-30-00_webhooks": webhooks,
 };
