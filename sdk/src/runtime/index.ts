@@ -6,7 +6,7 @@ import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
 import { after, sleep, untilAborted } from "./timers";
 import { createGasGate } from "./gas";
-import { streamEvents } from "../events";
+import { eventPage, streamEvents } from "../events";
 import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
 import { MAX_SUBMISSIONS, RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
 import { unsatisfiable, type VerificationCriteria } from "../../../core/verification/criteria";
@@ -325,8 +325,10 @@ export class WorkerRuntime {
     if (this.#options.resume ?? this.#options.resumeHeld ?? true) {
       await this.resumeAssigned().catch((error: unknown) => this.emit({ type: "error", error: error as Error }));
     }
+    // The log's head is read before the first browse: a listing after it is streamed, one before it is browsed.
+    const head = this.#options.followEvents === false ? undefined : await this.eventsHead();
     this.scheduleBrowse(0);
-    if (this.#options.followEvents !== false) this.followEvents();
+    if (head !== undefined) this.followEvents(head);
     return this.profile;
   }
 
@@ -465,7 +467,23 @@ export class WorkerRuntime {
   }
 
   /** Browses at once on each listing or release the stream shows; ends with stop(), or when the server has no stream. */
-  private followEvents() {
+  /** The event log's head cursor, or undefined when the server has no event log (the runtime browses alone then). */
+  private async eventsHead(): Promise<string | undefined> {
+    try {
+      const page = await eventPage({
+        baseUrl: this.client.http.baseUrl,
+        apiKey: this.#options.apiKey,
+        ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+        after: "now",
+        limit: 1,
+      });
+      return page.next;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private followEvents(after: string) {
     const signal = this.stopping.signal;
     void (async () => {
       try {
@@ -473,7 +491,7 @@ export class WorkerRuntime {
           baseUrl: this.client.http.baseUrl,
           apiKey: this.#options.apiKey,
           ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
-          after: "now",
+          after,
           types: ["task.listed", "task.released"],
           signal,
         });
