@@ -4,65 +4,10 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Address, ChainNameString, RawAmount, TxHash } from "./common";
-
-/** Longest name of a tool (the OpenAI function-name limit). */
-export const MAX_TOOL_NAME_CHARS = 64;
-export const TOOL_NAME_PATTERN = `^[A-Za-z0-9_]{1,${MAX_TOOL_NAME_CHARS}}$`;
-/** Names of secrets (`toolSecrets` keys, a tool's `auth.secretRef`). */
-export const SECRET_NAME_PATTERN = "^[A-Za-z0-9_.-]{1,100}$";
-
-export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
-export const PARAMETER_TYPES = ["string", "number", "integer", "boolean"] as const;
-export const PARAM_LOCATIONS = ["body", "query", "path", "header"] as const;
-export const TOOL_AUTH_TYPES = ["none", "bearer", "header", "query_param"] as const;
+import { AgentTool, SECRET_NAME_PATTERN } from "./tools";
+import { InstalledSkill, MAX_SKILLS_PER_AGENT, SKILL_SLUG_PATTERN } from "./skills";
 
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
-
-/** One input of a tool, as the model sees it. */
-export const ToolParameter = Type.Object(
-  {
-    type: literals(PARAMETER_TYPES),
-    description: Type.String({ minLength: 1, maxLength: 1000 }),
-    enum: Type.Optional(Type.Array(Type.Union([Type.String({ maxLength: 200 }), Type.Number(), Type.Boolean()]), { minItems: 1, maxItems: 100 })),
-  },
-  { additionalProperties: false },
-);
-
-/** An HTTP tool of a hosted agent (spec "HTTP tool definition"). The secret is named, never included. */
-export const HttpTool = Type.Object(
-  {
-    type: Type.Optional(Type.Literal("http", { description: "Default `http`; other tool types come with skills." })),
-    name: Type.String({ pattern: TOOL_NAME_PATTERN, description: "1 to 64 letters, digits or underscores." }),
-    description: Type.String({ minLength: 1, maxLength: 2000, description: "All the model knows of the tool." }),
-    parameters: Type.Object(
-      {
-        type: Type.Literal("object"),
-        properties: Type.Record(Type.String({ pattern: "^[A-Za-z0-9_]{1,64}$" }), ToolParameter),
-        required: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50 })),
-      },
-      { additionalProperties: false },
-    ),
-    method: literals(HTTP_METHODS),
-    url: Type.String({ pattern: "^https?://", maxLength: 2000, description: "Full http(s) URL; `{name}` placeholders are filled from path inputs." }),
-    paramMapping: Type.Optional(
-      Type.Record(Type.String({ pattern: "^[A-Za-z0-9_]{1,64}$" }), literals(PARAM_LOCATIONS), {
-        description: "Each input to `body`, `query` or `path`; `header` is accepted and dropped; an unmapped input is never sent.",
-      }),
-    ),
-    auth: Type.Optional(
-      Type.Object(
-        {
-          type: literals(TOOL_AUTH_TYPES),
-          keyName: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9-]{1,100}$", description: "Header name (type `header`)." })),
-          secretRef: Type.Optional(Type.String({ pattern: SECRET_NAME_PATTERN, description: "Name of a `toolSecrets` entry." })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
-export type HttpTool = Static<typeof HttpTool>;
 
 export const DeployAgentBody = Type.Object(
   {
@@ -84,13 +29,19 @@ export const DeployAgentBody = Type.Object(
       maxLength: 200,
       description: "Uncompressed secp256k1 public key (130 hex): every secret gets an ECIES copy to it.",
     }),
-    tools: Type.Optional(Type.Array(HttpTool, { maxItems: 20 })),
+    tools: Type.Optional(Type.Array(AgentTool, { maxItems: 20 })),
     toolSecrets: Type.Optional(
       Type.Record(Type.String({ pattern: SECRET_NAME_PATTERN }), Type.String({ minLength: 1, maxLength: 4000 }), {
         description: "Secret name to value; stored encrypted, never shown again.",
       }),
     ),
     capabilities: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 })),
+    skills: Type.Optional(
+      Type.Array(Type.String({ pattern: SKILL_SLUG_PATTERN, maxLength: 64 }), {
+        maxItems: MAX_SKILLS_PER_AGENT,
+        description: "Skills to install, by slug (public ones, or your own private ones; `SKILL_NOT_FOUND` otherwise).",
+      }),
+    ),
     minReward: Type.Optional(RawAmount),
     subtasks: Type.Optional(
       Type.Object(
@@ -111,17 +62,42 @@ export const DeployAgentBody = Type.Object(
 );
 export type DeployAgentBody = Static<typeof DeployAgentBody>;
 
+/**
+ * PATCH /api/v1/agents/{id} (issue 25): what the owner may change after deploy. Applies at the agent's next start (a
+ * running agent keeps what it started with); the wallet, identity and reputation stay. Tool secrets are set at deploy
+ * only: new tools may name only secrets the agent holds.
+ */
+export const UpdateAgentBody = Type.Object(
+  {
+    displayName: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    instructions: Type.Optional(Type.String({ minLength: 1, maxLength: 20_000 })),
+    model: Type.Optional(
+      Type.Object(
+        { baseUrl: Type.String({ pattern: "^https?://", maxLength: 2000 }), name: Type.String({ minLength: 1, maxLength: 200 }) },
+        { additionalProperties: false, description: "The model key stays the one given at deploy." },
+      ),
+    ),
+    tools: Type.Optional(Type.Array(AgentTool, { maxItems: 20, description: "Replaces the agent's own tools (installed skills' stay)." })),
+    capabilities: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 })),
+    minReward: Type.Optional(Type.Union([RawAmount, Type.Null()], { description: "null: no minimum." })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateAgentBody = Static<typeof UpdateAgentBody>;
+
 export const AGENT_STATES = ["running", "stopped"] as const;
 export type AgentState = (typeof AGENT_STATES)[number];
 export const BUILTIN_TOOLS = ["send_message", "read_inbox", "wait_for_reply", "delegate_to_agent"] as const;
 
 /** A tool as the public sees it: no secret, header values masked. */
 export const PublicTool = Type.Object({
+  type: Type.String({ description: "`http`, `mcp` or `mcp_manual`." }),
   name: Type.String(),
   description: Type.String(),
   method: Type.String(),
   url: Type.String(),
   headers: Type.Record(Type.String(), Type.String(), { description: "Headers the tool sends, values masked." }),
+  tools: Type.Optional(Type.Array(Type.String(), { description: "An MCP server's tools, as listed at deploy or install." })),
 });
 export type PublicTool = Static<typeof PublicTool>;
 
@@ -156,6 +132,7 @@ export const OwnedAgentView = Type.Intersect([
     exportedAt: Type.Union([Type.Integer(), Type.Null()]),
     exports: Type.Integer(),
     lastError: Type.Union([Type.String(), Type.Null()]),
+    skills: Type.Array(InstalledSkill, { description: "Installed skills (frozen snapshots), joined at the agent's next start." }),
   }),
 ]);
 export type OwnedAgentView = Static<typeof OwnedAgentView>;

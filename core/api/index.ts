@@ -15,6 +15,8 @@ export * from "./reputation";
 export * from "./health";
 export * from "./discovery";
 export * from "./mcp";
+export * from "./tools";
 export * from "./hosted";
+export * from "./skills";
 export * from "./services";
 export * from "./admin";

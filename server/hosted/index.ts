@@ -14,6 +14,8 @@ import { createGasSponsor } from "./sponsor";
 import { createHostedRunners, type RunnerEndpoints } from "./runner";
 import { createHostedAgents, type OnDeployed } from "./service";
 import type { RunnerLogger } from "./runner/agent";
+import { createSkillStore } from "../skills";
+import { checkToolDefinition } from "./tools";
 
 export { hostedRoutes, type HostedRoutesDeps } from "./routes";
 export { bridgeHealthRoutes } from "./health";
@@ -55,12 +57,15 @@ export function createHosting(deps: HostingDeps) {
   const fees = createDeployFees({ db, chain: settlementChain, amount: config.deployFeeRaw, now });
   const sponsor = createGasSponsor({ db, chains, mode: config.gasSponsor, privateKey: config.gasSponsorKey, now, logger });
   const hooks = deployHooks(deps.onDeployed);
+  // The skills registry checks its tools by the same rules as a deploy (issue 25).
+  const skills = createSkillStore({ db, now, checkTool: (tool, field) => checkToolDefinition(tool, field, config.allowPrivateNetworks) });
   const runners = createHostedRunners({ db, store, tokens, config, sponsor, logger, now });
   const agents = createHostedAgents({
     db,
     store,
     fees,
     runners,
+    skills,
     settlementChain,
     config,
     now,
@@ -73,6 +78,7 @@ export function createHosting(deps: HostingDeps) {
   };
   return {
     store,
+    skills,
     sponsor,
     runners,
     agents,

@@ -5,8 +5,9 @@ import type { Vault } from "./vault";
 import type { Principal } from "../auth";
 import { MarketError } from "../../core/errors";
 import { sealToPublicKey } from "../../core/crypto";
-import { BUILTIN_TOOLS, asAddress, asRawAmount, type HostedAgentView, type HttpTool, type OwnedAgentView, type PublicTool } from "../../core/api";
+import { BUILTIN_TOOLS, asAddress, asRawAmount, type HostedAgentView, type OwnedAgentView, type PublicTool, type StoredTool } from "../../core/api";
 import { MAX_SERIAL_ID } from "../db";
+import { installedView, withSkills, type SkillSnapshot } from "./installed-skills";
 
 export type SecretKind = "wallet" | "model" | "tool";
 
@@ -23,7 +24,7 @@ export interface RunningConfig {
   model: { baseUrl: string; name: string };
   capabilities: string[];
   minReward: string | null;
-  tools: HttpTool[];
+  tools: StoredTool[];
   subtaskMaxReward: string | null;
 }
 
@@ -94,6 +95,18 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     };
   }
 
+  /** The agent's tool secrets alone, opened in memory (its wallet and model keys stay sealed). */
+  async function openToolSecrets(agentId: number): Promise<Map<string, string>> {
+    const sealer = requireVault();
+    const rows = await db
+      .selectFrom("hosted_agent_secrets")
+      .select(["name", "sealed"])
+      .where("agent_id", "=", agentId)
+      .where("kind", "=", "tool")
+      .execute();
+    return new Map(rows.map((row) => [row.name, sealer.open(row.sealed, secretContext(agentId, "tool", row.name))]));
+  }
+
   /** The agent's wallet key alone, opened in memory (its other secrets stay sealed). */
   async function openWalletKey(agentId: number): Promise<string> {
     const sealer = requireVault();
@@ -132,20 +145,37 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     return row;
   }
 
-  async function tools(agentId: number): Promise<HttpTool[]> {
+  async function tools(agentId: number): Promise<StoredTool[]> {
     const rows = await db.selectFrom("hosted_agent_tools").select("definition").where("agent_id", "=", agentId).orderBy("name").execute();
-    return rows.map((r) => json.read<HttpTool>(r.definition)!);
+    return rows.map((r) => json.read<StoredTool>(r.definition)!);
   }
 
-  /** The configuration an agent starts with. */
+  /** The agent's installed skills (their snapshots), in install order. */
+  async function skills(agentId: number): Promise<Array<{ snapshot: SkillSnapshot; installedAt: number }>> {
+    const rows = await db
+      .selectFrom("hosted_agent_skills")
+      .select(["snapshot", "installed_at"])
+      .where("agent_id", "=", agentId)
+      .orderBy("installed_at")
+      .orderBy("slug")
+      .execute();
+    return rows.map((r) => ({ snapshot: json.read<SkillSnapshot>(r.snapshot)!, installedAt: r.installed_at }));
+  }
+
+  /** The configuration an agent starts with: its own, with its installed skills joined (spec "Skill"). */
   async function runningConfig(row: HostedAgent): Promise<RunningConfig> {
+    const joined = withSkills(
+      { instructions: row.instructions, tools: await tools(row.id), capabilities: json.read<string[]>(row.capabilities) ?? [] },
+      BUILTIN_TOOLS,
+      (await skills(row.id)).map((s) => s.snapshot),
+    );
     return {
       displayName: row.display_name,
-      instructions: row.instructions,
+      instructions: joined.instructions,
       model: { baseUrl: row.model_base_url, name: row.model_name },
-      capabilities: json.read<string[]>(row.capabilities) ?? [],
+      capabilities: joined.capabilities,
       minReward: row.min_reward === null ? null : asRawAmount(row.min_reward),
-      tools: await tools(row.id),
+      tools: joined.tools,
       subtaskMaxReward: row.subtask_max_reward,
     };
   }
@@ -184,7 +214,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       .execute();
   }
 
-  function publicView(row: HostedAgent, toolList: HttpTool[]): HostedAgentView {
+  function publicView(row: HostedAgent, toolList: StoredTool[]): HostedAgentView {
     return {
       id: row.id,
       address: asAddress(row.address),
@@ -226,6 +256,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       exportedAt: row.exported_at,
       exports: Number(exports.n),
       lastError: row.last_error,
+      skills: (await skills(row.id)).map((s) => installedView(s.snapshot, s.installedAt)),
     };
   }
 
@@ -243,8 +274,8 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       )
       .orderBy("name")
       .execute();
-    const byAgent = new Map<number, HttpTool[]>();
-    for (const t of toolRows) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), json.read<HttpTool>(t.definition)!]);
+    const byAgent = new Map<number, StoredTool[]>();
+    for (const t of toolRows) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), json.read<StoredTool>(t.definition)!]);
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
@@ -252,10 +283,12 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     storeSecrets,
     openSecrets,
     openWalletKey,
+    openToolSecrets,
     ownerCopy,
     find,
     requireOwned,
     tools,
+    skills,
     runningConfig,
     setState,
     transition,
@@ -266,10 +299,13 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
 }
 
 /** A tool as the public sees it: the headers it sends with their values masked, never a secret. */
-export function publicTool(tool: HttpTool): PublicTool {
+export function publicTool(tool: StoredTool): PublicTool {
   const headers: Record<string, string> = {};
   const auth = tool.auth;
   if (auth?.type === "bearer") headers.Authorization = `Bearer ${MASK}`;
   if (auth?.type === "header") headers[auth.keyName ?? "Authorization"] = MASK;
-  return { name: tool.name, description: tool.description, method: tool.method, url: tool.url, headers };
+  const view = { name: tool.name, url: tool.url, headers };
+  if (tool.type === "mcp") return { type: "mcp", ...view, description: tool.description ?? "", method: "MCP", tools: tool.listed.map((t) => t.name) };
+  if (tool.type === "mcp_manual") return { type: "mcp_manual", ...view, description: tool.description, method: "POST" };
+  return { type: "http", ...view, description: tool.description, method: tool.method };
 }

@@ -15,7 +15,8 @@ import type { GasSponsor } from "../sponsor";
 import { createWindows } from "../../http/rate-limit";
 import { createRedactor, redactFields, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
-import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
+import { builtinToolSpecs, builtinTools } from "./tools";
+import { toolset } from "./tool-types";
 import { createSubtaskLedger } from "./subtasks";
 
 export interface RunnerLogger {
@@ -79,8 +80,8 @@ export async function startAgentRun(
     { timeoutMs: config.modelTimeoutMs, allowPrivateNetworks: config.allowPrivateNetworks },
   );
   const subtaskMaxReward = running.subtaskMaxReward === null ? null : BigInt(running.subtaskMaxReward);
-  const toolSpecs = [...running.tools.map(httpToolSpec), ...builtinToolSpecs(subtaskMaxReward !== null)];
-  const toolsByName = new Map(running.tools.map((t) => [t.name, t]));
+  const agentTools = toolset(running.tools);
+  const toolSpecs = [...agentTools.specs, ...builtinToolSpecs(subtaskMaxReward !== null)];
 
   const beforeSend = async (tx: { chain: string; from: string; to: string; data: string }) => {
     try {
@@ -177,8 +178,8 @@ export async function startAgentRun(
         },
         onStep: (step) => (steps = step),
         async callTool(name, args, signal) {
-          const http = toolsByName.get(name);
-          if (http) return callHttpTool(http, args, ctx, signal);
+          const own = agentTools.calls.get(name);
+          if (own) return own(args, ctx, signal);
           const answer = await builtins.call(name, args, signal);
           return answer ?? `Error: no tool named ${name}`;
         },
