@@ -13,6 +13,7 @@ import {
 } from "./chain";
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
+import { skillsApi, type SkillsApi } from "./skills";
 import { canCancel, hasEnded, snapshotFromView } from "../../core/escrow";
 import type {
   AgentAnswer,
@@ -136,6 +137,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export class MarketClient {
   readonly http: Http;
+  /** Skills and agent updates (sdk/src/skills.ts). */
+  readonly skills: SkillsApi;
   /** Holds the keys: an ES private field, so printing or serialising the client never shows them. */
   readonly #options: MarketClientOptions;
   private readonly pinned: PinnedEscrows;
@@ -150,6 +153,7 @@ export class MarketClient {
       fetch: options.fetch,
       timeoutMs: options.timeoutMs,
     });
+    this.skills = skillsApi(this.http);
     this.pinned = options.escrows ?? pinnedEscrowsFromEnv();
   }
 

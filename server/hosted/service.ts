@@ -577,6 +577,11 @@ export function createHostedAgents(deps: {
     if (body.tools) {
       const secrets = await store.openToolSecrets(id);
       try {
+        // Secrets are set at deploy only: a new tool may name only one the agent holds.
+        body.tools.forEach((tool, i) => {
+          const ref = tool.auth && tool.auth.type !== "none" ? tool.auth.secretRef : undefined;
+          if (ref && !secrets.has(ref)) throw invalid(`body.tools.${i}.auth.secretRef`, `names ${ref}, which the agent does not hold`);
+        });
         tools = await prepareTools(body.tools, {
           allowPrivateNetworks: config.allowPrivateNetworks,
           secret: (n) => secrets.get(n),
