@@ -246,7 +246,8 @@ export const ERROR_CODES = define({
   SKILL_NAME_MISSING: { status: 400, description: "The SKILL.md frontmatter has no `name`; nothing was stored." },
   TOOL_IMPORT_INVALID: {
     status: 400,
-    description: "The OpenAPI document is not OpenAPI 3.x JSON (YAML, Swagger 2, or a 3.1-only construct); `reason` says which.",
+    description:
+      "The OpenAPI document cannot be imported; `reason`: YAML, NOT_JSON, NOT_OPENAPI_3 (Swagger 2 included), UNSUPPORTED_3_1 (webhooks, jsonSchemaDialect, type lists, const) or NO_OPERATIONS.",
   },
   TOOL_IMPORT_TOO_LARGE: { status: 413, description: "The OpenAPI document is over 10 MB." },
   TOOL_NAME_TOO_LONG: { status: 400, description: "A tool name is over 64 characters." },

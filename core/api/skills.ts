@@ -148,3 +148,29 @@ export const AgentSkillParams = Type.Object({
 export type AgentSkillParams = Static<typeof AgentSkillParams>;
 export const InstalledSkills = Type.Object({ skills: Type.Array(InstalledSkill) });
 export type InstalledSkills = Static<typeof InstalledSkills>;
+
+/** POST /api/v1/tools/import-openapi: an OpenAPI 3.x JSON document's text. */
+export const ImportOpenApiBody = Type.Object(
+  {
+    document: Type.String({
+      minLength: 1,
+      maxLength: 11 * 1024 * 1024,
+      description: "The document's text: JSON, at most 10 MB (TOOL_IMPORT_TOO_LARGE).",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type ImportOpenApiBody = Static<typeof ImportOpenApiBody>;
+
+/** Draft HTTP tools to review: each URL holds the path only and must be made full before it is deployed. */
+export const ImportedDrafts = Type.Object({
+  drafts: Type.Array(
+    Type.Object({
+      tool: Type.Unknown({ description: "An HTTP tool definition whose `url` is the operation's path." }),
+      review: Type.Array(Type.String(), { description: "What to check before confirming it." }),
+    }),
+  ),
+  servers: Type.Array(Type.String(), { description: "The document's server URLs." }),
+  skipped: Type.Integer({ description: "Operations beyond the 200 drafted." }),
+});
+export type ImportedDrafts = Static<typeof ImportedDrafts>;

@@ -11,7 +11,12 @@ import {
   SkillListQuery,
   SkillParams,
   UpdateSkillBody,
+  ImportOpenApiBody,
+  ImportedDrafts,
 } from "../../core/api";
+import { MarketError } from "../../core/errors";
+import { importOpenApi, MAX_OPENAPI_BYTES, OpenApiImportError } from "../../core/openapi-import";
+import { createWindows, rateLimited } from "../http/rate-limit";
 import type { SkillStore } from "./store";
 
 const AUTHOR_ONLY = "Author only: a session or API key of the account that created it (`NOT_SKILL_AUTHOR` otherwise).";
@@ -26,6 +31,40 @@ export interface SkillRoutesDeps {
 
 /** The skills registry: the public listing, one skill, and its author's create, import, edit and delete. */
 export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (app, { auth, skills }) => {
+  /** OpenAPI imports per account per hour (each parses up to 10 MB). */
+  const imports = createWindows(60 * 60_000);
+
+  app.post(
+    "/api/v1/tools/import-openapi",
+    {
+      // 10 MB of document, JSON-escaped, with room for the envelope; the document's own size is checked apart.
+      bodyLimit: 2 * MAX_OPENAPI_BYTES + 64 * 1024,
+      schema: {
+        tags: ["skills"],
+        summary: "Draft HTTP tools from an OpenAPI 3.x JSON document, to review and confirm into an agent or a skill",
+        description:
+          "Nothing is stored and nothing runs: each draft's `url` is the operation's path, to be made a full URL before it is sent in a deploy, " +
+          "an agent update or a skill. Name from `operationId`, description from the summary; API key in a header and HTTP bearer schemes " +
+          "become `auth`; header parameters map to `header` (dropped when called); request-body fields become query parameters. " +
+          "YAML, Swagger 2, 3.1-only constructs: `TOOL_IMPORT_INVALID` with a `reason`; over 10 MB: `TOOL_IMPORT_TOO_LARGE`. 30 imports per account per hour.",
+        security: CREDENTIALS,
+        body: ImportOpenApiBody,
+        response: { 200: Envelope(ImportedDrafts), ...errorResponses(401, 403, 413, 429) },
+      },
+    },
+    async (request) => {
+      const principal = await auth.signedIn(request);
+      const retryAfter = imports.hit(`account:${principal.accountId}`, 30, Date.now());
+      if (retryAfter !== undefined) throw rateLimited(retryAfter, "OpenAPI imports");
+      try {
+        return ok(importOpenApi(request.body.document));
+      } catch (error) {
+        if (error instanceof OpenApiImportError) throw new MarketError(error.code, error.message, error.reason ? { reason: error.reason } : {});
+        throw error;
+      }
+    },
+  );
+
   app.get(
     "/api/v1/skills",
     {
