@@ -234,7 +234,6 @@ export const ERROR_CODES = define({
   SKILL_INSTRUCTIONS_TOO_LONG: { status: 400, description: "A skill's instructions are over 16 KB (UTF-8 bytes)." },
   SKILL_TOO_MANY_TOOLS: { status: 400, description: "A skill holds at most 20 tools." },
   SKILL_TOO_MANY_CAPABILITIES: { status: 400, description: "A skill holds at most 10 capability tags." },
-  SKILL_TOOL_TYPE_REFUSED: { status: 400, description: "A skill never holds JS Eval (`js_eval`) or Sandbox (`sandbox`) tools." },
   SKILL_QUOTA_EXCEEDED: {
     status: 409,
     description: "The account has as many skills as it may author, or the agent as many installed; remove one first.",
@@ -258,6 +257,37 @@ export const ERROR_CODES = define({
   },
   MCP_SERVER_EMPTY: { status: 400, description: "The MCP server lists no tools (or more than 50); nothing was stored." },
 
+  // ---- sandbox tools of hosted agents: JS Eval and Sandbox (issue 26, docs/hosted-agents.md "Sandbox tools")
+  SANDBOX_UNAVAILABLE: {
+    status: 503,
+    description:
+      "This server has no working sandbox (bubblewrap missing or refused; `GET /health` shows why): JS Eval and Sandbox tools are refused, never run with weaker isolation.",
+  },
+  SANDBOX_RATE_LIMITED: {
+    status: 429,
+    description: "The hosted agent started as many sandbox runs this minute as it may (the window starts at its first run and lasts 60 s).",
+    retryable: true,
+  },
+  SANDBOX_DAILY_CAP: {
+    status: 429,
+    description: "The hosted agent's sandbox runs used today's wall-clock seconds (its daily cost cap); the cap resets at 00:00 UTC.",
+    retryable: true,
+  },
+  SANDBOX_TOOL_IN_SKILL: { status: 400, description: "JS Eval and Sandbox tools need the hosted sandbox and are never allowed inside a skill." },
+
+  // ---- issue 23 (security, second pass): the deploy body's bounds (docs/security.md), owner messages
+  TOO_MANY_TOOLS: { status: 400, description: "A hosted agent has at most 20 HTTP tools (`details` gives the limit)." },
+  TOO_MANY_TOOL_SECRETS: { status: 400, description: "A deploy carries at most 20 `toolSecrets` (`details` gives the limit)." },
+  TOO_MANY_TOOL_PARAMETERS: { status: 400, description: "An HTTP tool has at most 30 parameters (`details` names the tool and the limit)." },
+  TOO_MANY_PARAM_MAPPINGS: {
+    status: 400,
+    description: "An HTTP tool's `paramMapping` has at most 30 entries (`details` names the tool and the limit).",
+  },
+  MESSAGE_QUOTA_EXCEEDED: {
+    status: 429,
+    description: "The conversation between an owner and its hosted agent holds as many messages as it may this day; retry later.",
+    retryable: true,
+  },
   // ---- client-side (SDK, CLI)
   WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },
   WRONG_RPC: { status: 0, client: true, description: "No RPC URL configured for the chain, or it answers for another chain." },

@@ -19,6 +19,7 @@ if [ ${#files[@]} -eq 0 ]; then
     test/cli/journal.test.ts
     test/indexer/log-range.test.ts
     test/indexer/write-lock.test.ts
+    test/sandbox/command.test.ts
     test/sdk/lifecycle.test.ts
     test/sdk/schedule.test.ts
     test/server/chain-clock.test.ts
@@ -26,7 +27,7 @@ if [ ${#files[@]} -eq 0 ]; then
     test/server/db.test.ts
     test/server/listing-codec.test.ts
   )
-  mapfile -t files < <(find test/server test/indexer test/hosted test/mcp test/sdk test/cli -name '*.test.ts' | sort | grep -vxF -f <(printf '%s\n' "${not_database[@]}"))
+  mapfile -t files < <(find test/server test/indexer test/hosted test/sandbox test/mcp test/sdk test/cli -name '*.test.ts' | sort | grep -vxF -f <(printf '%s\n' "${not_database[@]}"))
   files+=(test/sdk-smoke.test.ts)
 fi
 

@@ -202,7 +202,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   identityMinting.start();
   app.addHook("onClose", () => identityMinting.stop());
 
-  await app.register(healthRoutes, { db, chains, now, custodyPublicKey: custody.publicKey, leases: deps.leases ?? (() => []) });
+  await app.register(healthRoutes, {
+    db,
+    chains,
+    now,
+    custodyPublicKey: custody.publicKey,
+    leases: deps.leases ?? (() => []),
+    // The hosting (built below) owns the sandbox; /health is asked only once the app listens.
+    sandbox: () => hosting.sandbox.status(),
+  });
   await app.register(authRoutes, { auth });
   await app.register(storageRoutes, { auth, blobs, uploads });
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
@@ -245,6 +253,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(serviceRoutes, { auth, services, requireOwnedAgent: (id, principal) => hosting.store.requireOwned(id, principal) });
   await app.register(bridgeHealthRoutes, {
     chains,
+    now,
     sponsor: hosting.sponsor,
     ...(deps.verifierAddress ? { verifierAddress: deps.verifierAddress } : {}),
   });

@@ -76,7 +76,52 @@ export interface HostedConfig {
   gasSponsor: "on" | "paused";
   /** The wallet that pays sponsored gas. Never logged. */
   gasSponsorKey?: string;
+  /** JS Eval and Sandbox tools (issue 26, server/sandbox): DEFAULT_SANDBOX when absent. */
+  sandbox?: SandboxConfig;
+  // Issue 23 (security, second pass): what a hosted agent's model can spend and what it works for.
+  /** Share of a task's reward (basis points) its sub-tasks (`delegate_to_agent`) may pay in all. */
+  subtaskShareBps: number;
+  /** Raw units one agent's sub-tasks may pay in all over any 24 hours. */
+  subtaskDailyCapRaw: bigint;
+  /** An agent with sub-tasks on accepts no task paying less (raw units); nor does it delegate for one. */
+  subtaskMinParentRewardRaw: bigint;
+  /** The `minReward` of a hosted agent deployed without one (raw units). */
+  defaultMinRewardRaw: bigint;
 }
+
+/** The sandbox of JS Eval and Sandbox tools (issue 26, docs/hosted-agents.md "Sandbox tools"). */
+export interface SandboxConfig {
+  /** The bubblewrap binary. */
+  bwrap: string;
+  /** Uid and gid sandboxes run as when the server runs as root (RLIMIT_NPROC does not bind the host's root). */
+  uid: number;
+  /** Sandboxes running at once on this server. */
+  concurrency: number;
+  /** Sandbox runs one hosted agent may start per minute (the window starts at its first run). */
+  runsPerMinute: number;
+  /** Wall-clock seconds of sandbox runs one hosted agent may use per UTC day (its daily cost cap). */
+  dailySeconds: number;
+  /** A tool's timeout when it states none (seconds; a tool may state 1 to 600). */
+  defaultTimeoutSeconds: number;
+  /** Per-process memory (RLIMIT_DATA), processes per sandbox, scratch tmpfs size, stdout kept. */
+  memoryBytes: number;
+  processes: number;
+  scratchBytes: number;
+  maxOutputBytes: number;
+}
+
+export const DEFAULT_SANDBOX: SandboxConfig = {
+  bwrap: "bwrap",
+  uid: 65534,
+  concurrency: 4,
+  runsPerMinute: 10,
+  dailySeconds: 600,
+  defaultTimeoutSeconds: 30,
+  memoryBytes: 256 * 1024 * 1024,
+  processes: 32,
+  scratchBytes: 64 * 1024 * 1024,
+  maxOutputBytes: 64 * 1024,
+};
 
 /** Uploads (docs/security.md): a quota and a rate per account, and the collection of blobs nothing references. */
 export interface UploadLimits {
@@ -186,6 +231,10 @@ export const DEFAULT_HOSTED: HostedConfig = {
   allowPrivateNetworks: false,
   walletHoldMs: 120_000,
   gasSponsor: "paused",
+  subtaskShareBps: 5_000,
+  subtaskDailyCapRaw: 5_000_000n,
+  subtaskMinParentRewardRaw: 1_000_000n,
+  defaultMinRewardRaw: 10_000n,
 };
 
 /**
@@ -260,7 +309,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
  * `HOSTED_DEPLOYS_PER_HOUR`, `HOSTED_MAX_AGENTS_PER_ACCOUNT`, `HOSTED_AGENT_CONCURRENCY`, `HOSTED_SERVER_CONCURRENCY`,
  * `HOSTED_MAX_STEPS`, `HOSTED_TASK_BUDGET_MS`, `HOSTED_MODEL_TIMEOUT_MS`, `HOSTED_MODEL_CALLS_PER_MINUTE`,
  * `HOSTED_BROWSE_INTERVAL_MS`, `HOSTED_RELEASE_CHECK_MS`, `HOSTED_ALLOW_PRIVATE_NETWORKS`, `HOSTED_WALLET_HOLD_MS`, `MARKET_GAS_SPONSOR` (`on`/`paused`),
- * `MARKET_GAS_SPONSOR_PRIVATE_KEY`.
+ * `MARKET_GAS_SPONSOR_PRIVATE_KEY`; issue 23: `HOSTED_SUBTASK_SHARE_BPS`, `HOSTED_SUBTASK_DAILY_CAP_RAW`,
+ * `HOSTED_SUBTASK_MIN_PARENT_REWARD_RAW`, `HOSTED_DEFAULT_MIN_REWARD_RAW`.
  */
 function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
   const file = env.MARKET_MASTER_KEY_FILE;
@@ -288,7 +338,49 @@ function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
     walletHoldMs: Math.max(1_000, integer(env.HOSTED_WALLET_HOLD_MS, d.walletHoldMs, "HOSTED_WALLET_HOLD_MS")),
     gasSponsor: sponsor,
     ...(env.MARKET_GAS_SPONSOR_PRIVATE_KEY ? { gasSponsorKey: env.MARKET_GAS_SPONSOR_PRIVATE_KEY } : {}),
+    subtaskShareBps: Math.min(10_000, integer(env.HOSTED_SUBTASK_SHARE_BPS, d.subtaskShareBps, "HOSTED_SUBTASK_SHARE_BPS")),
+    subtaskDailyCapRaw: rawAmount(env.HOSTED_SUBTASK_DAILY_CAP_RAW, d.subtaskDailyCapRaw, "HOSTED_SUBTASK_DAILY_CAP_RAW"),
+    subtaskMinParentRewardRaw: rawAmount(
+      env.HOSTED_SUBTASK_MIN_PARENT_REWARD_RAW,
+      d.subtaskMinParentRewardRaw,
+      "HOSTED_SUBTASK_MIN_PARENT_REWARD_RAW",
+    ),
+    defaultMinRewardRaw: rawAmount(env.HOSTED_DEFAULT_MIN_REWARD_RAW, d.defaultMinRewardRaw, "HOSTED_DEFAULT_MIN_REWARD_RAW"),
+    sandbox: sandboxFromEnv(env),
   };
+}
+
+/**
+ * `SANDBOX_BWRAP`, `SANDBOX_UID`, `SANDBOX_CONCURRENCY`, `SANDBOX_RUNS_PER_MINUTE`, `SANDBOX_DAILY_SECONDS`,
+ * `SANDBOX_DEFAULT_TIMEOUT_SECONDS`, `SANDBOX_MEMORY_MB`, `SANDBOX_PROCESSES`, `SANDBOX_SCRATCH_MB`,
+ * `SANDBOX_MAX_OUTPUT_BYTES` (issue 26).
+ */
+function sandboxFromEnv(env: NodeJS.ProcessEnv): SandboxConfig {
+  const d = DEFAULT_SANDBOX;
+  const mb = 1024 * 1024;
+  return {
+    bwrap: env.SANDBOX_BWRAP?.trim() || d.bwrap,
+    uid: integer(env.SANDBOX_UID, d.uid, "SANDBOX_UID"),
+    concurrency: Math.max(1, integer(env.SANDBOX_CONCURRENCY, d.concurrency, "SANDBOX_CONCURRENCY")),
+    runsPerMinute: integer(env.SANDBOX_RUNS_PER_MINUTE, d.runsPerMinute, "SANDBOX_RUNS_PER_MINUTE"),
+    dailySeconds: integer(env.SANDBOX_DAILY_SECONDS, d.dailySeconds, "SANDBOX_DAILY_SECONDS"),
+    defaultTimeoutSeconds: Math.min(
+      600,
+      Math.max(1, integer(env.SANDBOX_DEFAULT_TIMEOUT_SECONDS, d.defaultTimeoutSeconds, "SANDBOX_DEFAULT_TIMEOUT_SECONDS")),
+    ),
+    memoryBytes: Math.max(64, integer(env.SANDBOX_MEMORY_MB, d.memoryBytes / mb, "SANDBOX_MEMORY_MB")) * mb,
+    processes: Math.max(8, integer(env.SANDBOX_PROCESSES, d.processes, "SANDBOX_PROCESSES")),
+    scratchBytes: Math.max(1, integer(env.SANDBOX_SCRATCH_MB, d.scratchBytes / mb, "SANDBOX_SCRATCH_MB")) * mb,
+    maxOutputBytes: Math.max(1024, integer(env.SANDBOX_MAX_OUTPUT_BYTES, d.maxOutputBytes, "SANDBOX_MAX_OUTPUT_BYTES")),
+  };
+}
+
+/** A whole number of raw units from the environment (issue 23's settings); `fallback` when unset. */
+function rawAmount(value: string | undefined, fallback: bigint, name: string): bigint {
+  const text = value?.trim();
+  if (!text) return fallback;
+  if (!/^[0-9]{1,78}$/.test(text)) throw new Error(`${name} must be a whole number of raw units, got ${JSON.stringify(text)}`);
+  return BigInt(text);
 }
 
 /**

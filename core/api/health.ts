@@ -10,6 +10,8 @@ export const Liveness = Type.Object({
    * `hosted-runners`. Empty for a process that only answers requests.
    */
   leases: Type.Array(Type.String()),
+  /** Whether JS Eval and Sandbox tools can run here (issue 26): a bubblewrap sandbox ran `sh` and Node; else why not. */
+  sandbox: Type.Optional(Type.Object({ available: Type.Boolean(), reason: Type.Union([Type.String(), Type.Null()]) })),
 });
 
 /** One chain's indexer against its head. */

@@ -29,7 +29,7 @@ export const DeployAgentBody = Type.Object(
       maxLength: 200,
       description: "Uncompressed secp256k1 public key (130 hex): every secret gets an ECIES copy to it.",
     }),
-    tools: Type.Optional(Type.Array(AgentTool, { maxItems: 20 })),
+    tools: Type.Optional(Type.Array(AgentTool, { description: "At most 20 (`TOO_MANY_TOOLS`); each tool at most 30 parameters and 30 mappings." })),
     toolSecrets: Type.Optional(
       Type.Record(Type.String({ pattern: SECRET_NAME_PATTERN }), Type.String({ minLength: 1, maxLength: 4000 }), {
         description: "Secret name to value; stored encrypted, never shown again.",
@@ -77,7 +77,9 @@ export const UpdateAgentBody = Type.Object(
         { additionalProperties: false, description: "The model key stays the one given at deploy." },
       ),
     ),
-    tools: Type.Optional(Type.Array(AgentTool, { maxItems: 20, description: "Replaces the agent's own tools (installed skills' stay)." })),
+    tools: Type.Optional(
+      Type.Array(AgentTool, { description: "Replaces the agent's own tools (installed skills' stay); the deploy's bounds (`TOO_MANY_TOOLS`, ...)." }),
+    ),
     capabilities: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 })),
     minReward: Type.Optional(Type.Union([RawAmount, Type.Null()], { description: "null: no minimum." })),
   },
@@ -91,7 +93,7 @@ export const BUILTIN_TOOLS = ["send_message", "read_inbox", "wait_for_reply", "d
 
 /** A tool as the public sees it: no secret, header values masked. */
 export const PublicTool = Type.Object({
-  type: Type.String({ description: "`http`, `mcp` or `mcp_manual`." }),
+  type: Type.String({ description: "`http`, `mcp`, `mcp_manual`, `js_eval` or `sandbox` (these two show no method, URL or code)." }),
   name: Type.String(),
   description: Type.String(),
   method: Type.String(),

@@ -103,14 +103,60 @@ export const ManualMcpTool = Type.Object(
 );
 export type ManualMcpTool = Static<typeof ManualMcpTool>;
 
-/** Tool types run in a hosted sandbox (issue 26): never allowed inside a skill (`SKILL_TOOL_TYPE_REFUSED`). */
+// ---- sandbox tools (issue 26, docs/hosted-agents.md "Sandbox tools"): JS Eval and Sandbox, run in a bubblewrap sandbox.
+/** Longest a sandbox tool's run may be given (spec "Limits": sandbox timeout up to 600 seconds). */
+export const MAX_SANDBOX_TIMEOUT_SECONDS = 600;
+const sandboxToolFields = {
+  name: toolName("1 to 64 letters, digits or underscores."),
+  description: Type.String({ minLength: 1, maxLength: 2000, description: "All the model knows of the tool." }),
+  parameters: Type.Optional(
+    Type.Object(
+      {
+        type: Type.Literal("object"),
+        properties: Type.Record(Type.String({ pattern: "^[A-Za-z0-9_]{1,64}$" }), ToolParameter),
+        required: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50 })),
+      },
+      {
+        additionalProperties: false,
+        description: "The inputs the model gives; `input` is their object. Default: one string property `input`, and `input` is that string.",
+      },
+    ),
+  ),
+  timeoutSeconds: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_SANDBOX_TIMEOUT_SECONDS, description: "Wall-clock limit of one run, 1 to 600 s (default 30)." }),
+  ),
+};
+/** A function body run by Node in the sandbox with `input` in scope; what it returns (awaited) is JSON-serialised. */
+export const JsEvalTool = Type.Object(
+  { type: Type.Literal("js_eval"), ...sandboxToolFields, code: Type.String({ minLength: 1, maxLength: 20_000, description: "The function body." }) },
+  { additionalProperties: false },
+);
+export type JsEvalTool = Static<typeof JsEvalTool>;
+/** A shell command run in the sandbox after its optional setup command; `{input}` is the input as one argument. */
+export const SandboxTool = Type.Object(
+  {
+    type: Type.Literal("sandbox"),
+    ...sandboxToolFields,
+    setupCommand: Type.Optional(Type.String({ minLength: 1, maxLength: 20_000, description: "Run first (`sh -c`); a failure ends the run." })),
+    command: Type.String({
+      minLength: 1,
+      maxLength: 20_000,
+      description: "Run by `sh -c`; each `{input}` (not inside single quotes) becomes the input as one word, never parsed as shell.",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type SandboxTool = Static<typeof SandboxTool>;
+
+/** Tool types run in the hosted sandbox (issue 26): never allowed inside a skill (`SANDBOX_TOOL_IN_SKILL`). */
 export const SANDBOXED_TOOL_TYPES = ["js_eval", "sandbox"] as const;
+export const isSandboxTool = (tool: { type?: string }): tool is JsEvalTool | SandboxTool => tool.type === "js_eval" || tool.type === "sandbox";
 
 /**
- * Every tool type an agent may hold, discriminated by `type` (absent: `http`). Issue 26 adds `js_eval` and `sandbox`
- * here (and their runner modules to server/hosted/runner/tool-types/index.ts).
+ * Every tool type an agent may hold (what a deploy and an agent update take), discriminated by `type` (absent:
+ * `http`). A new type is added here and to server/hosted/runner/tool-types/index.ts.
  */
-export const AgentTool = Type.Union([HttpTool, McpTool, ManualMcpTool]);
+export const AgentTool = Type.Union([HttpTool, McpTool, ManualMcpTool, JsEvalTool, SandboxTool]);
 export type AgentTool = Static<typeof AgentTool>;
 export type ToolType = NonNullable<AgentTool["type"]>;
 export const toolType = (tool: { type?: string }): string => tool.type ?? "http";
@@ -118,7 +164,7 @@ export const toolType = (tool: { type?: string }): string => tool.type ?? "http"
 /** A sandboxed type named inside a skill: accepted by the schema only to be refused with its own code. */
 export const SandboxedToolInSkill = Type.Object({ type: literals(SANDBOXED_TOOL_TYPES) }, { additionalProperties: true });
 
-/** A tool of a skill: HTTP or MCP only. */
+/** A tool of a skill: HTTP or MCP only (a sandboxed type is refused with `SANDBOX_TOOL_IN_SKILL`). */
 export const SkillTool = Type.Union([HttpTool, McpTool, ManualMcpTool, SandboxedToolInSkill]);
 
 /** One tool an MCP server listed, as stored with its definition (written by the service, never by a client). */
@@ -133,4 +179,4 @@ export interface McpListedTool {
 
 /** A tool as stored: the definition, with an MCP server's listed tools. */
 export type StoredMcpTool = McpTool & { listed: McpListedTool[] };
-export type StoredTool = HttpTool | ManualMcpTool | StoredMcpTool;
+export type StoredTool = HttpTool | ManualMcpTool | StoredMcpTool | JsEvalTool | SandboxTool;

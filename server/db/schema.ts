@@ -58,6 +58,8 @@ export interface Database {
   // issue 25
   skills: SkillsTable;
   hosted_agent_skills: HostedAgentSkillsTable;
+  // issue 26
+  sandbox_usage: SandboxUsageTable;
 }
 
 /** Epoch milliseconds. */
@@ -693,4 +695,13 @@ export interface HostedAgentSkillsTable {
   skill_id: number;
   snapshot: string;
   installed_at: Millis;
+}
+
+/** Sandbox runs' wall-clock time per hosted agent and UTC day (issue 26: the daily cost cap). */
+export interface SandboxUsageTable {
+  agent_id: number;
+  /** Days since the epoch, UTC. */
+  day: number;
+  wall_ms: number;
+  runs: number;
 }

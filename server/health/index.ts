@@ -18,10 +18,12 @@ export interface HealthDeps {
   custodyPublicKey: string | null;
   /** The leases this process holds now (server/db/leases.ts). */
   leases: () => readonly string[];
+  /** Whether this machine has a working sandbox for JS Eval and Sandbox tools (server/sandbox), probed once. */
+  sandbox?: () => Promise<{ available: boolean; reason: string | null }>;
 }
 
 /** Liveness, readiness (database and indexer lag) and the settlement chains. */
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, { db, chains, now, custodyPublicKey, leases }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, { db, chains, now, custodyPublicKey, leases, sandbox }) => {
   app.get(
     "/health",
     {
@@ -31,7 +33,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, {
         response: { 200: Envelope(Liveness) },
       },
     },
-    async () => ok({ status: "ok" as const, time: now(), leases: [...leases()] }),
+    async () => ok({ status: "ok" as const, time: now(), leases: [...leases()], ...(sandbox ? { sandbox: await sandbox() } : {}) }),
   );
 
   app.get(

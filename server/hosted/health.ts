@@ -5,12 +5,33 @@ import { errorResponses, ok } from "../http/schemas";
 import { BridgeHealth, Envelope, asAddress } from "../../core/api";
 import type { GasSponsor } from "./sponsor";
 
-/** `GET /health/bridge`: the gas sponsor's state and whether the configured verifier key is each escrow's verifier(). */
+/** How long each chain's verifier() read is reused by `GET /health/bridge` (issue 23: a public route makes no chain read per request). */
+export const BRIDGE_HEALTH_CACHE_MS = 30_000;
+
+/**
+ * `GET /health/bridge`: the gas sponsor's state and whether the configured verifier key is each escrow's verifier().
+ * Each chain's answer is read at most once per `BRIDGE_HEALTH_CACHE_MS` (concurrent requests share one read).
+ */
 export const bridgeHealthRoutes: FastifyPluginAsyncTypebox<{
   chains: ChainRegistry;
   sponsor: Pick<GasSponsor, "state" | "address">;
   verifierAddress?: string;
-}> = async (app, { chains, sponsor, verifierAddress }) => {
+  now?: () => number;
+}> = async (app, { chains, sponsor, verifierAddress, now = Date.now }) => {
+  const cached = new Map<string, { at: number; answer: Promise<boolean | null> }>();
+  const matches = (chain: ReturnType<ChainRegistry["list"]>[number]): Promise<boolean | null> => {
+    const hit = cached.get(chain.name);
+    if (hit && now() - hit.at < BRIDGE_HEALTH_CACHE_MS) return hit.answer;
+    const answer = (async () => {
+      try {
+        return getAddress(await chain.escrow.verifier()) === getAddress(verifierAddress!);
+      } catch {
+        return null;
+      }
+    })();
+    cached.set(chain.name, { at: now(), answer });
+    return answer;
+  };
   app.get(
     "/health/bridge",
     {
@@ -24,11 +45,7 @@ export const bridgeHealthRoutes: FastifyPluginAsyncTypebox<{
       const entries = await Promise.all(
         chains.list().map(async (chain): Promise<[string, boolean | null]> => {
           if (!verifierAddress) return [chain.name, null];
-          try {
-            return [chain.name, getAddress(await chain.escrow.verifier()) === getAddress(verifierAddress)];
-          } catch {
-            return [chain.name, null];
-          }
+          return [chain.name, await matches(chain)];
         }),
       );
       return ok({

@@ -5,7 +5,8 @@
  */
 import type { Db } from "../db";
 import type { ChainRegistry } from "../chains";
-import type { HostedConfig } from "../config";
+import { DEFAULT_SANDBOX, type HostedConfig } from "../config";
+import { createSandbox, type Sandbox } from "../sandbox";
 import type { AgentTokens } from "../auth";
 import { createVault } from "./vault";
 import { createHostedStore } from "./store";
@@ -36,6 +37,8 @@ export interface HostingDeps {
   logger: RunnerLogger;
   /** Runs once per new agent, after its record is committed and before it starts (the identity mint goes here). */
   onDeployed?: OnDeployed;
+  /** The sandbox of JS Eval and Sandbox tools; built from `config.sandbox` when absent. */
+  sandbox?: Sandbox;
 }
 
 /** Runs every hook handed to `onDeployed` in turn (a hook's failure is recorded by the deploy and stops the rest). */
@@ -59,7 +62,8 @@ export function createHosting(deps: HostingDeps) {
   const hooks = deployHooks(deps.onDeployed);
   // The skills registry checks its tools by the same rules as a deploy (issue 25).
   const skills = createSkillStore({ db, now, checkTool: (tool, field) => checkToolDefinition(tool, field, config.allowPrivateNetworks) });
-  const runners = createHostedRunners({ db, store, tokens, config, sponsor, logger, now });
+  const sandbox = deps.sandbox ?? createSandbox({ db, config: config.sandbox ?? DEFAULT_SANDBOX, now });
+  const runners = createHostedRunners({ db, store, tokens, config, sponsor, logger, now, sandbox });
   const agents = createHostedAgents({
     db,
     store,
@@ -70,6 +74,7 @@ export function createHosting(deps: HostingDeps) {
     config,
     now,
     onDeployed: hooks.run,
+    sandbox,
   });
   /** Where the service signs for agents' wallets: the chains' RPCs and escrows, or the endpoints runners are attached to. */
   let signing: Omit<RunnerEndpoints, "apiUrl"> = {
@@ -82,6 +87,7 @@ export function createHosting(deps: HostingDeps) {
     sponsor,
     runners,
     agents,
+    sandbox,
     /** The RPCs and pinned escrows a custodied wallet signs through outside its run (an owner's MCP spend). */
     signing: () => signing,
     /** Adds what a deploy hands a new agent to (the composition root adds the identity mint). */

@@ -195,11 +195,12 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
       schema: {
         tags: ["hosted agents"],
         summary: "Send a message between the owner and the agent (no task)",
-        description: "The owner's account, or the agent itself with its token; anyone else gets `NOT_AGENT_OWNER`.",
+        description:
+          "The owner's account, or the agent itself with its token; anyone else gets `NOT_AGENT_OWNER`. Each side sends at most 100 messages in any 24 hours (`MESSAGE_QUOTA_EXCEEDED`); the latest 200, none older than 30 days, are kept, and all go with the agent.",
         security: CREDENTIALS,
         params: AgentParams,
         body: AgentMessageBody,
-        response: { 200: Envelope(AgentMessage), ...errorResponses(401, 403, 404) },
+        response: { 200: Envelope(AgentMessage), ...errorResponses(401, 403, 404, 429) },
       },
     },
     async (request) => ok(await agents.sendMessage(await auth.required(request), Number(request.params.id), request.body.body)),

@@ -17,7 +17,8 @@ import type {
   Withdrawal,
 } from "../../core/api";
 import { asAddress, asRawAmount } from "../../core/api";
-import { checkToolDefinition, prepareTools } from "./tools";
+import { checkTools, prepareTools } from "./tools";
+import type { Sandbox } from "../sandbox";
 import type { SkillStore } from "../skills";
 import { installedView, snapshotOf, withSkills, type SkillSnapshot } from "./installed-skills";
 import { BUILTIN_TOOLS, MAX_SKILLS_PER_AGENT, type InstalledSkill } from "../../core/api";
@@ -33,6 +34,9 @@ import type { HostedAgent } from "../db/schema";
 import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
+import { checkDeployBounds } from "./deploy-bounds";
+import { appendMessage, forgetMessages, MESSAGE_RETENTION_MS, MESSAGES_KEPT } from "./messages";
+import { sealCopiesOffLoop } from "./sealer";
 
 const ERC20 = ["function balanceOf(address) view returns (uint256)", "function transfer(address to, uint256 amount) returns (bool)"];
 /** Default limit of one sub-task's reward when the option is on without one: 1 USDC. */
@@ -74,6 +78,8 @@ export function createHostedAgents(deps: {
   config: Pick<HostedConfig, "deploysPerHour" | "maxAgentsPerAccount" | "allowPrivateNetworks" | "masterKey" | "walletHoldMs">;
   now: () => number;
   onDeployed?: OnDeployed;
+  /** Sandbox tools are refused (SANDBOX_UNAVAILABLE) when it has no working sandbox. */
+  sandbox: Pick<Sandbox, "requireAvailable">;
 }) {
   const { db, store, fees, runners, config, now } = deps;
   /** Deploys per account per hour, counted in the database: every API process shares the count. */
@@ -102,6 +108,8 @@ export function createHostedAgents(deps: {
       throw new MarketError("HOSTED_AGENT_TOKEN_REFUSED", "A hosted agent's token cannot deploy agents.");
     }
     if (!config.masterKey) throw new MarketError("HOSTING_UNAVAILABLE");
+    // Issue 23 item 2: the body's counts first, before anything is counted, paid or sealed.
+    checkDeployBounds(body);
     let ownerPublicKey: string;
     try {
       if (!/^(0x)?04[0-9a-fA-F]{128}$/.test(body.ownerPublicKey.trim())) throw new Error("not 130 hex characters starting 04");
@@ -112,8 +120,9 @@ export function createHostedAgents(deps: {
       });
     }
     checkUrl("body.model.baseUrl", body.model.baseUrl);
-    // Each tool's text is checked before anything costs us; MCP servers are listed after the deploy quota below.
-    (body.tools ?? []).forEach((tool, i) => checkToolDefinition(tool, `body.tools.${i}`, config.allowPrivateNetworks));
+    // Each tool's text (and the sandbox, for a sandbox tool) is checked before anything costs us; MCP servers are
+    // listed after the deploy quota below.
+    await checkTools(body.tools ?? [], { allowPrivateNetworks: config.allowPrivateNetworks, field: "body.tools", sandbox: deps.sandbox });
     const capabilities = capabilityTags(body.capabilities ?? [], "body.capabilities");
     if (body.minReward !== undefined && BigInt(body.minReward) > MAX_UINT256) throw invalid("body.minReward", "is above 2^256-1");
     let subtaskMaxReward: string | null = null;
@@ -131,6 +140,7 @@ export function createHostedAgents(deps: {
       allowPrivateNetworks: config.allowPrivateNetworks,
       secret: (name) => body.toolSecrets?.[name],
       field: "body.tools",
+      sandbox: deps.sandbox,
     });
     // Skills by slug: a private skill of another author is SKILL_NOT_FOUND; each one's snapshot taken now.
     const slugs = body.skills ?? [];
@@ -144,11 +154,22 @@ export function createHostedAgents(deps: {
 
     const fee = await fees.verify(body.feeTxHash, principal.accountId);
     const wallet = Wallet.createRandom();
-    const secrets: SecretEntry[] = [
+    const entries: SecretEntry[] = [
       { kind: "wallet", name: "wallet", value: wallet.privateKey },
       ...(body.model.apiKey ? [{ kind: "model" as const, name: "model", value: body.model.apiKey }] : []),
       ...Object.entries(body.toolSecrets ?? {}).map(([name, value]) => ({ kind: "tool" as const, name, value })),
     ];
+    // The owner's ECIES copies off the event loop (issue 23 item 2); the vault's AES sealing stays (microseconds).
+    let copies: string[];
+    try {
+      copies = await sealCopiesOffLoop(
+        entries.map((e) => e.value),
+        ownerPublicKey,
+      );
+    } catch (cause) {
+      throw new MarketError("HOSTING_UNAVAILABLE", "The secrets could not be sealed; nothing was stored or charged. Retry.", { cause });
+    }
+    const secrets = entries.map((e, i) => ({ ...e, ownerCopy: copies[i]! }));
     const at = now();
     let agentId: number;
     try {
@@ -472,6 +493,7 @@ export function createHostedAgents(deps: {
     await db.transaction().execute(async (trx) => {
       await trx.deleteFrom("hosted_agent_secrets").where("agent_id", "=", id).execute();
       await trx.deleteFrom("hosted_agent_tokens").where("agent_id", "=", id).execute();
+      await forgetMessages(trx, id);
       // No longer offered tasks: its registration goes (its reputation stays with the wallet).
       await trx.deleteFrom("agent_capabilities").where("agent_address", "=", row.address).execute();
       await trx.deleteFrom("agents").where("address", "=", row.address).execute();
@@ -496,17 +518,21 @@ export function createHostedAgents(deps: {
   async function sendMessage(principal: Principal, id: number, body: string): Promise<AgentMessage> {
     const sender = await party(principal, id);
     const at = now();
-    const row = await db
-      .insertInto("hosted_agent_messages")
-      .values({ agent_id: id, sender, body, created_at: at })
-      .returning("id")
-      .executeTakeFirstOrThrow();
-    return { id: row.id, sender, body, createdAt: at };
+    // Within the sender's quota; the conversation trimmed to what is kept (issue 23 item 8).
+    const messageId = await appendMessage(db, id, sender, body, at);
+    return { id: messageId, sender, body, createdAt: at };
   }
 
   async function messages(principal: Principal, id: number): Promise<AgentMessage[]> {
     await party(principal, id);
-    const rows = await db.selectFrom("hosted_agent_messages").selectAll().where("agent_id", "=", id).orderBy("id", "desc").limit(200).execute();
+    const rows = await db
+      .selectFrom("hosted_agent_messages")
+      .selectAll()
+      .where("agent_id", "=", id)
+      .where("created_at", ">=", now() - MESSAGE_RETENTION_MS)
+      .orderBy("id", "desc")
+      .limit(MESSAGES_KEPT)
+      .execute();
     return rows.reverse().map((m) => ({ id: m.id, sender: m.sender, body: m.body, createdAt: m.created_at }));
   }
 
@@ -568,8 +594,10 @@ export function createHostedAgents(deps: {
    */
   async function update(principal: Principal, id: number, body: UpdateAgentBody): Promise<OwnedAgentView> {
     const row = await store.requireOwned(id, principal);
+    // The deploy's bounds and tool rules hold for an update too (issue 23 item 2, issue 26's sandbox requirement).
+    checkDeployBounds({ tools: body.tools });
     if (body.model) checkUrl("body.model.baseUrl", body.model.baseUrl);
-    (body.tools ?? []).forEach((tool, i) => checkToolDefinition(tool, `body.tools.${i}`, config.allowPrivateNetworks));
+    await checkTools(body.tools ?? [], { allowPrivateNetworks: config.allowPrivateNetworks, field: "body.tools", sandbox: deps.sandbox });
     const capabilities = body.capabilities === undefined ? undefined : capabilityTags(body.capabilities, "body.capabilities");
     if (body.minReward !== undefined && body.minReward !== null && BigInt(body.minReward) > MAX_UINT256)
       throw invalid("body.minReward", "is above 2^256-1");
@@ -579,13 +607,15 @@ export function createHostedAgents(deps: {
       try {
         // Secrets are set at deploy only: a new tool may name only one the agent holds.
         body.tools.forEach((tool, i) => {
-          const ref = tool.auth && tool.auth.type !== "none" ? tool.auth.secretRef : undefined;
+          const auth = "auth" in tool ? tool.auth : undefined;
+          const ref = auth && auth.type !== "none" ? auth.secretRef : undefined;
           if (ref && !secrets.has(ref)) throw invalid(`body.tools.${i}.auth.secretRef`, `names ${ref}, which the agent does not hold`);
         });
         tools = await prepareTools(body.tools, {
           allowPrivateNetworks: config.allowPrivateNetworks,
           secret: (n) => secrets.get(n),
           field: "body.tools",
+          sandbox: deps.sandbox,
         });
       } finally {
         secrets.clear();

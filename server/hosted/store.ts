@@ -5,7 +5,16 @@ import type { Vault } from "./vault";
 import type { Principal } from "../auth";
 import { MarketError } from "../../core/errors";
 import { sealToPublicKey } from "../../core/crypto";
-import { BUILTIN_TOOLS, asAddress, asRawAmount, type HostedAgentView, type OwnedAgentView, type PublicTool, type StoredTool } from "../../core/api";
+import {
+  BUILTIN_TOOLS,
+  asAddress,
+  asRawAmount,
+  isSandboxTool,
+  type HostedAgentView,
+  type OwnedAgentView,
+  type PublicTool,
+  type StoredTool,
+} from "../../core/api";
 import { MAX_SERIAL_ID } from "../db";
 import { installedView, withSkills, type SkillSnapshot } from "./installed-skills";
 
@@ -15,6 +24,8 @@ export interface SecretEntry {
   kind: SecretKind;
   name: string;
   value: string;
+  /** The owner's ECIES copy when already made (off the event loop: sealer.ts); made here otherwise. */
+  ownerCopy?: string;
 }
 
 /** What a running agent works with, fixed when it starts (changes apply after a restart). */
@@ -66,7 +77,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
           kind: e.kind,
           name: e.name,
           sealed: sealer.seal(e.value, secretContext(agentId, e.kind, e.name)),
-          owner_copy: sealToPublicKey(Buffer.from(e.value, "utf8"), ownerPublicKey),
+          owner_copy: e.ownerCopy ?? sealToPublicKey(Buffer.from(e.value, "utf8"), ownerPublicKey),
           created_at: at,
         })),
       )
@@ -279,7 +290,22 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
+  /**
+   * A custodied record of the agent's sealed under the master key, bound to `context` (issue 23: the task file of an
+   * owner's /mcp spend, private briefs included, in hosted_mcp_runs).
+   */
+  function sealRecord(text: string, context: string): string {
+    return requireVault().seal(text, context);
+  }
+
+  /** Opens what `sealRecord` sealed; a record saved before sealing began (not `v1.`-sealed) is returned as it is. */
+  function openRecord(stored: string, context: string): string {
+    return stored.startsWith("v1.") ? requireVault().open(stored, context) : stored;
+  }
+
   return {
+    sealRecord,
+    openRecord,
     storeSecrets,
     openSecrets,
     openWalletKey,
@@ -300,6 +326,8 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
 
 /** A tool as the public sees it: the headers it sends with their values masked, never a secret. */
 export function publicTool(tool: StoredTool): PublicTool {
+  // A sandbox tool's code and command are its owner's: the public sees its type, name and description.
+  if (isSandboxTool(tool)) return { type: tool.type, name: tool.name, description: tool.description, method: "", url: "", headers: {} };
   const headers: Record<string, string> = {};
   const auth = tool.auth;
   if (auth?.type === "bearer") headers.Authorization = `Bearer ${MASK}`;

@@ -57,6 +57,7 @@ export async function refusalFor(
       status: ctx.onChain.status,
       deadline: ctx.onChain.deadline,
       posterAccountId: await deps.offers.posterAccount(ctx.listing.poster),
+      excluded: await deps.offers.subtaskExclusion(ctx.listing.task_hash),
       wrappedToCandidate: wrapped,
       rewrappable: deps.custody.available && ctx.listing.key_custody_blob !== null,
     },

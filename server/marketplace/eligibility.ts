@@ -12,6 +12,12 @@ export interface Candidate {
   accountId: number | null;
 }
 
+/** Who may not take a task beyond its poster's account: a delegated sub-task's parent poster and its accounts. */
+export interface Exclusion {
+  poster: string;
+  accounts: ReadonlySet<number>;
+}
+
 /** The task side: its listing, escrow status and deadline, and who may open its brief. */
 export interface Opening {
   listing: Listing;
@@ -19,6 +25,8 @@ export interface Opening {
   /** Seconds. */
   deadline: number;
   posterAccountId: number | null;
+  /** A delegated sub-task's parent poster and its accounts, who may not take it (issue 23 item 1); null otherwise. */
+  excluded?: Exclusion | null;
   /** True when the brief key is wrapped to the candidate (or the task is public). */
   wrappedToCandidate: boolean;
   /** True when a custody copy can be re-wrapped to any agent. */
@@ -37,6 +45,11 @@ export function refusal(task: Opening, agent: Candidate, nowSeconds: number): Ma
   }
   if (listing.target_executor !== null && listing.target_executor !== address) return new MarketError("NOT_TARGET_EXECUTOR");
   if (listing.poster === address || (agent.accountId !== null && agent.accountId === task.posterAccountId)) return new MarketError("OWN_TASK");
+  if (task.excluded && (task.excluded.poster === address || (agent.accountId !== null && task.excluded.accounts.has(agent.accountId))))
+    return new MarketError(
+      "OWN_TASK",
+      "A sub-task may not go to the poster of the task it was delegated from, nor to an agent of that poster's account.",
+    );
   if (listing.verifier_address === address) return new MarketError("VERIFIER_CANNOT_EXECUTE");
   if (!agent.profile.publicKey) return new MarketError("NO_PUBLIC_KEY");
   if (!agentChains(agent.profile.supportedChains).includes(listing.chain as never)) {

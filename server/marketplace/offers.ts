@@ -1,8 +1,9 @@
 import type { Db } from "../db";
+import { accountsOfAddress, posterAccountOf } from "../db/same-account";
 import { listedFields, listingChain } from "../tasks/listing-codec";
 import type { Listing } from "../db/schema";
 import type { AgentRegistry } from "../agents";
-import { refusal } from "./eligibility";
+import { refusal, type Exclusion } from "./eligibility";
 import { decayedScore, earnsBadge, offerRank } from "../../core/reputation";
 import { MarketError } from "../../core/errors";
 
@@ -31,8 +32,23 @@ export function createOffers({
   rewrappable: boolean;
 }) {
   async function posterAccount(poster: string): Promise<number | null> {
-    const row = await db.selectFrom("account_wallets").select("account_id").where("address", "=", poster).executeTakeFirst();
-    return row?.account_id ?? null;
+    // A hosted agent's wallet is its owner's (issue 23 item 5): its tasks are the owner's own.
+    return posterAccountOf(db, poster);
+  }
+
+  /**
+   * For a sub-task a hosted agent posted with `delegate_to_agent` (issue 23 item 1): the poster of the task it was
+   * working and that poster's accounts, none of which may take the sub-task. Null for any other task.
+   */
+  async function subtaskExclusion(taskHash: string): Promise<Exclusion | null> {
+    const row = await db
+      .selectFrom("hosted_subtasks")
+      .innerJoin("listings", "listings.task_hash", "hosted_subtasks.task_hash")
+      .select("listings.poster")
+      .where("hosted_subtasks.subtask_hash", "=", taskHash)
+      .executeTakeFirst();
+    if (!row) return null;
+    return { poster: row.poster, accounts: await accountsOfAddress(db, row.poster) };
   }
 
   /** Picks the best-ranked eligible agent for a task that just opened; undefined when nobody qualifies. */
@@ -58,6 +74,7 @@ export function createOffers({
     const at = now();
     const nowSeconds = Math.floor(at / 1000);
     const posterAccountId = await posterAccount(listing.poster);
+    const excluded = await subtaskExclusion(listing.task_hash);
     let best: { agent: string; rank: number } | undefined;
     for (const candidate of candidates) {
       const address = candidate.profile.address;
@@ -67,6 +84,7 @@ export function createOffers({
           status: 0,
           deadline,
           posterAccountId,
+          excluded,
           wrappedToCandidate: listing.privacy === "public" || wrapped.has(address),
           rewrappable: rewrappable && listing.key_custody_blob !== null,
         },
@@ -129,5 +147,5 @@ export function createOffers({
     return Number(result.numUpdatedRows) > 0;
   }
 
-  return { open, requireNotHeld, decline, posterAccount };
+  return { open, requireNotHeld, decline, posterAccount, subtaskExclusion };
 }

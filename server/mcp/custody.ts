@@ -36,7 +36,7 @@ export const AGENT_HEADER = "x-market-agent";
 
 export interface CustodyDeps {
   db: Db;
-  store: Pick<HostedStore, "requireOwned" | "openWalletKey">;
+  store: Pick<HostedStore, "requireOwned" | "openWalletKey" | "sealRecord" | "openRecord">;
   agents: Pick<HostedAgents, "holdWallet">;
   tokens: Pick<AgentTokens, "lend">;
   /** The RPCs and pinned escrows the custodied wallet signs through (`Hosting.signing`). */
@@ -113,6 +113,8 @@ export async function custodySurface(
       }
     });
 
+  const runContext = (run: string) => `mcp-run:${agentId}:${run}`;
+
   /** The run directory's task file and journal, as saved; none yet: neither file. */
   async function restore(run: string, dir: string): Promise<void> {
     const saved = await db
@@ -124,7 +126,7 @@ export async function custodySurface(
     if (!saved) return;
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const file = path.join(dir, TASK_FILE);
-    writeFileSync(file, saved.tasks);
+    writeFileSync(file, deps.store.openRecord(saved.tasks, runContext(run)));
     writeFileSync(journalPathFor(resultsPathFor(file)), saved.journal);
   }
 
@@ -133,7 +135,12 @@ export async function custodySurface(
     const file = path.join(dir, TASK_FILE);
     const journal = journalPathFor(resultsPathFor(file));
     if (!existsSync(journal)) return;
-    const values = { tasks: readFileSync(file, "utf8"), journal: readFileSync(journal, "utf8"), updated_at: deps.now() };
+    // The task file holds the briefs, private ones too: sealed at rest like every custodied secret (issue 23).
+    const values = {
+      tasks: deps.store.sealRecord(readFileSync(file, "utf8"), runContext(run)),
+      journal: readFileSync(journal, "utf8"),
+      updated_at: deps.now(),
+    };
     await db
       .insertInto("hosted_mcp_runs")
       .values({ agent_id: agentId, run, ...values })

@@ -1,4 +1,5 @@
 import type { Transaction } from "kysely";
+import { sameAccount as accountsShared } from "../db/same-account";
 import type { Database } from "../db/schema";
 import { json } from "../db";
 import { fromEventRow, type ChainEvent } from "../indexer/events";
@@ -120,27 +121,12 @@ function noteRaiser(event: ChainEvent, raisers: Raisers): void {
 
 /**
  * Whether the poster's account holds the agent's wallet, registered the agent, or runs it as a hosted agent: such a
- * poster never credits the agent (two wallets of one person). Read as the accounts are when the payout is indexed.
+ * poster never credits the agent (two wallets of one person). The poster's account counts its hosted agents' wallets
+ * too (a task posted over /mcp by one of the account's hosted agents; issue 23 item 5). Read as the accounts are when
+ * the payout is indexed.
  */
 async function sameAccount(trx: Trx, poster: string, worker: string): Promise<boolean> {
-  const account = (await trx.selectFrom("account_wallets").select("account_id").where("address", "=", poster).executeTakeFirst())?.account_id;
-  if (account === undefined) return false;
-  const linked = await trx
-    .selectFrom("account_wallets")
-    .select("address")
-    .where("address", "=", worker)
-    .where("account_id", "=", account)
-    .executeTakeFirst();
-  if (linked) return true;
-  const agent = await trx.selectFrom("agents").select("address").where("address", "=", worker).where("account_id", "=", account).executeTakeFirst();
-  if (agent) return true;
-  const hosted = await trx
-    .selectFrom("hosted_agents")
-    .select("id")
-    .where("address", "=", worker)
-    .where("account_id", "=", account)
-    .executeTakeFirst();
-  return hosted !== undefined;
+  return accountsShared(trx, poster, worker);
 }
 
 /** Tasks the poster credited the worker with in the period up to `at`. */

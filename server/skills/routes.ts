@@ -22,7 +22,7 @@ import type { SkillStore } from "./store";
 const AUTHOR_ONLY = "Author only: a session or API key of the account that created it (`NOT_SKILL_AUTHOR` otherwise).";
 const LIMITS =
   "Limits, each with its code: instructions 16 KB (`SKILL_INSTRUCTIONS_TOO_LONG`), 20 tools (`SKILL_TOO_MANY_TOOLS`), 10 tags " +
-  "(`SKILL_TOO_MANY_CAPABILITIES`), tool names 64 characters (`TOOL_NAME_TOO_LONG`); a `js_eval` or `sandbox` tool is `SKILL_TOOL_TYPE_REFUSED`.";
+  "(`SKILL_TOO_MANY_CAPABILITIES`), tool names 64 characters (`TOOL_NAME_TOO_LONG`); a `js_eval` or `sandbox` tool is `SANDBOX_TOOL_IN_SKILL`.";
 
 export interface SkillRoutesDeps {
   auth: AuthenticateAccount;

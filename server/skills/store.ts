@@ -12,6 +12,7 @@ import type { SkillsTable } from "../db/schema";
 import { capabilityTags } from "../agents";
 import { MarketError } from "../../core/errors";
 import { parseSkillFile, SkillFileError, slugOf } from "../../core/skill-md";
+import { refuseSandboxToolsInSkill } from "../../core/sandbox";
 import {
   MAX_SKILL_CAPABILITIES,
   MAX_SKILL_INSTRUCTIONS_BYTES,
@@ -19,9 +20,7 @@ import {
   MAX_SKILLS_PER_ACCOUNT,
   MAX_SKILL_FILE_BYTES,
   SKILL_SLUG_PATTERN,
-  SANDBOXED_TOOL_TYPES,
   asAddress,
-  toolType,
   type AgentTool,
   type CreateSkillBody,
   type ImportSkillBody,
@@ -65,12 +64,9 @@ export function createSkillStore({ db, now, checkTool }: { db: Db; now: () => nu
     const capabilities = capabilityTags(fields.capabilities, "body.capabilities");
     const names = new Set<string>();
     const secretRefs = new Set(fields.secretRefs);
+    // JS Eval and Sandbox tools need the hosted sandbox: never inside a skill (issue 26's own code).
+    refuseSandboxToolsInSkill(fields.tools, "body.tools");
     fields.tools.forEach((tool, i) => {
-      const type = toolType(tool);
-      if ((SANDBOXED_TOOL_TYPES as readonly string[]).includes(type))
-        throw new MarketError("SKILL_TOOL_TYPE_REFUSED", `body.tools.${i} is a ${type} tool: a skill holds HTTP and MCP tools only.`, {
-          details: [{ field: `body.tools.${i}.type`, message: type }],
-        });
       checkTool(tool, `body.tools.${i}`);
       if (names.has(tool.name))
         throw new MarketError("VALIDATION_FAILED", `body.tools.${i}.name is used by another tool`, {
@@ -78,7 +74,8 @@ export function createSkillStore({ db, now, checkTool }: { db: Db; now: () => nu
         });
       names.add(tool.name);
       // A secret a tool authenticates with is a secret the skill needs.
-      const ref = tool.auth && tool.auth.type !== "none" ? tool.auth.secretRef : undefined;
+      const auth = "auth" in tool ? tool.auth : undefined;
+      const ref = auth && auth.type !== "none" ? auth.secretRef : undefined;
       if (ref) secretRefs.add(ref);
     });
     return { ...fields, capabilities, secretRefs: [...secretRefs].sort() };

@@ -32,7 +32,7 @@ function toolContext(secret: string, secretOf: ToolRunContext["secret"]): ToolRu
     deadline: Date.now() + 60_000,
     now: Date.now,
     background: () => undefined,
-    subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined },
+    subtasks: { reserve: async () => ({ refused: "off" }), listed: async () => undefined, targetRefusal: async () => undefined },
   };
 }
 

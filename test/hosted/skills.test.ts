@@ -101,7 +101,7 @@ describe("skills", function () {
     expectError(await create(author, { ...base, tools: [lookup("https://example.com/l", "n".repeat(65))] }), "TOOL_NAME_TOO_LONG");
     for (const type of ["js_eval", "sandbox"]) {
       const answer = await create(author, { ...base, tools: [{ type, name: "run", code: "return input" }] });
-      expectError(answer, "SKILL_TOOL_TYPE_REFUSED");
+      expectError(answer, "SANDBOX_TOOL_IN_SKILL");
     }
     expectError(await create(author, { ...base, tools: [lookup("https://example.com/l"), lookup("https://example.com/l")] }), "VALIDATION_FAILED");
     expect(await skillCount()).to.equal(before);

@@ -92,7 +92,12 @@ describe("mcp: a hosted agent's custodied wallet over the remote /mcp endpoint",
     const [saved, ...others] = await s.db.selectFrom("hosted_mcp_runs").selectAll().where("agent_id", "=", agent.id).execute();
     expect(others).to.deep.equal([]);
     expect(saved!.journal).to.contain('"t":"posted"').and.to.contain(taskHash);
-    expect(saved!.journal + saved!.tasks).not.to.match(/ha_|sk_/);
+    // Its task file (the briefs) is sealed at rest under the master key (issue 23), bound to the agent and the run.
+    expect(saved!.tasks).to.match(/^v1\./).and.not.to.contain(PUBLIC.instructions);
+    const tasks = s.hosting.store.openRecord(saved!.tasks, `mcp-run:${agent.id}:${saved!.run}`);
+    expect(tasks).to.contain(PUBLIC.instructions);
+    expect(() => s.hosting.store.openRecord(saved!.tasks, `mcp-run:${agent.id + 1}:${saved!.run}`)).to.throw();
+    expect(saved!.journal + tasks).not.to.match(/ha_|sk_/);
 
     // The same call again: already posted, nothing to pay.
     const again = await mcp.call("post_tasks", args);

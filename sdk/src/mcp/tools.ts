@@ -30,6 +30,7 @@ import {
   type TaskView,
 } from "../../../core/api";
 import { formatUsdc } from "../../../core/money";
+import { redactUrls } from "../../../core/text";
 import { agentChains } from "../../../core/chains";
 import { MCP_QUOTE_TTL_MS, MCP_RENT_WAIT_SECONDS_DEFAULT } from "../../../core/limits";
 
@@ -429,10 +430,13 @@ export function toolError(error: unknown, onUnexpected?: (error: unknown) => voi
         : new ApiError(0, "INTERNAL_ERROR", UNEXPECTED_TOOL_ERROR);
   }
   const { code: _code, message: _message, ...rest } = e.body;
+  // A client's own refusal may name the URL it called (`WRONG_RPC: The RPC for arc (https://…/v2/<key>)`): URLs are
+  // cut to their host, as the server's log does (issue 23 item 7).
+  const message = redactUrls(e.message);
   return {
     isError: true,
-    content: [{ type: "text", text: `${e.code}: ${e.message}` }],
-    structuredContent: { error: { code: e.code, message: e.message, ...rest } },
+    content: [{ type: "text", text: `${e.code}: ${message}` }],
+    structuredContent: { error: { code: e.code, message, ...rest } },
   };
 }
 

@@ -13,6 +13,7 @@ import * as browseAtScale from "./2026-11-25T00-00-00_browse-at-scale";
 import * as hostedSubtasks from "./2026-11-26T00-00-00_hosted-subtasks";
 import * as hostedMcpRuns from "./2026-11-26T12-00-00_hosted-mcp-runs";
 import * as skills from "./2026-11-27T00-00-00_skills";
+import * as sandboxUsage from "./2026-11-27T12-00-00_sandbox-usage";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-26T00-00-00_hosted-subtasks": hostedSubtasks,
   "2026-11-26T12-00-00_hosted-mcp-runs": hostedMcpRuns,
   "2026-11-27T00-00-00_skills": skills,
+  "2026-11-27T12-00-00_sandbox-usage": sandboxUsage,
 };

@@ -13,11 +13,13 @@ import type { HostedConfig } from "../../config";
 import type { RunningConfig, OpenedSecrets } from "../store";
 import type { GasSponsor } from "../sponsor";
 import { createWindows } from "../../http/rate-limit";
-import { createRedactor, redactFields, type Semaphore } from "./bounds";
+import { redactUrls } from "../../../core/text";
+import { createRedactor, redactFields, runWithinBudget, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools } from "./tools";
 import { toolset } from "./tool-types";
-import { createSubtaskLedger } from "./subtasks";
+import { createSubtaskLedger, subtaskBudget } from "./subtasks";
+import type { Sandbox } from "../../sandbox";
 
 export interface RunnerLogger {
   info(obj: object, msg: string): void;
@@ -39,6 +41,8 @@ export interface AgentRunDeps {
   apiUrl: string;
   rpcUrls: RpcUrls;
   escrows: PinnedEscrows;
+  /** Runs JS Eval and Sandbox tools (issue 26). */
+  sandbox: Sandbox;
 }
 
 export interface AgentRun {
@@ -49,6 +53,17 @@ export interface AgentRun {
 const SYSTEM_PREAMBLE =
   "You are a hosted agent on a task marketplace. You are given one task brief; answer it completely in your final " +
   "message, which is delivered as the result and checked automatically. Use your tools when they help.";
+
+/**
+ * The least reward the agent takes (issue 23): its owner's `minReward` (the server's default when none was set), and
+ * with sub-tasks on at least `subtaskMinParentRewardRaw`, so a brief paying next to nothing cannot make it fund
+ * sub-tasks.
+ */
+export function effectiveMinReward(running: Pick<RunningConfig, "minReward" | "subtaskMaxReward">, config: HostedConfig): bigint {
+  const own = running.minReward === null ? config.defaultMinRewardRaw : BigInt(running.minReward);
+  if (running.subtaskMaxReward === null) return own;
+  return own > config.subtaskMinParentRewardRaw ? own : config.subtaskMinParentRewardRaw;
+}
 
 /** Starts the agent: a fresh token, registration (its key and chains), then browsing. */
 export async function startAgentRun(
@@ -64,7 +79,10 @@ export async function startAgentRun(
   // Each value is redacted before the logger serialises it (a redaction of the JSON text would miss a secret with a
   // quote or a backslash, which JSON writes escaped).
   const log = (level: "info" | "warn", fields: Record<string, unknown>, msg: string) =>
-    deps.logger[level](redactFields({ hostedAgent: agentId, ...fields }, redact), redact(msg));
+    deps.logger[level](
+      redactFields({ hostedAgent: agentId, ...fields }, (text) => redact(redactUrls(text))),
+      redact(msg),
+    );
 
   const failed = new Set(
     (await db.selectFrom("hosted_task_runs").select("task_hash").where("agent_id", "=", agentId).where("status", "=", "failed").execute()).map(
@@ -133,6 +151,7 @@ export async function startAgentRun(
       const deadline = Math.min(now() + config.taskBudgetMs, context.deadline - 30_000);
       const ctx = {
         agentId,
+        sandbox: deps.sandbox,
         taskHash: context.taskId,
         client,
         secret: (name: string) => secrets.tools.get(name),
@@ -147,8 +166,16 @@ export async function startAgentRun(
           void running.finally(() => background.delete(running));
         },
         subtasks: {
-          reserve: (amount: bigint) => ledger.reserve(agentId, context.taskId, amount, subtaskMaxReward ?? 0n),
+          reserve: (amount: bigint) =>
+            ledger.reserve(agentId, context.taskId, amount, {
+              budget: subtaskBudget(subtaskMaxReward ?? 0n, context.reward.amountRaw, {
+                shareBps: config.subtaskShareBps,
+                minParentReward: config.subtaskMinParentRewardRaw,
+              }),
+              dailyCap: config.subtaskDailyCapRaw,
+            }),
           listed: (id: number, subtaskHash: string) => ledger.listed(id, subtaskHash),
+          targetRefusal: (target: string) => ledger.targetRefusal(context.taskId, target),
         },
       };
       const builtins = builtinTools(ctx);
@@ -162,33 +189,40 @@ export async function startAgentRun(
           content: `Task ${context.taskId} (reward ${context.reward.amount} raw ${context.reward.symbol}, round ${context.round}).\n\n${context.instructions}${previous}`,
         },
       ];
-      const output = await runToolLoop({
-        client: model,
-        model: running.model.name,
-        messages,
-        tools: toolSpecs,
-        maxSteps: config.maxSteps,
+      // Bounded whatever happens inside (issue 23 item 4): past its budget the run ends and its slot is freed.
+      const output = await runWithinBudget(
         deadline,
-        callTimeoutMs: config.modelTimeoutMs,
-        signal: stopping.signal,
-        beforeCall: () => {
-          if (deps.modelCalls.hit(`agent:${agentId}`, config.modelCallsPerMinute, now()) !== undefined) {
-            throw new ModelFailure(`the agent's quota of ${config.modelCallsPerMinute} model calls per minute is used up`);
-          }
-        },
-        onStep: (step) => (steps = step),
-        async callTool(name, args, signal) {
-          const own = agentTools.calls.get(name);
-          if (own) return own(args, ctx, signal);
-          const answer = await builtins.call(name, args, signal);
-          return answer ?? `Error: no tool named ${name}`;
-        },
-      });
+        AbortSignal.any([stopping.signal, context.signal]),
+        (signal) =>
+          runToolLoop({
+            client: model,
+            model: running.model.name,
+            messages,
+            tools: toolSpecs,
+            maxSteps: config.maxSteps,
+            deadline,
+            callTimeoutMs: config.modelTimeoutMs,
+            signal,
+            beforeCall: () => {
+              if (deps.modelCalls.hit(`agent:${agentId}`, config.modelCallsPerMinute, now()) !== undefined) {
+                throw new ModelFailure(`the agent's quota of ${config.modelCallsPerMinute} model calls per minute is used up`);
+              }
+            },
+            onStep: (step) => (steps = step),
+            async callTool(name, args, signal) {
+              const own = agentTools.calls.get(name);
+              if (own) return own(args, ctx, signal);
+              const answer = await builtins.call(name, args, signal);
+              return answer ?? `Error: no tool named ${name}`;
+            },
+          }),
+        { now },
+      );
       await recordRun(context.taskId, { status: "running", steps });
       return { output: redact(output) };
     } catch (error) {
       if (!stopping.signal.aborted) {
-        const message = redact((error as Error).message ?? String(error));
+        const message = redact(redactUrls((error as Error).message ?? String(error)));
         failed.add(context.taskId);
         await recordRun(context.taskId, { status: "failed", steps, error: message }).catch(() => undefined);
         log("warn", { task: context.taskId, steps, error: message }, "task failed");
@@ -207,7 +241,7 @@ export async function startAgentRun(
     escrows: deps.escrows,
     displayName: running.displayName,
     capabilities: running.capabilities,
-    ...(running.minReward === null ? {} : { minReward: running.minReward }),
+    minReward: effectiveMinReward(running, config).toString(),
     maxConcurrentTasks: config.agentConcurrency,
     browseIntervalMs: config.browseIntervalMs,
     resubmitRentals: false,

@@ -24,9 +24,10 @@ export interface FairSemaphore {
 }
 
 /**
- * A semaphore of `limit` permits shared fairly between keys (owners): a key holds at most its share, `limit` divided
- * by `activeKeys()` (the owners with running agents; at least 1), so one owner's agents cannot take every permit while
- * another owner's agents run. A freed permit goes to the first waiter whose key is under its share. Shares shrink when
+ * A semaphore of `limit` permits shared fairly between keys (fairness units: a fee-paid agent, or an owner's unpaid
+ * agents together; runner/index.ts `fairnessUnit`): a key holds at most its share, `limit` divided by `activeKeys()`
+ * (at least 1), so one key cannot take every permit while others run. A freed permit goes to the waiter under its
+ * share whose key holds fewest, and a key holding nothing may always queue for one, so busy keys cannot starve it. Shares shrink when
  * owners arrive without taking back permits already held: those come back as their tasks end (each bounded by its
  * time budget).
  */
@@ -37,21 +38,37 @@ export function createFairSemaphore(limit: number, activeKeys: () => number): Fa
   const share = () => Math.max(1, Math.floor(limit / Math.max(1, activeKeys())));
   const holding = (key: string) => held.get(key) ?? 0;
   const grantable = (key: string) => used < limit && holding(key) < share();
+  /** When each key was last granted a permit (a counter): the longest unserved key goes first among equals. */
+  const served = new Map<string, number>();
+  let grants = 0;
+  const before = (a: string, b: string) => holding(a) < holding(b) || (holding(a) === holding(b) && (served.get(a) ?? 0) < (served.get(b) ?? 0));
 
+  /**
+   * Grants free permits to waiters under their share, the key holding fewest first, and among those the key served
+   * longest ago (the first come within a key): a key that holds nothing gets the next free permit before keys already
+   * working, and a key that just freed one does not take it back ahead of one that has waited (issue 23 item 4), so
+   * keys whose tasks hang cannot keep passing permits among their own waiters.
+   */
   function pump() {
-    for (let i = 0; i < waiting.length && used < limit;) {
-      const entry = waiting[i]!;
-      if (grantable(entry.key)) {
-        waiting.splice(i, 1);
-        entry.grant();
-      } else i++;
+    while (used < limit) {
+      let best = -1;
+      for (let i = 0; i < waiting.length; i++) {
+        const entry = waiting[i]!;
+        if (grantable(entry.key) && (best < 0 || before(entry.key, waiting[best]!.key))) best = i;
+      }
+      if (best < 0) return;
+      const [entry] = waiting.splice(best, 1);
+      entry!.grant();
     }
   }
 
   return {
     recheck: pump,
     available(key) {
-      const mine = share() - holding(key) - waiting.filter((w) => w.key === key).length;
+      const queued = waiting.filter((w) => w.key === key).length;
+      const mine = share() - holding(key) - queued;
+      // An idle key (holding and awaiting nothing) may always queue one: it is served before any key already working.
+      if (holding(key) === 0 && queued === 0) return Math.max(1, Math.min(limit - used, mine));
       // Waiters of other keys under their share take the next free permits first.
       const ahead = waiting.filter((w) => w.key !== key && holding(w.key) < share()).length;
       return Math.max(0, Math.min(limit - used - ahead, mine));
@@ -61,6 +78,7 @@ export function createFairSemaphore(limit: number, activeKeys: () => number): Fa
       return new Promise((resolve, reject) => {
         const grant = () => {
           used += 1;
+          served.set(key, ++grants);
           held.set(key, holding(key) + 1);
           signal?.removeEventListener("abort", abort);
           let released = false;
@@ -322,4 +340,33 @@ export function redactFields<T>(value: T, redact: (text: string) => string): T {
 /** A text cut to `max` characters, saying so. */
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}\n[truncated: ${text.length - max} more characters]`;
+}
+
+/** Time a run gets past its budget to wind down (its answer recorded, its slot freed) before it is cut off. */
+export const RUN_GRACE_MS = 5_000;
+
+/**
+ * Runs `work` with a signal aborted at `deadline` (or when `parent` aborts), and settles by `deadline + graceMs`
+ * whatever `work` does (issue 23 item 4): a model call, a tool or anything else that ignores its signal still cannot
+ * keep a run, and the server slot it holds, past its time budget.
+ */
+export async function runWithinBudget<T>(
+  deadline: number,
+  parent: AbortSignal,
+  work: (signal: AbortSignal) => Promise<T>,
+  { now = Date.now, graceMs = RUN_GRACE_MS }: { now?: () => number; graceMs?: number } = {},
+): Promise<T> {
+  const budget = new AbortController();
+  const left = Math.max(0, deadline - now());
+  const soft = setTimeout(() => budget.abort(new Error("the task's time budget ran out")), left);
+  let hard: NodeJS.Timeout | undefined;
+  const cutOff = new Promise<never>((_, reject) => {
+    hard = setTimeout(() => reject(new Error("the task's time budget ran out (the run was cut off)")), left + graceMs);
+  });
+  try {
+    return await Promise.race([work(AbortSignal.any([parent, budget.signal])), cutOff]);
+  } finally {
+    clearTimeout(soft);
+    clearTimeout(hard);
+  }
 }

@@ -8,6 +8,7 @@ import { sha256Hex, type AgentTokens } from "../../auth";
 import { createWindows } from "../../http/rate-limit";
 import { createFairSemaphore, type Semaphore } from "./bounds";
 import { startAgentRun, type AgentRun, type RunnerLogger } from "./agent";
+import type { Sandbox } from "../../sandbox";
 
 export interface RunnerEndpoints {
   /** The API on loopback, which runners call as their agents. */
@@ -17,6 +18,16 @@ export interface RunnerEndpoints {
 }
 
 export type HostedRunners = ReturnType<typeof createHostedRunners>;
+
+/**
+ * The unit the server's task slots are shared between (issue 23 item 4): one that costs something. An agent whose
+ * deploy paid the fee is a unit of its own; an owner's agents that paid nothing (free deploys) are one unit together,
+ * so sign-ins and free agents add no share beyond one per account.
+ */
+export async function fairnessUnit(db: Db, agentId: number, accountId: number): Promise<string> {
+  const paid = await db.selectFrom("deploy_fee_credits").select("agent_id").where("agent_id", "=", agentId).executeTakeFirst();
+  return paid ? `agent:${agentId}` : `owner:${accountId}`;
+}
 
 /**
  * Runs the hosted agents whose state is `running`, in this process: each a WorkerRuntime over loopback HTTP. Until
@@ -33,6 +44,7 @@ export function createHostedRunners(deps: {
   sponsor: GasSponsor;
   logger: RunnerLogger;
   now: () => number;
+  sandbox: Sandbox;
 }) {
   const { db, store, config } = deps;
   const runs = new Map<number, AgentRun>();
@@ -54,13 +66,13 @@ export function createHostedRunners(deps: {
   };
   /** Starts and stops of one agent happen one after another. */
   const transitions = new Map<number, Promise<unknown>>();
-  /** Each running agent's owner (account): the server's task slots are shared fairly between owners. */
-  const owners = new Map<number, number>();
+  /** Each running agent's fairness unit (`fairnessUnit`): the server's task slots are shared fairly between units. */
+  const owners = new Map<number, string>();
   const serverSlots = createFairSemaphore(config.serverConcurrency, () => new Set(owners.values()).size);
-  /** The server's slots as one agent sees them: its owner's share. */
-  const slotsOf = (owner: number): Semaphore => ({
-    acquire: (signal) => serverSlots.acquire(String(owner), signal),
-    available: () => serverSlots.available(String(owner)),
+  /** The server's slots as one agent sees them: its unit's share. */
+  const slotsOf = (unit: string): Semaphore => ({
+    acquire: (signal) => serverSlots.acquire(unit, signal),
+    available: () => serverSlots.available(unit),
   });
   const modelCalls = createWindows(60_000);
   let endpoints: RunnerEndpoints | undefined;
@@ -106,15 +118,16 @@ export function createHostedRunners(deps: {
       try {
         const running = json.read<RunningConfig>(row.running_config) ?? (await store.runningConfig(row));
         const secrets = await store.openSecrets(agentId);
-        // Counted as its owner's before it browses, so the shares are right before it takes a task.
-        owners.set(agentId, row.account_id);
+        // Counted in its unit before it browses, so the shares are right before it takes a task.
+        const unit = await fairnessUnit(db, agentId, row.account_id);
+        owners.set(agentId, unit);
         serverSlots.recheck();
         runs.set(
           agentId,
           await startAgentRun(agentId, row.address, running, secrets, {
             ...deps,
             tokens,
-            serverSlots: slotsOf(row.account_id),
+            serverSlots: slotsOf(unit),
             modelCalls,
             ...endpoints,
           }),

@@ -7,9 +7,11 @@ import { getAddress, isAddress } from "ethers";
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import type { HttpTool } from "../../../core/api";
 import type { MarketClient } from "../../../sdk/src/client";
+import type { Sandbox } from "../../sandbox";
 import { ApiError } from "../../../sdk/src/errors";
 import { wrapBriefKey } from "../../../core/crypto";
 import { boundedFetch, truncate } from "./bounds";
+import { redactUrls } from "../../../core/text";
 
 /** Largest HTTP tool answer read (bytes). */
 export const MAX_TOOL_RESPONSE_BYTES = 256 * 1024;
@@ -21,6 +23,8 @@ const POLL_MS = 2_000;
 
 export interface ToolRunContext {
   agentId: number;
+  /** Where JS Eval and Sandbox tools run (caps counted per `agentId`); without it they answer SANDBOX_UNAVAILABLE. */
+  sandbox?: Sandbox;
   /** The task being worked. */
   taskHash: string;
   /** The agent's API client (its own token and wallet). */
@@ -43,6 +47,8 @@ export interface ToolRunContext {
   subtasks: {
     reserve(amount: bigint): Promise<{ id: number } | { refused: string }>;
     listed(id: number, subtaskHash: string): Promise<void>;
+    /** Why the sub-task may not be pinned to this agent (the task's poster or its account's), or undefined. */
+    targetRefusal(agent: string): Promise<string | undefined>;
   };
 }
 
@@ -82,7 +88,7 @@ export function builtinToolSpecs(subtasks: boolean): ChatCompletionFunctionTool[
       fn(
         "delegate_to_agent",
         "Post and fund a sub-task from your own wallet (USDC raw units, 6 decimals), pinned to one agent or open to all, and wait for its result. " +
-          "Your owner's limit is a budget for all the sub-tasks of this task together (at most 3 of them). " +
+          "Your owner's limit and a share of the task's reward bound all the sub-tasks of this task together (at most 3 of them), within a daily cap; never pin one to the task's poster or its agents. " +
           "Pass taskHash alone to read the result of a sub-task you posted earlier.",
         {
           instructions: text("The sub-task's brief (kept private: only the agents it is wrapped to can read it)."),
@@ -108,6 +114,26 @@ export function httpToolSpec(tool: HttpTool): ChatCompletionFunctionTool {
   const freeForm = Object.keys(properties).length === 0 && ["POST", "PUT", "PATCH"].includes(tool.method);
   if (freeForm) properties.input = { type: "string", description: "The request body (JSON or text)." };
   return fn(tool.name, tool.description, properties, tool.parameters.required ?? []);
+}
+
+/**
+ * The origin an HTTP tool's URL template approves, the only one its secret is ever sent to (issue 23 item 3): the
+ * template's scheme, host and port, written out before any `{placeholder}`. Undefined when a placeholder sits in the
+ * scheme, user info, host or port (only the path and query may hold one): such a tool is refused at deploy, and one
+ * stored before that rule never gets its secret.
+ */
+export function toolOrigin(template: string): string | undefined {
+  const scheme = /^https?:\/\//i.exec(template);
+  if (!scheme) return undefined;
+  const rest = template.slice(scheme[0].length);
+  const end = rest.search(/[/?#]/);
+  const authority = end < 0 ? rest : rest.slice(0, end);
+  if (authority.length === 0 || authority.includes("{") || authority.includes("}")) return undefined;
+  try {
+    return new URL(`${scheme[0]}${authority}/`).origin;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs an HTTP tool: inputs mapped to path, query or body; the secret added as its auth says; the answer bounded. */
@@ -140,6 +166,15 @@ export async function callHttpTool(tool: HttpTool, args: Record<string, unknown>
     // `header` is accepted and dropped; an input with no mapping is never sent.
   }
   if (query.size > 0) url += `${url.includes("?") ? "&" : "?"}${query}`;
+  // The secret goes to the origin approved at deploy and nowhere else (redirects are never followed: boundedFetch).
+  const approved = toolOrigin(tool.url);
+  let origin: string | undefined;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    origin = undefined;
+  }
+  if (approved === undefined || origin !== approved) return "Error: the tool's URL may only change in its path and query, never its host";
   let payload: string | undefined;
   if (declared.length === 0 && ["POST", "PUT", "PATCH"].includes(tool.method) && args.input !== undefined) {
     payload = typeof args.input === "string" ? args.input : JSON.stringify(args.input);
@@ -287,11 +322,16 @@ export function builtinTools(ctx: ToolRunContext) {
     if (amount > ctx.subtaskMaxReward) return `Error: amountRaw is above the owner's limit of ${ctx.subtaskMaxReward} per sub-task`;
     const agent = typeof args.agent === "string" && args.agent ? args.agent : undefined;
     if (agent !== undefined && !isAddress(agent)) return "Error: agent is not a 0x address";
+    if (agent !== undefined) {
+      const refused = await ctx.subtasks.targetRefusal(getAddress(agent));
+      if (refused) return `Error: ${refused}`;
+    }
     const capabilities = Array.isArray(args.capabilities) ? args.capabilities.filter((c): c is string => typeof c === "string") : [];
     // The count and the total per task (the owner's limit covers all of a task's sub-tasks, not each one).
     const reserved = await ctx.subtasks.reserve(amount);
     if ("refused" in reserved) return `Error: ${reserved.refused}`;
     let briefKey: Uint8Array | undefined;
+    let naming: Promise<void> | undefined;
     try {
       const result = await ctx.client.postTasks(
         [
@@ -304,17 +344,26 @@ export function builtinTools(ctx: ToolRunContext) {
             ...(agent ? { targetExecutor: getAddress(agent) } : {}),
           },
         ],
-        { onBriefKey: (event) => (briefKey = new Uint8Array(event.key)) },
+        {
+          onBriefKey: (event) => {
+            briefKey = new Uint8Array(event.key);
+            // Named at once, before it is funded and listed: an open sub-task is refused at accept to the parent's
+            // poster and its account's agents, which the accept finds through this row.
+            naming = ctx.subtasks.listed(reserved.id, event.taskHash).catch(() => undefined);
+          },
+        },
       );
       const row = result.results[0];
       if (!row || row.status !== "posted" || !row.taskHash)
-        return ctx.redact(`Error: the sub-task was not posted: ${row?.error?.message ?? "unknown"}`);
+        return ctx.redact(redactUrls(`Error: the sub-task was not posted: ${row?.error?.message ?? "unknown"}`));
+      await naming;
       await ctx.subtasks.listed(reserved.id, row.taskHash);
       if (briefKey) wrapToBidders(row.taskHash, briefKey);
       return subtaskResult(row.taskHash, waitMs, signal);
     } catch (error) {
       const message = error instanceof ApiError ? `${error.code}: ${error.message}` : (error as Error).message;
-      return ctx.redact(`Error: the sub-task was not posted: ${message}`);
+      // An RPC provider's URL (and the key in it) never reaches the model (issue 23 item 7).
+      return ctx.redact(redactUrls(`Error: the sub-task was not posted: ${message}`));
     }
   }
 
@@ -337,7 +386,7 @@ export function builtinTools(ctx: ToolRunContext) {
         }
       } catch (error) {
         const message = error instanceof ApiError ? `${error.code}: ${error.message}` : (error as Error).message;
-        return ctx.redact(`Error: ${message}`);
+        return ctx.redact(redactUrls(`Error: ${message}`));
       }
     },
   };

@@ -1,13 +1,14 @@
 /**
  * The one place a tool type meets the runner: for each stored tool, the functions the model is told of and the code
- * that runs a call. Each type's code is its own module (HTTP in ../tools.ts, `mcp.ts`, `manual-mcp.ts`); issue 26 adds
- * `js_eval` and `sandbox` as two more cases of the switch below.
+ * that runs a call. Each type's code is its own module (HTTP in ../tools.ts, `mcp.ts`, `manual-mcp.ts`, JS Eval and
+ * Sandbox in ../sandbox-tools.ts). A sandbox run's answer is redacted (the agent's secrets) like every tool's.
  */
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import type { StoredTool } from "../../../../core/api";
 import { callHttpTool, httpToolSpec, MAX_TOOL_WAIT_MS, type ToolRunContext } from "../tools";
 import { callMcpTool, mcpToolSpecs } from "./mcp";
 import { callManualMcpTool, manualMcpToolSpec } from "./manual-mcp";
+import { callSandboxTool, sandboxToolSpec } from "../sandbox-tools";
 
 export type ToolCall = (args: Record<string, unknown>, ctx: ToolRunContext, signal: AbortSignal) => Promise<string>;
 
@@ -37,6 +38,17 @@ export function toolFunctions(tool: StoredTool): Array<{ spec: ChatCompletionFun
       }));
     case "mcp_manual":
       return [{ spec: manualMcpToolSpec(tool), call: (args, ctx, signal) => callManualMcpTool(tool, args, callContext(ctx), signal) }];
+    case "js_eval":
+    case "sandbox":
+      return [
+        {
+          spec: sandboxToolSpec(tool),
+          call: async (args, ctx, signal) =>
+            ctx.sandbox
+              ? ctx.redact(await callSandboxTool(ctx.sandbox, ctx.agentId, tool, args, signal))
+              : "Error: SANDBOX_UNAVAILABLE: this runner has no sandbox",
+        },
+      ];
     default: {
       const unknown: never = tool;
       throw new Error(`unknown tool type ${(unknown as { type: string }).type}`);

@@ -1,0 +1,232 @@
+/**
+ * The sandbox engine (issue 26): runs one command in a fresh, throw-away bubblewrap (`bwrap`) sandbox and answers what
+ * it printed, cut at a stated size. What each run gets:
+ *
+ * - a read-only view of `/usr` (with the `/bin`, `/lib`, `/lib64`, `/sbin` links into it), `/etc/ld.so.cache` and
+ *   `/etc/alternatives` (the links Debian's `awk` and others go through), and
+ *   nothing else of the host: not the repository, the data folder, `/root`, `/home`, `/work`, the host's `/proc` or
+ *   `/tmp`; when Node lives outside `/usr`, its one binary is bound read-only at `/opt/node/bin/node`;
+ * - a private tmpfs at `/tmp` (the working directory and `$HOME`, `scratchBytes` large) that disappears with the run;
+ * - its own user, PID, IPC, UTS, cgroup and network namespaces (`--unshare-all`): no network at all, not even the
+ *   host's loopback (the API, the chain node, PostgreSQL); a new session (no terminal injection), an empty
+ *   environment but `PATH`, `HOME` and `LANG`;
+ * - resource limits set inside the user namespace (`prlimit`): CPU seconds, data-segment bytes (memory), processes,
+ *   open files and file size. RLIMIT_NPROC is counted per user inside the sandbox's own user namespace, but the kernel
+ *   ignores it for the host's root user: a server running as root drops to `sandboxUid` (`setpriv`) before `bwrap`;
+ * - `nice 19`, which no process of the run can undo (RLIMIT_NICE 0). Where the kernel groups each session into a
+ *   scheduler autogroup (`/proc/sys/kernel/sched_autogroup_enabled`), a run's session competes with the API's as one
+ *   entity at the default weight and nice counts only inside it: the server-wide bound on sandboxes at once is then
+ *   what keeps the API and the indexer responsive (bench/sandbox.json measures it);
+ * - a wall-clock timeout that kills `bwrap`; `--die-with-parent` then kills the sandbox's PID 1, and with it the
+ *   kernel kills every process of its PID namespace (nothing outlives the run);
+ * - stdout read up to `maxOutputBytes` (stderr up to `maxStderrBytes`): past that the run is killed, never buffered.
+ */
+import { spawn } from "node:child_process";
+import { realpathSync, existsSync } from "node:fs";
+
+export interface SandboxLimits {
+  /** Wall-clock time of one run (ms). */
+  timeoutMs: number;
+  /** RLIMIT_CPU of each process (seconds). */
+  cpuSeconds: number;
+  /** RLIMIT_DATA of each process (bytes): the heap and private mappings. */
+  memoryBytes: number;
+  /** RLIMIT_NPROC inside the sandbox's user namespace (processes and threads). */
+  processes: number;
+  /** RLIMIT_NOFILE. */
+  openFiles: number;
+  /** RLIMIT_FSIZE: the largest file a run may write (bytes). */
+  fileBytes: number;
+  /** Size of the tmpfs scratch folder (bytes). */
+  scratchBytes: number;
+  /** stdout kept (bytes); more kills the run. */
+  maxOutputBytes: number;
+  /** stderr kept (bytes); more is dropped. */
+  maxStderrBytes: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
+  timeoutMs: 30_000,
+  cpuSeconds: 30,
+  memoryBytes: 256 * 1024 * 1024,
+  processes: 32,
+  openFiles: 64,
+  fileBytes: 16 * 1024 * 1024,
+  scratchBytes: 64 * 1024 * 1024,
+  maxOutputBytes: 64 * 1024,
+  maxStderrBytes: 8 * 1024,
+};
+
+export interface SandboxRun {
+  /** The program and its arguments, run inside the sandbox (no shell unless the program is one). */
+  argv: string[];
+  /** Written to the program's stdin, then closed. */
+  stdin?: string;
+  limits: SandboxLimits;
+  signal?: AbortSignal;
+}
+
+export interface SandboxResult {
+  /** The exit status; null when the run was killed (`killed` says why) or died of a signal. */
+  exitCode: number | null;
+  /** The signal that ended the program, e.g. SIGXCPU, SIGKILL. */
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  /** Why the engine killed the run. */
+  killed: "timeout" | "output" | "aborted" | null;
+  /** stdout went past `maxOutputBytes` (cut there). */
+  outputCut: boolean;
+  wallMs: number;
+}
+
+export interface SandboxEngineOptions {
+  /** The bwrap binary (default: `bwrap` on PATH). */
+  bwrap?: string;
+  /** Uid and gid the sandbox runs as when the server runs as root (default 65534, nobody). */
+  sandboxUid?: number;
+}
+
+function nodeBinds(): string[] {
+  const real = realpathSync(process.execPath);
+  if (real.startsWith("/usr/")) return [];
+  return ["--ro-bind", real, "/opt/node/bin/node"];
+}
+
+/** The path of Node inside the sandbox. */
+export function sandboxNodePath(): string {
+  const real = realpathSync(process.execPath);
+  return real.startsWith("/usr/") ? real : "/opt/node/bin/node";
+}
+
+/** The bwrap arguments of one run, up to and including `--` (exported for the docs and the tests to read). */
+export function bwrapArgs(limits: SandboxLimits): string[] {
+  const links = ["bin", "lib", "lib64", "sbin"].flatMap((dir) => (existsSync(`/usr/${dir}`) ? ["--symlink", `usr/${dir}`, `/${dir}`] : []));
+  return [
+    "--ro-bind",
+    "/usr",
+    "/usr",
+    ...links,
+    ...["/etc/ld.so.cache", "/etc/alternatives"].flatMap((p) => (existsSync(p) ? ["--ro-bind", p, p] : [])),
+    ...nodeBinds(),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--size",
+    String(limits.scratchBytes),
+    "--tmpfs",
+    "/tmp",
+    "--chdir",
+    "/tmp",
+    // The root and /dev are bwrap's own tmpfs: read-only too, so /tmp is the one place a run can write.
+    "--remount-ro",
+    "/dev",
+    "--remount-ro",
+    "/",
+    "--unshare-all",
+    "--hostname",
+    "sandbox",
+    "--die-with-parent",
+    "--new-session",
+    "--clearenv",
+    "--setenv",
+    "PATH",
+    "/usr/local/bin:/usr/bin:/bin",
+    "--setenv",
+    "HOME",
+    "/tmp",
+    "--setenv",
+    "LANG",
+    "C.UTF-8",
+    "--",
+    "/usr/bin/prlimit",
+    `--cpu=${limits.cpuSeconds}`,
+    `--data=${limits.memoryBytes}`,
+    `--nproc=${limits.processes}`,
+    `--nofile=${limits.openFiles}`,
+    `--fsize=${limits.fileBytes}`,
+    "--core=0",
+    // RLIMIT_NICE 0: no process of the run can raise its priority above nice 19.
+    "--nice=0",
+    "--",
+  ];
+}
+
+export interface SandboxEngine {
+  run(run: SandboxRun): Promise<SandboxResult>;
+}
+
+/** Spawns sandboxes. Nothing here bounds how many run at once: the caller holds a slot of the server's semaphore. */
+export function createSandboxEngine(options: SandboxEngineOptions = {}): SandboxEngine {
+  const bwrap = options.bwrap ?? "bwrap";
+  const uid = options.sandboxUid ?? 65534;
+  const asRoot = typeof process.geteuid === "function" && process.geteuid() === 0;
+
+  function run({ argv, stdin, limits, signal }: SandboxRun): Promise<SandboxResult> {
+    const started = Date.now();
+    const prefix = ["-n", "19", ...(asRoot ? ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"] : []), bwrap];
+    return new Promise<SandboxResult>((resolve, reject) => {
+      // `nice` and `setpriv` exec into their successor: the pid is bwrap's, whose death ends the sandbox.
+      const child = spawn("nice", [...prefix, ...bwrapArgs(limits), ...argv], {
+        cwd: "/",
+        env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      let killed: SandboxResult["killed"] = null;
+      const kill = (why: NonNullable<SandboxResult["killed"]>) => {
+        if (killed === null) killed = why;
+        child.kill("SIGKILL");
+      };
+      const out: Buffer[] = [];
+      let outBytes = 0;
+      let outputCut = false;
+      const err: Buffer[] = [];
+      let errBytes = 0;
+      child.stdout.on("data", (chunk: Buffer) => {
+        const room = limits.maxOutputBytes - outBytes;
+        if (chunk.length > room) {
+          if (room > 0) out.push(chunk.subarray(0, room));
+          outBytes = limits.maxOutputBytes;
+          outputCut = true;
+          kill("output");
+          return;
+        }
+        out.push(chunk);
+        outBytes += chunk.length;
+      });
+      child.stderr.on("data", (chunk: Buffer) => {
+        const room = limits.maxStderrBytes - errBytes;
+        if (room <= 0) return;
+        err.push(chunk.subarray(0, room));
+        errBytes += Math.min(room, chunk.length);
+      });
+      child.stdin.on("error", () => undefined);
+      child.stdin.end(stdin ?? "");
+      const timer = setTimeout(() => kill("timeout"), limits.timeoutMs);
+      const onAbort = () => kill("aborted");
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal?.aborted) kill("aborted");
+      child.on("error", (error) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        reject(error);
+      });
+      child.on("close", (code, sig) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        resolve({
+          exitCode: killed === null ? code : null,
+          signal: killed === null ? sig : "SIGKILL",
+          stdout: Buffer.concat(out).toString("utf8"),
+          stderr: Buffer.concat(err).toString("utf8"),
+          killed,
+          outputCut,
+          wallMs: Date.now() - started,
+        });
+      });
+    });
+  }
+
+  return { run };
+}
