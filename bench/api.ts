@@ -13,6 +13,7 @@ import { performance } from "node:perf_hooks";
 import SQLite from "better-sqlite3";
 import type { Insertable } from "kysely";
 import { CONNECTIONS, loadRoute, serveBenchApi, type LoadRun } from "./lib/api-load";
+import { calibrated, machineFigures } from "./lib/machine";
 import { createDatabase, migrateToLatest } from "../server/db";
 import type { EscrowTasksTable, ListingCapabilitiesTable, ListingsTable } from "../server/db/schema";
 import { CAPABILITY_TAGS } from "../core/capabilities";
@@ -158,6 +159,7 @@ async function main() {
     const bodyBytes = (await (await fetch(`${base}/api/v1/a2a/tasks`)).arrayBuffer()).byteLength;
 
     await loadRoute(`${base}/api/v1/a2a/tasks`, {}, 2); // warm-up (JIT, SQLite page cache)
+    const machine = machineFigures();
     const browse = await loadRoute(`${base}/api/v1/a2a/tasks`, {}, SECONDS);
     const read = await loadRoute(`${base}/api/v1/api-keys/whoami`, { "x-api-key": key }, SECONDS);
     const browseFiltered = await loadRoute(
@@ -188,6 +190,17 @@ async function main() {
       },
       bars: BARS,
       meetsBars: browse.reqPerSec >= BARS.browseReqPerSec && browse.p99Ms <= BARS.browseP99Ms,
+      // The machine's calibration and the main figures divided by it (bench/lib/machine.ts).
+      machine,
+      perCalibration: calibrated(
+        {
+          browseReqPerSec: { value: browse.reqPerSec, kind: "rate" },
+          browseP99Ms: { value: browse.p99Ms, kind: "duration" },
+          readReqPerSec: { value: read.reqPerSec, kind: "rate" },
+          readP99Ms: { value: read.p99Ms, kind: "duration" },
+        },
+        machine,
+      ),
     };
     writeFileSync(path.join(__dirname, "api.json"), `${JSON.stringify(report, null, 2)}\n`);
 

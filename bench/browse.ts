@@ -19,6 +19,7 @@ import { createDatabase, migrateToLatest, type Db } from "../server/db";
 import { createTaskQueries } from "../server/tasks/queries";
 import { BROWSE_PAGE_SIZE } from "../core/limits";
 import { startBenchPostgres } from "./lib/postgres";
+import { calibrated, machineFigures } from "./lib/machine";
 import { SEED_TOKEN as TOKEN, seedBrowseTasks, seedPinned, seedPoster as poster, seedTags } from "./lib/browse-seed";
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 1_000_000);
@@ -26,7 +27,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** In the third run, a write to the database this often. */
 const WRITE_EVERY_MS = 20;
 /** The bar of bench/api.ts (100,000 tasks on SQLite), kept at ten times the tasks on PostgreSQL. */
-const BARS = { browseP99Ms: 25 };
+const BARS = { browseP99Ms: 25, browseWithWritesP99Ms: 20 };
 /** The capabilities a keyed browse names (tasks requiring others are hidden from it). */
 const BROWSE_CAPABILITIES = ["web_research", "summarization", "translation"];
 
@@ -148,6 +149,7 @@ async function main() {
 
       // ---- the load
       await load(`${base}/api/v1/a2a/tasks`, {}, 2); // warm-up (JIT, caches)
+      const machine = machineFigures();
       const loadBefore = loadavg()[0]!;
       const browse = await load(`${base}/api/v1/a2a/tasks`, {}, SECONDS);
       const browseKeyed = await load(keyedUrl, { "x-api-key": key }, SECONDS);
@@ -186,7 +188,18 @@ async function main() {
         },
         plans,
         bars: BARS,
-        meetsBars: browse.p99Ms <= BARS.browseP99Ms && browseKeyed.p99Ms <= BARS.browseP99Ms,
+        meetsBars: browse.p99Ms <= BARS.browseP99Ms && browseKeyed.p99Ms <= BARS.browseP99Ms && browseWithWrites.p99Ms <= BARS.browseWithWritesP99Ms,
+        // The machine's calibration and the main figures divided by it (bench/lib/machine.ts).
+        machine,
+        perCalibration: calibrated(
+          {
+            browseP99Ms: { value: browse.p99Ms, kind: "duration" },
+            browseReqPerSec: { value: browse.reqPerSec, kind: "rate" },
+            browseKeyedP99Ms: { value: browseKeyed.p99Ms, kind: "duration" },
+            browseWithWritesP99Ms: { value: browseWithWrites.p99Ms, kind: "duration" },
+          },
+          machine,
+        ),
       };
       writeFileSync(path.join(__dirname, "browse.json"), `${JSON.stringify(report, null, 2)}\n`);
       console.log(JSON.stringify({ browse, browseKeyed, browseWithWrites, loadAverage1m: report.loadAverage1m }, null, 2));
@@ -194,7 +207,7 @@ async function main() {
       for (const [name, r] of Object.entries({ browse, browseKeyed, browseWithWrites }))
         if (r.bad > 0) throw new Error(`${name}: ${r.bad} bad answers`);
       if (!report.meetsBars) {
-        console.error(`browse p99 over ${BARS.browseP99Ms} ms`);
+        console.error(`browse p99 over ${BARS.browseP99Ms} ms, or over ${BARS.browseWithWritesP99Ms} ms with writes`);
         process.exitCode = 1;
       }
     } finally {

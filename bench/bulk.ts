@@ -17,6 +17,7 @@ import { loadTaskFile } from "../cli/src/task-file";
 import { writeCsv } from "../core/bulk";
 import { publicKeyFromPrivateKey } from "../core/crypto";
 import { cpuMeter } from "./lib/cpu";
+import { calibrated, machineFigures } from "./lib/machine";
 import { startBenchStack } from "./lib/stack";
 import { wrapRates } from "./lib/wrap-rates";
 import { profiled } from "./lib/profile";
@@ -72,6 +73,7 @@ async function main() {
       escrows: { arc: deployment.proxy },
     });
     let transactions = 0;
+    const machine = machineFigures();
     const loadBefore = loadavg()[0]!;
     meters.api?.reset();
     const cpu = cpuMeter({ client: process.pid, api: server.pid, chain: chain.process.pid });
@@ -133,7 +135,18 @@ async function main() {
       ...(rpcCalls ? { rpcCalls } : {}),
       // Measured after the run, alone in this process (the chain and the API idle): the same 20 agents per brief.
       wrapsPerSecond: await wrapRates(AGENTS, 100),
+      // The machine's calibration and the main figures divided by it (bench/lib/machine.ts).
+      machine,
+      perCalibration: {} as Record<string, number>,
     };
+    figures.perCalibration = calibrated(
+      {
+        totalSeconds: { value: totalSeconds * 1000, kind: "duration" },
+        encryptSeconds: { value: result.timings.prepareMs, kind: "duration" },
+        fundSeconds: { value: result.timings.fundMs, kind: "duration" },
+      },
+      machine,
+    );
     console.dir(figures, { depth: null });
     console.log(
       "(the next chunk is encrypted and its funding built while the current one is funded, and listed while the next one is, so phases add up to more than the total)",

@@ -17,6 +17,7 @@ import { MarketClient } from "../sdk/src/client";
 import { WorkerRuntime } from "../sdk/src/runtime";
 import { EscrowStatus } from "../core/escrow";
 import { cpuMeter } from "./lib/cpu";
+import { calibrated, machineFigures } from "./lib/machine";
 import { startBenchStack } from "./lib/stack";
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 200);
@@ -82,6 +83,7 @@ async function measure(serverEnv: Record<string, string>) {
     });
 
     let started = performance.now();
+    const machine = machineFigures();
     const cpu = cpuMeter({ client: process.pid, api: stack.server.pid, chain: chain.process.pid });
     const loadBefore = loadavg()[0]!;
     started = performance.now();
@@ -115,7 +117,18 @@ async function measure(serverEnv: Record<string, string>) {
       cpuSeconds,
       loadAverage1m: Math.round(loadBefore * 100) / 100,
       serverEnv,
+      // The machine's calibration and the main figures divided by it (bench/lib/machine.ts).
+      machine,
+      perCalibration: {} as Record<string, number>,
     };
+    figures.perCalibration = calibrated(
+      {
+        tasksPerMinute: { value: figures.tasksPerMinute / 60, kind: "rate" },
+        assignedToPaidP50Ms: { value: figures.assignedToPaidMs.p50, kind: "duration" },
+        assignedToPaidP95Ms: { value: figures.assignedToPaidMs.p95, kind: "duration" },
+      },
+      machine,
+    );
     console.log(figures);
     if (failures.length > 0) console.log(`failures (first 5):\n${failures.slice(0, 5).join("\n")}`);
     if (paidAt.size < TASKS) console.error(`only ${paidAt.size} of ${TASKS} tasks were paid within ${LIMIT_MS / 60_000} minutes`);

@@ -195,6 +195,23 @@ export const ERROR_CODES = define({
     description:
       "The remote /mcp endpoint never holds a self-run wallet's key: run `market mcp` locally to sign this (spend, cancel, claim). A hosted agent's owner sends `X-Market-Agent` to spend from its custodied wallet.",
   },
+  // ---- issue 29 (the first hour, second pass)
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    description: "The remote /mcp endpoint is stateless Streamable HTTP: it takes POST only (no GET stream, no session to DELETE).",
+  },
+  INSUFFICIENT_GAS: {
+    status: 0,
+    client: true,
+    description:
+      "The wallet has too little of the chain's native coin to pay the gas of its transaction (a delivery's evidence, a release); nothing was sent. A worker accepts no task until it has it. Send the wallet gas (docs/hosted-agents.md, \"Gas\").",
+  },
+  KEY_SHARED: {
+    status: 0,
+    client: true,
+    description:
+      "Another runtime works with this API key: a task is assigned to the agent that this runtime never took. Run one runtime per key; two race for the same tasks and one's deliveries are refused.",
+  },
   // ---- hosted agents (docs/hosted-agents.md)
   HOSTED_AGENT_TOKEN_REFUSED: {
     status: 403,

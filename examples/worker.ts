@@ -59,7 +59,18 @@ async function main() {
   const usdc = new Contract(settlement.token, ["function balanceOf(address) view returns (uint256)"], provider);
   const wallet = await client.whoami();
   const balance = async () => (await usdc.getFunction("balanceOf")(wallet)) as bigint;
-  let last = await balance();
+  /**
+   * What the escrow paid this wallet for the task: the task's own settlement (`state.paid`, from its TaskCompleted
+   * event), not a balance difference, which other payouts landing meanwhile would skew. Asked until it is indexed.
+   */
+  const payoutOf = async (taskHash: string): Promise<bigint> => {
+    for (let tries = 0; ; tries++) {
+      const paid = (await client.getTask(taskHash)).state.paid;
+      if (paid) return BigInt(paid.worker);
+      if (tries >= 100) throw new Error(`task ${taskHash} shows no payout yet`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
 
   const runtime = new WorkerRuntime({
     apiKey,
@@ -98,11 +109,13 @@ async function main() {
         const { status, verificationResult } = event.finalize;
         console.log(`task ${event.taskId}: ${status}${verificationResult?.reasons.length ? ` (${verificationResult.reasons.join("; ")})` : ""}`);
         if (verificationResult?.passed) {
-          void balance().then(async (now) => {
-            console.log(`task ${event.taskId}: paid ${formatUsdc(now - last)} USDC to ${wallet} (balance ${formatUsdc(now)} USDC)`);
-            last = now;
-            if (once) await stop(0);
-          });
+          void Promise.all([payoutOf(event.taskId), balance()]).then(
+            async ([paid, now]) => {
+              console.log(`task ${event.taskId}: paid ${formatUsdc(paid)} USDC to ${wallet} (balance ${formatUsdc(now)} USDC)`);
+              if (once) await stop(0);
+            },
+            (error: unknown) => console.error(`error: ${(error as Error).message}`),
+          );
         }
         break;
       }
@@ -116,7 +129,9 @@ async function main() {
   });
 
   const profile = await runtime.start();
-  console.log(`worker ${profile.address} browsing ${baseUrl ?? "http://127.0.0.1:3000"} (balance ${formatUsdc(last)} USDC); Ctrl-C stops it`);
+  console.log(
+    `worker ${profile.address} browsing ${baseUrl ?? "http://127.0.0.1:3000"} (balance ${formatUsdc(await balance())} USDC); Ctrl-C stops it`,
+  );
 }
 
 main().catch((error: unknown) => {

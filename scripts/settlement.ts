@@ -244,7 +244,7 @@ escrowTask<CommonArgs & { fromBlock?: number }>(
   "escrow:disputes",
   "Lists disputed and escalated tasks awaiting the admin's ruling, most urgent first (the admin's duty: rule before the window ends)",
   async (args, { hre, escrow }) => {
-    const { EscrowStatus, statusName } = await import("../core/escrow");
+    const { actsOn, EscrowStatus, statusName, toEscrowStatus } = await import("../core/escrow");
     const { readDeployment } = await import("../deploy/deployments");
     const provider = hre.ethers.provider;
     const start = args.fromBlock ?? readDeployment(hre.network.name)?.block ?? 0;
@@ -263,7 +263,8 @@ escrowTask<CommonArgs & { fromBlock?: number }>(
     for (const [taskHash, by] of raisedBy) {
       const t = await escrow.getTask(taskHash);
       const status = Number(t.status);
-      if (status !== EscrowStatus.Disputed && status !== EscrowStatus.Escalated) continue;
+      // What a ruling acts on (core/escrow): disputed and escalated tasks.
+      if (!actsOn("resolveDispute", toEscrowStatus(status))) continue;
       waiting.push({ taskHash, status, by, t, ruleBy: Number(t.windowEndsAt) });
     }
     waiting.sort((a, b) => a.ruleBy - b.ruleBy || a.taskHash.localeCompare(b.taskHash));

@@ -6,7 +6,9 @@
  * indexer per chain and the API on 127.0.0.1:3000 over SQLite (data/local/, reset at every start since the chains are
  * new), prints the addresses and ready API keys for a demo poster and a demo agent, and runs until Ctrl-C.
  * `MARKET_CHAIN_PORT` moves `arc`'s chain and every `--network localhost` command with it; `MARKET_LOCAL_DATA_DIR` moves
- * the data folder.
+ * the data folder, which holds everything a stack writes (the database, blobs, master key and both deployment records),
+ * so two stacks from one clone never share a file. It prints a line per phase, then the next steps (the exports, the
+ * keys, the README's first commands and the MCP config), and stops in order on Ctrl-C (the API, then the chains).
  *
  * It touches nothing until every port is free and it holds the lock on the data folder, so a second `npm start` on
  * the same ports or folder refuses with one line instead of taking over the first one's chains and data.
@@ -27,12 +29,21 @@ import { createAgentRegistry } from "../server/agents";
 import { CAPABILITY_TAGS } from "../core/capabilities";
 import { publicKeyFromPrivateKey } from "../core/crypto";
 import { MarketClient } from "../sdk/src/client";
+import { mcpClientConfig } from "../cli/src/mcp-config";
 
 /** The `0g` chain's port: the one setting that moves it (node, deployment, server and the printed exports). */
 const ZERO_G_CHAIN_PORT = Number(process.env.MARKET_0G_CHAIN_PORT ?? 8546);
 const API_PORT = Number(process.env.PORT ?? 3000);
 const DEMO_USDC = 10_000n * 10n ** 6n;
 const DATA_DIR = path.resolve(process.env.MARKET_LOCAL_DATA_DIR ?? path.join(__dirname, "..", "data", "local"));
+/** The deployment records (`localhost.json`, `0g.json`): under the data folder, reset with it, unless DEPLOYMENTS_DIR says. */
+const DEPLOYMENTS = path.resolve(process.env.DEPLOYMENTS_DIR || path.join(DATA_DIR, "deployments"));
+const PHASES = 5;
+const started = Date.now();
+/** One progress line per phase, with the seconds since the start. */
+function phase(n: number, what: string) {
+  console.log(`npm start [${n}/${PHASES}] ${what} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+}
 
 /** The port of the `localhost` network (hardhat.config.ts: `MARKET_CHAIN_PORT`, default 8545), which must be local. */
 function chainPort(): number {
@@ -56,20 +67,26 @@ async function main() {
       );
     }
   }
+  console.log(
+    `npm start: a fresh local stack in ${DATA_DIR}. Every start resets all its state: new chains, an empty database and new keys, so keys printed by an earlier start answer INVALID_TOKEN and a results journal from one JOURNAL_MISMATCH.`,
+  );
   try {
     lockDirectory(DATA_DIR);
   } catch (error) {
     throw new Error(`npm start: ${(error as Error).message}; nothing was changed. Stop it, or set MARKET_LOCAL_DATA_DIR.`, { cause: error });
   }
+  phase(1, `starting the local chains: arc on 127.0.0.1:${CHAIN_PORT}, 0g on 127.0.0.1:${ZERO_G_CHAIN_PORT}`);
   const chain = await startLocalChain({ port: CHAIN_PORT });
   const zeroG = await startLocalChain({ port: ZERO_G_CHAIN_PORT });
   rmSync(DATA_DIR, { recursive: true, force: true });
-  const { deployment } = await deployEscrow(hre, { log: (line) => console.log(`  ${line}`) });
+  phase(2, "deploying mock USDC and the escrow on arc");
+  const { deployment } = await deployEscrow(hre, { log: (line) => console.log(`  ${line}`), dir: DEPLOYMENTS });
   const signers = await hre.ethers.getSigners();
   const demo = signers.slice(3, 8);
   const usdc = MockUSDC__factory.connect(deployment.token, signers[0]);
   for (const account of demo) await (await usdc.mint(account.address, DEMO_USDC)).wait();
   const keys = chain.accounts;
+  phase(3, "deploying the escrow 2.0.0, the identity NFT and the reputation registry on 0g");
   const zeroGDeployment = await deployZeroG(
     zeroG,
     demo.map((s) => s.address),
@@ -99,8 +116,11 @@ async function main() {
     MARKET_VERIFIER_PRIVATE_KEY: keys[1],
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
     MARKET_MASTER_KEY_FILE: process.env.MARKET_MASTER_KEY ? "" : masterKeyFile,
+    DEPLOYMENTS_DIR: DEPLOYMENTS,
   });
+  phase(4, `starting the indexers and the API on 127.0.0.1:${API_PORT}`);
   const server = await startServer(config);
+  phase(5, `demo accounts and keys${process.env.MARKET_MODEL_BASE_URL ? ", the demo hosted agent" : ""}`);
 
   // Demo credentials, made the way a signed-in wallet would make them.
   const auth = createAuth({ db: server.db, now: Date.now });
@@ -143,19 +163,68 @@ async function main() {
     // Gas for its own transactions (submitEvidence); on arc gas is paid in USDC.
     await (await signers[0]!.sendTransaction({ to: agent.address, value: 10n ** 18n })).wait();
     const started = await owner.startAgent({ agentId: agent.id });
-    hostedLine = `Hosted agent  #${agent.id} ${agent.address} on ${modelUrl} (${started.state}${started.lastError ? `: ${started.lastError}` : ""}), owned by ${ownerSigner.address}
-  owner MARKET_API_KEY=${ownerKey.key}`;
+    hostedLine = `Hosted agent  #${agent.id} ${agent.address} on ${modelUrl} (${started.state}${started.lastError ? `: ${started.lastError}` : ""}); its wallet was sent 1 ETH of gas
+Its owner     ${ownerSigner.address} (manages it: GET /api/v1/agents/mine, stop, withdraw)
+  export MARKET_API_KEY=${ownerKey.key}
+  export MARKET_PRIVATE_KEY=${keys[5]}`;
   }
 
+  // Every hosted agent deployed on this stack (the demo one, or yours through the SDK's deployAgent or POST
+  // /api/v1/agents) gets 1 ETH of gas on arc: its wallet starts empty, and an agent without gas takes no task.
+  const gasFunder = signers[0]!;
+  const funded = new Set<string>();
+  const fundAgents = async () => {
+    const agents = await server.db.selectFrom("hosted_agents").select("address").where("state", "!=", "deleted").execute();
+    for (const { address } of agents) {
+      if (funded.has(address)) continue;
+      funded.add(address);
+      if ((await hre.ethers.provider.getBalance(address)) > 0n) continue;
+      await (await gasFunder.sendTransaction({ to: address, value: 10n ** 18n })).wait();
+      console.log(`npm start: sent 1 ETH of gas on arc to hosted agent ${address}`);
+    }
+  };
+  const gasTimer = setInterval(() => void fundAgents().catch(() => undefined), 2_000);
+
+  let stopping = false;
   const stop = () => {
-    void server.stop().finally(() => {
+    if (stopping) {
+      console.log("npm start: stopping at once");
+      process.exit(1);
+    }
+    stopping = true;
+    clearInterval(gasTimer);
+    console.log("\nnpm start: stopping… (the API and the indexers, then the chains; Ctrl-C again to stop at once)");
+    // The API and the indexers first, while the chains still answer (no `fetch failed` on the way out), then the chains.
+    const bound = setTimeout(() => {
+      console.log("npm start: the API did not stop within 15 s; stopping the chains anyway");
       chain.stop();
       zeroG.stop();
+      process.exit(1);
+    }, 15_000);
+    void server.stop().finally(() => {
+      clearTimeout(bound);
+      chain.stop();
+      zeroG.stop();
+      console.log("npm start: stopped");
       process.exit(0);
     });
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+
+  const exports = `export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy} MARKET_RPC_0G=${zeroG.url} MARKET_ESCROW_0G=${zeroGDeployment.proxy}`;
+  const mcpConfig = mcpClientConfig(
+    {
+      MARKET_API_URL: server.url,
+      MARKET_API_KEY: posterKey.key,
+      MARKET_PRIVATE_KEY: keys[3],
+      MARKET_RPC_ARC: chain.url,
+      MARKET_ESCROW_ARC: deployment.proxy,
+      MARKET_RPC_0G: zeroG.url,
+      MARKET_ESCROW_0G: zeroGDeployment.proxy,
+    },
+    { includeKeys: true },
+  );
 
   console.log(`
 API           ${server.url}   (OpenAPI: ${server.url}/openapi.json)
@@ -166,7 +235,7 @@ Admin         ${deployment.admin}
 Verifier      ${deployment.verifier}
 Treasury      ${deployment.treasury}
 Fee           ${deployment.feeBps} bps
-Deployment    deployments/${deployment.network}.json
+Deployment    ${path.join(DEPLOYMENTS, `${deployment.network}.json`)}
 
 0g chain      ${zeroG.url}  (chainId ${zeroGDeployment.chainId}; tasks are posted on it with POSTABLE_CHAINS=arc,0g)
 Escrow        ${zeroGDeployment.proxy}  (v${zeroGDeployment.version}, writes reputation)
@@ -175,18 +244,19 @@ Identity      ${zeroGDeployment.identity!.proxy}  (ERC-8004 identity NFT; minter
 Reputation    ${zeroGDeployment.reputation!.proxy}  (written by the escrow at settlement)
 Deployment    ${path.relative(process.cwd(), path.join(ZERO_G_DEPLOYMENTS, "0g.json"))}
 
-For the SDK and the market CLI (and \`npx hardhat --network localhost escrow:<operation>\`):
-  export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy} MARKET_CHAIN_PORT=${CHAIN_PORT}
-  export MARKET_RPC_0G=${zeroG.url} MARKET_ESCROW_0G=${zeroGDeployment.proxy}
+For the SDK and the market CLI (and \`npx hardhat --network localhost escrow:<operation>\`), in every terminal:
+  ${exports}
+  export MARKET_CHAIN_PORT=${CHAIN_PORT} DEPLOYMENTS_DIR=${DEPLOYMENTS}
 
 Demo poster   ${poster.address}
-  MARKET_API_KEY=${posterKey.key}
-  MARKET_PRIVATE_KEY=${keys[3]}
+  export MARKET_API_KEY=${posterKey.key}
+  export MARKET_PRIVATE_KEY=${keys[3]}
 Demo agent    ${agent.address}  (registered on arc and 0g with every capability)
-  MARKET_API_KEY=${agentKey.key}  (also on 0g)
-  MARKET_PRIVATE_KEY=${keys[4]}
+  export MARKET_API_KEY=${agentKey.key}
+  export MARKET_PRIVATE_KEY=${keys[4]}
 
 ${hostedLine}
+Gas           every hosted agent deployed on this stack gets 1 ETH on arc within seconds (elsewhere: docs/hosted-agents.md, "Gas")
 
 Other demo accounts, ${DEMO_USDC / 10n ** 6n} USDC each (well-known Hardhat test keys: never use them elsewhere):
 ${demo
@@ -194,12 +264,25 @@ ${demo
   .map((s, i) => `  ${s.address}  ${keys[i + 5] ?? ""}`)
   .join("\n")}
 
+Next steps (README, "Try it"):
+  1. As the demo poster (its two exports above, after the first block), post a task and see it:
+       printf 'instructions,reward,privacy,capabilities\\n"Summarise the history of the printing press",2.5,public,summarization\\n' > tasks.csv
+       npx market post-tasks --file tasks.csv && npx market tasks
+  2. In another terminal, as the demo agent, work it and get paid: npm run demo:worker
+  3. Back as the poster: npx market status <taskHash>, npx market review <taskHash>
+  An MCP client (Claude Desktop...) runs market mcp as the demo poster, from any folder, with this config:
+${JSON.stringify(mcpConfig, null, 2)
+  .split("\n")
+  .map((line) => `    ${line}`)
+  .join("\n")}
+  (\`npx market mcp --print-config\` prints it for the keys in your environment.)
+
 Press Ctrl-C to stop.`);
   await new Promise(() => {});
 }
 
-/** Where the local 0g deployment record is written (reset with the rest of data/local/). */
-const ZERO_G_DEPLOYMENTS = path.join(DATA_DIR, "deployments");
+/** Where the local 0g deployment record is written (reset with the rest of the data folder). */
+const ZERO_G_DEPLOYMENTS = DEPLOYMENTS;
 
 /**
  * Puts the escrow 3.0.0, the identity NFT and the reputation registry on the local `0g` chain with the registries

@@ -215,7 +215,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(storageRoutes, { auth, blobs, uploads });
   await app.register(taskRoutes, { auth, chains, queries, funding, listings });
   await app.register(agentRoutes, { auth, agents });
-  await app.register(a2aRoutes, { queries });
+  await app.register(a2aRoutes, { queries, auth, agents });
   await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity, services });
   await app.register(marketplaceRoutes, {
     auth,

@@ -19,6 +19,8 @@ export interface ChainConfig {
   confirmations: number;
   /** Whether new tasks may be posted on this chain (`POSTABLE_CHAINS`; default `arc` only). */
   postable: boolean;
+  /** The node's WebSocket endpoint for new heads (`<PREFIX>WS_URL`; default: rpcUrl as ws:// or wss://). Issue 30. */
+  wsUrl?: string;
   /** The ERC-8004-compatible identity NFT on this chain (its proxy and deployment block), when deployed. */
   identity?: RegistryConfig;
   /** The reputation registry the chain's escrow writes at settlement, when deployed. */
@@ -188,6 +190,8 @@ export interface ServerConfig {
   pollIntervalMs: number;
   /** Run the indexer in a worker thread (default) or on the API's event loop. */
   indexerInWorker: boolean;
+  /** `INDEXER_SUBSCRIBE` (default true; issue 30): follow new heads over the node's WebSocket, polling as the fallback. */
+  indexerSubscribe: boolean;
   /**
    * On PostgreSQL, how often a process tries the leases it lacks (each chain's indexer, the verifier key's sender, the
    * hosted runners) and checks those it holds (ms): another process takes over a dead leader's work within about this
@@ -293,6 +297,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     trustProxy: trustProxy(env.TRUST_PROXY),
     pollIntervalMs: integer(env.INDEXER_POLL_MS, 200, "INDEXER_POLL_MS"),
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
+    // Issue 30: the indexer follows new heads over the node's WebSocket (eth_subscribe), polling as the fallback.
+    indexerSubscribe: env.INDEXER_SUBSCRIBE !== "false",
     leaseRetryMs: Math.max(50, integer(env.LEASE_RETRY_MS, 1_000, "LEASE_RETRY_MS")),
     logLevel: env.LOG_LEVEL ?? "info",
     identity: {
@@ -430,6 +436,7 @@ function chainFromEnv(name: ChainName, env: NodeJS.ProcessEnv, postable: readonl
     startBlock: integer(env[`${prefix}START_BLOCK`], recorded?.block ?? 0, `${prefix}START_BLOCK`),
     confirmations: integer(env[`${prefix}CONFIRMATIONS`], 0, `${prefix}CONFIRMATIONS`),
     postable: postable.includes(name),
+    ...(env[`${prefix}WS_URL`] ? { wsUrl: env[`${prefix}WS_URL`] } : {}),
     ...registry("identity", env[`${prefix}IDENTITY`], recorded?.identity),
     ...registry("reputation", env[`${prefix}REPUTATION`], recorded?.reputation),
   };

@@ -5,7 +5,7 @@ import { createChainClock } from "./chains/clock";
 import { createBlobStore, createDatabaseBlobStore } from "./storage/blob-store";
 import { buildApp } from "./app";
 import type { App } from "./http/types";
-import { createIndexer, superviseIndexerWorker, type IndexerLogger } from "./indexer";
+import { createIndexer, newHeadsUrl, superviseIndexerWorker, type IndexerLogger } from "./indexer";
 import { defaultProjections, DEFAULT_PROJECTIONS_MODULE } from "./projections";
 import { createOutbox, type Outbox } from "./outbox";
 import { Wallet } from "ethers";
@@ -112,6 +112,7 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
             sqlitePath: config.sqlitePath,
             chain: chain.config,
             pollIntervalMs: config.pollIntervalMs,
+            subscribe: config.indexerSubscribe,
             projections: DEFAULT_PROJECTIONS_MODULE,
             logger: indexerLog,
             onError: (error) => app.log.error({ err: error, chain: chain.name }, "indexer error"),
@@ -123,6 +124,7 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
           chain: chain.config,
           provider: chain.provider,
           pollIntervalMs: config.pollIntervalMs,
+          newHeadsUrl: config.indexerSubscribe ? newHeadsUrl(chain.config) : undefined,
           logger: indexerLog,
           projections: defaultProjections(config.reputation),
         });

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { serverImportProblems } from "../scripts/lib/import-graph";
+import { layerProblems } from "../scripts/lib/layers";
 
 describe("architecture", function () {
   it("server/ is a DAG: no import cycle between files or folders (type-only imports count), and no module imports app.ts", function () {
@@ -46,6 +47,62 @@ describe("architecture", function () {
         "tasks/routes.ts imports app.ts (the composition root)",
         "file cycle (2 files), e.g. http/a.ts -> http/b.ts -> http/a.ts",
         "folder cycle (app.ts, tasks), e.g. app.ts (app.ts) -> tasks (tasks/routes.ts) -> app.ts",
+      ]);
+    });
+  });
+
+  it("the repository keeps its layers: core <- sdk <- cli, core <- server through the SDK's entry files, no cycle anywhere, no I/O in core, every package declared", function () {
+    expect(layerProblems(path.resolve(__dirname, ".."))).to.deep.equal([]);
+  });
+
+  describe("the layering check itself", function () {
+    let dir: string;
+    const write = (file: string, text: string) => {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), text);
+    };
+    beforeEach(function () {
+      dir = mkdtempSync(path.join(tmpdir(), "market-layers-"));
+      write("package.json", JSON.stringify({ name: "market", dependencies: { ethers: "6" } }));
+      write("sdk/package.json", JSON.stringify({ name: "@market/sdk", dependencies: { ethers: "6" } }));
+      write("core/money.ts", "export const unit = 1n;\n");
+      write("sdk/src/index.ts", 'export { unit } from "../../core/money";\nexport { client } from "./client";\n');
+      write("sdk/src/client.ts", "export const client = 1;\n");
+      write("cli/src/main.ts", 'import { client } from "../../sdk/src/client";\nexport const main = client;\n');
+      write("server/app.ts", 'import { client } from "../sdk/src";\nimport { unit } from "../core/money";\nexport const app = [client, unit];\n');
+    });
+    afterEach(function () {
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("finds nothing in a repository that keeps them", function () {
+      expect(layerProblems(dir)).to.deep.equal([]);
+    });
+
+    it("finds an import up the layers, the server past the SDK's entry files, I/O in core, and a file cycle across folders", function () {
+      write(
+        "core/money.ts",
+        'import { readFileSync } from "node:fs";\nimport { client } from "../sdk/src/client";\nexport const unit = [readFileSync, client];\n',
+      );
+      write("sdk/src/client.ts", 'import { main } from "../../cli/src/main";\nexport const client = main;\n');
+      write("server/app.ts", 'import { client } from "../sdk/src/client";\nexport const app = client;\n');
+      expect(layerProblems(dir)).to.deep.equal([
+        "core/money.ts imports node:fs: core/ does no I/O",
+        "core/money.ts imports sdk/src/client.ts: core may not import sdk",
+        "sdk/src/client.ts imports cli/src/main.ts: sdk may not import cli",
+        "server/app.ts imports sdk/src/client.ts: the server imports the SDK through its entry files only (sdk/src/index.ts, sdk/src/mcp/index.ts, sdk/src/posting/journal/index.ts, sdk/src/node/index.ts)",
+        "file cycle (2 files), e.g. cli/src/main.ts -> sdk/src/client.ts -> cli/src/main.ts",
+      ]);
+    });
+
+    it("finds a package the folder's own package does not declare", function () {
+      write("server/app.ts", 'import { Wallet } from "ethers";\nimport { Command } from "commander";\nexport const app = [Wallet, Command];\n');
+      write("package.json", JSON.stringify({ name: "market", dependencies: {} }));
+      write("cli/src/main.ts", 'import { Command } from "commander";\nexport const main = Command;\n');
+      expect(layerProblems(dir)).to.deep.equal([
+        "cli/src/main.ts imports commander, which sdk/package.json does not declare",
+        "server/app.ts imports ethers, which the root package.json does not declare",
+        "server/app.ts imports commander, which the root package.json does not declare",
       ]);
     });
   });

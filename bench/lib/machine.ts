@@ -69,3 +69,19 @@ export function perCalibration(value: number, kind: "rate" | "duration", calibra
   const normalised = kind === "rate" ? (value * calibration.sha256LoopMs) / 1000 : value / calibration.sha256LoopMs;
   return Math.round(normalised * 1000) / 1000;
 }
+
+/**
+ * A bench's main figures divided by the machine's calibration (`perCalibration` each), keyed as given, and a line
+ * printing them beside the calibration: what a bench JSON carries as `perCalibration`, next to `machine`.
+ */
+export function calibrated(figures: Record<string, { value: number; kind: "rate" | "duration" }>, machine: MachineFigures): Record<string, number> {
+  const normalised = Object.fromEntries(
+    Object.entries(figures).map(([name, { value, kind }]) => [name, perCalibration(value, kind, machine.calibration)]),
+  );
+  console.log(
+    `per calibration (SHA-256 loop ${machine.calibration.sha256LoopMs} ms, SQLite loop ${machine.calibration.sqliteInsertLoopMs} ms, ` +
+      `load ${machine.loadAverage1m} on ${machine.cpus} CPUs; rates x loop s, durations / loop ms):`,
+    normalised,
+  );
+  return normalised;
+}

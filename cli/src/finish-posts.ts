@@ -3,8 +3,8 @@
  * but did not list (found through the journal and checked on chain), without paying again; posts nothing new.
  */
 import type { CliConfig } from "./config";
-import { RowStatus } from "./results";
-import { finishRows, openRun, PENDING_FUNDING_WAIT_MS, sortRows, summarize } from "./run";
+import { finishRows, PENDING_FUNDING_WAIT_MS, RowStatus, sortRows } from "../../sdk/src/posting/journal";
+import { openFileRun, summarize } from "./run";
 import type { Terminal } from "./terminal";
 
 export interface FinishPostsFlags {
@@ -13,7 +13,7 @@ export interface FinishPostsFlags {
 }
 
 export async function finishPostsCommand(flags: FinishPostsFlags, config: CliConfig, terminal: Terminal, postCommand: string): Promise<number> {
-  const run = await openRun(flags.file, flags.results, config, terminal);
+  const run = await openFileRun(flags.file, flags.results, config, terminal);
   try {
     const sorted = await sortRows(run, { waitMs: PENDING_FUNDING_WAIT_MS });
     terminal.say(`file: ${flags.file} (${run.rows.length} rows)`);
@@ -34,11 +34,11 @@ export async function finishPostsCommand(flags: FinishPostsFlags, config: CliCon
       );
       status = 1;
     }
-    summarize(run, status);
+    summarize(run, status, terminal);
     const unposted = sorted.fresh.length;
     if (unposted > 0) terminal.say(`${unposted} row(s) were never paid for; post them with: ${postCommand}`);
     return status;
   } finally {
-    run.close();
+    await run.close();
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Every row this machine funded, per chain, escrow and wallet, by content (the row key of task-file.ts: the hash of
+ * Every row this machine funded, per chain, escrow and wallet, by content (the row key of sdk/src/posting/journal/rows.ts: the hash of
  * its fields and which occurrence of identical rows it is), in `<state dir>/funded/<chain id>-<escrow>-<wallet>.jsonl`.
  * A run's own journal lives beside its results file, so a copy of a task file under another name (or a journal moved
  * away) starts with none: this index is what finds the rows such a file would pay for again. Each line is appended
@@ -8,22 +8,11 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { homedir } from "node:os";
+import type { FundedIndex, FundedRow } from "../../sdk/src/posting/journal";
 
-export interface FundedRow {
-  key: string;
-  taskHash: string;
-  /** The task file (absolute path) and line it was funded from. */
-  file: string;
-  line: number;
-  at: string;
-}
-
-export interface FundedIndex {
+/** The CLI's funded-rows index (the engine's `FundedIndex` port), and where it is. */
+export interface FundedIndexFile extends FundedIndex {
   readonly path: string;
-  /** Earlier fundings of rows with this content, oldest first. */
-  lookup(key: string): FundedRow[];
-  /** Records rows about to be funded (fsync'd before returning). */
-  record(rows: ReadonlyArray<Omit<FundedRow, "at">>): void;
 }
 
 /** The CLI's state directory: MARKET_STATE_DIR, else ~/.market. */
@@ -31,7 +20,7 @@ export function defaultStateDirectory(env: NodeJS.ProcessEnv = process.env): str
   return env.MARKET_STATE_DIR?.trim() || path.join(homedir(), ".market");
 }
 
-export function openFundedIndex(stateDir: string, scope: { chainId: number; escrow: string; wallet: string }): FundedIndex {
+export function openFundedIndex(stateDir: string, scope: { chainId: number; escrow: string; wallet: string }): FundedIndexFile {
   const dir = path.join(stateDir, "funded");
   const file = path.join(dir, `${scope.chainId}-${scope.escrow.toLowerCase()}-${scope.wallet.toLowerCase()}.jsonl`);
   const byKey = new Map<string, FundedRow[]>();
@@ -53,7 +42,8 @@ export function openFundedIndex(stateDir: string, scope: { chainId: number; escr
       if (rows.length === 0) return;
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       const at = new Date().toISOString();
-      const written = rows.map((r) => ({ ...r, at }));
+      // The task file by its absolute path: a copy elsewhere is named where it was funded from.
+      const written = rows.map((r) => ({ ...r, file: path.resolve(r.file), at }));
       appendFileSync(file, written.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: 0o600 });
       const fd = openSync(file, "r");
       try {

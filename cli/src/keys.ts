@@ -47,6 +47,6 @@ export async function keysListCommand(config: CliConfig, terminal: Terminal): Pr
 export async function keysRevokeCommand(id: number, config: CliConfig, terminal: Terminal): Promise<number> {
   const answer = await withSession(config, (session) => session.revokeApiKey({ id }));
   terminal.data({ id, ...answer });
-  terminal.say(`revoked API key ${id}`);
+  terminal.say(answer.revoked ? `revoked API key ${id}` : `API key ${id} was revoked already; nothing changed`);
   return 0;
 }

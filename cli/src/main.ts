@@ -30,6 +30,7 @@ import {
   type SkillsListFlags,
 } from "./skills";
 import { mcpCommand, type McpFlags } from "./mcp";
+import { mcpClientConfig } from "./mcp-config";
 import { rentCommand, servicesCommand, type RentFlags, type ServicesFlags } from "./services";
 import { createTerminal, type Terminal } from "./terminal";
 import { TASK_STATUSES } from "../../core/status";
@@ -286,12 +287,36 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
       "Serve the marketplace's MCP tools on stdio (post_tasks, rent_service, poll_task_result, cancel_task, claim_timeout, browse_services, get_service, bid_on_task) for an MCP client.",
     )
     .option("--state-dir <path>", "where each idempotencyKey's run is journaled (overrides MARKET_MCP_STATE_DIR; default ~/.market/mcp)")
-    .action(async (flags: McpFlags) => {
-      setExit(await mcpCommand(flags, config(), terminal, { version: version() }, deps.postTasks));
+    .option("--print-config", "print the MCP client config (mcpServers JSON, absolute paths) that starts this market mcp from any folder, and exit")
+    .option("--include-keys", "with --print-config: put MARKET_API_KEY and MARKET_PRIVATE_KEY in it (placeholders otherwise)")
+    .action(async (flags: McpFlags & { printConfig?: boolean; includeKeys?: boolean }) => {
+      if (flags.printConfig) {
+        const printed = mcpClientConfig(
+          { ...process.env, ...(flags.stateDir ? { MARKET_MCP_STATE_DIR: path.resolve(flags.stateDir) } : {}) },
+          {
+            includeKeys: flags.includeKeys === true,
+          },
+        );
+        // Straight to stdout: with --include-keys the keys are what was asked for (the terminal would mask them).
+        process.stdout.write(`${JSON.stringify(printed, null, 2)}\n`);
+        return;
+      }
+      setExit(await mcpCommand(flags, config(), terminal, deps.postTasks));
     });
 
   return program;
 }
+
+/**
+ * What to do after the refusals a new user meets when a local stack was restarted (`npm start` resets every chain and
+ * database and prints new keys): said after the error itself.
+ */
+const RECOVERY_HINTS: Record<string, string> = {
+  INVALID_TOKEN:
+    "The API does not know this key. A local stack's `npm start` resets all state and prints new keys at every start: export the MARKET_API_KEY it printed last. Elsewhere, `market keys create` makes a key with MARKET_PRIVATE_KEY.",
+  JOURNAL_MISMATCH:
+    "A local stack's `npm start` resets its chains at every start, so a journal and results file from an earlier start name fundings that are gone: move them away (or pass another --results path) and post afresh.",
+};
 
 /** Prints an error as `error CODE: message` (with each row of a bulk refusal) and returns the exit status. */
 export function reportError(terminal: Terminal, error: unknown): number {
@@ -305,6 +330,8 @@ export function reportError(terminal: Terminal, error: unknown): number {
       const where = d.field ?? d.taskHash ?? d.index;
       terminal.note(`  ${where !== undefined ? `${String(where)}: ` : ""}${d.code ? `${String(d.code)}: ` : ""}${String(d.message ?? "")}`);
     }
+    const hint = RECOVERY_HINTS[error.code];
+    if (hint) terminal.note(`  ${hint}`);
     return error.code === "VALIDATION_FAILED" ? ExitStatus.usage : ExitStatus.failed;
   }
   terminal.data({ error: { code: "INTERNAL_ERROR", message: (error as Error)?.message ?? String(error) } });

@@ -4,32 +4,33 @@
  * rerunning the same command after any failure or kill never pays for a row twice. Rows this wallet already funded
  * from another task file (a copy) are paid again only when the user says so.
  */
-import path from "node:path";
 import { MarketClient } from "../../sdk/src/client";
-import { ApiError, clientError } from "../../sdk/src/errors";
+import { clientError } from "../../sdk/src/errors";
 import { erc20Interface } from "../../sdk/src/chain";
-import type { PostResult, WrapTo } from "../../sdk/src/posting";
+import type { WrapTo } from "../../sdk/src/posting";
+import {
+  findRepeats,
+  finishRows,
+  postFresh,
+  sortRows,
+  PENDING_FUNDING_WAIT_MS,
+  RowStatus,
+  type PostTasksHooks,
+  type Run,
+  type RunRow,
+  type Sorted,
+} from "../../sdk/src/posting/journal";
 import { formatUsdc } from "../../core/money";
 import { publicClientOptions, type CliConfig } from "./config";
 import { journalPathFor, readJournal } from "./journal";
-import { reconcile } from "./reconcile";
-import { RowStatus } from "./results";
-import {
-  endOfRun,
-  finishRows,
-  fundingInFlight,
-  openRun,
-  PENDING_FUNDING_WAIT_MS,
-  resultsPathFor,
-  sortRows,
-  summarize,
-  type Run,
-  type Sorted,
-} from "./run";
-import { confirmRepost, findRepeats, showRepeats } from "./repeats";
-import { loadTaskFile, type FileRow } from "./task-file";
+import { endOfRun, openFileRun, resultsPathFor, summarize } from "./run";
+import { confirmRepost, showRepeats } from "./repeats";
+import { loadTaskFile } from "./task-file";
+import { listedAlready, requireRecipients } from "./preflight";
 import { showBriefFiles, showTotals, totalsOf } from "./totals";
-import type { Progress, Terminal } from "./terminal";
+import type { Terminal } from "./terminal";
+
+export type { PostTasksHooks } from "../../sdk/src/posting/journal";
 
 export interface PostTasksFlags {
   file: string;
@@ -45,15 +46,6 @@ export interface PostTasksFlags {
   wrapTo?: WrapTo;
 }
 
-/**
- * Steps of a run that a program embedding the command may wait on (the `market` binary passes none). Each is awaited
- * once the journal holds the step and before the run goes on: `funding` before the funding transaction is sent,
- * `funded` before its rows are listed.
- */
-export interface PostTasksHooks {
-  afterJournaled?(step: "funding" | "funded"): Promise<void>;
-}
-
 export async function postTasksCommand(
   flags: PostTasksFlags,
   config: CliConfig,
@@ -62,9 +54,11 @@ export async function postTasksCommand(
   hooks: PostTasksHooks = {},
 ): Promise<number> {
   if (flags.dryRun) return dryRun(flags, config, terminal);
-  const run = await openRun(flags.file, flags.results, config, terminal);
+  const run = await openFileRun(flags.file, flags.results, config, terminal);
   try {
     const sorted = await sortRows(run, { waitMs: PENDING_FUNDING_WAIT_MS });
+    // Public rows listed already can only fail: not counted, and recorded refused for good once the run goes ahead.
+    const listed = await setAsideListed(run, sorted);
     const settlement = await run.client.settlement(run.chain.chain);
     const totals = totalsOf(sorted.fresh, settlement, flags.chunk);
     const allowance = BigInt(
@@ -84,7 +78,7 @@ export async function postTasksCommand(
     if (sorted.pending.length > 0) {
       // Posting now would queue behind the pending nonce; finish it first.
       const status = endOfRun(run, rerun);
-      summarize(run, status);
+      summarize(run, status, terminal);
       return status;
     }
     if (repeats.length > 0) await confirmRepost(flags, terminal, repeats.length);
@@ -96,6 +90,11 @@ export async function postTasksCommand(
           `${files > 0 ? `, with the briefs of the ${files} local file(s) listed above` : ""}?`,
       );
 
+    for (const row of listed) {
+      const error = { code: "TASK_HASH_IN_USE", message: LISTED_ALREADY };
+      await run.journal.append({ t: "failed", key: row.key, error });
+      run.results.set(row, { status: RowStatus.failed, error });
+    }
     const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows", totals.perTransaction);
     const done = { count: 0 };
     const finished = await finishRows(run, sorted.toFinish, progress, done);
@@ -103,11 +102,22 @@ export async function postTasksCommand(
     if (finished && sorted.fresh.length > 0) await postFresh(run, sorted.fresh, flags, progress, done, hooks);
     progress.end();
     const status = endOfRun(run, rerun);
-    summarize(run, status);
+    summarize(run, status, terminal);
     return status;
   } finally {
-    run.close();
+    await run.close();
   }
+}
+
+const LISTED_ALREADY = "that public brief is listed already (by this file's copy, or another poster): change its text to post it";
+
+/** Sets aside the fresh public rows whose hash is listed already (they can only fail with TASK_HASH_IN_USE). */
+async function setAsideListed(run: Run, sorted: Sorted): Promise<RunRow[]> {
+  const listed = new Set(await listedAlready(run.client, sorted.fresh));
+  if (listed.size === 0) return [];
+  sorted.fresh = sorted.fresh.filter((r) => !listed.has(r));
+  sorted.listed = [...listed];
+  return sorted.listed;
 }
 
 /** What earlier runs did, as the lines before the totals. */
@@ -117,6 +127,8 @@ function describeSorted(terminal: Terminal, sorted: Sorted) {
   if (sorted.closed.length > 0)
     terminal.say(`paid by an earlier run, no longer open on chain (cannot be listed, nothing to pay): ${sorted.closed.length}`);
   if (sorted.final.length > 0) terminal.say(`refused for good by an earlier run (not tried again): ${sorted.final.length}`);
+  if (sorted.listed && sorted.listed.length > 0)
+    terminal.say(`public briefs listed already (TASK_HASH_IN_USE; not posted, nothing to pay): ${sorted.listed.length}`);
   if (sorted.pending.length > 0) terminal.say(`funding still pending from an earlier run: ${sorted.pending.length}`);
 }
 
@@ -127,9 +139,12 @@ function describeSorted(terminal: Terminal, sorted: Sorted) {
  */
 async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Terminal): Promise<number> {
   if (!config.apiKey || !config.privateKey) return journalOnlyDryRun(flags, config, terminal);
-  const run = await openRun(flags.file, flags.results, config, terminal, { readOnly: true });
+  const run = await openFileRun(flags.file, flags.results, config, terminal, { readOnly: true });
   try {
     const sorted = await sortRows(run, { waitMs: 0 });
+    // What the real run checks before sending: listed hashes, and that every private row has an agent to open it.
+    await setAsideListed(run, sorted);
+    await requireRecipients(run.client, run.chain.chain, sorted.fresh, flags.wrapTo);
     const repeats = await findRepeats(run, sorted.fresh);
     const totals = totalsOf(sorted.fresh, await run.client.settlement(run.chain.chain), flags.chunk);
     terminal.data({
@@ -153,7 +168,7 @@ async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Termin
     terminal.say("dry run: nothing was sent");
     return 0;
   } finally {
-    run.close();
+    await run.close();
   }
 }
 
@@ -200,107 +215,4 @@ async function confirm(flags: PostTasksFlags, terminal: Terminal, question: stri
   if (flags.yes) return;
   if (!terminal.interactive) throw clientError("CONFIRMATION_REQUIRED", "No terminal to confirm on: pass --yes to post. Nothing was sent.");
   if (!(await terminal.confirm(question))) throw clientError("CONFIRMATION_REQUIRED", "Not confirmed; nothing was sent.");
-}
-
-/** One SDK run for the rows nothing was paid for yet, journaled at each step (`market mcp` runs it too). */
-export async function postFresh(
-  run: Run,
-  fresh: readonly FileRow[],
-  flags: PostTasksFlags,
-  progress: Progress,
-  done: { count: number },
-  hooks: PostTasksHooks,
-) {
-  const { chain, journal, results } = run;
-  const rowAt = (index: number) => fresh[index]!;
-  const fundedHere = new Set<string>();
-  const record = (row: FileRow, result: PostResult) => {
-    const error = result.error;
-    if (result.status === "posted") {
-      journal.append({ t: "posted", key: row.key, taskHash: result.taskHash!, txHash: result.txHash! });
-      results.set(row, { status: RowStatus.posted, taskHash: result.taskHash!, txHash: result.txHash! });
-    } else if (result.status === "unlisted") {
-      journal.append({ t: "unlisted", key: row.key, taskHash: result.taskHash!, txHash: result.txHash!, error: error! });
-      results.set(row, { status: RowStatus.unlisted, taskHash: result.taskHash!, txHash: result.txHash!, ...(error ? { error } : {}) });
-    } else if (result.status === "failed") {
-      journal.append({ t: "failed", key: row.key, ...(result.taskHash ? { taskHash: result.taskHash } : {}), error: error! });
-      results.set(row, { status: RowStatus.failed, ...(result.taskHash ? { taskHash: result.taskHash } : {}), ...(error ? { error } : {}) });
-    }
-  };
-
-  try {
-    await run.client.postTasks(
-      fresh.map((r) => r.input),
-      {
-        ...(flags.chunk !== undefined ? { chunkSize: flags.chunk } : {}),
-        ...(flags.maxTotalRaw !== undefined ? { maxTotalRaw: flags.maxTotalRaw } : {}),
-        ...(flags.wrapTo ? { wrapTo: flags.wrapTo } : {}),
-        onFunding: async (event) => {
-          const block = await chain.provider.getBlockNumber();
-          // Recorded by content before anything is sent, so a copy of this file finds these rows (findRepeats).
-          run.funded.record(
-            event.rows.map((r) => ({ key: rowAt(r.index).key, taskHash: r.taskHash, file: path.resolve(run.file), line: rowAt(r.index).line })),
-          );
-          journal.append({
-            t: "funding",
-            chain: chain.chain,
-            wallet: chain.wallet.address,
-            escrow: chain.escrow,
-            nonce: event.nonce,
-            block,
-            rows: event.rows.map((r) => ({
-              key: rowAt(r.index).key,
-              line: rowAt(r.index).line,
-              taskHash: r.taskHash,
-              amount: rowAt(r.index).row.amount.toString(),
-              indexParams: r.indexParams,
-            })),
-          });
-          for (const r of event.rows) {
-            fundedHere.add(rowAt(r.index).key);
-            results.set(rowAt(r.index), { status: RowStatus.notStarted, error: fundingInFlight(event.nonce) });
-          }
-          results.write();
-          await hooks.afterJournaled?.("funding");
-        },
-        onFunded: async (event) => {
-          journal.append({ t: "funded", txHash: event.txHash, rows: event.rows.map((r) => ({ key: rowAt(r.index).key, taskHash: r.taskHash })) });
-          for (const r of event.rows) results.set(rowAt(r.index), { status: RowStatus.unlisted, taskHash: r.taskHash, txHash: event.txHash });
-          results.write();
-          await hooks.afterJournaled?.("funded");
-        },
-        onProgress: ({ result }) => {
-          if (result.status !== "skipped") record(rowAt(result.index), result);
-          progress.update(++done.count);
-        },
-      },
-    );
-  } catch (error) {
-    if (error instanceof ApiError && fundedHere.size === 0 && (error.code === "INVALID_ROWS" || error.code === "SPEND_LIMIT")) {
-      // Refused before anything was sent: name the file lines, not the SDK's row indexes.
-      for (const e of error.body.errors ?? []) e.line = rowAt(e.index).line;
-      throw error;
-    }
-    // Stopped mid-run (the API or the RPC failed): the journal knows what was paid; the run ends with rows left.
-    progress.end();
-    const { code, message } = error instanceof ApiError ? error : { code: "INTERNAL_ERROR", message: (error as Error).message };
-    run.terminal.note(`error ${code}: ${message}`);
-  }
-
-  // A funding reported failed may still have gone through (the send failed after broadcast): ask the chain.
-  for (const row of fresh) {
-    if (results.get(row).status !== RowStatus.failed || !fundedHere.has(row.key)) continue;
-    const journaled = journal.rows.get(row.key)!;
-    const found = await reconcile(chain, journaled, { waitMs: 0 });
-    if (found.kind === "funded" || found.kind === "closed") {
-      const error = found.kind === "closed" ? found.error : results.get(row).error;
-      journal.append({ t: "funded", txHash: found.txHash, rows: [{ key: row.key, taskHash: found.attempt.taskHash }] });
-      results.set(row, { status: RowStatus.unlisted, taskHash: found.attempt.taskHash, txHash: found.txHash, ...(error ? { error } : {}) });
-    } else if (found.kind === "pending") {
-      results.set(row, {
-        status: RowStatus.notStarted,
-        error: { code: "TX_PENDING", message: "the funding transaction is still pending; rerun once it is mined" },
-      });
-    }
-  }
 }

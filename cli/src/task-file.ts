@@ -3,27 +3,14 @@
  * the CLI's extras (`instructions_file` read relative to the task file, capabilities also separated by `,`). Any
  * problem refuses the whole file.
  */
-import { createHash } from "node:crypto";
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
-import { bulkFormatOf, BulkRowIssue, parseBulkFile, type BulkRow, type RowIssue } from "../../core/bulk";
+import { bulkFormatOf, BulkRowIssue, parseBulkFile, type RowIssue } from "../../core/bulk";
 import { clientError, type RowError } from "../../sdk/src/errors";
-import type { PostTaskInput } from "../../sdk/src/posting";
+import { keyedRows, type RunRow } from "../../sdk/src/posting/journal";
 
-/** One checked row of the file. */
-export interface FileRow {
-  /** The file line where the row starts. */
-  line: number;
-  /**
-   * Ties journal entries to the row's content, not its position: the hash of its normalized fields, and which
-   * occurrence of identical rows it is (a private brief may repeat). An edited row gets a new key.
-   */
-  key: string;
-  row: BulkRow;
-  input: PostTaskInput;
-  /** The file the brief was read from (`instructions_file`), resolved: the confirmation names it. */
-  instructionsFile?: string;
-}
+/** One checked row of the file (its key and SDK row made by the engine, sdk/src/posting/journal/rows.ts). */
+export type FileRow = RunRow;
 
 /** Reads, parses and checks the task file; refuses it (`BAD_COLUMNS`, `DUPLICATE_BRIEF`, `INVALID_ROWS`) on any problem. */
 export function loadTaskFile(filePath: string): FileRow[] {
@@ -56,14 +43,12 @@ export function loadTaskFile(filePath: string): FileRow[] {
     const code = errors.every((e) => e.code === BulkRowIssue.DUPLICATE_BRIEF) ? "DUPLICATE_BRIEF" : "INVALID_ROWS";
     throw clientError(code, `${lines} of ${total} rows are invalid; nothing was sent.`, { errors });
   }
-  const occurrences = new Map<string, number>();
-  return parsed.rows.map((row) => {
-    const content = contentHash(row);
-    const occurrence = occurrences.get(content) ?? 0;
-    occurrences.set(content, occurrence + 1);
-    const instructionsFile = row.instructionsFile === undefined ? undefined : confinedPath(directory, row.instructionsFile);
-    return { line: row.line, key: `${content}:${occurrence}`, row, input: inputOf(row), ...(instructionsFile ? { instructionsFile } : {}) };
-  });
+  return keyedRows(
+    parsed.rows.map((row) => {
+      const instructionsFile = row.instructionsFile === undefined ? undefined : confinedPath(directory, row.instructionsFile);
+      return { line: row.line, row, ...(instructionsFile ? { instructionsFile } : {}) };
+    }),
+  );
 }
 
 /**
@@ -89,39 +74,4 @@ export function confinedPath(directory: string, relative: string): string {
 
 function rowError(issue: RowIssue): RowError {
   return { index: issue.line - 1, line: issue.line, ...(issue.column ? { column: issue.column } : {}), code: issue.code, message: issue.message };
-}
-
-/** The SDK row of a checked file row (the SDK checks it again, with the same rules). */
-function inputOf(row: BulkRow): PostTaskInput {
-  return {
-    instructions: row.instructions,
-    amountRaw: row.amount,
-    durationSeconds: row.durationSeconds,
-    privacy: row.privacy,
-    verificationMode: row.verification,
-    zone: row.zone,
-    capabilities: row.capabilities,
-    ...(row.routingSummary !== undefined ? { routingSummary: row.routingSummary } : {}),
-    ...(row.target !== undefined ? { targetExecutor: row.target } : {}),
-    ...(row.criteria !== undefined ? { verificationCriteria: row.criteria } : {}),
-    ...(row.serviceId !== undefined ? { serviceId: row.serviceId } : {}),
-  };
-}
-
-function contentHash(row: BulkRow): string {
-  const fields = [
-    row.instructions,
-    row.amount.toString(),
-    row.durationSeconds,
-    row.privacy,
-    row.verification,
-    row.zone,
-    row.routingSummary ?? null,
-    row.capabilities,
-    row.target ?? null,
-    // Appended (rows without criteria keep the fingerprint a journal recorded before the columns existed).
-    ...(row.criteria !== undefined ? [row.criteria] : []),
-    ...(row.serviceId !== undefined ? [{ serviceId: row.serviceId }] : []),
-  ];
-  return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
 }

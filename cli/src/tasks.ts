@@ -106,6 +106,13 @@ export async function statusCommand(taskHash: string, config: CliConfig, termina
   }
   if (result?.output !== undefined) terminal.say(`result: delivered (market review ${meta.taskHash} shows it)`);
   else if (result?.resultHash) terminal.say(`result hash: ${result.resultHash}`);
+  if (state.paid)
+    terminal.say(`paid: ${formatDecimalAmount(BigInt(state.paid.worker), meta.reward.unit.decimals)} ${meta.reward.unit.symbol} to the worker`);
+  // The poster's own view: what happened to the task (taken, work failed and why, released...).
+  if (state.history && state.history.length > 0) {
+    terminal.say("history:");
+    for (const h of state.history) terminal.say(`  ${date(h.at)}  ${h.event}${h.worker ? ` by ${h.worker}` : ""}${h.reason ? `: ${h.reason}` : ""}`);
+  }
   return 0;
 }
 

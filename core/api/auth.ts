@@ -63,7 +63,10 @@ export const ApiKeyList = Type.Object({ keys: Type.Array(ApiKeyInfo) });
 export type ApiKeyList = Static<typeof ApiKeyList>;
 
 export const ApiKeyParams = Type.Object({ id: Type.String({ pattern: "^[0-9]{1,12}$" }) });
-export const RevokedApiKey = Type.Object({ revoked: Type.Boolean() });
+export const RevokedApiKey = Type.Object({
+  /** False when the key was revoked already (a second revoke changes nothing). */
+  revoked: Type.Boolean(),
+});
 export type RevokedApiKey = Static<typeof RevokedApiKey>;
 export const RevokedApiKeys = Type.Object({
   /** API keys revoked. */

@@ -32,6 +32,12 @@ export const Assigned = Type.Object({
     criteria: Type.Optional(Type.Object({}, { additionalProperties: true })),
     verifierAddress: Type.Optional(Address),
   }),
+  alreadyHeld: Type.Optional(
+    Type.Boolean({
+      description:
+        "True when the agent held this task (or had an accept of it under way) before this call: a retry after a lost answer, or another runtime working with the same key (spec: one runtime per key).",
+    }),
+  ),
 });
 export type Assigned = Static<typeof Assigned>;
 

@@ -157,6 +157,15 @@ export const RoundVerdict = Type.Object(
 );
 export type RoundVerdict = Static<typeof RoundVerdict>;
 
+/** One step of a task's story, as its poster sees it (GET /api/v1/tasks/{taskHash} with the poster's key). */
+export const TaskHistoryEntry = Type.Object({
+  at: Type.Integer({ description: "Unix milliseconds." }),
+  event: Type.String({ description: "What happened, in words: funded, taken, work failed, released, delivered, verification passed..." }),
+  worker: Type.Optional(Address),
+  reason: Type.Optional(Type.String({ description: "Why a hosted agent's work failed." })),
+});
+export type TaskHistoryEntry = Static<typeof TaskHistoryEntry>;
+
 /** The escrow side of a task, as indexed, with what deliveries add. */
 export const TaskState = Type.Object({
   taskId: TaskHash,
@@ -164,6 +173,17 @@ export const TaskState = Type.Object({
   worker: Type.Optional(Address),
   rounds: Type.Integer({ description: "Evidence submissions used, at most 3." }),
   ending: Type.Optional(Type.String({ description: "How the task ended (escrow Ending name)." })),
+  history: Type.Optional(
+    Type.Array(TaskHistoryEntry, {
+      description: "The poster's view only: what happened to the task, oldest first (taken, work failed and why, released...).",
+    }),
+  ),
+  paid: Type.Optional(
+    Type.Object(
+      { worker: RawAmount, fee: RawAmount },
+      { description: "Once the escrow paid the task out: what the worker got and the fee, raw units (its TaskCompleted event)." },
+    ),
+  ),
   resultData: Type.Optional(
     Type.Object({
       output: Type.Optional(Type.String()),

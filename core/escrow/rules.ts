@@ -46,6 +46,12 @@ export type TaskCall =
   | "claimTimeout"
   | "releaseUnjudgedWork";
 
+/** The most tasks one `createTasks` funds (the escrow's `maxBatch()`; `InvalidBatchSize` above it). */
+export const MAX_BATCH = 20;
+
+/** The largest amount a task holds: the escrow stores it in 96 bits (`AmountTooLarge` above it). */
+export const MAX_TASK_AMOUNT = (1n << 96n) - 1n;
+
 /** The statuses each call acts on; in any other it meets `InvalidStatus`. */
 export const STATUSES_FOR: Readonly<Record<TaskCall, readonly EscrowStatus[]>> = {
   cancelTask: [EscrowStatus.Funded],
@@ -165,8 +171,16 @@ export function canDeliver(task: TaskSnapshot | undefined, call: TimedCaller & {
  */
 export function roundsLeft(task: { status: number; rounds: number; deadline: number }, now: number): number {
   const working: readonly number[] = [EscrowStatus.Assigned, EscrowStatus.Submitted, EscrowStatus.Failed];
-  if (!working.includes(task.status) || now >= task.deadline) return 0;
-  return Math.max(0, MAX_SUBMISSIONS - task.rounds);
+  return working.includes(task.status) ? roundsUnused(task, now) : 0;
+}
+
+/**
+ * The rounds of `MAX_SUBMISSIONS` a task's worker has not used, while its deadline has not passed (none after it: no
+ * evidence is taken then, `DeadlinePassed`); what a round's answer reports (`finalize`), whatever the verdict did to
+ * the task's status. `roundsLeft` is this while the worker still works the task.
+ */
+export function roundsUnused(task: { rounds: number; deadline: number }, now: number): number {
+  return now >= task.deadline ? 0 : Math.max(0, MAX_SUBMISSIONS - task.rounds);
 }
 
 /** Who judges the task: its verifier agent, else the marketplace verifier. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { HDNodeWallet, Mnemonic } from "ethers";
-import { lockPidFile } from "../../core/pid-lock";
+import { lockPidFile } from "../../sdk/src/node";
 
 /** Hardhat's built-in development mnemonic: its keys are public, for local chains only. */
 export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
@@ -27,6 +27,9 @@ export async function startLocalChain(options: { port: number; timeoutMs?: numbe
   const cli = require.resolve("hardhat/internal/cli/cli");
   const child = spawn(process.execPath, [cli, "node", "--hostname", "127.0.0.1", "--port", String(options.port)], {
     stdio: ["ignore", "pipe", "pipe"],
+    // Its own process group: a Ctrl-C in the terminal reaches the script, which stops the API first and then the
+    // chain, instead of the chain dying under the indexers mid-request.
+    detached: true,
     // The parent may run with --network localhost (HARDHAT_NETWORK); the node itself must serve the in-process network.
     env: { ...process.env, HARDHAT_NETWORK: "hardhat", FORK_URL: "" },
   });

@@ -1,4 +1,4 @@
-import { getAddress, JsonRpcProvider, Transaction, Wallet, type TransactionLike, type TransactionReceipt } from "ethers";
+import { getAddress, isError, JsonRpcProvider, Transaction, Wallet, type TransactionLike, type TransactionReceipt } from "ethers";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { ChainName } from "../../core/chains";
@@ -56,6 +56,8 @@ export interface ChainWallet {
    * estimating its gas (a node's estimate runs it many times); see SendOptions.
    */
   send(unsigned: UnsignedTx | null | undefined, expected: { to: string; data: string }, options?: SendOptions): Promise<TransactionReceipt>;
+  /** The wallet's native balance and what `gas` units cost at the chain's current max fee (what a send would need). */
+  gasCost(gas: bigint): Promise<{ balance: bigint; need: bigint }>;
 }
 
 export interface SendOptions {
@@ -68,6 +70,28 @@ export interface SendOptions {
    * from the estimate.
    */
   gasLimit?: bigint;
+}
+
+/** Gas units a worker keeps for one delivery's submitEvidence (39,845 measured, bench/gas.json), with room to spare. */
+export const EVIDENCE_GAS = 100_000n;
+
+/**
+ * An error's text without what ethers appends to it: the request's payload, which for a broadcast is the whole signed
+ * transaction in hex (never printed), and the node's raw answer.
+ */
+export function plainMessage(error: unknown): string {
+  const text = (error as { shortMessage?: string }).shortMessage ?? (error as Error).message ?? String(error);
+  return text.replace(/0x[0-9a-fA-F]{130,}/g, "0x…");
+}
+
+/** INSUFFICIENT_GAS when the node refused a transaction for want of native gas (nothing was sent), else undefined. */
+function gasRefusal(error: unknown, wallet: string, chain: ChainName): ApiError | undefined {
+  const text = `${(error as { shortMessage?: string }).shortMessage ?? ""} ${(error as Error).message ?? ""}`;
+  if (!isError(error, "INSUFFICIENT_FUNDS") && !/insufficient funds|sender doesn't have enough funds/i.test(text)) return undefined;
+  return clientError(
+    "INSUFFICIENT_GAS",
+    `Wallet ${wallet} has too little native gas on ${chain} for this transaction; nothing was sent. Send it gas (docs/hosted-agents.md, "Gas").`,
+  );
 }
 
 /** How long a sent transaction's receipt is awaited before it counts as unconfirmed (`TX_UNCONFIRMED`). */
@@ -150,7 +174,7 @@ export async function connectChain(
           populated ??= await wallet.populateTransaction(call);
         } catch (cause) {
           // Estimating gas ran the call: a revert is the contract's refusal, nothing was sent.
-          throw revertError(cause, expected.to === escrow ? "escrow" : "token") ?? cause;
+          throw revertError(cause, expected.to === escrow ? "escrow" : "token") ?? gasRefusal(cause, wallet.address, chain) ?? cause;
         }
         const signed = await wallet.signTransaction(populated);
         const txHash = Transaction.from(signed).hash!;
@@ -163,13 +187,21 @@ export async function connectChain(
             (await provider.getTransactionReceipt(txHash)) ??
             (await provider.waitForTransaction(txHash, 1, connection.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS));
         } catch (cause) {
-          throw clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed: ${(cause as Error).message}`, { txHash });
+          // The node refused it for want of gas: it was never sent. Anything else may have been: its hash is reported.
+          throw (
+            gasRefusal(cause, wallet.address, chain) ??
+            clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed: ${plainMessage(cause)}`, { txHash })
+          );
         }
         if (!receipt || receipt.status !== 1) throw clientError("TX_REVERTED", `Transaction ${txHash} reverted.`, { txHash });
         return receipt;
       });
       queue = run.catch(() => undefined);
       return run;
+    },
+    async gasCost(gas) {
+      const [balance, fees] = await Promise.all([provider.getBalance(wallet.address), provider.getFeeData()]);
+      return { balance, need: gas * (fees.maxFeePerGas ?? fees.gasPrice ?? 0n) };
     },
   };
 }

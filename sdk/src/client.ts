@@ -1,6 +1,6 @@
 import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
-import { ApiError, clientError, statusOfCode } from "./errors";
+import { ApiError, apiErrorCode, clientError, statusOfCode } from "./errors";
 import {
   connectChain,
   erc20Interface,
@@ -27,6 +27,7 @@ import type {
   ListingOutcome,
   PostedAnswer,
   SettlementAnswer,
+  SettlementOutcome,
   SettlementTx,
   TaskView,
   VerdictAnswer,
@@ -80,7 +81,7 @@ export type SettleAction = "cancel" | "claim-timeout" | "dispute" | "release" | 
 /** A settlement call sent: which call, what it does (`refund`, `escalate`, `dispute`, `payout`, `reopen`) and its transaction. */
 export interface Settled {
   action: SettleAction;
-  outcome: string;
+  outcome: SettlementOutcome;
   txHash: string;
 }
 
@@ -298,9 +299,16 @@ export class MarketClient {
 
   /**
    * Delivers the worker's result: the API stores it and builds submitEvidence (hash of the output), the client's
-   * wallet signs it after the guard checks it, and the delivery is finalized (verification runs).
+   * wallet signs it after the guard checks it, and the delivery is finalized (verification runs). The spec's form
+   * `deliverResult(taskId, result)` takes the output text or `{ output }`; `deliverResult({ taskHash, output })` too.
    */
-  async deliverResult({ taskHash, output }: { taskHash: string; output: string }): Promise<Finalized> {
+  async deliverResult(taskHash: string, result: string | { output: string }): Promise<Finalized>;
+  async deliverResult(delivery: { taskHash: string; output: string }): Promise<Finalized>;
+  async deliverResult(first: string | { taskHash: string; output: string }, result?: string | { output: string }): Promise<Finalized> {
+    const { taskHash, output } =
+      typeof first === "string" ? { taskHash: first, output: typeof result === "string" ? result : result?.output } : first;
+    if (typeof output !== "string")
+      throw clientError("VALIDATION_FAILED", "deliverResult(taskId, result): result is the output text, or { output }.");
     const task = await this.taskToSign(taskHash);
     const wallet = await this.wallet(task.meta.chain);
     const delivered = await this.http.post<Delivered>(`/api/v1/a2a/tasks/${taskHash}/deliver`, { output });
@@ -484,7 +492,7 @@ export class MarketClient {
     if (result.status === "unlisted") {
       throw new ApiError(
         statusOfCode(refusal.code),
-        refusal.code,
+        apiErrorCode(refusal.code, statusOfCode(refusal.code)),
         `${refusal.message} The rental is paid but not listed: cancel it for a full refund.`,
         {
           taskHash: result.taskHash,
@@ -493,7 +501,8 @@ export class MarketClient {
         },
       );
     }
-    if (result.status !== "posted") throw new ApiError(statusOfCode(refusal.code), refusal.code, refusal.message, { serviceId });
+    if (result.status !== "posted")
+      throw new ApiError(statusOfCode(refusal.code), apiErrorCode(refusal.code, statusOfCode(refusal.code)), refusal.message, { serviceId });
     const taskHash = result.taskHash!;
     const waitMs = Math.max(0, (options.waitSeconds ?? 45) * 1000 - (Date.now() - started));
     const state = await this.waitForResult({ taskHash, waitMs, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
@@ -549,9 +558,9 @@ export class MarketClient {
   // ------------------------------------------------------------------ posting
 
   /** Posts one task (a bulk run of one row; `agent` verification allowed). */
-  async postTask(input: PostTaskInput): Promise<PostResult> {
+  async postTask(input: PostTaskInput, options: Pick<PostTasksOptions, "chain"> = {}): Promise<PostResult> {
     const checked = checkRows([input], { allowAgentMode: true });
-    const result = await postRows(await this.postingContext(), checked, 1, {});
+    const result = await postRows(await this.postingContext(options.chain), checked, 1, {});
     return result.results[0]!;
   }
 
@@ -564,7 +573,7 @@ export class MarketClient {
     const started = performance.now();
     const checked = checkRows(rows, { allowAgentMode: false });
     const checkMs = performance.now() - started;
-    const result = await postRows(await this.postingContext(), checked, rows.length, options);
+    const result = await postRows(await this.postingContext(options.chain), checked, rows.length, options);
     return { ...result, timings: { ...result.timings, checkMs: result.timings.checkMs + Math.round(checkMs) } };
   }
 
@@ -573,10 +582,19 @@ export class MarketClient {
     return this.http.post("/api/v1/a2a/tasks/index", params);
   }
 
-  private async postingContext() {
-    const settlement = await this.settlement();
+  /** The posting chain: `chain` when given (checked against GET /api/v1/health/settlement), else the first postable one. */
+  private async postingContext(chain?: string) {
+    const settlement = await this.settlement(chain);
     // Asked afresh: a pause is refused before the approval, not by the funding's revert after it.
     const now = await this.http.get<SettlementAnswer>("/api/v1/health/settlement");
+    const current = now.chains.find((c) => c.chain === settlement.chain);
+    if (chain !== undefined && !current?.postable && current?.notPostableReason !== "ESCROW_PAUSED") {
+      const postable = now.chains.filter((c) => c.postable).map((c) => c.chain);
+      throw clientError(
+        "WRONG_CHAIN",
+        `The service takes no tasks on ${chain} (postable: ${postable.join(", ") || "none"}; POSTABLE_CHAINS on the server); nothing was sent.`,
+      );
+    }
     if (now.chains.find((c) => c.chain === settlement.chain)?.notPostableReason === "ESCROW_PAUSED") {
       throw clientError(
         "ESCROW_PAUSED",
@@ -658,7 +676,13 @@ export class MarketClient {
       if (error instanceof ApiError && error.code === "TASK_NOT_FOUND") return this.refundUnlisted(taskHash);
       throw error;
     }
-    return this.sendSettlement(taskHash, task.state.status === "open" ? "cancel" : "claim-timeout", task);
+    const status = task.state.status;
+    // A task already over (a second `market cancel`): say so instead of the claim precondition's refusal.
+    if (status === "cancelled" || status === "refunded" || status === "completed") {
+      const what = status === "completed" ? "was paid to its worker" : `is ${status} already: its reward went back to the poster`;
+      throw clientError("WRONG_STATE", `Task ${taskHash} ${what}; nothing is left in the escrow to refund.`, { reason: status });
+    }
+    return this.sendSettlement(taskHash, status === "open" ? "cancel" : "claim-timeout", task);
   }
 
   /** Cancels (while Funded) or claims (after the deadline) a task the service never listed, straight on the escrow. */

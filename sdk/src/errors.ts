@@ -1,4 +1,15 @@
-import { ERROR_CODES, isErrorCode, type ErrorCodeInfo } from "../../core/errors";
+import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorCodeInfo } from "../../core/errors";
+
+/**
+ * The code of every `ApiError`: one of the error codes of core/errors.ts (docs/errors.md), or `HTTP_<status>` when the
+ * service answered without a code it knows (its `body.code` keeps what it sent).
+ */
+export type ApiErrorCode = ErrorCode | `HTTP_${number}`;
+
+/** The `ApiErrorCode` of a code as answered: itself when the code table has it, else `HTTP_<status>`. */
+export function apiErrorCode(code: string | undefined, status: number): ApiErrorCode {
+  return code !== undefined && isErrorCode(code) ? code : `HTTP_${status}`;
+}
 
 /**
  * Every refusal the SDK reports: from the API (`status` is the HTTP status, `body` the answer's `error` object) or
@@ -8,10 +19,10 @@ import { ERROR_CODES, isErrorCode, type ErrorCodeInfo } from "../../core/errors"
 export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly status: number;
-  readonly code: string;
+  readonly code: ApiErrorCode;
   readonly body: ApiErrorBody;
 
-  constructor(status: number, code: string, message: string, body: Partial<ApiErrorBody> = {}, options?: { cause?: unknown }) {
+  constructor(status: number, code: ApiErrorCode, message: string, body: Partial<ApiErrorBody> = {}, options?: { cause?: unknown }) {
     super(message, options);
     this.status = status;
     this.code = code;

@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError, apiErrorCode } from "./errors";
 
 export interface HttpOptions {
   baseUrl: string;
@@ -37,7 +37,11 @@ export function createHttp(options: HttpOptions) {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (cause) {
-      throw new ApiError(0, "NETWORK_ERROR", `${method} ${path}: ${(cause as Error).message}`, {}, { cause });
+      // Name the server tried and the socket's own reason (ECONNREFUSED...), not only undici's "fetch failed".
+      const inner = (cause as Error).cause as { code?: string; message?: string } | undefined;
+      const reason = inner?.code ?? inner?.message;
+      const why = (cause as Error).message + (reason ? ` (${reason})` : "");
+      throw new ApiError(0, "NETWORK_ERROR", `${method} ${baseUrl}${path}: ${why}; is the API at ${baseUrl} running?`, {}, { cause });
     }
     const text = await response.text();
     let parsed: { success?: boolean; data?: T; error?: { code?: string; message?: string } } | undefined;
@@ -57,7 +61,7 @@ export function createHttp(options: HttpOptions) {
     }
     throw new ApiError(
       response.status,
-      error?.code ?? `HTTP_${response.status}`,
+      apiErrorCode(error?.code, response.status),
       error?.message ?? `${method} ${path} answered ${response.status}`,
       error ?? {},
     );

@@ -42,7 +42,7 @@ export {
   type TaskContext,
   type WorkerRuntimeOptions,
 } from "./runtime";
-export { ApiError, type ApiErrorBody, type RowError } from "./errors";
+export { ApiError, type ApiErrorBody, type ApiErrorCode, type RowError } from "./errors";
 export { signIn, AccountSession, type SignInOptions, type ApiKeyInfo, type CreatedApiKey } from "./session";
 export type { IndexParams, PostResult, PostStatus, PostTaskInput, PostTasksOptions, PostTasksResult, FundingEvent, FundedEvent } from "./posting";
 export { pinnedEscrowsFromEnv, rpcUrlsFromEnv, guard, type Settlement, type UnsignedTx, type RpcUrls, type PinnedEscrows } from "./chain";

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { TaskQueries } from "../tasks";
+import type { Authenticate } from "../auth";
+import type { AgentRegistry } from "../agents";
 import { JsonRpcBody, type TaskView } from "../../core/api";
 import { checkCapabilities } from "../../core/capabilities";
 import type { TaskStatus } from "../../core/status";
@@ -63,6 +65,14 @@ function a2aTask(view: TaskView, v1: boolean) {
 }
 
 const PARSE_FAILED = Symbol("parse failed");
+/** Names the capabilities to list tasks for without a key (issue 29, item 4); an A2A client sends it as a service parameter. */
+export const CAPABILITIES_HEADER = "x-market-capabilities";
+
+/** Who asks, from the HTTP request: the capabilities it named on the endpoint, and its wallet when it sent a key. */
+interface Caller {
+  capabilities?: string;
+  wallet?: string;
+}
 const LIST_LIMIT = 100;
 /** Requests per JSON-RPC batch: the rate limit counts a batch once, so its size bounds the work one request buys. */
 export const MAX_BATCH = 20;
@@ -71,7 +81,11 @@ export const MAX_BATCH = 20;
  * `POST /a2a/v1`: JSON-RPC 2.0, public. `tasks/list`, `tasks/get`, `message/send` (acknowledges only) and
  * `tasks/cancel` (refused: cancel on chain), plus the A2A v1.0 names `ListTasks`, `GetTask`, `SendMessage`, `CancelTask`.
  */
-export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "browse" | "view"> }> = async (app, { queries }) => {
+export const a2aRoutes: FastifyPluginAsyncTypebox<{
+  queries: Pick<TaskQueries, "browse" | "view">;
+  auth: Pick<Authenticate, "optional">;
+  agents: Pick<AgentRegistry, "get">;
+}> = async (app, { queries, auth, agents }) => {
   const taskView = async (params: Record<string, unknown>) => {
     const raw = typeof params.id === "string" ? params.id : typeof params.name === "string" ? params.name.replace(/^tasks\//, "") : undefined;
     if (raw === undefined || !/^0x[0-9a-fA-F]{64}$/.test(raw))
@@ -81,14 +95,22 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
     return view;
   };
 
-  const methods: Record<string, (params: Record<string, unknown>, v1: boolean) => Promise<unknown>> = {
-    async list(params, v1) {
-      const wanted = params.capabilities;
-      const entries = Array.isArray(wanted) ? wanted : typeof wanted === "string" ? wanted.split(",") : [];
+  const methods: Record<string, (params: Record<string, unknown>, v1: boolean, caller: Caller) => Promise<unknown>> = {
+    async list(params, v1, caller) {
+      // The capabilities named (params, the X-Market-Capabilities header or ?capabilities= on the endpoint), else the
+      // caller's registered ones: a task is listed when its required tags are all among them (the spec's rule).
+      const wanted = params.capabilities ?? caller.capabilities;
+      const entries = Array.isArray(wanted) ? wanted : typeof wanted === "string" ? wanted.split(",").filter((t) => t.trim() !== "") : [];
       if (!entries.every((e): e is string => typeof e === "string")) throw new RpcFailure(RPC.INVALID_PARAMS, "params.capabilities must be strings");
-      const { tags, invalid } = checkCapabilities(entries);
+      const { tags, invalid } = checkCapabilities(entries.map((e) => e.trim()));
       if (invalid.length > 0) throw new RpcFailure(RPC.INVALID_PARAMS, `malformed capability tags: ${invalid.join(", ")}`);
-      const { tasks, total } = await queries.browse({ capabilities: tags, limit: LIST_LIMIT });
+      const named = wanted !== undefined;
+      const registered = !named && caller.wallet ? ((await agents.get(caller.wallet))?.capabilities ?? []) : [];
+      const { tasks, total } = await queries.browse({
+        capabilities: named ? tags : registered,
+        ...(caller.wallet ? { caller: caller.wallet } : {}),
+        limit: LIST_LIMIT,
+      });
       const listed = tasks.map((t) => a2aTask(t, v1));
       return v1 ? { tasks: listed, totalSize: total, pageSize: listed.length, nextPageToken: "" } : { tasks: listed, total };
     },
@@ -123,7 +145,7 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
     CancelTask: ["cancel", true],
   };
 
-  async function answer(request: unknown): Promise<RpcResponse | undefined> {
+  async function answer(request: unknown, caller: Caller): Promise<RpcResponse | undefined> {
     const r = request as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown } | null;
     const idValid = (v: unknown): v is Id => v === null || typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
     const id: Id = r && typeof r === "object" && idValid(r.id) ? r.id : null;
@@ -138,7 +160,7 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
       return isNotification ? undefined : fail({ code: RPC.INVALID_PARAMS, message: "params must be an object" });
     }
     try {
-      const result = await methods[route[0]]!((r.params ?? {}) as Record<string, unknown>, route[1]);
+      const result = await methods[route[0]]!((r.params ?? {}) as Record<string, unknown>, route[1], caller);
       return isNotification ? undefined : { jsonrpc: "2.0", id, result };
     } catch (error) {
       if (error instanceof RpcFailure) {
@@ -169,13 +191,21 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
           description:
             "Methods: `tasks/list` (open tasks, same public metadata as GET /api/v1/a2a/tasks), `tasks/get`, `message/send` " +
             "(acknowledges only), `tasks/cancel` (refused: -32004, cancel on chain), and the A2A v1.0 names `ListTasks`, " +
-            "`GetTask`, `SendMessage`, `CancelTask`. Errors: -32700 parse, -32600 invalid request, -32601 method, -32602 " +
+            "`GetTask`, `SendMessage`, `CancelTask`. A task is listed when its required capability tags are all named: in " +
+            "`params.capabilities`, in the `X-Market-Capabilities` header (comma-separated; an A2A client's service parameter) " +
+            "or as `?capabilities=` on this URL; with `X-API-Key` and none named, the caller's registered capabilities (and " +
+            "tasks pinned to it). Errors: -32700 parse, -32600 invalid request, -32601 method, -32602 " +
             `params, -32001 task not found. Batches (arrays of up to ${MAX_BATCH} requests) are answered as arrays.`,
           body: JsonRpcBody,
         },
       },
       async (request, reply) => {
         const body = request.body;
+        const header = request.headers[CAPABILITIES_HEADER];
+        const query = (request.query as { capabilities?: unknown } | undefined)?.capabilities;
+        const named = typeof header === "string" ? header : typeof query === "string" ? query : undefined;
+        const principal = await auth.optional(request);
+        const caller: Caller = { ...(named === undefined ? {} : { capabilities: named }), ...(principal ? { wallet: principal.wallet } : {}) };
         if (body === PARSE_FAILED) return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.PARSE_ERROR, message: "Parse error" } });
         if (Array.isArray(body)) {
           if (body.length === 0) return reply.send({ jsonrpc: "2.0", id: null, error: { code: RPC.INVALID_REQUEST, message: "Invalid Request" } });
@@ -186,10 +216,10 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ queries: Pick<TaskQueries, "
               error: { code: RPC.INVALID_REQUEST, message: `Invalid Request: at most ${MAX_BATCH} requests per batch` },
             });
           }
-          const answers = (await Promise.all(body.map(answer))).filter((a): a is RpcResponse => a !== undefined);
+          const answers = (await Promise.all(body.map((one) => answer(one, caller)))).filter((a): a is RpcResponse => a !== undefined);
           return answers.length === 0 ? reply.status(204).send() : reply.send(answers);
         }
-        const single = await answer(body);
+        const single = await answer(body, caller);
         return single === undefined ? reply.status(204).send() : reply.send(single);
       },
     );

@@ -11,7 +11,7 @@ import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
 import { createWindows, rateLimited } from "../http/rate-limit";
 import { AdminDisputes, asAddress, asRawAmount, asTaskHash, Envelope, type AwaitingRuling } from "../../core/api";
-import { Ending, EscrowStatus, toEscrowStatus, windowEndsAt } from "../../core/escrow";
+import { Ending, EscrowStatus, STATUSES_FOR, toEscrowStatus, windowEndsAt } from "../../core/escrow";
 import { MarketError } from "../../core/errors";
 import { isChainName } from "../../core/chains";
 
@@ -40,7 +40,8 @@ export async function awaitingRuling(db: Db, nowSeconds: number): Promise<Awaiti
   const rows = await db
     .selectFrom("escrow_tasks")
     .select(["chain", "task_hash", "status", "poster", "worker", "amount", "deadline", "phase_at"])
-    .where("status", "in", [EscrowStatus.Disputed, EscrowStatus.Escalated])
+    // What a ruling acts on (core/escrow): disputed and escalated tasks.
+    .where("status", "in", [...STATUSES_FOR.resolveDispute])
     .where("ending", "=", Ending.None)
     .execute();
   const raisers = new Map<string, string>();

@@ -64,7 +64,8 @@ export function createApiKeys({ db, now, accounts }: { db: Db; now: Clock; accou
       .execute();
   }
 
-  async function revokeApiKey(accountId: number, id: number) {
+  /** Revokes one of the account's keys; false when it was revoked already (nothing changed). */
+  async function revokeApiKey(accountId: number, id: number): Promise<boolean> {
     // Ids are PostgreSQL `serial` (int4): a larger number names no key, and comparing with it would fail the query.
     if (id > MAX_SERIAL_ID) throw new MarketError("KEY_NOT_FOUND");
     const result = await db
@@ -77,7 +78,9 @@ export function createApiKeys({ db, now, accounts }: { db: Db; now: Clock; accou
     if (Number(result.numUpdatedRows) === 0) {
       const exists = await db.selectFrom("api_keys").select("id").where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
       if (!exists) throw new MarketError("KEY_NOT_FOUND");
+      return false;
     }
+    return true;
   }
 
   async function revokeAllApiKeys(accountId: number): Promise<number> {

@@ -131,8 +131,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
     },
     async (request) => {
       const principal = await auth.signedIn(request);
-      await apiKeys.revokeApiKey(principal.accountId, Number(request.params.id));
-      return ok({ revoked: true });
+      return ok({ revoked: await apiKeys.revokeApiKey(principal.accountId, Number(request.params.id)) });
     },
   );
 

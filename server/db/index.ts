@@ -24,6 +24,9 @@ export function createDatabase(options: DatabaseOptions): Db {
   const file = options.sqlitePath ?? ":memory:";
   if (!options.sqliteImage && file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
   const sqlite = options.sqliteImage ? new SQLite(options.sqliteImage) : new SQLite(file);
+  // 16 KiB pages for a new file (an existing file keeps its own): a catch-up writes a quarter as many pages to the WAL,
+  // about 15% less indexer CPU (bench/indexer.ts); set before WAL mode, which fixes the page size.
+  sqlite.pragma("page_size = 16384");
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");

@@ -513,12 +513,13 @@ export interface HostedSubtasksTable {
 
 /**
  * The run of one MCP spending call (`post_tasks`, `rent_service`) made by an owner for a hosted agent's custodied
- * wallet, under one idempotencyKey: the call's task file and its journal, as the CLI's posting engine writes them
- * (cli/src/journal.ts), saved before each funding is sent, so a repeat of the call on any API process never pays twice.
+ * wallet, under one idempotencyKey: the fingerprint of the call's rows (`tasks`) and the posting engine's journal as
+ * JSON Lines (server/mcp/run-journal.ts), each entry saved before the step it records goes on, so a repeat of the call
+ * on any API process never pays twice.
  */
 export interface HostedMcpRunsTable {
   agent_id: number;
-  /** The run directory's name: a hash of the wallet and the idempotencyKey (cli/src/mcp-poster.ts `runDirectory`). */
+  /** The call's id: a hash of the wallet and the idempotencyKey (sdk/src/posting/journal/call.ts `callId`). */
   run: string;
   tasks: string;
   journal: string;

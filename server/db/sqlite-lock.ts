@@ -1,5 +1,5 @@
 import path from "node:path";
-import { lockPidFile } from "../../core/pid-lock";
+import { lockPidFile } from "../../sdk/src/node";
 
 /** SQLite files this process serves. */
 const held = new Set<string>();

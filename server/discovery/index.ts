@@ -46,7 +46,10 @@ export function platformCard(baseUrl: string) {
       {
         id: "browse-tasks",
         name: "Browse open tasks",
-        description: "List open tasks and their public metadata (tasks/list, tasks/get).",
+        description:
+          "List open tasks and their public metadata (tasks/list, tasks/get). A task is listed when its required capability tags " +
+          "are all named: send X-API-Key to list what your registered capabilities can take, or name tags in the " +
+          "X-Market-Capabilities header (an A2A client's service parameter), params.capabilities, or ?capabilities= on the endpoint.",
         tags: ["marketplace"],
       },
     ],

@@ -1,7 +1,7 @@
 import { Wallet, getAddress } from "ethers";
 import type { ChainRegistry } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
-import { escrowInterface } from "../../sdk/src/chain";
+import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 
 class TopUpReverted extends Error {}
 /** A claim without a transaction this old was abandoned (sending takes at most the queue and a receipt's wait). */
@@ -51,7 +51,7 @@ export function createGasSponsor(deps: {
   /** The purpose a call is sponsored for, or undefined when it is not a sponsored call. */
   function purposeOf(data: string): string | undefined {
     try {
-      const call = escrowInterface.parseTransaction({ data });
+      const call = TaskEscrow__factory.createInterface().parseTransaction({ data });
       if (call?.name === "submitEvidence") return "first-evidence";
       if (call?.name === "releaseUnjudgedWork") return `release:${String(call.args[0]).toLowerCase()}`;
     } catch {
@@ -153,5 +153,24 @@ export function createGasSponsor(deps: {
     }
   }
 
-  return { state, address, topUp, purposeOf };
+  /**
+   * Whether the sponsor would pay this agent's first evidence on the chain: the switch is on, its key was never
+   * exported, and that top-up is not used yet (the runner then lets an agent without gas accept a task).
+   */
+  async function coversFirstEvidence(chainName: string, agentAddress: string): Promise<boolean> {
+    if (state() !== "active" || !chains.get(chainName)) return false;
+    const agent = getAddress(agentAddress);
+    const hosted = await db.selectFrom("hosted_agents").select(["exported_at"]).where("address", "=", agent).executeTakeFirst();
+    if (!hosted || hosted.exported_at !== null) return false;
+    const used = await db
+      .selectFrom("gas_sponsorships")
+      .select("status")
+      .where("chain", "=", chainName)
+      .where("agent_address", "=", agent)
+      .where("purpose", "=", "first-evidence")
+      .executeTakeFirst();
+    return used?.status !== "sent";
+  }
+
+  return { state, address, topUp, purposeOf, coversFirstEvidence };
 }

@@ -19,4 +19,5 @@ export { indexerLag, readCursor, CursorMovedError, REORG_HISTORY_BLOCKS, type Cu
 export { isRegistryProjection, type AnyProjection, type Projection, type RegistryProjection } from "./projection";
 export { createTaskProjection, projectedTaskOf, taskRowOf, taskSnapshotOf, type TaskRow, type EscrowStateRow } from "./task-projection";
 export { UNKNOWN_EVENT, type ChainEvent, type EscrowEventArgs } from "./events";
+export { followNewHeads, newHeadsUrl, type HeadFollower } from "./heads";
 export { createBlockRange, isRangeRefusal, type BlockRange, type BlockRangeOptions } from "./log-range";

@@ -12,6 +12,7 @@ import { ChainMovedError, readHeader, readLogs, type IndexerProvider, type RawLo
 import { findCommonAncestor, rollbackTo } from "./reorg";
 import { createTaskProjection } from "./task-projection";
 import { everyColumn, rowStatement } from "./row-statements";
+import { followNewHeads, type HeadFollower } from "./heads";
 
 /** The subset of a pino/Fastify logger the indexer writes to. */
 export interface IndexerLogger {
@@ -34,6 +35,11 @@ export interface IndexerOptions {
   provider: IndexerProvider;
   /** Pause between polls once caught up. */
   pollIntervalMs: number;
+  /**
+   * The node's WebSocket endpoint (heads.ts newHeadsUrl): the polling loop subscribes to its new heads and syncs as
+   * each one is announced, polling every pollIntervalMs still, as the fallback when the node offers no subscription.
+   */
+  newHeadsUrl?: string;
   /** Read models fed with each range (escrow and registry projections); default: the escrow task projection alone. */
   projections?: AnyProjection[];
   logger?: IndexerLogger;
@@ -157,6 +163,11 @@ export function createIndexer(options: IndexerOptions): Indexer {
   let stopping = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
+  /** A head announced while no poll was waiting: the next wait ends at once. */
+  let headPending = false;
+  /** The highest head announced and not yet synced to: the next sync takes it as the head instead of asking the node. */
+  let announced: number | undefined;
+  let heads: HeadFollower | undefined;
   let running: Promise<unknown> = Promise.resolve();
 
   const header = (number: number) => readHeader(provider, chain.name, number);
@@ -346,7 +357,9 @@ export function createIndexer(options: IndexerOptions): Indexer {
       for (const projection of escrowProjections) projection.prepare?.(db);
       prepared = true;
     }
-    const head = await provider.getBlockNumber();
+    // An announced head saves a round trip; were it wrong, reading its block fails the range and the next sync asks.
+    const head = announced ?? (await provider.getBlockNumber());
+    announced = undefined;
     const target = head - chain.confirmations;
     let cursor = await readCursor(db, chain.name);
     let firstFrom: number | undefined;
@@ -466,7 +479,10 @@ export function createIndexer(options: IndexerOptions): Indexer {
 
   function sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      if (stopping) return resolve();
+      if (stopping || headPending) {
+        headPending = false;
+        return resolve();
+      }
       const done = () => {
         clearTimeout(timer);
         wake = undefined;
@@ -501,10 +517,23 @@ export function createIndexer(options: IndexerOptions): Indexer {
     start() {
       if (loop) return;
       stopping = false;
+      if (options.newHeadsUrl) {
+        heads = followNewHeads(
+          options.newHeadsUrl,
+          (number) => {
+            if (Number.isSafeInteger(number) && number > (announced ?? -1)) announced = number;
+            if (wake) wake();
+            else headPending = true;
+          },
+          logger,
+        );
+      }
       loop = poll();
     },
     async stop() {
       stopping = true;
+      heads?.stop();
+      heads = undefined;
       wake?.();
       await loop;
       await running;

@@ -4,6 +4,7 @@ import { createDatabase } from "../db";
 import { ChainRpcProvider } from "../chains/rpc";
 import { createIndexer, type IndexerLogger } from "./sync";
 import type { AnyProjection } from "./projection";
+import { newHeadsUrl } from "./heads";
 import type { IndexerWorkerData, IndexerWorkerMessage } from "./worker";
 
 const port = parentPort;
@@ -40,6 +41,7 @@ const indexer = createIndexer({
   chain: data.chain,
   provider,
   pollIntervalMs: data.pollIntervalMs,
+  newHeadsUrl: data.subscribe ? newHeadsUrl(data.chain) : undefined,
   blockRange: data.blockRange,
   // The API writes to the same SQLite file from the main thread: let its writes in between a range's transactions.
   yieldBetweenCommits: !data.databaseUrl,

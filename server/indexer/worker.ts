@@ -11,6 +11,8 @@ export interface IndexerWorkerOptions {
   sqlitePath: string;
   chain: ChainConfig;
   pollIntervalMs: number;
+  /** Follow the chain's new heads over its node's WebSocket (heads.ts), polling as the fallback. Default false. */
+  subscribe?: boolean;
   blockRange?: BlockRangeOptions;
   /**
    * The read models to feed, loaded inside the thread (functions cannot cross it): a module's absolute path (a .ts
@@ -42,7 +44,7 @@ export interface ProjectionsModule {
 /** What the parent hands the thread (structured-cloned): the options that are data, and how to load the entry. */
 export type IndexerWorkerData = Pick<
   IndexerWorkerOptions,
-  "databaseUrl" | "sqlitePath" | "chain" | "pollIntervalMs" | "blockRange" | "projections"
+  "databaseUrl" | "sqlitePath" | "chain" | "pollIntervalMs" | "subscribe" | "blockRange" | "projections"
 > & {
   entry: string;
   tsNode: string | null;
@@ -81,6 +83,7 @@ export function startIndexerWorker(options: IndexerWorkerOptions): IndexerWorker
     sqlitePath: options.sqlitePath,
     chain: options.chain,
     pollIntervalMs: options.pollIntervalMs,
+    subscribe: options.subscribe,
     blockRange: options.blockRange,
     projections: options.projections,
   };

@@ -143,7 +143,7 @@ export function createAccepting(deps: MarketplaceDeps) {
     if (onChain.worker === address && onChain.status !== EscrowStatus.Funded) {
       // Held until it ends: accepting again answers the same assignment; an ended task is no longer open.
       if (onChain.ending !== Ending.None) throw new MarketError("NOT_OPEN", `The task has ended (${statusName(onChain.status)}).`);
-      return confirmAssigned(ctx, address);
+      return { ...(await confirmAssigned(ctx, address)), alreadyHeld: true };
     }
     let held = ctx.assignment;
     if (held && held.status === "assigned" && onChain.status === EscrowStatus.Funded && onChain.worker === null) {
@@ -175,6 +175,8 @@ export function createAccepting(deps: MarketplaceDeps) {
         .execute();
     }
 
+    // An accept of this agent was under way already (a retry, or a second runtime with the same key): it joins it.
+    const alreadyHeld = held?.agent_address === address;
     let lockedAt = held?.agent_address === address ? held.created_at : undefined;
     if (lockedAt === undefined) {
       // The cap check and the accept lock's insert hold the agent's name: one at a time per agent, on every API
@@ -228,7 +230,7 @@ export function createAccepting(deps: MarketplaceDeps) {
       return row?.worker === address;
     }, deps.indexerWaitMs);
     ctx = await loadTask(db, chains, taskHash);
-    return assignedView(ctx, address);
+    return { ...(await assignedView(ctx, address)), ...(alreadyHeld ? { alreadyHeld: true } : {}) };
   }
 
   async function confirmAssigned(ctx: TaskContext, address: string): Promise<Assigned> {

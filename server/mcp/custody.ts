@@ -8,28 +8,20 @@
  * (`HostedAgents.holdWallet`): the agent must be stopped (`AGENT_RUNNING`), and no withdrawal or other spend runs
  * meanwhile (`WITHDRAWAL_IN_PROGRESS`), so nothing else signs with its nonce.
  *
- * Posting is `market mcp`'s own: the CLI's journaled engine (cli/src/mcp-poster.ts) in a scratch state directory made
- * for the hold and removed after it. The call's task file and journal are saved to the database (hosted_mcp_runs)
- * after the call is opened, before each funding is sent and once it is mined, and at the end; the next call under the
- * same idempotencyKey, on any API process, starts from them. So a repeat never pays twice.
+ * Posting is `market mcp`'s own: the SDK's journaled engine (`callPoster`, sdk/src/posting/journal), its journal kept
+ * in the database (run-journal.ts): each entry is saved before the step it records goes on (the funding's before the
+ * transaction is sent), and the next call under the same idempotencyKey, on any API process, starts from them. So a
+ * repeat never pays twice.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import type { Db } from "../db";
-import type { PinnedEscrows, RpcUrls } from "../../sdk/src/chain";
 import type { AgentTokens, Principal } from "../auth";
 import type { HostedAgents } from "../hosted";
 import type { HostedStore } from "../hosted/store";
 import { MarketError } from "../../core/errors";
-import { MarketClient } from "../../sdk/src/client";
-import { serviceQuotes } from "../../sdk/src/mcp/quotes";
-import type { Poster } from "../../sdk/src/mcp/post-tasks";
-import type { McpSurface } from "../../sdk/src/mcp/tools";
-import type { CliConfig } from "../../cli/src/config";
-import { journaledPoster, runDirectory, TASK_FILE } from "../../cli/src/mcp-poster";
-import { journalPathFor } from "../../cli/src/journal";
-import { resultsPathFor } from "../../cli/src/run";
-import type { Terminal } from "../../cli/src/terminal";
+import { MarketClient, type MarketClientOptions, type PinnedEscrows, type RpcUrls } from "../../sdk/src";
+import { serviceQuotes, type McpSurface } from "../../sdk/src/mcp";
+import { callPoster, type Reporter } from "../../sdk/src/posting/journal";
+import { databaseCallStores } from "./run-journal";
 
 /** The header naming the hosted agent whose custodied wallet the request acts as. */
 export const AGENT_HEADER = "x-market-agent";
@@ -42,8 +34,6 @@ export interface CustodyDeps {
   /** The RPCs and pinned escrows the custodied wallet signs through (`Hosting.signing`). */
   signing: () => { rpcUrls: RpcUrls; escrows: PinnedEscrows };
   now: () => number;
-  /** This process's scratch directory; each hold makes its own state directory in it and removes it after. */
-  scratchDir: () => string;
 }
 
 /** The agent id of `X-Market-Agent`, if sent; `VALIDATION_FAILED` when it is no id. */
@@ -59,19 +49,8 @@ export function agentIdOf(header: string | string[] | undefined): number | undef
 }
 
 /** Notes of the posting engine, to the request's log (they name task hashes and counts, never a secret). */
-function loggedTerminal(log: { info(obj: object, msg: string): void }): Terminal {
-  const note = (line: string) => log.info({ mcp: "custody" }, line);
-  const quiet = { update() {}, end() {} };
-  return {
-    say: (line = "") => note(line),
-    note,
-    data() {},
-    json: false,
-    interactive: false,
-    confirm: () => Promise.resolve(false),
-    progress: () => quiet,
-    status: () => quiet,
-  };
+function loggedReporter(log: { info(obj: object, msg: string): void }): Reporter {
+  return { note: (line) => log.info({ mcp: "custody" }, line), progress: () => ({ update() {}, end() {} }) };
 }
 
 /**
@@ -85,112 +64,46 @@ export async function custodySurface(
   options: { fetch: typeof fetch; baseUrl: string; log: { info(obj: object, msg: string): void } },
 ): Promise<{ surface: McpSurface; end(): void }> {
   const { db } = deps;
-  const row = await deps.store.requireOwned(agentId, principal);
+  await deps.store.requireOwned(agentId, principal);
   const walletKey = await deps.store.openWalletKey(agentId);
   const { rpcUrls, escrows } = deps.signing();
   const lent = deps.tokens.lend(agentId);
-  const client = new MarketClient({
+  const clientOptions: MarketClientOptions = {
     apiKey: lent.token,
     baseUrl: options.baseUrl,
     fetch: options.fetch,
     escrows,
     executor: { privateKey: walletKey, rpcUrls },
-  });
-  const terminal = loggedTerminal(options.log);
+  };
+  const client = new MarketClient(clientOptions);
 
-  /** The state directory of the hold under way. */
-  let held: { stateDir: string } | undefined;
-
+  /** Whether a hold of the wallet is under way (the journal's lock). */
+  let held = false;
   const exclusive = <T>(run: () => Promise<T>): Promise<T> =>
     deps.agents.holdWallet(principal, agentId, "spending from its wallet over MCP", async () => {
-      const stateDir = mkdtempSync(path.join(deps.scratchDir(), `agent-${agentId}-`));
-      held = { stateDir };
+      held = true;
       try {
         return await run();
       } finally {
-        held = undefined;
-        rmSync(stateDir, { recursive: true, force: true });
+        held = false;
       }
     });
 
-  const runContext = (run: string) => `mcp-run:${agentId}:${run}`;
-
-  /** The run directory's task file and journal, as saved; none yet: neither file. */
-  async function restore(run: string, dir: string): Promise<void> {
-    const saved = await db
-      .selectFrom("hosted_mcp_runs")
-      .select(["tasks", "journal"])
-      .where("agent_id", "=", agentId)
-      .where("run", "=", run)
-      .executeTakeFirst();
-    if (!saved) return;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const file = path.join(dir, TASK_FILE);
-    writeFileSync(file, deps.store.openRecord(saved.tasks, runContext(run)));
-    writeFileSync(journalPathFor(resultsPathFor(file)), saved.journal);
-  }
-
-  /** Saves the run's task file and journal, once the journal has an entry (a quote alone saves nothing). */
-  async function save(run: string, dir: string): Promise<void> {
-    const file = path.join(dir, TASK_FILE);
-    const journal = journalPathFor(resultsPathFor(file));
-    if (!existsSync(journal)) return;
-    // The task file holds the briefs, private ones too: sealed at rest like every custodied secret (issue 23).
-    const values = {
-      tasks: deps.store.sealRecord(readFileSync(file, "utf8"), runContext(run)),
-      journal: readFileSync(journal, "utf8"),
-      updated_at: deps.now(),
-    };
-    await db
-      .insertInto("hosted_mcp_runs")
-      .values({ agent_id: agentId, run, ...values })
-      .onConflict((oc) => oc.columns(["agent_id", "run"]).doUpdateSet(values))
-      .execute();
-  }
-
-  const poster: Poster = {
-    async open(rows, idempotencyKey, openOptions) {
-      if (!held) throw new Error("a custodied wallet's posting opened outside its hold");
-      const { stateDir } = held;
-      const dir = runDirectory(stateDir, row.address, idempotencyKey);
-      const run = path.basename(dir);
-      await restore(run, dir);
-      const config: CliConfig = {
-        apiUrl: options.baseUrl,
-        stateDir,
-        apiKey: lent.token,
-        privateKey: walletKey,
-        rpcUrls,
-        escrows,
-        fetch: options.fetch,
-      };
-      const engine = journaledPoster(config, {
-        stateDir,
-        terminal,
-        // Saved before the funding is sent (and once it is mined): a repeat anywhere knows what may be paid.
-        hooks: { afterJournaled: () => save(run, dir) },
-      });
-      const session = await engine.open(rows, idempotencyKey, openOptions);
-      try {
-        // Opening checks the journal's claims against the chain and may record what it found.
-        await save(run, dir);
-      } catch (error) {
-        session.close();
-        throw error;
-      }
-      return {
-        facts: session.facts,
-        async execute() {
-          try {
-            return await session.execute();
-          } finally {
-            await save(run, dir);
-          }
-        },
-        close: () => session.close(),
-      };
-    },
-  };
+  const poster = callPoster({
+    client: () => new MarketClient(clientOptions),
+    privateKey: walletKey,
+    api: options.baseUrl,
+    store: databaseCallStores({
+      db,
+      agentId,
+      now: deps.now,
+      held: () => held,
+      // The rows' fingerprint holds the briefs, private ones too: sealed at rest like every custodied secret (issue 23).
+      sealRows: (text, run) => deps.store.sealRecord(text, `mcp-run:${agentId}:${run}`),
+      openRows: (stored, run) => deps.store.openRecord(stored, `mcp-run:${agentId}:${run}`),
+    }),
+    reporter: loggedReporter(options.log),
+  });
 
   return {
     surface: { client, quotes: serviceQuotes(client.http), poster, signs: true, exclusive },

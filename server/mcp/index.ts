@@ -8,9 +8,6 @@
  * `X-Market-Agent: <id>` the owner's key acts as that hosted agent's custodied wallet, which the service signs for
  * (custody.ts).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { Type } from "@sinclair/typebox";
@@ -25,11 +22,9 @@ import { AGENT_HEADER, agentIdOf, custodySurface, type CustodyDeps } from "./cus
 import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, QuoteRedeemed } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { loggableError } from "../http/errors";
-import { MarketClient } from "../../sdk/src/client";
-import { erc20Interface } from "../../sdk/src/chain";
-import { serviceQuotes } from "../../sdk/src/mcp/quotes";
-import { unsignedPoster } from "../../sdk/src/mcp/post-tasks";
-import { createMcpServer, TOOLS, type McpSurface } from "../../sdk/src/mcp/tools";
+import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
+import { MarketClient } from "../../sdk/src";
+import { createMcpServer, serviceQuotes, TOOLS, unsignedPoster, type McpSurface } from "../../sdk/src/mcp";
 
 export { createQuoteStore, type QuoteStore } from "./quotes";
 export type { CustodyDeps } from "./custody";
@@ -38,9 +33,10 @@ export type { CustodyDeps } from "./custody";
 export type Inject = (options: InjectOptions) => Promise<LightMyRequestResponse>;
 
 const API_KEY_PREFIX = "sk_";
+const erc20 = IERC20__factory.createInterface();
+
 /** The base URL the tools' in-process clients call (never resolved: `injectFetch` keeps its path only). */
 const INTERNAL_API = "http://mcp.internal";
-const MCP_SERVER_VERSION = "1.0.0";
 
 /** One JSON-RPC message (request, notification or response) or a batch: the MCP SDK reads the rest. */
 const JsonRpcMessage = Type.Object({ jsonrpc: Type.Literal("2.0") }, { additionalProperties: true });
@@ -73,15 +69,8 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
   chains: ChainRegistry;
   inject: Inject;
   /** Hosted agents' custodied wallets, for their owners (`X-Market-Agent`). */
-  custody: Omit<CustodyDeps, "scratchDir">;
+  custody: CustodyDeps;
 }> = async (app, { auth, quotes, chains, inject, custody }) => {
-  /** Made at the first custodied spend, removed when the app closes (each spend removes its own part once done). */
-  let scratch: string | undefined;
-  const scratchDir = () => (scratch ??= mkdtempSync(path.join(tmpdir(), "market-mcp-custody-")));
-  app.addHook("onClose", async () => {
-    if (scratch) rmSync(scratch, { recursive: true, force: true });
-  });
-
   app.post(
     "/api/v1/mcp/quotes",
     {
@@ -128,10 +117,28 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
     const chain = chains.require(chainName);
     const read = (data: string) => chainCall(() => chain.provider.call({ to: chain.config.token, data })).then(BigInt);
     const [balance, allowance] = await Promise.all([
-      read(erc20Interface.encodeFunctionData("balanceOf", [wallet])),
-      read(erc20Interface.encodeFunctionData("allowance", [wallet, chain.config.escrow])),
+      read(erc20.encodeFunctionData("balanceOf", [wallet])),
+      read(erc20.encodeFunctionData("allowance", [wallet, chain.config.escrow])),
     ]);
     return { balance, allowance };
+  }
+
+  // Streamable HTTP: a client opens a GET stream for server-initiated messages, or ends its session with DELETE. This
+  // endpoint is stateless and answers each POST in full, so both get 405 (the transport's spec), never 404.
+  for (const method of ["GET", "DELETE"] as const) {
+    app.route({
+      method,
+      url: "/mcp",
+      schema: {
+        tags: ["mcp"],
+        summary: `Remote MCP endpoint: ${method} is not served (405; the endpoint is stateless, POST only)`,
+        response: { ...errorResponses(405) },
+      },
+      handler: async (_request, reply) => {
+        void reply.header("allow", "POST");
+        throw new MarketError("METHOD_NOT_ALLOWED");
+      },
+    });
   }
 
   app.post(
@@ -170,9 +177,9 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
         const client = new MarketClient({ apiKey: presented.token, baseUrl: INTERNAL_API, fetch, escrows: {} });
         surface = { client, quotes: serviceQuotes(client.http), poster: unsignedPoster(client, readWallet), signs: false };
       } else {
-        ({ surface, end } = await custodySurface({ ...custody, scratchDir }, principal, agentId, { fetch, baseUrl: INTERNAL_API, log: request.log }));
+        ({ surface, end } = await custodySurface(custody, principal, agentId, { fetch, baseUrl: INTERNAL_API, log: request.log }));
       }
-      const server = createMcpServer(surface, { version: MCP_SERVER_VERSION }, TOOLS, { onUnexpectedError });
+      const server = createMcpServer(surface, TOOLS, { onUnexpectedError });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       // Answers are always JSON (enableJsonResponse), so any client that reads JSON may call.
       request.raw.headers.accept = "application/json, text/event-stream";

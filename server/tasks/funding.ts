@@ -8,11 +8,12 @@ import { asAddress, asTaskHash, type BuildTaskBody, type BuiltBatch, type BuiltT
 import { MarketError, type ErrorDetail } from "../../core/errors";
 import { parseRawAmount } from "../../core/money";
 import { parseDuration } from "../../core/task-fields";
+import { MAX_BATCH, MAX_TASK_AMOUNT } from "../../core/escrow";
 
-/** The escrow stores amounts in 96 bits; a larger amount would revert at funding. */
-export const MAX_ESCROW_AMOUNT = (1n << 96n) - 1n;
-/** Largest batch the server builds, whatever the escrow allows. */
-export const SERVER_MAX_BATCH = 20;
+/** The escrow stores amounts in 96 bits (core/escrow); a larger amount would revert at funding. */
+export const MAX_ESCROW_AMOUNT = MAX_TASK_AMOUNT;
+/** Largest batch the server builds, whatever the escrow says of itself: the escrow's own limit (core/escrow). */
+export const SERVER_MAX_BATCH = MAX_BATCH;
 
 const erc20 = IERC20__factory.createInterface();
 

@@ -2,15 +2,19 @@ import { sql, type Selectable } from "kysely";
 import { json, type Db } from "../db";
 import type { EscrowTasksTable, ListingsTable } from "../db/schema";
 import { listingMeta } from "./listing-codec";
-import { asAddress, asTaskHash, type AssignedTaskView, type BrowseAnswer, type RoundVerdict, type TaskView } from "../../core/api";
+import { asAddress, asRawAmount, asTaskHash, type AssignedTaskView, type BrowseAnswer, type RoundVerdict, type TaskView } from "../../core/api";
 import { taskStatus, type TaskStatus } from "../../core/status";
 import { endingName, Ending, EscrowStatus, openTaskFilter, roundsLeft } from "../../core/escrow";
 import { BROWSE_PAGE_SIZE } from "../../core/limits";
 import type { Clock } from "../http/types";
 import { createLru } from "../http/lru";
+import { taskHistory } from "./history";
 
 type ListingRow = Selectable<ListingsTable>;
-type ChainRow = Pick<Selectable<EscrowTasksTable>, "status" | "deadline" | "worker" | "rounds" | "ending" | "result_hash" | "last_score">;
+type ChainRow = Pick<
+  Selectable<EscrowTasksTable>,
+  "status" | "deadline" | "worker" | "rounds" | "ending" | "result_hash" | "last_score" | "payout" | "fee"
+>;
 /** Who funded the task and with what, as the escrow holds it: the listing's copy is never shown (docs/security.md). */
 type EscrowMoney = { escrow_poster: string; escrow_amount: string; escrow_token: string };
 export type TaskRow = ListingRow & ChainRow & EscrowMoney;
@@ -66,6 +70,7 @@ export function toTaskView(row: TaskRow, nowMs: number, extras: TaskExtras = {})
       rounds: row.rounds,
       ...(row.ending === Ending.None ? {} : { ending: endingName(row.ending) }),
       ...(resultData === undefined ? {} : { resultData }),
+      ...(row.payout === null ? {} : { paid: { worker: asRawAmount(row.payout), fee: asRawAmount(row.fee ?? "0") } }),
     },
   };
 }
@@ -102,7 +107,7 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
       .whereRef("t.chain", "=", "l.chain")
       .whereRef("t.task_hash", "=", "l.task_hash")
       .selectAll("l")
-      .select(["t.status", "t.deadline", "t.worker", "t.rounds", "t.ending", "t.result_hash", "t.last_score"])
+      .select(["t.status", "t.deadline", "t.worker", "t.rounds", "t.ending", "t.result_hash", "t.last_score", "t.payout", "t.fee"])
       .select(["t.poster as escrow_poster", "t.amount as escrow_amount", "t.token as escrow_token"]);
 
   /** Open tasks the caller can take: required capabilities all held, not pinned to someone else, before deadline. */
@@ -140,6 +145,12 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     return `${rows[0]?.v}:${rows[0]?.c}`;
   }
 
+  /**
+   * The page queries under way, by filter and data version (issue 30): the requests that find the database changed
+   * all at once (after each write, under load) share one query of the version they saw instead of each running its own.
+   */
+  const querying = new Map<string, Promise<BrowsePage>>();
+
   /** Open tasks for a caller, newest first; answered from memory while the database is unchanged (see PAGE_TTL_MS). */
   async function browse(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
     const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}|${filter.limit ?? ""}`;
@@ -147,9 +158,19 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     const cached = pages.get(key);
     const at = now();
     if (cached && cached.version === version && at - cached.at < PAGE_TTL_MS) return cached.page;
-    const page = await browseUncached(filter);
-    pages.set(key, { version, at, page });
-    return page;
+    // A query started after this version was read sees every write the version counts.
+    const shared = `${key}#${version}`;
+    let running = querying.get(shared);
+    if (!running) {
+      running = browseUncached(filter)
+        .then((page) => {
+          pages.set(key, { version, at, page });
+          return page;
+        })
+        .finally(() => querying.delete(shared));
+      querying.set(shared, running);
+    }
+    return running;
   }
 
   async function browseUncached(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
@@ -304,10 +325,16 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     return listed().where("l.task_hash", "=", taskHash.toLowerCase()).executeTakeFirst();
   }
 
-  /** One task as `viewer` sees it: the delivered output only for its poster, worker and verifier. */
+  /**
+   * One task as `viewer` sees it: the delivered output only for its poster, worker and verifier; its history (taken,
+   * work failed and why, released...) only for its poster.
+   */
   async function view(taskHash: string, viewer: string | undefined): Promise<TaskView | undefined> {
     const row = await get(taskHash);
-    return row ? (await views([row], viewer))[0] : undefined;
+    if (!row) return undefined;
+    const task = (await views([row], viewer))[0]!;
+    if (viewer === undefined || viewer !== row.escrow_poster) return task;
+    return { ...task, state: { ...task.state, history: await taskHistory(db, row.chain, row.task_hash) } };
   }
 
   /**

@@ -9,7 +9,7 @@ import { autoVerdict, sendVerdict } from "./judge";
 import type { VerifierPool } from "./pool";
 import { asTaskHash, type Finalized } from "../../core/api";
 import { MarketError } from "../../core/errors";
-import { MAX_SUBMISSIONS } from "../../core/limits";
+import { roundsUnused } from "../../core/escrow";
 
 export interface AutoVerificationDeps {
   db: Db;
@@ -87,7 +87,8 @@ export function createAutoVerification(deps: AutoVerificationDeps) {
       ...(judged
         ? { verificationResult: { passed: delivery.passed === 1, score: delivery.score ?? 0, reasons: json.read<string[]>(delivery.reasons) ?? [] } }
         : {}),
-      roundsLeft: MAX_SUBMISSIONS - ctx.onChain.rounds,
+      // The deadline rule of every route that tells rounds left (core/escrow): none from the deadline on.
+      roundsLeft: roundsUnused(ctx.onChain, Math.floor(now() / 1000)),
     };
   }
 

@@ -72,14 +72,19 @@ describe("cli: everyday tooling", function () {
     const revoked = await runCli(["keys", "revoke", String(key.id)], { env, cwd });
     expect(revoked.status, revoked.stderr).to.equal(0);
     expect(revoked.stdout).to.contain(`revoked API key ${key.id}`);
+    const twice = await runCli(["keys", "revoke", String(key.id)], { env, cwd });
+    expect(twice.status, twice.stderr).to.equal(0);
+    expect(twice.stdout).to.contain(`API key ${key.id} was revoked already; nothing changed`);
     const after = await runCli(["tasks"], { env: withKey, cwd });
     expect(after.status).to.equal(1);
     expect(after.stderr).to.match(/^error INVALID_TOKEN: /);
+    // What happened and what to do (issue 29, item 8).
+    expect(after.stderr).to.contain("A local stack's `npm start` resets all state and prints new keys at every start");
     const list = json<{ keys: ApiKeyInfo[] }>((await runCli(["keys", "list", "--json"], { env, cwd })).stdout);
     expect(list.keys.map((k) => [k.id, k.revokedAt !== null])).to.deep.equal([[key.id, true]]);
     // Each command signed in and out: no session is left behind.
     const sessions = await s.db.selectFrom("sessions").select(["address", "revoked_at"]).where("address", "=", wallet.address).execute();
-    expect(sessions).to.have.length(4);
+    expect(sessions).to.have.length(5);
     expect(sessions.filter((row) => row.revoked_at === null)).to.deep.equal([]);
 
     const noKey = await runCli(["keys", "list"], { env: { ...env, MARKET_PRIVATE_KEY: "" }, cwd });

@@ -116,6 +116,9 @@ describe("cli: posting that tells the truth", function () {
     const dry = await runCli(["post-tasks", "--file", "copy.csv", "--dry-run"], { env, cwd: dir });
     expect(dry.status, dry.stderr).to.equal(0);
     expect(dry.stdout).to.contain("already paid for by this wallet from a task file (a copy of one?): 2 private row(s) below would be paid again");
+    // Its public rows are listed already: checked before the summary, not counted to post (issue 29, item 13).
+    expect(dry.stdout).to.contain("public briefs listed already (TASK_HASH_IN_USE; not posted, nothing to pay): 2");
+    expect(dry.stdout).to.contain("tasks to post: 2 (public 0, private 2)");
 
     const refused = await runCli(["post-tasks", "--file", "copy.csv", "--yes"], { env, cwd: dir });
     expect(refused.status).to.equal(1);

@@ -23,15 +23,15 @@ const funding = (key: string, taskHash: string, nonce: number) => ({
 });
 
 describe("cli: the run journal", function () {
-  it("folds entries per row: attempts, their funding hash, the final status", function () {
+  it("folds entries per row: attempts, their funding hash, the final status", async function () {
     const file = path.join(taskDir({}), "r.csv.journal.jsonl");
-    const journal = openJournal(file);
-    journal.append(funding("a:0", "0x01", 5));
-    journal.append({ t: "failed", key: "a:0", taskHash: "0x01", error: { code: "TX_REVERTED", message: "reverted" } });
-    journal.append(funding("a:0", "0x02", 6));
-    journal.append({ t: "funded", txHash: "0xtx", rows: [{ key: "a:0", taskHash: "0x02" }] });
-    journal.append({ t: "posted", key: "a:0", taskHash: "0x02", txHash: "0xtx" });
-    journal.close();
+    const journal = await openJournal(file);
+    await journal.append(funding("a:0", "0x01", 5));
+    await journal.append({ t: "failed", key: "a:0", taskHash: "0x01", error: { code: "TX_REVERTED", message: "reverted" } });
+    await journal.append(funding("a:0", "0x02", 6));
+    await journal.append({ t: "funded", txHash: "0xtx", rows: [{ key: "a:0", taskHash: "0x02" }] });
+    await journal.append({ t: "posted", key: "a:0", taskHash: "0x02", txHash: "0xtx" });
+    await journal.close();
     const row = readJournal(file).get("a:0")!;
     expect(row.attempts.map((a) => [a.taskHash, a.nonce, a.txHash])).to.deep.equal([
       ["0x01", 5, undefined],
@@ -41,14 +41,14 @@ describe("cli: the run journal", function () {
     expect(row.lastError).to.deep.include({ code: "TX_REVERTED", paid: false });
   });
 
-  it("drops a line torn by a kill mid-write, and appends after it on a line of its own", function () {
+  it("drops a line torn by a kill mid-write, and appends after it on a line of its own", async function () {
     const file = path.join(taskDir({}), "r.csv.journal.jsonl");
     const whole = JSON.stringify({ ...funding("a:0", "0x01", 5), at: "2026-01-01T00:00:00.000Z" });
     writeFileSync(file, `${whole}\n{"t":"funded","txHash":"0x`);
     expect(readJournal(file).get("a:0")!.attempts[0]!.txHash).to.equal(undefined);
-    const journal = openJournal(file);
-    journal.append({ t: "posted", key: "a:0", taskHash: "0x01", txHash: "0xtx" });
-    journal.close();
+    const journal = await openJournal(file);
+    await journal.append({ t: "posted", key: "a:0", taskHash: "0x01", txHash: "0xtx" });
+    await journal.close();
     const lines = readFileSync(file, "utf8").split("\n");
     expect(lines).to.have.length(3);
     expect(lines[0]).to.equal(whole);
@@ -63,16 +63,16 @@ describe("cli: the run journal", function () {
       .with.property("code", "JOURNAL_MISMATCH");
   });
 
-  it("takes over a lock its holder left behind (a dead pid, or its own pid reused) and releases it on close", function () {
+  it("takes over a lock its holder left behind (a dead pid, or its own pid reused) and releases it on close", async function () {
     const file = path.join(taskDir({}), "r.csv.journal.jsonl");
     writeFileSync(`${file}.lock`, String(process.pid));
-    const reopened = openJournal(file);
-    reopened.close();
+    const reopened = await openJournal(file);
+    await reopened.close();
     expect(existsSync(`${file}.lock`)).to.equal(false);
     writeFileSync(`${file}.lock`, "999999999");
-    const takenOver = openJournal(file);
+    const takenOver = await openJournal(file);
     expect(readFileSync(`${file}.lock`, "utf8")).to.equal(String(process.pid));
-    takenOver.close();
+    await takenOver.close();
     expect(existsSync(file)).to.equal(false, "a run that records nothing leaves no journal");
   });
 });

@@ -185,7 +185,10 @@ describe("cli: market post-tasks", function () {
 
   it("--dry-run checks and shows the totals, and sends nothing", async function () {
     const dir = taskDir({
-      "tasks.csv": MIXED_CSV(s.worker.address).replace(/French Revolution/, "Russian Revolution"),
+      // Public briefs of its own: those an earlier test listed are set aside as listed already (TASK_HASH_IN_USE).
+      "tasks.csv": MIXED_CSV(s.worker.address)
+        .replace(/French Revolution/, "Russian Revolution")
+        .replace(/haiku about escrow/, "haiku about ledgers"),
       "briefs/long.txt": "Another brief.",
     });
     const before = await balances();
@@ -205,6 +208,17 @@ describe("cli: market post-tasks", function () {
     expect(await balances()).to.deep.equal(before);
     expect((await posted()).length).to.equal(listedBefore);
     expect(existsSync(path.join(dir, "tasks.csv.results.csv"))).to.equal(false);
+  });
+
+  it("--dry-run refuses a private row no registered agent can open (NO_EXECUTORS), as the real run does", async function () {
+    const dir = taskDir({ "tasks.csv": "instructions,reward,privacy,capabilities\nTranslate my private letter.,1,private,legal_review\n" });
+    const dry = await runCli(["post-tasks", "--file", "tasks.csv", "--dry-run"], { env: await cliEnv(s, s.poster), cwd: dir });
+    const real = await runCli(["post-tasks", "--file", "tasks.csv", "--yes"], { env: await cliEnv(s, s.poster), cwd: dir });
+    for (const run of [dry, real]) {
+      expect(run.status).to.equal(1);
+      expect(run.stderr).to.match(/^error INVALID_ROWS: /);
+      expect(run.stderr).to.contain("line 2, column capabilities: NO_EXECUTORS: ");
+    }
   });
 
   it("without a terminal and without --yes, refuses with CONFIRMATION_REQUIRED and sends nothing", async function () {

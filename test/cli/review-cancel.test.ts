@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from "node:net";
 import { expect } from "chai";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { stackFixture, type Stack } from "../support/stack";
@@ -103,6 +104,13 @@ describe("cli: market review and market cancel", function () {
     const tx = /tx: (0x[0-9a-f]{64})/.exec(cancelled.stdout)![1]!;
     expect((await s.escrow.runner!.provider!.getTransactionReceipt(tx))!.from).to.equal(s.poster.address);
     expect((await s.usdc.balanceOf(s.poster.address)) - posterBefore).to.equal(2_000_000n);
+    // A second cancel says the task is over already, not the claim precondition's "Claiming is not possible" (issue 29).
+    await s.sync();
+    const again = await runCli(["cancel", open!], { env, cwd });
+    expect(again.status).to.equal(1);
+    expect(again.stderr).to.match(
+      /^error WRONG_STATE: Task 0x[0-9a-f]{64} is cancelled already: its reward went back to the poster; nothing is left/,
+    );
 
     await worker.acceptTask(assigned!);
     const early = await runCli(["cancel", assigned!], { env, cwd });
@@ -115,5 +123,19 @@ describe("cli: market review and market cancel", function () {
     expect(claimed.stdout).to.contain(`${assigned}: claimed after the deadline: the whole reward went back to your wallet`);
     expect((await s.usdc.balanceOf(s.poster.address)) - posterBefore).to.equal(5_000_000n);
     expect(escrowBefore - (await s.usdc.balanceOf(s.escrowAddress))).to.equal(5_000_000n);
+  });
+
+  it("a server that does not answer is named in NETWORK_ERROR", async function () {
+    // A loopback port just freed: nothing listens on it.
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, "127.0.0.1", resolve));
+    const port = (free.address() as AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    const down = `http://127.0.0.1:${port}`;
+    const answer = await runCli(["tasks"], { env: { ...env, MARKET_API_URL: down }, cwd });
+    expect(answer.status).to.equal(1);
+    expect(answer.stderr).to.match(/^error NETWORK_ERROR: GET http:\/\/127\.0\.0\.1:\d+\/api\/v1\//);
+    expect(answer.stderr).to.contain(`${down}/api/v1/`);
+    expect(answer.stderr).to.contain(`fetch failed (ECONNREFUSED); is the API at ${down} running?`);
   });
 });

@@ -39,6 +39,9 @@ describe("npm run demo:worker", function () {
     try {
       await until(() => stdout.includes("browsing"), `the worker to start (${stderr})`, 120_000);
       expect(stdout).to.contain(`registered ${s.worker.address} on arc`);
+      // Money reaching the wallet from elsewhere while it works is no payout of a task (issue 29, item 6): the paid
+      // line is the task's own settlement, not a balance difference.
+      await (await s.usdc.connect(s.admin).mint(s.worker.address, 1_000_000n)).wait();
       const before = await s.usdc.balanceOf(s.worker.address);
 
       // The README's task: a public summary for 2.5 USDC, tagged summarization.

@@ -86,6 +86,14 @@ describe("npm start", function () {
   let chainPort: number;
   let apiPort: number;
   let zeroGPort: number;
+  /** The repository's own deployments/localhost.json before the start: a stack writes under its data folder only. */
+  let repoRecord: string | undefined;
+  const REPO_RECORD = path.join(ROOT, "deployments", "localhost.json");
+  /** A value the start printed, `NAME=value`, after the line holding `after`. */
+  const printed = (name: string, after: string) => {
+    const block = first.output().slice(first.output().indexOf(after));
+    return new RegExp(`${name}=(\\S+)`).exec(block)![1]!;
+  };
 
   before(async () => {
     work = mkdtempSync(path.join(tmpdir(), "market-start-"));
@@ -99,8 +107,9 @@ describe("npm start", function () {
       MARKET_0G_CHAIN_PORT: String(zeroGPort),
       PORT: String(apiPort),
       MARKET_LOCAL_DATA_DIR: path.join(work, "data"),
-      DEPLOYMENTS_DIR: path.join(work, "deployments"),
     };
+    delete env.DEPLOYMENTS_DIR;
+    repoRecord = existsSync(REPO_RECORD) ? readFileSync(REPO_RECORD, "utf8") : undefined;
     first = await startStack(env);
   });
 
@@ -116,13 +125,41 @@ describe("npm start", function () {
     expect(output).to.include(`http://127.0.0.1:${apiPort}`);
     const health = await fetch(`http://127.0.0.1:${apiPort}/health`);
     expect(health.status).to.equal(200);
-    // An operator command on --network localhost follows the same variable.
-    const { stdout } = await run(process.execPath, [CLI, "--network", "localhost", "escrow:status"], { cwd: ROOT, env });
+    // Everything it wrote is under its data folder, the deployment records too; the repository's record is untouched.
+    const records = path.join(work, "data", "deployments");
+    expect(existsSync(path.join(records, "localhost.json"))).to.equal(true);
+    expect(existsSync(path.join(records, "0g.json"))).to.equal(true);
+    expect(existsSync(REPO_RECORD) ? readFileSync(REPO_RECORD, "utf8") : undefined).to.equal(repoRecord);
+    // An operator command on --network localhost follows the printed exports.
+    const deployments = printed("DEPLOYMENTS_DIR", "export MARKET_CHAIN_PORT");
+    expect(deployments).to.equal(records);
+    const { stdout } = await run(process.execPath, [CLI, "--network", "localhost", "escrow:status"], {
+      cwd: ROOT,
+      env: { ...env, DEPLOYMENTS_DIR: deployments },
+    });
     expect(stdout).to.match(/fee/i);
   });
 
+  it("says what it does: that it resets all state, a line per phase, export lines, the next steps and an MCP config", async () => {
+    const output = first.output();
+    expect(output).to.contain("Every start resets all its state: new chains, an empty database and new keys");
+    const phases = [...output.matchAll(/^npm start \[(\d)\/5\] /gm)].map((m) => Number(m[1]));
+    expect(phases).to.deep.equal([1, 2, 3, 4, 5]);
+    expect(output).to.match(/Demo poster {3}0x[0-9a-fA-F]{40}\n {2}export MARKET_API_KEY=sk_\S+\n {2}export MARKET_PRIVATE_KEY=0x[0-9a-f]{64}/);
+    expect(output).to.contain('Next steps (README, "Try it")');
+    const json = output.slice(output.indexOf("with this config:") + "with this config:".length, output.indexOf("(`npx market mcp --print-config`"));
+    const config = JSON.parse(json) as { mcpServers: { market: { command: string; args: string[]; env: Record<string, string> } } };
+    expect(path.isAbsolute(config.mcpServers.market.command)).to.equal(true);
+    expect(config.mcpServers.market.args[1]).to.equal("mcp");
+    expect(config.mcpServers.market.env).to.deep.include({
+      MARKET_API_URL: `http://127.0.0.1:${apiPort}`,
+      MARKET_API_KEY: printed("MARKET_API_KEY", "Demo poster"),
+      MARKET_RPC_ARC: `http://127.0.0.1:${chainPort}`,
+    });
+  });
+
   it("refuses a second start on the same ports without touching the first one's chain or data", async () => {
-    const deployment = JSON.parse(readFileSync(path.join(work, "deployments", "localhost.json"), "utf8")) as { token: string };
+    const deployment = JSON.parse(readFileSync(path.join(work, "data", "deployments", "localhost.json"), "utf8")) as { token: string };
     const provider = new JsonRpcProvider(`http://127.0.0.1:${chainPort}`);
     const usdc = MockUSDC__factory.connect(deployment.token, provider);
     const supply = await usdc.totalSupply();
@@ -142,10 +179,6 @@ describe("npm start", function () {
   });
 
   it("compares deadlines with chain time: a task expires through the API when the chain's clock passes its deadline", async () => {
-    const printed = (name: string, after: string) => {
-      const block = first.output().slice(first.output().indexOf(after));
-      return new RegExp(`${name}=(\\S+)`).exec(block)![1]!;
-    };
     const rpc = `http://127.0.0.1:${chainPort}`;
     const client = new MarketClient({
       apiKey: printed("MARKET_API_KEY", "Demo poster"),
@@ -223,5 +256,24 @@ describe("npm start", function () {
     expect(second.code).to.equal(1);
     expect(second.stderr.trim()).to.include("is in use by process").and.include("MARKET_LOCAL_DATA_DIR");
     expect(existsSync(path.join(work, "data", "market.sqlite"))).to.equal(true);
+  });
+
+  it("stops on Ctrl-C quietly and in order: a stopping line, no error output, chains stopped", async () => {
+    const before = first.output().length;
+    const exited = new Promise<void>((resolve) => first.child.once("close", () => resolve()));
+    const at = Date.now();
+    // What a terminal's Ctrl-C does: SIGINT to the foreground process group.
+    process.kill(-(first.child.pid as number), "SIGINT");
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20_000))]);
+    const said = first.output().slice(before);
+    expect(said).to.contain("npm start: stopping… (the API and the indexers, then the chains");
+    expect(said).to.contain("npm start: stopped");
+    expect(said).to.not.match(/"level":50|fetch failed|Error:/);
+    expect(Date.now() - at).to.be.below(15_000);
+    // The chains went with it.
+    const deadline = Date.now() + 10_000;
+    while (!(await portIsFree(chainPort)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await portIsFree(chainPort)).to.equal(true);
+    expect(await portIsFree(zeroGPort)).to.equal(true);
   });
 });

@@ -10,6 +10,7 @@ import { cliEnv, ensureCliBuilt, taskDir } from "../support/cli";
 import { httpMcp, stdioMcp } from "./helpers";
 import { createQuoteStore } from "../../server/mcp";
 import { PUBLIC_URL } from "../server/harness";
+import { MCP_SERVER_VERSION } from "../../sdk/src/mcp/tools";
 
 const seededStack = stackFixture(async (s) => {
   const workerKey = await s.registerAgent(s.worker, ["web_research"]);
@@ -91,6 +92,24 @@ describe("mcp: the remote /mcp endpoint", function () {
     }
     const card = (await s.call("GET", "/.well-known/agent.json")).body as unknown as { market: { mcp: { available: boolean; url: string } } };
     expect(card.market.mcp).to.deep.include({ available: true, url: `${PUBLIC_URL}/mcp` });
+  });
+
+  it("GET and DELETE /mcp answer 405 (Allow: POST), as Streamable HTTP expects; stdio and remote servers report one version", async function () {
+    for (const method of ["GET", "DELETE"] as const) {
+      const answer = await s.call<unknown>(method, "/mcp", { key: posterKey, headers: { accept: "text/event-stream" } });
+      expect(answer.status, method).to.equal(405);
+      expect(answer.headers.allow).to.equal("POST");
+      expect((answer.body as { error: { code: string } }).error.code).to.equal("METHOD_NOT_ALLOWED");
+    }
+    const remote = await httpMcp(s.apiUrl, posterKey);
+    const local = await stdioMcp(await cliEnv(s, s.poster, { apiKey: posterKey }));
+    try {
+      expect(remote.client.getServerVersion()).to.deep.include({ name: "market", version: MCP_SERVER_VERSION });
+      expect(local.client.getServerVersion()).to.deep.include({ name: "market", version: MCP_SERVER_VERSION });
+    } finally {
+      await remote.close();
+      await local.close();
+    }
   });
 
   it("quotes post_tasks from the service's view, refuses the confirm with USE_LOCAL_MCP, and market mcp confirms that same quote", async function () {

@@ -274,4 +274,23 @@ describe("mcp: services (browse_services, get_service, rent_service)", function 
       await remote.close();
     }
   });
+
+  it("a hosted agent renting its own service is refused at the quote (TARGET_IS_POSTER), not only at the confirm", async function () {
+    expect((await s.call("POST", `/api/v1/agents/${seeded.agent.id}/stop`, { key: seeded.ownerKey })).status).to.equal(200);
+    const start = await s.usdc.balanceOf(seeded.agent.address);
+    const remote = await httpMcp(s.apiUrl, seeded.ownerKey, { "x-market-agent": String(seeded.agent.id) });
+    try {
+      const quote = await remote.call("rent_service", {
+        serviceId: seeded.service.id,
+        prompt: "Review my own lease, please, in detail.",
+        idempotencyKey: "self-rent",
+      });
+      expect(quote.isError, quote.text).to.equal(true);
+      expect(quote.code, quote.text).to.equal("TARGET_IS_POSTER");
+      expect(quote.text).to.contain("an agent cannot rent itself; nothing was spent");
+      expect(await s.usdc.balanceOf(seeded.agent.address)).to.equal(start);
+    } finally {
+      await remote.close();
+    }
+  });
 });

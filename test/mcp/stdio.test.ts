@@ -4,7 +4,10 @@
  * the row limits and NO_EXECUTORS; idempotent resume after the server is killed between funding and listing; and the
  * tools' argument names.
  */
+import path from "node:path";
 import { expect } from "chai";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import hre from "hardhat";
 import { stackFixture, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt, readJournalEntries, runCli, taskDir, until } from "../support/cli";
@@ -257,6 +260,36 @@ describe("mcp: market mcp over stdio", function () {
 
     const last = await mcp.call("post_tasks", args);
     expect(last.data).to.deep.include({ tasks: 2, alreadyPosted: 2, toPost: 0 });
+  });
+
+  it("market mcp --print-config: the official MCP client starts the printed config from a folder outside the repository", async function () {
+    const outside = taskDir({});
+    const printed = await runCli(["mcp", "--print-config", "--include-keys", "--state-dir", stateDir], { env, cwd: outside });
+    expect(printed.status, printed.stderr).to.equal(0);
+    const config = JSON.parse(printed.stdout) as { mcpServers: { market: { command: string; args: string[]; env: Record<string, string> } } };
+    const server = config.mcpServers.market;
+    expect(path.isAbsolute(server.command)).to.equal(true);
+    expect(server.args.every((a) => a === "mcp" || path.isAbsolute(a))).to.equal(true);
+    expect(server.env).to.deep.include({ MARKET_API_KEY: posterKey, MARKET_API_URL: env.MARKET_API_URL, MARKET_MCP_STATE_DIR: stateDir });
+    // Without --include-keys the keys are placeholders.
+    const masked = await runCli(["mcp", "--print-config"], { env, cwd: outside });
+    expect(masked.stdout).to.not.contain(posterKey).and.not.contain(env.MARKET_PRIVATE_KEY!);
+
+    // As an MCP client runs it: the config's command, arguments and variables only, in a folder outside the repository.
+    const transport = new StdioClientTransport({ command: server.command, args: server.args, env: server.env, cwd: outside, stderr: "pipe" });
+    const client = new Client({ name: "desktop-like", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      expect(client.getServerVersion()).to.deep.include({ name: "market" });
+      const quote = (await client.callTool({ name: "post_tasks", arguments: { tasks: [PUBLIC], idempotencyKey: "from-outside" } })) as {
+        isError?: boolean;
+        structuredContent?: { toPost?: number };
+      };
+      expect(quote.isError ?? false).to.equal(false);
+      expect(quote.structuredContent?.toPost).to.equal(1);
+    } finally {
+      await client.close();
+    }
   });
 
   it("cancel_task refunds an open task; claim_timeout before the deadline is refused with its code", async function () {

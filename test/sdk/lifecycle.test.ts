@@ -90,6 +90,8 @@ function runtimeWith(options: {
     baseUrl: "http://api.invalid",
     privateKey: options.wallet.privateKey,
     rpcUrls: { arc: "http://rpc.invalid" },
+    // A scripted API and no chain: the gas check (a real RPC) has nothing to ask.
+    checkGas: false,
     fetch: options.fetch,
     clock: options.clock,
     maxConcurrentTasks: 1,

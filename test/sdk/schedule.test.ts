@@ -52,6 +52,8 @@ async function runtimeWith(code: string) {
     baseUrl: "http://api.invalid",
     privateKey: wallet.privateKey,
     rpcUrls: { arc: "http://rpc.invalid" },
+    // A scripted API and no chain: the gas check (a real RPC) has nothing to ask.
+    checkGas: false,
     fetch: api.fetch,
     clock,
     browseIntervalMs: 7 * DAY, // browsing again never interferes with the schedule under test

@@ -14,6 +14,8 @@ describe("server: A2A with the official client", function () {
   let base: string;
   let client: Client;
   let taskHash: string;
+  let tagged: string;
+  let agentKey: string;
 
   before(async function () {
     const port = await freePort();
@@ -22,6 +24,10 @@ describe("server: A2A with the official client", function () {
     await s.app.listen({ host: "127.0.0.1", port });
     const key = await s.apiKeyFor(s.poster);
     taskHash = (await s.post(s.poster, key, s.publicTask("Name three rivers in Europe."))).taskHash.toLowerCase();
+    tagged = (
+      await s.post(s.poster, key, s.publicTask("Summarise the history of the printing press.", { requiredCapabilities: ["summarization"] }))
+    ).taskHash.toLowerCase();
+    agentKey = await s.registerAgent(s.worker, ["summarization", "web_research"]);
     client = await new ClientFactory().createFromUrl(base);
   });
   after(async function () {
@@ -38,6 +44,30 @@ describe("server: A2A with the official client", function () {
     const page = await client.listTasks({} as Parameters<Client["listTasks"]>[0]);
     expect(page.tasks.map((t) => t.id)).to.include(taskHash);
     expect(page.totalSize).to.be.at.least(1);
+  });
+
+  it("lists a tagged task to a caller that names its tags or sends a key of an agent registered with them (issue 29)", async function () {
+    const list = (options?: Parameters<Client["listTasks"]>[1]) =>
+      client.listTasks({} as Parameters<Client["listTasks"]>[0], options).then((page) => page.tasks.map((t) => t.id));
+    // Naming no tag lists only untagged tasks (the spec's rule), as before.
+    expect(await list()).to.not.include(tagged);
+    // Without a key: the tags as a service parameter (the X-Market-Capabilities header), as the card says.
+    expect(await list({ serviceParameters: { "X-Market-Capabilities": "summarization" } })).to.include(tagged);
+    expect(await list({ serviceParameters: { "X-Market-Capabilities": "web_research" } })).to.not.include(tagged);
+    // With a key: the caller's registered capabilities.
+    expect(await list({ serviceParameters: { "X-API-Key": agentKey } }))
+      .to.include(tagged)
+      .and.include(taskHash);
+    // Or on the endpoint's URL.
+    const answer = await fetch(`${base}/a2a/v1?capabilities=summarization`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }),
+    });
+    const listed = ((await answer.json()) as { result: { tasks: Array<{ id: string }> } }).result.tasks.map((t) => t.id);
+    expect(listed).to.include(tagged);
+    const card = await client.getAgentCard();
+    expect(card.skills[0]!.description).to.contain("X-Market-Capabilities").and.contain("X-API-Key");
   });
 
   it("gets one task by its hash, with its state", async function () {

@@ -438,8 +438,10 @@ describe("server: authentication", function () {
       expectError(await flow.whoami({ "x-api-key": a.key }), 401, "INVALID_TOKEN");
       expectError(await flow.whoami(bearer(a.key)), 401, "INVALID_TOKEN");
       expect((await flow.whoami({ "x-api-key": b.key })).status).to.equal(200);
-      // Revoking twice is not an error; the listing shows when.
-      expect((await s.call("DELETE", `/api/v1/api-keys/${a.id}`, { key: b.key })).status).to.equal(200);
+      // Revoking twice is not an error, and says it changed nothing (issue 29, item 14); the listing shows when.
+      const again = await s.call<{ revoked: boolean }>("DELETE", `/api/v1/api-keys/${a.id}`, { key: b.key });
+      expect(again.status).to.equal(200);
+      expect(again.body.data.revoked).to.equal(false);
       const listed = await s.call<{ keys: Array<{ id: number; revokedAt: number | null }> }>("GET", "/api/v1/api-keys", { key: b.key });
       expect(listed.body.data.keys.find((k) => k.id === a.id)!.revokedAt).to.be.a("number");
 

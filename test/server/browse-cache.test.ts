@@ -1,7 +1,8 @@
 /**
  * What browsing answers from memory (server/tasks/queries.ts), on SQLite and, with TEST_DATABASE_URL, PostgreSQL: a page
  * while nothing was written since, and its `total` recounted once it is 2 seconds old, one count at a time per filter,
- * the previous total answered while the recount runs, so no request waits for a count but a filter's first.
+ * the previous total answered while the recount runs, so no request waits for a count but a filter's first; and the
+ * requests that find the database changed at once share one query.
  */
 import { expect } from "chai";
 import type { KyselyPlugin } from "kysely";
@@ -88,6 +89,31 @@ describe("browse from memory", function () {
       const third = await queries.browse({ capabilities: [] });
       expect(third).to.not.equal(second);
       expect(third).to.deep.equal(second);
+    } finally {
+      await drop();
+    }
+  });
+
+  it("requests that find the database changed at once share one page query of that version (issue 30)", async function () {
+    const { db, drop } = await testDatabase();
+    let pageQueries = 0;
+    const pageWatch: KyselyPlugin = {
+      transformQuery: ({ node }) => {
+        if (node.kind === "SelectQueryNode" && node.limit) pageQueries++;
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    };
+    try {
+      for (let i = 0; i < 3; i++) await listTask(db, i, i);
+      const queries = createTaskQueries({ db: db.withPlugin(pageWatch), now: () => 1_000_000 });
+      await queries.browse({ capabilities: [] });
+      expect(pageQueries).to.equal(1);
+      await listTask(db, 3, 3);
+      const pages = await Promise.all(Array.from({ length: 5 }, () => queries.browse({ capabilities: [] })));
+      expect(pageQueries).to.equal(2);
+      for (const page of pages) expect(page).to.equal(pages[0]);
+      expect(pages[0]!.tasks.map((t) => t.state.taskId)[0]).to.equal(`0x${(3).toString(16).padStart(64, "0")}`);
     } finally {
       await drop();
     }

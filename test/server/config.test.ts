@@ -75,6 +75,14 @@ describe("server: configuration", function () {
       expect(() => loadConfig({ IDENTITY_CHAIN: "mainnet" })).to.throw(/IDENTITY_CHAIN/);
     });
 
+    it("follows new heads over the node's WebSocket unless INDEXER_SUBSCRIBE=false, at CHAIN_<C>_WS_URL when set (issue 30)", function () {
+      const arc = (env: Record<string, string>) => loadConfig({ ...chain("ARC"), ...env });
+      expect(arc({}).indexerSubscribe).to.equal(true);
+      expect(arc({ INDEXER_SUBSCRIBE: "false" }).indexerSubscribe).to.equal(false);
+      expect(arc({}).chains[0]!.wsUrl).to.equal(undefined);
+      expect(arc({ CHAIN_ARC_WS_URL: "wss://node.example/key" }).chains[0]!.wsUrl).to.equal("wss://node.example/key");
+    });
+
     it("takes the registries from the deployment record, or from CHAIN_<C>_IDENTITY and CHAIN_<C>_REPUTATION", function () {
       const dir = mkdtempSync(path.join(tmpdir(), "market-config-"));
       try {

@@ -1,8 +1,8 @@
 /**
  * `post_tasks` for both surfaces: the rows checked by the bulk rules (at most 200), the agents that can open each
  * private brief (any chain: the MCP rule), the facts a quote shows, and the poster that runs the call. `market mcp`'s
- * poster (cli/src/mcp-poster.ts) runs the CLI's journaled posting engine; the remote endpoint's (`unsignedPoster`)
- * quotes and never pays.
+ * poster and the API's custodied one (`callPoster`, sdk/src/posting/journal/call.ts) run the journaled posting
+ * engine; the remote endpoint's (`unsignedPoster`) quotes and never pays.
  */
 import { clientError, ApiError } from "../errors";
 import { checkRows, findRecipients, type CheckedRow, type PostTaskInput, type WrapTo } from "../posting";
@@ -55,7 +55,8 @@ export interface PostSession {
   facts: PostFacts;
   /** Pays and lists (the confirm, once its quote is redeemed). */
   execute(): Promise<PostRunResult>;
-  close(): void;
+  /** Ends the session (the journal's lock released, the wallet's connection closed). */
+  close(): void | Promise<void>;
 }
 
 export interface Poster {

@@ -9,7 +9,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { ApiError, clientError, statusOfCode } from "../errors";
+import { ApiError, apiErrorCode, clientError, statusOfCode } from "../errors";
 import { ERROR_CODES, isErrorCode } from "../../../core/errors";
 import type { MarketClient } from "../client";
 import { checkArgs, zodArgs } from "./schema";
@@ -108,7 +108,7 @@ const postTasks = tool<import("../../../core/api").PostTasksArgs>({
         if ("quote" in spent) return spent.quote;
         return { data: { ...spent.result }, summary: runSummary(spent.result) };
       } finally {
-        session.close();
+        await session.close();
       }
     });
   },
@@ -303,8 +303,13 @@ const getService = tool<import("../../../core/api").GetServiceArgs>({
 });
 
 /** A new rental of this service could be taken: it is active, and its agent registered on the posting chain with a key. */
-async function requireRentable(surface: McpSurface, service: ServiceView): Promise<void> {
+async function requireRentable(surface: McpSurface, service: ServiceView, payFrom: string): Promise<void> {
   if (!service.active) throw clientError("SERVICE_NOT_ACTIVE", `Service ${service.id} is deactivated and takes no new rentals; nothing was spent.`);
+  // A hosted agent renting its own service (its owner through X-Market-Agent): the listing would refuse the task pinned
+  // to its own poster after the escrow is paid, so the quote refuses it.
+  if (service.agent_address.toLowerCase() === payFrom.toLowerCase()) {
+    throw clientError("TARGET_IS_POSTER", `Service ${service.id} is this wallet's own (${payFrom}): an agent cannot rent itself; nothing was spent.`);
+  }
   const { chain } = await surface.client.settlement();
   if (!service.agent_public_key || !agentChains(service.agent_supported_chains).includes(chain)) {
     throw clientError(
@@ -346,10 +351,10 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
       try {
         // A rental to pay for now must be possible: refused before any quote. One posted (or paid) by an earlier call
         // under the key is reported (or listed) whatever the service does since.
-        if (session.facts.toPost > 0) await requireRentable(surface, service);
+        if (session.facts.toPost > 0) await requireRentable(surface, service, session.facts.payFrom);
         return await quoteOrSpend("rent_service", valid, session, surface, { agent: service.agent_address });
       } finally {
-        session.close();
+        await session.close();
       }
     });
     if ("quote" in spent) return spent.quote;
@@ -360,7 +365,7 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
       const paid = row.status === "unlisted";
       throw new ApiError(
         statusOfCode(error.code),
-        error.code,
+        apiErrorCode(error.code, statusOfCode(error.code)),
         paid
           ? `${error.message} The rental is paid but not listed: repeat this call with the same idempotencyKey to list it (nothing is paid again), or cancel_task ${row.taskHash} for a full refund.`
           : `${error.message} Nothing was spent.`,
@@ -440,14 +445,19 @@ export function toolError(error: unknown, onUnexpected?: (error: unknown) => voi
   };
 }
 
+/**
+ * The version both MCP servers report (`market mcp` on stdio and the remote /mcp): one tool surface, one version. Raise
+ * it when a tool's arguments or answer change.
+ */
+export const MCP_SERVER_VERSION = "1.0.0";
+
 /** An MCP server with every tool bound to the surface. */
 export function createMcpServer(
   surface: McpSurface,
-  info: { version: string },
   tools: readonly McpTool[] = TOOLS,
   options: { onUnexpectedError?: (error: unknown) => void } = {},
 ): McpServer {
-  const server = new McpServer({ name: "market", version: info.version });
+  const server = new McpServer({ name: "market", version: MCP_SERVER_VERSION });
   for (const t of tools) {
     server.registerTool(t.name, { title: t.title, description: t.description, inputSchema: zodArgs(t.args) }, async (args: unknown) => {
       try {

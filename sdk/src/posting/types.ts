@@ -1,3 +1,4 @@
+import type { IndexTaskBody } from "../../../core/api";
 import type { VerificationCriteria } from "../../../core/verification";
 
 /** One task to post (a row of `postTasks`, or `postTask`'s argument). */
@@ -26,23 +27,33 @@ export interface PostTaskInput {
   serviceId?: number;
 }
 
-/** Everything `indexTask` needs to list a funded task: keep it for a task left unlisted. */
-export interface IndexParams {
-  txHash: string;
+/** The fields of `IndexTaskBody` the SDK sets itself, typed as it sets them (plain strings for the branded addresses and hashes). */
+type SdkSetFields =
+  | "taskHash"
+  | "txHash"
+  | "privacy"
+  | "verificationMode"
+  | "verificationCriteria"
+  | "verifierAddress"
+  | "requiredCapabilities"
+  | "locationZone"
+  | "targetExecutor";
+
+/**
+ * Everything `indexTask` needs to list a funded task: keep it for a task left unlisted. The body of
+ * `POST /api/v1/a2a/tasks/index` (core/api `IndexTaskBody`), with what the SDK always sets made required and narrowed.
+ */
+export type IndexParams = Omit<IndexTaskBody, SdkSetFields> & {
   taskHash: string;
+  txHash: string;
   privacy: "public" | "private";
-  publicBrief?: string;
-  rootHash?: string;
-  wrappedKeys?: Record<string, string>;
   verificationMode: "auto" | "manual" | "agent";
   verificationCriteria?: VerificationCriteria;
   verifierAddress?: string;
   requiredCapabilities: string[];
-  routingSummary?: string;
   locationZone: string;
   targetExecutor?: string;
-  serviceId?: number;
-}
+};
 
 export type PostStatus = "posted" | "unlisted" | "failed" | "skipped";
 
@@ -96,6 +107,11 @@ export interface FundedEvent {
 export type WrapTo = "posting-chain" | "any-chain" | { agents: ReadonlyArray<{ address: string; publicKey: string }> };
 
 export interface PostTasksOptions {
+  /**
+   * The chain to post on (`arc`, `0g`...), one of those GET /api/v1/health/settlement says are postable
+   * (`POSTABLE_CHAINS`); default the first postable one. Anything else is refused `WRONG_CHAIN` before anything is sent.
+   */
+  chain?: string;
   /** Default `posting-chain`. */
   wrapTo?: WrapTo;
   /** Refuse before spending anything when the total escrow is above this (raw units). */

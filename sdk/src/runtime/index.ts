@@ -5,6 +5,7 @@ import { ApiError, clientError } from "../errors";
 import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
 import { after, sleep, untilAborted } from "./timers";
+import { createGasGate } from "./gas";
 import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
 import { MAX_SUBMISSIONS, RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
 import { unsatisfiable, type VerificationCriteria } from "../../../core/verification/criteria";
@@ -130,6 +131,13 @@ export interface WorkerRuntimeOptions {
   hasCapacity?: () => boolean;
   /** Called before the wallet signs each transaction (e.g. to top up its gas). */
   beforeSend?: (tx: { chain: ChainName; from: string; to: string; data: string }) => Promise<void>;
+  /**
+   * Default true: no task is accepted on a chain where the wallet cannot pay a delivery's gas (INSUFFICIENT_GAS is
+   * reported as an `error` event, once until it can), unless `gasSponsored` says a sponsor pays it.
+   */
+  checkGas?: boolean;
+  /** True when a sponsor pays the wallet's next delivery on the chain (the hosted runner's gas sponsor). */
+  gasSponsored?: (chain: ChainName) => Promise<boolean>;
 }
 
 interface Pending {
@@ -213,6 +221,7 @@ export class WorkerRuntime {
   /** Aborted by stop(): wakes the back-off between tries. */
   private stopping = new AbortController();
   private profile?: AgentProfile;
+  private readonly gas: ReturnType<typeof createGasGate>;
 
   constructor(options: WorkerRuntimeOptions) {
     const key = options.privateKey ?? options.existingPrivateKey;
@@ -230,6 +239,12 @@ export class WorkerRuntime {
       executor: { privateKey: key, rpcUrls: options.rpcUrls, ...(options.beforeSend ? { beforeSend: options.beforeSend } : {}) },
       escrows: options.escrows,
       fetch: options.fetch,
+    });
+    this.gas = createGasGate({
+      clock: this.clock,
+      wallet: (chain) => this.client.wallet(chain),
+      ...(options.gasSponsored ? { sponsored: options.gasSponsored } : {}),
+      report: (error) => this.emit({ type: "error", error }),
     });
   }
 
@@ -556,12 +571,28 @@ export class WorkerRuntime {
   /** True when the task was assigned to this agent. */
   private async accept(task: TaskView): Promise<boolean> {
     const taskHash = task.meta.taskHash;
+    // A task it could not deliver (no gas for the evidence) is left to others; the next browse looks again.
+    if (this.#options.checkGas !== false && !(await this.gas.ready(task.meta.chain))) return false;
+    const retry = this.pending.has(taskHash);
     let assigned: AssignedTask;
     try {
       assigned = await this.client.acceptTask(taskHash);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       await this.refused(task, error);
+      return false;
+    }
+    if (assigned.alreadyHeld && !retry) {
+      // Held before this runtime asked, and not by a retry of its own: another runtime with this key took it and
+      // works it. Two would race to deliver it (one refused on chain): this one leaves it and says so.
+      this.dropped.add(taskHash);
+      this.emit({
+        type: "error",
+        error: clientError(
+          "KEY_SHARED",
+          `Task ${taskHash} is held by another runtime working with this API key (${assigned.worker}); this one leaves it to that one. Run one runtime per key.`,
+        ),
+      });
       return false;
     }
     this.bids.delete(taskHash);

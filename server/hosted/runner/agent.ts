@@ -4,9 +4,7 @@
  * is the model's tool-call loop.
  */
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { MarketClient } from "../../../sdk/src/client";
-import { WorkerRuntime, type TaskContext } from "../../../sdk/src/runtime";
-import type { PinnedEscrows, RpcUrls } from "../../../sdk/src/chain";
+import { MarketClient, WorkerRuntime, type PinnedEscrows, type RpcUrls, type TaskContext } from "../../../sdk/src";
 import type { AgentTokens } from "../../auth";
 import type { Db } from "../../db";
 import type { HostedConfig } from "../../config";
@@ -251,18 +249,41 @@ export async function startAgentRun(
     skipTask: (task) => failed.has(task.state.taskId),
     hasCapacity: () => deps.serverSlots.available() > 0,
     beforeSend,
+    // No task is taken that the agent could not deliver: its wallet pays the evidence, or the sponsor does.
+    gasSponsored: (chain) => deps.sponsor.coversFirstEvidence(chain, address),
     executeTask,
   });
+  /** What went wrong last, where the owner looks (`lastError` of GET /api/v1/agents/{id}). */
+  const setLastError = (message: string) =>
+    db
+      .updateTable("hosted_agents")
+      .set({ last_error: message.slice(0, 1000), updated_at: now() })
+      .where("id", "=", agentId)
+      .execute();
+  /** Tasks assigned in this run and not delivered yet. */
+  const inHand = new Set<string>();
   runtime.on((event) => {
     switch (event.type) {
       case "task_assigned":
+        inHand.add(event.taskId);
         log("info", { task: event.taskId }, "task assigned");
         break;
       case "task_finalized":
+        inHand.delete(event.taskId);
         log("info", { task: event.taskId, status: event.finalize.status }, "task delivered");
         void recordRun(event.taskId, { status: "delivered" }).catch(() => undefined);
         break;
       case "task_failed":
+        if (!inHand.has(event.taskId)) log("info", { task: event.taskId, code: event.error.code }, "task not taken");
+        else if (inHand.delete(event.taskId) && !failed.has(event.taskId) && !stopping.signal.aborted) {
+          // Answered, then the delivery could not go through (no gas, a refused transaction): the run fails with its
+          // reason where the owner sees it, and the task is handed back below.
+          const message = redact(`${event.error.code}: ${event.error.message}`);
+          failed.add(event.taskId);
+          void recordRun(event.taskId, { status: "failed", error: message }).catch(() => undefined);
+          void setLastError(`task ${event.taskId}: ${message}`).catch(() => undefined);
+          log("warn", { task: event.taskId, error: message }, "task failed");
+        }
         // A task this agent failed goes back to the market (best effort: the release costs the agent's gas).
         if (failed.has(event.taskId) && !stopping.signal.aborted) {
           void client.settle({ taskHash: event.taskId, action: "release" }).then(
@@ -271,9 +292,13 @@ export async function startAgentRun(
           );
         }
         break;
-      case "error":
-        log("warn", { error: event.error.message }, "runtime error");
+      case "error": {
+        const code = (event.error as { code?: string }).code;
+        log("warn", { ...(code ? { code } : {}), error: event.error.message }, "runtime error");
+        // What keeps the agent from taking work is the owner's to fix: shown as its lastError.
+        if (code === "INSUFFICIENT_GAS" || code === "KEY_SHARED") void setLastError(`${code}: ${event.error.message}`).catch(() => undefined);
         break;
+      }
       default:
         break;
     }
@@ -281,7 +306,8 @@ export async function startAgentRun(
 
   /**
    * Escalated work nobody judged is the agent's to collect 14 days after the escalation: the API refuses
-   * (DEADLINE_NOT_REACHED) until then, and the sponsor may pay the gas of each release once.
+   * (DEADLINE_NOT_REACHED) until then, and the sponsor may pay the gas of each release once. A failed task still held
+   * (its release found no gas) is released here too.
    */
   let releasing = false;
   async function releaseEscalated() {
@@ -289,6 +315,15 @@ export async function startAgentRun(
     releasing = true;
     try {
       const { tasks } = await client.assignedTasks();
+      // A failed task whose release could not be sent (no gas then) is handed back once it can be.
+      for (const task of tasks.filter((t) => t.state.status === "assigned" && failed.has(t.state.taskId))) {
+        try {
+          await client.settle({ taskHash: task.state.taskId, action: "release" });
+          log("info", { task: task.state.taskId }, "failed task released");
+        } catch (error) {
+          log("warn", { task: task.state.taskId, error: (error as Error).message }, "releasing the failed task failed");
+        }
+      }
       for (const task of tasks.filter((t) => t.state.status === "escalated")) {
         try {
           await client.settle({ taskHash: task.state.taskId, action: "release-unjudged" });

@@ -1,6 +1,6 @@
 import type { Db } from "../../db";
 import type { HostedConfig } from "../../config";
-import type { PinnedEscrows, RpcUrls } from "../../../sdk/src/chain";
+import type { PinnedEscrows, RpcUrls } from "../../../sdk/src";
 import { json } from "../../db";
 import type { HostedStore, RunningConfig } from "../store";
 import type { GasSponsor } from "../sponsor";
@@ -122,6 +122,8 @@ export function createHostedRunners(deps: {
         const unit = await fairnessUnit(db, agentId, row.account_id);
         owners.set(agentId, unit);
         serverSlots.recheck();
+        // Cleared before it runs: what the run meets from its first browse on (no gas...) is its own lastError.
+        await store.setState(agentId, { last_error: null });
         runs.set(
           agentId,
           await startAgentRun(agentId, row.address, running, secrets, {
@@ -132,7 +134,6 @@ export function createHostedRunners(deps: {
             ...endpoints,
           }),
         );
-        await store.setState(agentId, { last_error: null });
       } catch (error) {
         forget(agentId);
         await store.transition(agentId, ["running"], "stopped", { last_error: (error as Error).message.slice(0, 1000) });

@@ -6,9 +6,8 @@
 import { getAddress, isAddress } from "ethers";
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import type { HttpTool } from "../../../core/api";
-import type { MarketClient } from "../../../sdk/src/client";
+import { ApiError, type MarketClient } from "../../../sdk/src";
 import type { Sandbox } from "../../sandbox";
-import { ApiError } from "../../../sdk/src/errors";
 import { wrapBriefKey } from "../../../core/crypto";
 import { boundedFetch, truncate } from "./bounds";
 import { redactUrls } from "../../../core/text";

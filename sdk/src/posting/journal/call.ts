@@ -1,31 +1,56 @@
 /**
- * `post_tasks` of `market mcp`: the CLI's own posting engine and journal rules, run on a task file the call's rows
- * are written to. Each idempotencyKey (per wallet) has a directory under the state directory holding `tasks.jsonl`
- * (the call's rows), its results file and its journal (journal.ts), so repeating the call with the same key is
- * rerunning the same `post-tasks` command: rows already posted are reported, rows paid but not listed are listed
- * without paying again, and only the rest are paid for. Once anything was journaled, the key's rows are fixed: a
- * different payload is `IDEMPOTENCY_KEY_REUSED`.
+ * `post_tasks` on the journaled engine, for a wallet that signs where the call runs (`market mcp`, and the API's
+ * remote `/mcp` for a hosted agent's custodied wallet). Each idempotencyKey (per wallet) has a call store: its
+ * journal and the fingerprint of its rows. Repeating the call with the same key is rerunning the same run: rows
+ * already posted are reported, rows paid but not listed are listed without paying again, and only the rest are paid
+ * for. Once anything was journaled, the key's rows are fixed: a different payload is `IDEMPOTENCY_KEY_REUSED`.
  */
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
-import path from "node:path";
-import { Wallet } from "ethers";
-import { clientError } from "../../sdk/src/errors";
-import { erc20Interface } from "../../sdk/src/chain";
-import type { CheckedRow, WrapTo } from "../../sdk/src/posting";
-import { canonicalJson } from "../../sdk/src/mcp/quotes";
-import { BULK_AUTO_CRITERIA, type VerificationCriteria } from "../../core/verification";
-import { factsOf, type McpRowStatus, type Poster, type PostRunResult } from "../../sdk/src/mcp/post-tasks";
-import type { CliConfig } from "./config";
-import { journalPathFor, readJournal } from "./journal";
-import { postFresh, type PostTasksHooks } from "./post-tasks";
-import { RowStatus } from "./results";
-import { finishRows, openRun, resultsPathFor, sortRows, type Sorted } from "./run";
-import type { Terminal } from "./terminal";
+import { sha256, toUtf8Bytes, Wallet } from "ethers";
+import { clientError } from "../../errors";
+import { erc20Interface } from "../../chain";
+import type { MarketClient } from "../../client";
+import type { CheckedRow } from "../check";
+import type { WrapTo } from "../types";
+import { BULK_AUTO_CRITERIA, type VerificationCriteria } from "../../../../core/verification";
+import { canonicalJson } from "../../mcp/quotes";
+import { factsOf, type McpRowStatus, type Poster, type PostRunResult } from "../../mcp/post-tasks";
+import { foldEntries } from "./entries";
+import { RowStatus } from "./outcomes";
+import { postFresh, type PostTasksHooks } from "./post";
+import { quietReporter, type FundedIndex, type JournalPort, type Reporter } from "./ports";
+import { callRows } from "./rows";
+import { finishRows, openRun, sortRows, type Sorted } from "./run";
+import type { Run } from "./types";
 
-/** Default state directory of `market mcp` (MARKET_MCP_STATE_DIR overrides it). */
-export const defaultStateDir = () => path.join(homedir(), ".market", "mcp");
+/** The name of one idempotencyKey's call of one wallet (32 hex characters): where hosts file its store. */
+export function callId(wallet: string, idempotencyKey: string): string {
+  return sha256(toUtf8Bytes(`${wallet.toLowerCase()}\n${idempotencyKey}`)).slice(2, 34);
+}
+
+/** One idempotencyKey's call of one wallet: where its journal and its rows' fingerprint are kept. */
+export interface CallStore {
+  /** Names the call in messages. */
+  readonly name: string;
+  journal: JournalPort;
+  /** The fingerprint of the rows of the call last opened under this key, if it is kept. */
+  rows(): Promise<string | undefined>;
+  /** Keeps the fingerprint of this call's rows (at the latest with the call's first journal entry). */
+  setRows(fingerprint: string): Promise<void>;
+}
+
+export interface CallPosterOptions {
+  /** A client acting as the signing wallet, made afresh for each call (its wallet connection ends with the call). */
+  client: () => MarketClient;
+  /** The wallet's private key (the call stores are per wallet). */
+  privateKey: string;
+  /** The API base URL the rows are listed through, as the journal binds it. */
+  api: string;
+  /** The store of one idempotencyKey's call of `wallet`. */
+  store: (wallet: string, idempotencyKey: string) => CallStore;
+  funded?: (scope: { chainId: number; escrow: string; wallet: string }) => FundedIndex;
+  reporter?: Reporter;
+  hooks?: PostTasksHooks;
+}
 
 const STATUS: Record<RowStatus, McpRowStatus> = {
   [RowStatus.posted]: "posted",
@@ -34,13 +59,16 @@ const STATUS: Record<RowStatus, McpRowStatus> = {
   [RowStatus.notStarted]: "not_started",
 };
 
-const quietProgress = { update() {}, end() {} };
-
 /**
- * The task file line of a row (JSON Lines: the column names of core/bulk). A rental adds its agent (`target`), its
- * service and its criteria; rows with the bulk default criteria write none, so their lines stay as they were.
+ * The fingerprint of a call's rows: one JSON line per row with the column names of core/bulk (what `market mcp` has
+ * kept as `tasks.jsonl` since its first version, so a call an earlier version left unfinished is still recognized).
+ * Rows with the bulk default criteria write none.
  */
-function fileLine({ row, verificationCriteria }: CheckedRow): string {
+export function callFingerprint(rows: readonly CheckedRow[]): string {
+  return `${rows.map(fingerprintLine).join("\n")}\n`;
+}
+
+function fingerprintLine({ row, verificationCriteria }: CheckedRow): string {
   const criteria =
     verificationCriteria && canonicalJson(verificationCriteria) !== canonicalJson(BULK_AUTO_CRITERIA) ? verificationCriteria : undefined;
   return JSON.stringify({
@@ -56,40 +84,32 @@ function fileLine({ row, verificationCriteria }: CheckedRow): string {
   });
 }
 
-/** Criteria as the verification columns of core/bulk (the rules a file row can carry). */
+/** Criteria as the verification columns of core/bulk; a rule no column carries is kept whole beside them. */
 function criteriaColumns(criteria: VerificationCriteria): Record<string, unknown> {
   const known = ["min_length", "contains_keywords", "regex_pattern", "pass_threshold"];
   const unknown = Object.keys(criteria).filter((key) => !known.includes(key));
-  if (unknown.length > 0) throw clientError("VALIDATION_FAILED", `criteria ${unknown.join(", ")} cannot be journaled as task file columns`);
   return {
     ...(criteria.min_length !== undefined ? { verification_min_length: criteria.min_length } : {}),
     ...(criteria.contains_keywords !== undefined ? { verification_keywords: criteria.contains_keywords } : {}),
     ...(criteria.regex_pattern !== undefined ? { verification_regex: criteria.regex_pattern } : {}),
     ...(criteria.pass_threshold !== undefined ? { pass_threshold: criteria.pass_threshold } : {}),
+    ...(unknown.length > 0 ? { verification_criteria: JSON.parse(canonicalJson(criteria)) as unknown } : {}),
   };
 }
 
-/** The directory of one idempotencyKey's call of one wallet, under the state directory. */
-export function runDirectory(stateDir: string, wallet: string, idempotencyKey: string): string {
-  return path.join(stateDir, createHash("sha256").update(`${wallet.toLowerCase()}\n${idempotencyKey}`).digest("hex").slice(0, 32));
-}
-
-/** The call's task file in its run directory (its results file and journal sit beside it). */
-export const TASK_FILE = "tasks.jsonl";
-
-export function journaledPoster(config: CliConfig, options: { stateDir: string; terminal: Terminal; hooks?: PostTasksHooks }): Poster {
-  const wallet = new Wallet(config.privateKey!).address;
+export function callPoster(options: CallPosterOptions): Poster {
+  const wallet = new Wallet(options.privateKey).address;
+  const reporter = options.reporter ?? quietReporter;
   return {
     async open(rows, idempotencyKey, openOptions = {}) {
-      const dir = runDirectory(options.stateDir, wallet, idempotencyKey);
-      const file = path.join(dir, TASK_FILE);
-      const text = `${rows.map(fileLine).join("\n")}\n`;
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      if (existsSync(file) && readFileSync(file, "utf8") !== text) {
-        const journal = journalPathFor(resultsPathFor(file));
-        if (existsSync(journal) && statSync(journal).size > 0) {
+      const store = options.store(wallet, idempotencyKey);
+      const fingerprint = callFingerprint(rows);
+      const recorded = await store.rows();
+      if (recorded !== undefined && recorded !== fingerprint) {
+        const entries = await store.journal.read();
+        if (entries.length > 0) {
           // Rows of that call that may be paid and are not listed (a rental's price changed since, say): named, to cancel.
-          const unfinished = [...readJournal(journal).values()]
+          const unfinished = [...foldEntries(entries).rows.values()]
             .filter((j) => !j.posted && j.attempts.length > 0)
             .map((j) => j.attempts.at(-1)!.taskHash);
           throw clientError(
@@ -104,9 +124,17 @@ export function journaledPoster(config: CliConfig, options: { stateDir: string; 
           );
         }
       }
-      writeFileSync(file, text);
+      await store.setRows(fingerprint);
 
-      const run = await openRun(file, undefined, config, options.terminal);
+      const run = await openRun({
+        file: store.name,
+        rows: callRows(rows),
+        client: options.client(),
+        api: options.api,
+        journal: store.journal,
+        ...(options.funded ? { funded: options.funded } : {}),
+        reporter,
+      });
       try {
         const sorted = await sortRows(run, { waitMs: 0 });
         // A funding of an earlier call still pending: nothing new is paid until it is mined (its nonce comes first).
@@ -134,25 +162,20 @@ export function journaledPoster(config: CliConfig, options: { stateDir: string; 
           close: () => run.close(),
         };
       } catch (error) {
-        run.close();
+        await run.close();
         throw error;
       }
     },
   };
 }
 
-async function execute(
-  run: Awaited<ReturnType<typeof openRun>>,
-  sorted: Sorted,
-  fresh: Sorted["fresh"],
-  wrapTo: WrapTo,
-  hooks: PostTasksHooks | undefined,
-): Promise<PostRunResult> {
+async function execute(run: Run, sorted: Sorted, fresh: Sorted["fresh"], wrapTo: WrapTo, hooks: PostTasksHooks | undefined): Promise<PostRunResult> {
   run.results.write();
-  const finished = await finishRows(run, sorted.toFinish, quietProgress);
+  const quiet = quietReporter.progress(0, "");
+  const finished = await finishRows(run, sorted.toFinish, quiet);
   // A listing failure stops the run: nothing new is paid while the service refuses listings.
   if (finished && fresh.length > 0) {
-    await postFresh(run, fresh, { file: run.file, yes: true, wrapTo }, quietProgress, { count: 0 }, hooks ?? {});
+    await postFresh(run, fresh, { wrapTo }, quiet, { count: 0 }, hooks ?? {});
   }
   run.results.write();
 

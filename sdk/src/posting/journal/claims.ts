@@ -3,13 +3,13 @@
  * be this wallet's task on the escrow (a reset chain is refused), every row it says was posted must be listed by the
  * API (a row the service no longer lists is listed again, paying nothing).
  */
-import { clientError } from "../../sdk/src/errors";
-import type { ChainWallet } from "../../sdk/src/chain";
-import { sameAddress, snapshotFromView } from "../../core/escrow";
-import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
-import type { JournalBinding } from "./journal";
-import type { Run } from "./run";
-import type { FileRow } from "./task-file";
+import { clientError } from "../../errors";
+import type { ChainWallet } from "../../chain";
+import { sameAddress, snapshotFromView } from "../../../../core/escrow";
+import { TaskEscrow__factory } from "../../../../typechain-types/factories/contracts/TaskEscrow__factory";
+import type { JournalBinding } from "./entries";
+import type { Run } from "./types";
+import type { RunRow } from "./rows";
 
 /** Chain reads in flight at once while a rerun checks what the journal (or the funded-rows index) claims. */
 const CHECKS_AT_ONCE = 8;
@@ -41,7 +41,7 @@ export async function bindingOf(chain: ChainWallet, api: string): Promise<Journa
  */
 export async function checkClaims(run: Pick<Run, "file" | "rows" | "client" | "chain" | "journal" | "binding">): Promise<Set<string>> {
   const escrow = TaskEscrow__factory.connect(run.chain.escrow, run.chain.provider);
-  const claims: Array<{ row: FileRow; taskHash: string; txHash: string }> = [];
+  const claims: Array<{ row: RunRow; taskHash: string; txHash: string }> = [];
   for (const row of run.rows) {
     const journaled = run.journal.rows.get(row.key);
     if (journaled?.posted) claims.push({ row, ...journaled.posted });

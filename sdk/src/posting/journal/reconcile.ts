@@ -11,12 +11,12 @@
  *   pending  an attempt's transaction is still in the mempool after waiting for it
  */
 import { zeroPadValue } from "ethers";
-import { ApiError, clientError } from "../../sdk/src/errors";
-import { escrowInterface, type ChainWallet } from "../../sdk/src/chain";
-import { taskStatus } from "../../core/status";
-import { sameAddress, snapshotFromView, type TaskSnapshot } from "../../core/escrow";
-import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
-import type { Attempt, JournalError, RowJournal } from "./journal";
+import { ApiError, clientError } from "../../errors";
+import { escrowInterface, type ChainWallet } from "../../chain";
+import { taskStatus } from "../../../../core/status";
+import { sameAddress, snapshotFromView, type TaskSnapshot } from "../../../../core/escrow";
+import { TaskEscrow__factory } from "../../../../typechain-types/factories/contracts/TaskEscrow__factory";
+import type { Attempt, JournalError, RowJournal } from "./entries";
 
 export type Reconciled =
   | { kind: "funded"; attempt: Attempt; txHash: string }

@@ -1,0 +1,197 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { builtinModules } from "node:module";
+import path from "node:path";
+import ts from "typescript";
+import { cycles, shortestCycle } from "./import-graph";
+
+/**
+ * The layers of the repository and what each may import (`npm run check:imports`, test/architecture.test.ts):
+ *
+ *   core    shared rules, no I/O: imports nothing of ours but the generated bindings (typechain-types)
+ *   sdk     @market/sdk (sdk/src): core and the bindings
+ *   cli     the `market` command (cli/src): sdk, core and the bindings
+ *   server  the API and the indexer: core, the bindings, deploy/deployments.ts (the deployment record it reads), and the
+ *           SDK only through its entry files (SERVER_SDK_ENTRIES)
+ *
+ * scripts/, bench/, deploy/, examples/ and test/ sit above them and may import any of them; nothing in a layer imports
+ * them (but the server's one deployment record). Over all of it: no import cycle between files (type-only imports
+ * count). core imports no module that does I/O. Each folder's packages are declared by the package that owns it:
+ * sdk/src, cli/src and core (compiled into the SDK) by sdk/package.json, everything else by the root package.json.
+ */
+export const LAYERS = ["core", "sdk", "cli", "server"] as const;
+export type Layer = (typeof LAYERS)[number];
+
+const LAYER_FOLDERS: Record<Layer, string> = { core: "core", sdk: "sdk/src", cli: "cli/src", server: "server" };
+const MAY_IMPORT: Record<Layer, readonly Layer[]> = { core: [], sdk: ["core"], cli: ["sdk", "core"], server: ["core", "sdk"] };
+/** The upper folders: they may import any layer, and no layer imports them. */
+const UPPER_FOLDERS = ["scripts", "bench", "deploy", "examples", "test"];
+/** Files of the upper folders a layer may still import (the server reads the deployment record). */
+const SHARED_FILES: Partial<Record<Layer, readonly string[]>> = { server: ["deploy/deployments.ts"] };
+const BINDINGS = "typechain-types";
+
+/** The SDK's entry files the server may import: the package, the MCP tools, the journaled engine, its Node helpers. */
+export const SERVER_SDK_ENTRIES = ["sdk/src/index.ts", "sdk/src/mcp/index.ts", "sdk/src/posting/journal/index.ts", "sdk/src/node/index.ts"];
+
+/** Modules that do I/O, which core/ never imports. */
+const IO_MODULES = new Set([
+  "fs",
+  "fs/promises",
+  "net",
+  "http",
+  "https",
+  "http2",
+  "child_process",
+  "dgram",
+  "dns",
+  "tls",
+  "readline",
+  "worker_threads",
+  "cluster",
+  "os",
+]);
+
+/**
+ * Packages a folder uses without declaring them, each with the reason: Hardhat's toolbox brings its plugins' helpers
+ * to the tests and benchmarks it runs (installing the toolbox installs them; a test imports them as Hardhat documents).
+ */
+const PROVIDED: Record<string, string> = {
+  chai: "@nomicfoundation/hardhat-toolbox",
+  "@nomicfoundation/hardhat-network-helpers": "@nomicfoundation/hardhat-toolbox",
+  "@nomicfoundation/hardhat-ethers": "@nomicfoundation/hardhat-toolbox",
+  "@openzeppelin/upgrades-core": "@openzeppelin/hardhat-upgrades",
+};
+
+interface Source {
+  file: string;
+  /** Repository-relative path with forward slashes. */
+  name: string;
+  folder: string;
+  layer?: Layer;
+}
+
+function tsFiles(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const name of names) {
+    const full = path.join(dir, name);
+    if (name === "node_modules" || name === "dist") continue;
+    if (statSync(full).isDirectory()) out.push(...tsFiles(full));
+    else if (/\.tsx?$/.test(name) && !name.endsWith(".d.ts")) out.push(full);
+  }
+  return out;
+}
+
+/**
+ * The module names a file imports: `import` and `export ... from` (type-only ones too), `import x = require()`,
+ * `require()` and `import()` with a literal name. Read from the syntax tree, so a method named `require` is not one.
+ */
+export function moduleSpecifiers(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, false);
+  const found: string[] = [];
+  const visit = (node: ts.Node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push(node.moduleSpecifier.text);
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
+      const expression = node.moduleReference.expression;
+      if (ts.isStringLiteral(expression)) found.push(expression.text);
+    } else if (ts.isCallExpression(node) && node.arguments.length === 1 && ts.isStringLiteralLike(node.arguments[0]!)) {
+      const callee = node.expression;
+      if ((ts.isIdentifier(callee) && callee.text === "require") || callee.kind === ts.SyntaxKind.ImportKeyword) found.push(node.arguments[0].text);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      found.push(node.argument.literal.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+function packageOf(specifier: string): string {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
+}
+
+function declared(packageJson: string): Set<string> {
+  const pkg = JSON.parse(readFileSync(packageJson, "utf8")) as Record<string, Record<string, string> | undefined>;
+  return new Set([
+    ...Object.keys(pkg.dependencies ?? {}),
+    ...Object.keys(pkg.devDependencies ?? {}),
+    ...Object.keys(pkg.peerDependencies ?? {}),
+    String(pkg.name),
+  ]);
+}
+
+/** The problems of the repository at `rootDir` against the rules above (none when it keeps them). */
+export function layerProblems(rootDir: string): string[] {
+  const root = path.resolve(rootDir);
+  const rel = (file: string) => path.relative(root, file).split(path.sep).join("/");
+  const sources: Source[] = [];
+  for (const layer of LAYERS)
+    for (const file of tsFiles(path.join(root, LAYER_FOLDERS[layer]))) sources.push({ file, name: rel(file), folder: LAYER_FOLDERS[layer], layer });
+  for (const folder of UPPER_FOLDERS) for (const file of tsFiles(path.join(root, folder))) sources.push({ file, name: rel(file), folder });
+  const byFile = new Map(sources.map((s) => [s.file, s]));
+  const layerOf = (name: string): Layer | undefined => LAYERS.find((l) => name === LAYER_FOLDERS[l] || name.startsWith(`${LAYER_FOLDERS[l]}/`));
+
+  const rootPackages = declared(path.join(root, "package.json"));
+  const sdkPackages = declared(path.join(root, "sdk/package.json"));
+  const workspaces = new Set(["@market/sdk"]);
+  const options: ts.CompilerOptions = { moduleResolution: ts.ModuleResolutionKind.Node10, allowJs: false };
+
+  const problems: string[] = [];
+  const imports = new Map<string, Set<string>>();
+  for (const source of sources) {
+    const targets = new Set<string>();
+    imports.set(source.file, targets);
+    for (const fileName of moduleSpecifiers(source.file, readFileSync(source.file, "utf8"))) {
+      if (fileName.startsWith(".")) {
+        const resolved = ts.resolveModuleName(fileName, source.file, options, ts.sys).resolvedModule?.resolvedFileName;
+        const target = resolved ? path.resolve(resolved) : path.resolve(path.dirname(source.file), fileName);
+        const targetName = rel(target);
+        if (byFile.has(target)) targets.add(target);
+        if (!source.layer) continue;
+        if (targetName.startsWith(`${BINDINGS}/`)) continue;
+        const targetLayer = layerOf(targetName);
+        if (targetLayer === source.layer) continue;
+        if (targetLayer === undefined) {
+          if (!(SHARED_FILES[source.layer] ?? []).includes(targetName))
+            problems.push(
+              `${source.name} imports ${targetName}, outside the layers (${source.layer} may import ${MAY_IMPORT[source.layer].join(", ") || "nothing of ours"})`,
+            );
+        } else if (!MAY_IMPORT[source.layer].includes(targetLayer)) {
+          problems.push(`${source.name} imports ${targetName}: ${source.layer} may not import ${targetLayer}`);
+        } else if (source.layer === "server" && targetLayer === "sdk" && !SERVER_SDK_ENTRIES.includes(targetName)) {
+          problems.push(
+            `${source.name} imports ${targetName}: the server imports the SDK through its entry files only (${SERVER_SDK_ENTRIES.join(", ")})`,
+          );
+        }
+        continue;
+      }
+      const bare = fileName.replace(/^node:/, "");
+      const pkg = packageOf(bare);
+      if (fileName.startsWith("node:") || builtinModules.includes(pkg)) {
+        if (source.layer === "core" && IO_MODULES.has(bare)) problems.push(`${source.name} imports ${fileName}: core/ does no I/O`);
+        continue;
+      }
+      if (workspaces.has(pkg) || PROVIDED[pkg]) continue;
+      const inSdk = source.layer === "sdk" || source.layer === "cli";
+      if (inSdk && !sdkPackages.has(pkg)) problems.push(`${source.name} imports ${pkg}, which sdk/package.json does not declare`);
+      if (source.layer === "core" && (!sdkPackages.has(pkg) || !rootPackages.has(pkg)))
+        problems.push(`${source.name} imports ${pkg}, which sdk/package.json and the root package.json must both declare (core is in both)`);
+      if (!inSdk && source.layer !== "core" && !rootPackages.has(pkg))
+        problems.push(`${source.name} imports ${pkg}, which the root package.json does not declare`);
+    }
+  }
+
+  const files = sources.map((s) => s.file);
+  const edges = (file: string) => imports.get(file)!;
+  for (const component of cycles(files, edges).map((c) => [...c].sort())) {
+    const cycle = shortestCycle(component, edges);
+    problems.push(`file cycle (${component.length} files), e.g. ${[...cycle, cycle[0]!].map(rel).join(" -> ")}`);
+  }
+  return [...new Set(problems)];
+}
