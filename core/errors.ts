@@ -238,6 +238,42 @@ export const ERROR_CODES = define({
   KEY_EXPORT_NOT_RECORDED: { status: 503, description: "The export could not be recorded, so the key was not released; retry.", retryable: true },
   SERVICE_QUOTA_EXCEEDED: { status: 409, description: "The hosted agent has as many services as it may list; delete one first." },
 
+  // ---- skills and tool types (issue 25)
+  SKILL_NOT_FOUND: { status: 404, description: "No such skill (a private skill of another author does not exist for you), or it was deleted." },
+  NOT_SKILL_AUTHOR: { status: 403, description: "Only the skill's author may change or delete it." },
+  SKILL_SLUG_TAKEN: { status: 409, description: "Another skill has this slug (slugs are unique, deleted skills' included)." },
+  SKILL_ALREADY_INSTALLED: { status: 409, description: "The agent has this skill installed already; remove it first to reinstall." },
+  SKILL_NOT_INSTALLED: { status: 404, description: "The agent has no skill with this slug installed." },
+  SKILL_NEEDS_SECRETS: {
+    status: 409,
+    description: "The skill needs secrets the agent does not hold (`details` names them); tool secrets are set at deploy only.",
+  },
+  SKILL_INSTRUCTIONS_TOO_LONG: { status: 400, description: "A skill's instructions are over 16 KB (UTF-8 bytes)." },
+  SKILL_TOO_MANY_TOOLS: { status: 400, description: "A skill holds at most 20 tools." },
+  SKILL_TOO_MANY_CAPABILITIES: { status: 400, description: "A skill holds at most 10 capability tags." },
+  SKILL_QUOTA_EXCEEDED: {
+    status: 409,
+    description: "The account has as many skills as it may author, or the agent as many installed; remove one first.",
+  },
+  SKILL_FILE_MALFORMED: {
+    status: 400,
+    description: "The SKILL.md file is not flat frontmatter between --- lines and a non-empty body, or is over 64 KB; nothing was stored.",
+  },
+  SKILL_NAME_MISSING: { status: 400, description: "The SKILL.md frontmatter has no `name`; nothing was stored." },
+  TOOL_IMPORT_INVALID: {
+    status: 400,
+    description:
+      "The OpenAPI document cannot be imported; `reason`: YAML, NOT_JSON, NOT_OPENAPI_3 (Swagger 2 included), UNSUPPORTED_3_1 (webhooks, jsonSchemaDialect, type lists, const) or NO_OPERATIONS.",
+  },
+  TOOL_IMPORT_TOO_LARGE: { status: 413, description: "The OpenAPI document is over 10 MB." },
+  TOOL_NAME_TOO_LONG: { status: 400, description: "A tool name is over 64 characters." },
+  MCP_SERVER_UNREACHABLE: {
+    status: 400,
+    retryable: true,
+    description: "The MCP server could not be reached or refused to list its tools (at deploy or install); nothing was stored.",
+  },
+  MCP_SERVER_EMPTY: { status: 400, description: "The MCP server lists no tools (or more than 50); nothing was stored." },
+
   // ---- sandbox tools of hosted agents: JS Eval and Sandbox (issue 26, docs/hosted-agents.md "Sandbox tools")
   SANDBOX_UNAVAILABLE: {
     status: 503,

@@ -28,6 +28,7 @@ import { reputationRoutes } from "./reputation";
 import { createQuoteStore, mcpRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
+import { skillRoutes } from "./skills";
 import { createServiceStore, serviceRoutes } from "./services";
 import { adminRoutes } from "./admin";
 import { createEventFeed, eventRoutes } from "./events";
@@ -255,6 +256,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     custody: { db, store: hosting.store, agents: hosting.agents, tokens: auth.agentTokens, signing: hosting.signing, now },
   });
   await app.register(hostedRoutes, { auth, agents: hosting.agents, store: hosting.store });
+  await app.register(skillRoutes, { auth, skills: hosting.skills });
   await app.register(serviceRoutes, { auth, services, requireOwnedAgent: (id, principal) => hosting.store.requireOwned(id, principal) });
   await app.register(bridgeHealthRoutes, {
     chains,

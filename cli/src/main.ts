@@ -20,6 +20,15 @@ import { reviewCommand, type ReviewFlags } from "./review";
 import { actionCommand, cancelCommand } from "./settle";
 import { statusCommand, tasksCommand, type TasksFlags } from "./tasks";
 import { keysCreateCommand, keysListCommand, keysRevokeCommand } from "./keys";
+import {
+  skillsCreateCommand,
+  skillsImportCommand,
+  skillsInstallCommand,
+  skillsListCommand,
+  skillsRemoveCommand,
+  type SkillsImportFlags,
+  type SkillsListFlags,
+} from "./skills";
 import { mcpCommand, type McpFlags } from "./mcp";
 import { mcpClientConfig } from "./mcp-config";
 import { rentCommand, servicesCommand, type RentFlags, type ServicesFlags } from "./services";
@@ -202,6 +211,52 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .argument("<taskHash>", "the task (0x and 64 hex characters)")
     .action(async (taskHash: string) => {
       setExit(await statusCommand(taskHash, config(), terminal));
+    });
+
+  const skills = program
+    .command("skills")
+    .description("The skills registry: list, create, import a SKILL.md, install into or remove from your hosted agent.");
+  skills
+    .command("list")
+    .description("Public skills, most installed first.")
+    .option("--tag <tag>", "only skills with this capability tag")
+    .option("--search <text>", "text in the slug, name or description")
+    .option("--limit <n>", "at most this many (default 50)", positiveInteger)
+    .action(async (flags: SkillsListFlags) => {
+      setExit(await skillsListCommand(flags, config(), terminal));
+    });
+  skills
+    .command("create")
+    .description("Create a skill from a JSON file of its fields (slug, name, instructions, tools, secretRefs, capabilities, isPublic).")
+    .argument("<file>", "the JSON file")
+    .action(async (file: string) => {
+      setExit(await skillsCreateCommand(file, config(), terminal));
+    });
+  skills
+    .command("import")
+    .description("Create a skill from a SKILL.md file: frontmatter name, description, version, license; the body is the instructions.")
+    .argument("<file>", "the SKILL.md file (bundled files are never read)")
+    .option("--slug <slug>", "the skill's slug (default: from its name)")
+    .option("--public", "list it in the registry (default private)")
+    .option("--tag <tag...>", "capability tags it adds to agents")
+    .action(async (file: string, flags: SkillsImportFlags) => {
+      setExit(await skillsImportCommand(file, flags, config(), terminal));
+    });
+  skills
+    .command("install")
+    .description("Install a skill into your hosted agent (a frozen snapshot, joined at its next start).")
+    .argument("<slug>", "the skill")
+    .requiredOption("--agent <id>", "the hosted agent's id", positiveInteger)
+    .action(async (slug: string, flags: { agent: number }) => {
+      setExit(await skillsInstallCommand(slug, flags.agent, config(), terminal));
+    });
+  skills
+    .command("remove")
+    .description("Remove an installed skill from your hosted agent (at its next start).")
+    .argument("<slug>", "the skill")
+    .requiredOption("--agent <id>", "the hosted agent's id", positiveInteger)
+    .action(async (slug: string, flags: { agent: number }) => {
+      setExit(await skillsRemoveCommand(slug, flags.agent, config(), terminal));
     });
 
   const keys = program.command("keys").description("Your account's API keys, signing in with MARKET_PRIVATE_KEY (no API key needed).");

@@ -4,114 +4,10 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Address, ChainNameString, RawAmount, TxHash } from "./common";
-
-/** Longest name of a tool (the OpenAI function-name limit). */
-export const MAX_TOOL_NAME_CHARS = 64;
-export const TOOL_NAME_PATTERN = `^[A-Za-z0-9_]{1,${MAX_TOOL_NAME_CHARS}}$`;
-/** Names of secrets (`toolSecrets` keys, a tool's `auth.secretRef`). */
-export const SECRET_NAME_PATTERN = "^[A-Za-z0-9_.-]{1,100}$";
-
-export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
-export const PARAMETER_TYPES = ["string", "number", "integer", "boolean"] as const;
-export const PARAM_LOCATIONS = ["body", "query", "path", "header"] as const;
-export const TOOL_AUTH_TYPES = ["none", "bearer", "header", "query_param"] as const;
+import { AgentTool, SECRET_NAME_PATTERN } from "./tools";
+import { InstalledSkill, MAX_SKILLS_PER_AGENT, SKILL_SLUG_PATTERN } from "./skills";
 
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
-
-/** One input of a tool, as the model sees it. */
-export const ToolParameter = Type.Object(
-  {
-    type: literals(PARAMETER_TYPES),
-    description: Type.String({ minLength: 1, maxLength: 1000 }),
-    enum: Type.Optional(Type.Array(Type.Union([Type.String({ maxLength: 200 }), Type.Number(), Type.Boolean()]), { minItems: 1, maxItems: 100 })),
-  },
-  { additionalProperties: false },
-);
-
-/** An HTTP tool of a hosted agent (spec "HTTP tool definition"). The secret is named, never included. */
-export const HttpTool = Type.Object(
-  {
-    type: Type.Optional(Type.Literal("http", { description: "Default `http`; other tool types come with skills." })),
-    name: Type.String({ pattern: TOOL_NAME_PATTERN, description: "1 to 64 letters, digits or underscores." }),
-    description: Type.String({ minLength: 1, maxLength: 2000, description: "All the model knows of the tool." }),
-    parameters: Type.Object(
-      {
-        type: Type.Literal("object"),
-        properties: Type.Record(Type.String({ pattern: "^[A-Za-z0-9_]{1,64}$" }), ToolParameter),
-        required: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50 })),
-      },
-      { additionalProperties: false },
-    ),
-    method: literals(HTTP_METHODS),
-    url: Type.String({ pattern: "^https?://", maxLength: 2000, description: "Full http(s) URL; `{name}` placeholders are filled from path inputs." }),
-    paramMapping: Type.Optional(
-      Type.Record(Type.String({ pattern: "^[A-Za-z0-9_]{1,64}$" }), literals(PARAM_LOCATIONS), {
-        description: "Each input to `body`, `query` or `path`; `header` is accepted and dropped; an unmapped input is never sent.",
-      }),
-    ),
-    auth: Type.Optional(
-      Type.Object(
-        {
-          type: literals(TOOL_AUTH_TYPES),
-          keyName: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9-]{1,100}$", description: "Header name (type `header`)." })),
-          secretRef: Type.Optional(Type.String({ pattern: SECRET_NAME_PATTERN, description: "Name of a `toolSecrets` entry." })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
-export type HttpTool = Static<typeof HttpTool>;
-
-// ---- sandbox tools (issue 26, docs/hosted-agents.md "Sandbox tools"): JS Eval and Sandbox, run in a bubblewrap sandbox.
-/** Longest a sandbox tool's run may be given (spec "Limits": sandbox timeout up to 600 seconds). */
-export const MAX_SANDBOX_TIMEOUT_SECONDS = 600;
-const sandboxToolFields = {
-  name: Type.String({ pattern: TOOL_NAME_PATTERN, description: "1 to 64 letters, digits or underscores." }),
-  description: Type.String({ minLength: 1, maxLength: 2000, description: "All the model knows of the tool." }),
-  parameters: Type.Optional(
-    Type.Object(
-      {
-        type: Type.Literal("object"),
-        properties: Type.Record(Type.String({ pattern: "^[A-Za-z0-9_]{1,64}$" }), ToolParameter),
-        required: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50 })),
-      },
-      {
-        additionalProperties: false,
-        description: "The inputs the model gives; `input` is their object. Default: one string property `input`, and `input` is that string.",
-      },
-    ),
-  ),
-  timeoutSeconds: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: MAX_SANDBOX_TIMEOUT_SECONDS, description: "Wall-clock limit of one run, 1 to 600 s (default 30)." }),
-  ),
-};
-/** A function body run by Node in the sandbox with `input` in scope; what it returns (awaited) is JSON-serialised. */
-export const JsEvalTool = Type.Object(
-  { type: Type.Literal("js_eval"), ...sandboxToolFields, code: Type.String({ minLength: 1, maxLength: 20_000, description: "The function body." }) },
-  { additionalProperties: false },
-);
-export type JsEvalTool = Static<typeof JsEvalTool>;
-/** A shell command run in the sandbox after its optional setup command; `{input}` is the input as one argument. */
-export const SandboxTool = Type.Object(
-  {
-    type: Type.Literal("sandbox"),
-    ...sandboxToolFields,
-    setupCommand: Type.Optional(Type.String({ minLength: 1, maxLength: 20_000, description: "Run first (`sh -c`); a failure ends the run." })),
-    command: Type.String({
-      minLength: 1,
-      maxLength: 20_000,
-      description: "Run by `sh -c`; each `{input}` (not inside single quotes) becomes the input as one word, never parsed as shell.",
-    }),
-  },
-  { additionalProperties: false },
-);
-export type SandboxTool = Static<typeof SandboxTool>;
-/** A tool of a hosted agent's own record (never of a skill: sandbox tools are refused there). */
-export const HostedTool = Type.Union([HttpTool, JsEvalTool, SandboxTool]);
-export type HostedTool = Static<typeof HostedTool>;
-export const isSandboxTool = (tool: { type?: string }): tool is JsEvalTool | SandboxTool => tool.type === "js_eval" || tool.type === "sandbox";
 
 export const DeployAgentBody = Type.Object(
   {
@@ -133,13 +29,19 @@ export const DeployAgentBody = Type.Object(
       maxLength: 200,
       description: "Uncompressed secp256k1 public key (130 hex): every secret gets an ECIES copy to it.",
     }),
-    tools: Type.Optional(Type.Array(HostedTool, { description: "At most 20 (`TOO_MANY_TOOLS`); each HTTP tool at most 30 parameters and 30 mappings." })),
+    tools: Type.Optional(Type.Array(AgentTool, { description: "At most 20 (`TOO_MANY_TOOLS`); each tool at most 30 parameters and 30 mappings." })),
     toolSecrets: Type.Optional(
       Type.Record(Type.String({ pattern: SECRET_NAME_PATTERN }), Type.String({ minLength: 1, maxLength: 4000 }), {
         description: "Secret name to value; stored encrypted, never shown again.",
       }),
     ),
     capabilities: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 })),
+    skills: Type.Optional(
+      Type.Array(Type.String({ pattern: SKILL_SLUG_PATTERN, maxLength: 64 }), {
+        maxItems: MAX_SKILLS_PER_AGENT,
+        description: "Skills to install, by slug (public ones, or your own private ones; `SKILL_NOT_FOUND` otherwise).",
+      }),
+    ),
     minReward: Type.Optional(RawAmount),
     subtasks: Type.Optional(
       Type.Object(
@@ -160,18 +62,44 @@ export const DeployAgentBody = Type.Object(
 );
 export type DeployAgentBody = Static<typeof DeployAgentBody>;
 
+/**
+ * PATCH /api/v1/agents/{id} (issue 25): what the owner may change after deploy. Applies at the agent's next start (a
+ * running agent keeps what it started with); the wallet, identity and reputation stay. Tool secrets are set at deploy
+ * only: new tools may name only secrets the agent holds.
+ */
+export const UpdateAgentBody = Type.Object(
+  {
+    displayName: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    instructions: Type.Optional(Type.String({ minLength: 1, maxLength: 20_000 })),
+    model: Type.Optional(
+      Type.Object(
+        { baseUrl: Type.String({ pattern: "^https?://", maxLength: 2000 }), name: Type.String({ minLength: 1, maxLength: 200 }) },
+        { additionalProperties: false, description: "The model key stays the one given at deploy." },
+      ),
+    ),
+    tools: Type.Optional(
+      Type.Array(AgentTool, { description: "Replaces the agent's own tools (installed skills' stay); the deploy's bounds (`TOO_MANY_TOOLS`, ...)." }),
+    ),
+    capabilities: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 })),
+    minReward: Type.Optional(Type.Union([RawAmount, Type.Null()], { description: "null: no minimum." })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateAgentBody = Static<typeof UpdateAgentBody>;
+
 export const AGENT_STATES = ["running", "stopped"] as const;
 export type AgentState = (typeof AGENT_STATES)[number];
 export const BUILTIN_TOOLS = ["send_message", "read_inbox", "wait_for_reply", "delegate_to_agent"] as const;
 
 /** A tool as the public sees it: no secret, header values masked. */
 export const PublicTool = Type.Object({
-  type: Type.Optional(Type.String({ description: "`http` (default), `js_eval` or `sandbox` (these show no method, URL or code)." })),
+  type: Type.String({ description: "`http`, `mcp`, `mcp_manual`, `js_eval` or `sandbox` (these two show no method, URL or code)." }),
   name: Type.String(),
   description: Type.String(),
   method: Type.String(),
   url: Type.String(),
   headers: Type.Record(Type.String(), Type.String(), { description: "Headers the tool sends, values masked." }),
+  tools: Type.Optional(Type.Array(Type.String(), { description: "An MCP server's tools, as listed at deploy or install." })),
 });
 export type PublicTool = Static<typeof PublicTool>;
 
@@ -206,6 +134,7 @@ export const OwnedAgentView = Type.Intersect([
     exportedAt: Type.Union([Type.Integer(), Type.Null()]),
     exports: Type.Integer(),
     lastError: Type.Union([Type.String(), Type.Null()]),
+    skills: Type.Array(InstalledSkill, { description: "Installed skills (frozen snapshots), joined at the agent's next start." }),
   }),
 ]);
 export type OwnedAgentView = Static<typeof OwnedAgentView>;

@@ -14,6 +14,7 @@ import {
 import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "./posting";
 import type { ChainName } from "../../core/chains";
 import { streamEvents, type EventStreamOptions, type MarketEvent } from "./events";
+import { skillsApi, type SkillsApi } from "./skills";
 import { canCancel, hasEnded, snapshotFromView } from "../../core/escrow";
 import type {
   AgentAnswer,
@@ -138,6 +139,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export class MarketClient {
   readonly http: Http;
+  /** Skills and agent updates (sdk/src/skills.ts). */
+  readonly skills: SkillsApi;
   /** Holds the keys: an ES private field, so printing or serialising the client never shows them. */
   readonly #options: MarketClientOptions;
   private readonly pinned: PinnedEscrows;
@@ -152,6 +155,7 @@ export class MarketClient {
       fetch: options.fetch,
       timeoutMs: options.timeoutMs,
     });
+    this.skills = skillsApi(this.http);
     this.pinned = options.escrows ?? pinnedEscrowsFromEnv();
   }
 

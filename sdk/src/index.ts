@@ -29,6 +29,7 @@ export {
   type RentalState,
   type RentServiceOptions,
 } from "./client";
+export { skillsApi, type SkillsApi, type SkillListOptions, type SkillView, type InstalledSkill, type UpdateAgentBody } from "./skills";
 export {
   WorkerRuntime,
   needsWrapDelay,

@@ -9,8 +9,8 @@ import type { Db } from "../db";
 import { lastCursor, readEvents, walletsOf, type EventFeed } from "../events";
 import type { WebhookStore } from "../webhooks";
 import { A2A_FINAL_STATES, a2aStatusUpdate, JsonRpcBody, type TaskView } from "../../core/api";
-import { MarketError } from "../../core/errors";
 import { checkCapabilities } from "../../core/capabilities";
+import { MarketError } from "../../core/errors";
 import type { TaskStatus } from "../../core/status";
 
 /** JSON-RPC 2.0 and A2A error codes. */
@@ -364,7 +364,11 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<A2aDeps> = async (app, deps) =
         const header = request.headers[CAPABILITIES_HEADER];
         const query = (request.query as { capabilities?: unknown } | undefined)?.capabilities;
         const named = typeof header === "string" ? header : typeof query === "string" ? query : undefined;
-        const principal = await auth.optional(request);
+        // The endpoint is public: a key only narrows what is listed, and a wrong one is ignored, never refused.
+        const principal = await auth.optional(request).catch((error: unknown) => {
+          if (error instanceof MarketError && error.code === "INVALID_TOKEN") return undefined;
+          throw error;
+        });
         const caller: Caller = {
           headers: request.headers,
           ...(named === undefined ? {} : { capabilities: named }),

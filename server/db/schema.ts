@@ -55,6 +55,10 @@ export interface Database {
   hosted_agent_messages: HostedAgentMessagesTable;
   services: ServicesTable;
   service_sales: ServiceSalesTable;
+  // issue 25
+  skills: SkillsTable;
+  hosted_agent_skills: HostedAgentSkillsTable;
+  // issue 26
   sandbox_usage: SandboxUsageTable;
   // The event log (server/events, issue 27).
   event_heads: EventHeadsTable;
@@ -666,6 +670,39 @@ export interface ServiceSalesTable {
   block_number: number;
 }
 export type Service = Selectable<ServicesTable>;
+
+/** A skill of the registry (issue 25); a deleted one is kept, marked, so its slug stays taken. JSON columns as text. */
+export interface SkillsTable {
+  id: Generated<number>;
+  slug: string;
+  account_id: number;
+  author_address: string;
+  name: string;
+  description: string;
+  version: string;
+  license: string | null;
+  instructions: string;
+  /** JSON: the tool definitions. */
+  tools: string;
+  /** JSON: names of the secrets it needs. */
+  secret_refs: string;
+  /** JSON: capability tags. */
+  capabilities: string;
+  /** 1 listed and installable by anyone, 0 its author's only. */
+  is_public: number;
+  created_at: Millis;
+  updated_at: Millis;
+  deleted_at: Millis | null;
+}
+
+/** A skill installed in a hosted agent: the frozen snapshot (JSON) taken at install. */
+export interface HostedAgentSkillsTable {
+  agent_id: number;
+  slug: string;
+  skill_id: number;
+  snapshot: string;
+  installed_at: Millis;
+}
 
 /** Sandbox runs' wall-clock time per hosted agent and UTC day (issue 26: the daily cost cap). */
 export interface SandboxUsageTable {

@@ -22,14 +22,18 @@ const over = (
   count: number,
 ) => new MarketError(code, `${field} has ${count} entries; at most ${limit} are allowed.`, { details: [{ field, message: `at most ${limit}` }] });
 
-/** Throws the bound's own code when the body's tools, secrets, parameters or mappings are more than allowed. */
+/**
+ * Throws the bound's own code when the body's tools, secrets, parameters or mappings are more than allowed: a deploy's
+ * body and an owner's update (PATCH, which has no `toolSecrets`) alike.
+ */
 export function checkDeployBounds(body: Pick<DeployAgentBody, "tools" | "toolSecrets">): void {
   const tools = body.tools ?? [];
   if (tools.length > MAX_TOOLS) throw over("TOO_MANY_TOOLS", "body.tools", MAX_TOOLS, tools.length);
   const secrets = Object.keys(body.toolSecrets ?? {}).length;
   if (secrets > MAX_TOOL_SECRETS) throw over("TOO_MANY_TOOL_SECRETS", "body.toolSecrets", MAX_TOOL_SECRETS, secrets);
   tools.forEach((tool, i) => {
-    const parameters = Object.keys(tool.parameters?.properties ?? {}).length;
+    // Every tool type (issue 25's MCP types and issue 26's sandbox types included); an MCP server's tools are listed, not given.
+    const parameters = "parameters" in tool ? Object.keys(tool.parameters?.properties ?? {}).length : 0;
     if (parameters > MAX_TOOL_PARAMETERS)
       throw over("TOO_MANY_TOOL_PARAMETERS", `body.tools.${i}.parameters.properties`, MAX_TOOL_PARAMETERS, parameters);
     const mappings = "paramMapping" in tool ? Object.keys(tool.paramMapping ?? {}).length : 0;

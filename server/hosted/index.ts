@@ -15,6 +15,8 @@ import { createGasSponsor } from "./sponsor";
 import { createHostedRunners, type RunnerEndpoints } from "./runner";
 import { createHostedAgents, type OnDeployed } from "./service";
 import type { RunnerLogger } from "./runner/agent";
+import { createSkillStore } from "../skills";
+import { checkToolDefinition } from "./tools";
 
 export { hostedRoutes, type HostedRoutesDeps } from "./routes";
 export { bridgeHealthRoutes } from "./health";
@@ -58,6 +60,8 @@ export function createHosting(deps: HostingDeps) {
   const fees = createDeployFees({ db, chain: settlementChain, amount: config.deployFeeRaw, now });
   const sponsor = createGasSponsor({ db, chains, mode: config.gasSponsor, privateKey: config.gasSponsorKey, now, logger });
   const hooks = deployHooks(deps.onDeployed);
+  // The skills registry checks its tools by the same rules as a deploy (issue 25).
+  const skills = createSkillStore({ db, now, checkTool: (tool, field) => checkToolDefinition(tool, field, config.allowPrivateNetworks) });
   const sandbox = deps.sandbox ?? createSandbox({ db, config: config.sandbox ?? DEFAULT_SANDBOX, now });
   const runners = createHostedRunners({ db, store, tokens, config, sponsor, logger, now, sandbox });
   const agents = createHostedAgents({
@@ -65,6 +69,7 @@ export function createHosting(deps: HostingDeps) {
     store,
     fees,
     runners,
+    skills,
     settlementChain,
     config,
     now,
@@ -78,6 +83,7 @@ export function createHosting(deps: HostingDeps) {
   };
   return {
     store,
+    skills,
     sponsor,
     runners,
     agents,

@@ -19,7 +19,13 @@ import {
   OwnedAgentList,
   WithdrawBody,
   Withdrawal,
+  AgentSkillParams,
+  InstallSkillBody,
+  InstalledSkill,
+  InstalledSkills,
+  UpdateAgentBody,
 } from "../../core/api";
+import { Type } from "@sinclair/typebox";
 import { MarketError } from "../../core/errors";
 import type { HostedAgents } from "./service";
 import type { HostedStore } from "./store";
@@ -212,5 +218,72 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
       },
     },
     async (request) => ok({ messages: await agents.messages(await auth.required(request), Number(request.params.id)) }),
+  );
+
+  app.patch(
+    "/api/v1/agents/:id",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Update a hosted agent: instructions, display name, model, tools, capabilities, minimum reward",
+        description:
+          "Applies at the agent's next start (restart it): a running agent keeps what it started with. Its wallet, identity and " +
+          `reputation stay. Tool secrets are set at deploy only (new tools may name only secrets it holds). ${OWNER_ONLY}`,
+        security: CREDENTIALS,
+        params: AgentParams,
+        body: UpdateAgentBody,
+        response: { 200: Envelope(OwnedAgentAnswer), ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (request) => ok({ agent: await agents.update(await auth.signedIn(request), Number(request.params.id), request.body) }),
+  );
+
+  app.get(
+    "/api/v1/agents/:id/skills",
+    {
+      schema: {
+        tags: ["hosted agents", "skills"],
+        summary: "The agent's installed skills (frozen snapshots)",
+        description: OWNER_ONLY,
+        security: CREDENTIALS,
+        params: AgentParams,
+        response: { 200: Envelope(InstalledSkills), ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (request) => ok({ skills: await agents.installedSkills(await auth.signedIn(request), Number(request.params.id)) }),
+  );
+
+  app.post(
+    "/api/v1/agents/:id/skills",
+    {
+      schema: {
+        tags: ["hosted agents", "skills"],
+        summary: "Install a skill by slug: a frozen snapshot, joined at the agent's next start",
+        description:
+          "A private skill of another author is `SKILL_NOT_FOUND`; a skill needing tool secrets the agent does not hold is `SKILL_NEEDS_SECRETS` " +
+          "(tool secrets are set at deploy only); installed already: `SKILL_ALREADY_INSTALLED`. A later edit of the skill changes nothing " +
+          `until it is removed and installed again. ${OWNER_ONLY}`,
+        security: CREDENTIALS,
+        params: AgentParams,
+        body: InstallSkillBody,
+        response: { 200: Envelope(Type.Object({ skill: InstalledSkill })), ...errorResponses(401, 403, 404, 409) },
+      },
+    },
+    async (request) => ok({ skill: await agents.installSkill(await auth.signedIn(request), Number(request.params.id), request.body.slug) }),
+  );
+
+  app.delete(
+    "/api/v1/agents/:id/skills/:slug",
+    {
+      schema: {
+        tags: ["hosted agents", "skills"],
+        summary: "Remove an installed skill (applies at the agent's next start)",
+        description: `\`SKILL_NOT_INSTALLED\` when it is not installed. ${OWNER_ONLY}`,
+        security: CREDENTIALS,
+        params: AgentSkillParams,
+        response: { 200: Envelope(Type.Object({ slug: Type.String(), removed: Type.Literal(true) })), ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (request) => ok(await agents.removeSkill(await auth.signedIn(request), Number(request.params.id), request.params.slug)),
   );
 };

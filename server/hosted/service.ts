@@ -5,9 +5,23 @@ import { isUniqueViolation, json, retryConflicts } from "../db";
 import { chainCall, chainUnavailable, type Chain } from "../chains";
 import type { Principal } from "../auth";
 import type { HostedConfig } from "../config";
-import type { AgentMessage, Deployed, DeployAgentBody, ExportedKey, HostedTool, OwnedAgentView, WithdrawBody, Withdrawal } from "../../core/api";
-import { BUILTIN_TOOLS, asAddress, asRawAmount, isSandboxTool } from "../../core/api";
-import { substituteInput, type Sandbox } from "../sandbox";
+import type {
+  AgentMessage,
+  Deployed,
+  DeployAgentBody,
+  ExportedKey,
+  OwnedAgentView,
+  StoredTool,
+  UpdateAgentBody,
+  WithdrawBody,
+  Withdrawal,
+} from "../../core/api";
+import { asAddress, asRawAmount } from "../../core/api";
+import { checkTools, prepareTools } from "./tools";
+import type { Sandbox } from "../sandbox";
+import type { SkillStore } from "../skills";
+import { installedView, snapshotOf, withSkills, type SkillSnapshot } from "./installed-skills";
+import { BUILTIN_TOOLS, MAX_SKILLS_PER_AGENT, type InstalledSkill } from "../../core/api";
 import { capabilityTags } from "../agents";
 import { createSharedWindows, rateLimited } from "../http/rate-limit";
 import { MarketError } from "../../core/errors";
@@ -22,7 +36,6 @@ import type { HostedRunners } from "./runner";
 import { privateUrlReason } from "./runner/bounds";
 import { checkDeployBounds } from "./deploy-bounds";
 import { appendMessage, forgetMessages, MESSAGE_RETENTION_MS, MESSAGES_KEPT } from "./messages";
-import { toolOrigin } from "./runner/tools";
 import { sealCopiesOffLoop } from "./sealer";
 
 const ERC20 = ["function balanceOf(address) view returns (uint256)", "function transfer(address to, uint256 amount) returns (bool)"];
@@ -60,6 +73,7 @@ export function createHostedAgents(deps: {
   store: HostedStore;
   fees: DeployFees;
   runners: HostedRunners;
+  skills: Pick<SkillStore, "forInstall">;
   settlementChain: () => Chain;
   config: Pick<HostedConfig, "deploysPerHour" | "maxAgentsPerAccount" | "allowPrivateNetworks" | "masterKey" | "walletHoldMs">;
   now: () => number;
@@ -75,47 +89,6 @@ export function createHostedAgents(deps: {
     if (config.allowPrivateNetworks) return;
     const reason = privateUrlReason(url);
     if (reason) throw invalid(field, reason);
-  }
-
-  async function checkTools(tools: HostedTool[]) {
-    const names = new Set<string>();
-    tools.forEach((tool, i) => {
-      const field = `body.tools.${i}`;
-      if (names.has(tool.name)) throw invalid(`${field}.name`, "is used by another tool");
-      if ((BUILTIN_TOOLS as readonly string[]).includes(tool.name)) throw invalid(`${field}.name`, "is the name of a built-in tool");
-      names.add(tool.name);
-      if (isSandboxTool(tool)) return checkSandboxTool(field, tool);
-      checkUrl(`${field}.url`, tool.url);
-      // Issue 23 item 3: placeholders in the path and query only; the origin is fixed at deploy.
-      if (toolOrigin(tool.url) === undefined)
-        throw invalid(`${field}.url`, "may have {placeholders} only in its path and query, never in its scheme, host or port");
-      const properties = Object.keys(tool.parameters.properties);
-      for (const required of tool.parameters.required ?? [])
-        if (!properties.includes(required)) throw invalid(`${field}.parameters.required`, `names ${required}, which is not a property`);
-      for (const placeholder of tool.url.match(/\{([^}]+)\}/g) ?? []) {
-        const name = placeholder.slice(1, -1);
-        if (!properties.includes(name)) throw invalid(`${field}.url`, `has the placeholder ${placeholder} with no matching property`);
-      }
-      for (const input of Object.keys(tool.paramMapping ?? {}))
-        if (!properties.includes(input)) throw invalid(`${field}.paramMapping`, `maps ${input}, which is not a property`);
-      const auth = tool.auth;
-      if (auth && auth.type !== "none") {
-        if (!auth.secretRef) throw invalid(`${field}.auth.secretRef`, "is required unless the auth type is none");
-        if (auth.type === "header" && !auth.keyName) throw invalid(`${field}.auth.keyName`, "is required for auth type header");
-      }
-    });
-    // Never accepted where they could not run as isolated as stated: there is no weaker fallback.
-    if (tools.some(isSandboxTool)) await deps.sandbox.requireAvailable();
-  }
-
-  function checkSandboxTool(field: string, tool: Extract<HostedTool, { type: "js_eval" | "sandbox" }>) {
-    const properties = Object.keys(tool.parameters?.properties ?? {});
-    for (const required of tool.parameters?.required ?? [])
-      if (!properties.includes(required)) throw invalid(`${field}.parameters.required`, `names ${required}, which is not a property`);
-    if (tool.type === "sandbox") {
-      const substituted = substituteInput(tool.command);
-      if ("error" in substituted) throw invalid(`${field}.command`, substituted.error);
-    }
   }
 
   /** `AGENT_QUOTA_EXCEEDED` when the account already has `maxAgentsPerAccount` agents (deleted ones not counted). */
@@ -147,8 +120,9 @@ export function createHostedAgents(deps: {
       });
     }
     checkUrl("body.model.baseUrl", body.model.baseUrl);
-    const tools = body.tools ?? [];
-    await checkTools(tools);
+    // Each tool's text (and the sandbox, for a sandbox tool) is checked before anything costs us; MCP servers are
+    // listed after the deploy quota below.
+    await checkTools(body.tools ?? [], { allowPrivateNetworks: config.allowPrivateNetworks, field: "body.tools", sandbox: deps.sandbox });
     const capabilities = capabilityTags(body.capabilities ?? [], "body.capabilities");
     if (body.minReward !== undefined && BigInt(body.minReward) > MAX_UINT256) throw invalid("body.minReward", "is above 2^256-1");
     let subtaskMaxReward: string | null = null;
@@ -162,6 +136,21 @@ export function createHostedAgents(deps: {
     if (retryAfter !== undefined) throw rateLimited(retryAfter, "deploys");
     // Refused early (before the fee is looked at); checked again, atomically, where the agent is inserted.
     await checkQuota(db, principal.accountId);
+    const tools: StoredTool[] = await prepareTools(body.tools ?? [], {
+      allowPrivateNetworks: config.allowPrivateNetworks,
+      secret: (name) => body.toolSecrets?.[name],
+      field: "body.tools",
+      sandbox: deps.sandbox,
+    });
+    // Skills by slug: a private skill of another author is SKILL_NOT_FOUND; each one's snapshot taken now.
+    const slugs = body.skills ?? [];
+    if (new Set(slugs).size !== slugs.length) throw new MarketError("SKILL_ALREADY_INSTALLED", "body.skills names a skill twice.");
+    const snapshots: SkillSnapshot[] = [];
+    for (const slug of slugs) {
+      const skill = await deps.skills.forInstall(principal, slug);
+      snapshots.push(await snapshotOf(skill, { secret: (name) => body.toolSecrets?.[name], allowPrivateNetworks: config.allowPrivateNetworks }));
+    }
+    withSkills({ instructions: body.instructions, tools, capabilities }, BUILTIN_TOOLS, snapshots);
 
     const fee = await fees.verify(body.feeTxHash, principal.accountId);
     const wallet = Wallet.createRandom();
@@ -220,12 +209,19 @@ export function createHostedAgents(deps: {
           if (tools.length > 0) {
             await trx
               .insertInto("hosted_agent_tools")
+              .values(tools.map((tool) => ({ agent_id: row.id, name: tool.name, origin: "deploy", definition: json.write(tool) })))
+              .execute();
+          }
+          if (snapshots.length > 0) {
+            await trx
+              .insertInto("hosted_agent_skills")
               .values(
-                tools.map((tool) => ({
+                snapshots.map((snapshot, i) => ({
                   agent_id: row.id,
-                  name: tool.name,
-                  origin: "deploy",
-                  definition: json.write({ ...tool, type: tool.type ?? "http" }),
+                  slug: snapshot.slug,
+                  skill_id: snapshot.skillId,
+                  snapshot: json.write(snapshot),
+                  installed_at: at + i,
                 })),
               )
               .execute();
@@ -555,8 +551,127 @@ export function createHostedAgents(deps: {
     return Promise.all(rows.map((r) => store.ownedView(r)));
   }
 
+  /**
+   * Installs a skill by slug (a frozen snapshot; it joins the agent at its next start): `SKILL_NOT_FOUND` for a private
+   * skill of another author, `SKILL_NEEDS_SECRETS` when the agent lacks a secret it needs (tool secrets are set at
+   * deploy only), `SKILL_ALREADY_INSTALLED`, `SKILL_QUOTA_EXCEEDED`.
+   */
+  async function installSkill(principal: Principal, id: number, slug: string): Promise<InstalledSkill> {
+    const row = await store.requireOwned(id, principal);
+    const installed = await store.skills(id);
+    if (installed.some((s) => s.snapshot.slug === slug)) throw new MarketError("SKILL_ALREADY_INSTALLED", `The agent has ${slug} installed already.`);
+    if (installed.length >= MAX_SKILLS_PER_AGENT)
+      throw new MarketError("SKILL_QUOTA_EXCEEDED", `An agent holds at most ${MAX_SKILLS_PER_AGENT} skills; remove one first.`);
+    const skill = await deps.skills.forInstall(principal, slug);
+    const secrets = await store.openToolSecrets(id);
+    let snapshot: SkillSnapshot;
+    try {
+      snapshot = await snapshotOf(skill, { secret: (name) => secrets.get(name), allowPrivateNetworks: config.allowPrivateNetworks });
+    } finally {
+      secrets.clear();
+    }
+    // The names must still be unique once joined (refused now, not at the next start).
+    withSkills({ instructions: row.instructions, tools: await store.tools(id), capabilities: [] }, BUILTIN_TOOLS, [
+      ...installed.map((s) => s.snapshot),
+      snapshot,
+    ]);
+    const at = now();
+    try {
+      await db
+        .insertInto("hosted_agent_skills")
+        .values({ agent_id: id, slug, skill_id: snapshot.skillId, snapshot: json.write(snapshot), installed_at: at })
+        .execute();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new MarketError("SKILL_ALREADY_INSTALLED", `The agent has ${slug} installed already.`);
+      throw error;
+    }
+    return installedView(snapshot, at);
+  }
+
+  /**
+   * The owner's update (issue 25): instructions, display name, model, tools, capabilities and minimum reward, applied
+   * at the next start (the running agent keeps its running config). The record, its wallet and its reputation stay.
+   */
+  async function update(principal: Principal, id: number, body: UpdateAgentBody): Promise<OwnedAgentView> {
+    const row = await store.requireOwned(id, principal);
+    // The deploy's bounds and tool rules hold for an update too (issue 23 item 2, issue 26's sandbox requirement).
+    checkDeployBounds({ tools: body.tools });
+    if (body.model) checkUrl("body.model.baseUrl", body.model.baseUrl);
+    await checkTools(body.tools ?? [], { allowPrivateNetworks: config.allowPrivateNetworks, field: "body.tools", sandbox: deps.sandbox });
+    const capabilities = body.capabilities === undefined ? undefined : capabilityTags(body.capabilities, "body.capabilities");
+    if (body.minReward !== undefined && body.minReward !== null && BigInt(body.minReward) > MAX_UINT256)
+      throw invalid("body.minReward", "is above 2^256-1");
+    let tools: StoredTool[] | undefined;
+    if (body.tools) {
+      const secrets = await store.openToolSecrets(id);
+      try {
+        // Secrets are set at deploy only: a new tool may name only one the agent holds.
+        body.tools.forEach((tool, i) => {
+          const auth = "auth" in tool ? tool.auth : undefined;
+          const ref = auth && auth.type !== "none" ? auth.secretRef : undefined;
+          if (ref && !secrets.has(ref)) throw invalid(`body.tools.${i}.auth.secretRef`, `names ${ref}, which the agent does not hold`);
+        });
+        tools = await prepareTools(body.tools, {
+          allowPrivateNetworks: config.allowPrivateNetworks,
+          secret: (n) => secrets.get(n),
+          field: "body.tools",
+          sandbox: deps.sandbox,
+        });
+      } finally {
+        secrets.clear();
+      }
+      withSkills(
+        { instructions: row.instructions, tools, capabilities: [] },
+        BUILTIN_TOOLS,
+        (await store.skills(id)).map((k) => k.snapshot),
+      );
+    }
+    await db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable("hosted_agents")
+        .set({
+          ...(body.displayName === undefined ? {} : { display_name: body.displayName }),
+          ...(body.instructions === undefined ? {} : { instructions: body.instructions }),
+          ...(body.model ? { model_base_url: body.model.baseUrl, model_name: body.model.name } : {}),
+          ...(capabilities === undefined ? {} : { capabilities: json.write(capabilities) }),
+          ...(body.minReward === undefined ? {} : { min_reward: body.minReward }),
+          updated_at: now(),
+        })
+        .where("id", "=", id)
+        .execute();
+      if (tools) {
+        await trx.deleteFrom("hosted_agent_tools").where("agent_id", "=", id).execute();
+        if (tools.length > 0)
+          await trx
+            .insertInto("hosted_agent_tools")
+            .values(tools.map((tool) => ({ agent_id: id, name: tool.name, origin: "update", definition: json.write(tool) })))
+            .execute();
+      }
+    });
+    const updated = await store.find(id);
+    if (!updated) throw new MarketError("HOSTED_AGENT_NOT_FOUND");
+    return store.ownedView(updated);
+  }
+
+  /** Removes an installed skill (applies at the next start): `SKILL_NOT_INSTALLED` when it is not. */
+  async function removeSkill(principal: Principal, id: number, slug: string): Promise<{ slug: string; removed: true }> {
+    await store.requireOwned(id, principal);
+    const result = await db.deleteFrom("hosted_agent_skills").where("agent_id", "=", id).where("slug", "=", slug).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) throw new MarketError("SKILL_NOT_INSTALLED", `The agent has no skill ${slug} installed.`);
+    return { slug, removed: true };
+  }
+
+  async function installedSkills(principal: Principal, id: number): Promise<InstalledSkill[]> {
+    await store.requireOwned(id, principal);
+    return (await store.skills(id)).map((s) => installedView(s.snapshot, s.installedAt));
+  }
+
   return {
     deploy,
+    update,
+    installSkill,
+    removeSkill,
+    installedSkills,
     start,
     stop,
     restart,

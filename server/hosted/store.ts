@@ -11,11 +11,12 @@ import {
   asRawAmount,
   isSandboxTool,
   type HostedAgentView,
-  type HostedTool,
   type OwnedAgentView,
   type PublicTool,
+  type StoredTool,
 } from "../../core/api";
 import { MAX_SERIAL_ID } from "../db";
+import { installedView, withSkills, type SkillSnapshot } from "./installed-skills";
 
 export type SecretKind = "wallet" | "model" | "tool";
 
@@ -34,7 +35,7 @@ export interface RunningConfig {
   model: { baseUrl: string; name: string };
   capabilities: string[];
   minReward: string | null;
-  tools: HostedTool[];
+  tools: StoredTool[];
   subtaskMaxReward: string | null;
 }
 
@@ -105,6 +106,18 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     };
   }
 
+  /** The agent's tool secrets alone, opened in memory (its wallet and model keys stay sealed). */
+  async function openToolSecrets(agentId: number): Promise<Map<string, string>> {
+    const sealer = requireVault();
+    const rows = await db
+      .selectFrom("hosted_agent_secrets")
+      .select(["name", "sealed"])
+      .where("agent_id", "=", agentId)
+      .where("kind", "=", "tool")
+      .execute();
+    return new Map(rows.map((row) => [row.name, sealer.open(row.sealed, secretContext(agentId, "tool", row.name))]));
+  }
+
   /** The agent's wallet key alone, opened in memory (its other secrets stay sealed). */
   async function openWalletKey(agentId: number): Promise<string> {
     const sealer = requireVault();
@@ -143,20 +156,37 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     return row;
   }
 
-  async function tools(agentId: number): Promise<HostedTool[]> {
+  async function tools(agentId: number): Promise<StoredTool[]> {
     const rows = await db.selectFrom("hosted_agent_tools").select("definition").where("agent_id", "=", agentId).orderBy("name").execute();
-    return rows.map((r) => json.read<HostedTool>(r.definition)!);
+    return rows.map((r) => json.read<StoredTool>(r.definition)!);
   }
 
-  /** The configuration an agent starts with. */
+  /** The agent's installed skills (their snapshots), in install order. */
+  async function skills(agentId: number): Promise<Array<{ snapshot: SkillSnapshot; installedAt: number }>> {
+    const rows = await db
+      .selectFrom("hosted_agent_skills")
+      .select(["snapshot", "installed_at"])
+      .where("agent_id", "=", agentId)
+      .orderBy("installed_at")
+      .orderBy("slug")
+      .execute();
+    return rows.map((r) => ({ snapshot: json.read<SkillSnapshot>(r.snapshot)!, installedAt: r.installed_at }));
+  }
+
+  /** The configuration an agent starts with: its own, with its installed skills joined (spec "Skill"). */
   async function runningConfig(row: HostedAgent): Promise<RunningConfig> {
+    const joined = withSkills(
+      { instructions: row.instructions, tools: await tools(row.id), capabilities: json.read<string[]>(row.capabilities) ?? [] },
+      BUILTIN_TOOLS,
+      (await skills(row.id)).map((s) => s.snapshot),
+    );
     return {
       displayName: row.display_name,
-      instructions: row.instructions,
+      instructions: joined.instructions,
       model: { baseUrl: row.model_base_url, name: row.model_name },
-      capabilities: json.read<string[]>(row.capabilities) ?? [],
+      capabilities: joined.capabilities,
       minReward: row.min_reward === null ? null : asRawAmount(row.min_reward),
-      tools: await tools(row.id),
+      tools: joined.tools,
       subtaskMaxReward: row.subtask_max_reward,
     };
   }
@@ -195,7 +225,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       .execute();
   }
 
-  function publicView(row: HostedAgent, toolList: HostedTool[]): HostedAgentView {
+  function publicView(row: HostedAgent, toolList: StoredTool[]): HostedAgentView {
     return {
       id: row.id,
       address: asAddress(row.address),
@@ -237,6 +267,7 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       exportedAt: row.exported_at,
       exports: Number(exports.n),
       lastError: row.last_error,
+      skills: (await skills(row.id)).map((s) => installedView(s.snapshot, s.installedAt)),
     };
   }
 
@@ -254,8 +285,8 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
       )
       .orderBy("name")
       .execute();
-    const byAgent = new Map<number, HostedTool[]>();
-    for (const t of toolRows) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), json.read<HostedTool>(t.definition)!]);
+    const byAgent = new Map<number, StoredTool[]>();
+    for (const t of toolRows) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), json.read<StoredTool>(t.definition)!]);
     return rows.map((row) => publicView(row, byAgent.get(row.id) ?? []));
   }
 
@@ -278,10 +309,12 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     storeSecrets,
     openSecrets,
     openWalletKey,
+    openToolSecrets,
     ownerCopy,
     find,
     requireOwned,
     tools,
+    skills,
     runningConfig,
     setState,
     transition,
@@ -292,12 +325,15 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
 }
 
 /** A tool as the public sees it: the headers it sends with their values masked, never a secret. */
-export function publicTool(tool: HostedTool): PublicTool {
-  // A sandbox tool's code and command are its owner's: the public sees its name and description.
+export function publicTool(tool: StoredTool): PublicTool {
+  // A sandbox tool's code and command are its owner's: the public sees its type, name and description.
   if (isSandboxTool(tool)) return { type: tool.type, name: tool.name, description: tool.description, method: "", url: "", headers: {} };
   const headers: Record<string, string> = {};
   const auth = tool.auth;
   if (auth?.type === "bearer") headers.Authorization = `Bearer ${MASK}`;
   if (auth?.type === "header") headers[auth.keyName ?? "Authorization"] = MASK;
-  return { name: tool.name, description: tool.description, method: tool.method, url: tool.url, headers };
+  const view = { name: tool.name, url: tool.url, headers };
+  if (tool.type === "mcp") return { type: "mcp", ...view, description: tool.description ?? "", method: "MCP", tools: tool.listed.map((t) => t.name) };
+  if (tool.type === "mcp_manual") return { type: "mcp_manual", ...view, description: tool.description, method: "POST" };
+  return { type: "http", ...view, description: tool.description, method: tool.method };
 }

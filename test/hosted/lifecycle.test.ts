@@ -122,6 +122,7 @@ describe("hosted agents: deploy, work, withdraw, export", function () {
     const listed = listing.agents.find((a) => a.id === agent.id)!;
     expect(listed.tools).to.deep.equal([
       {
+        type: "http",
         name: "lookup",
         description: "Look up a fact about a topic.",
         method: "GET",

@@ -3,7 +3,8 @@
  * paid task and their results reach the delivered output; the per-agent caps refuse with their codes and reset as
  * stated, in the database (a second sandbox service on the same database, as another API process, agrees); a server
  * without a working sandbox refuses the tools at deploy (shown in /health) and never runs them weaker; the public
- * view of an agent never shows a sandbox tool's code.
+ * view of an agent never shows a sandbox tool's code. With skills (issue 25): a skill never holds them
+ * (SANDBOX_TOOL_IN_SKILL), and an owner's update adds them by the deploy's rules (bounds, sandbox required).
  */
 import { expect } from "chai";
 import { startStack, type Stack } from "../support/stack";
@@ -171,6 +172,84 @@ describe("sandbox tools of hosted agents", function () {
         await s.deployHostedAgent(s.stranger, key);
         const answer = await callSandboxTool(s.hosting.sandbox, 1, reverse, { input: "x" }, new AbortController().signal);
         expect(answer).to.match(/^Error: SANDBOX_UNAVAILABLE: No working sandbox on this server: bwrap did not run sh/);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("a skill never holds one (SANDBOX_TOOL_IN_SKILL over the skills route, nothing stored)", async function () {
+      const s = await startTestServer();
+      try {
+        const key = await s.apiKeyFor(s.stranger);
+        const before = await s.db.selectFrom("skills").select("id").execute();
+        for (const tool of [wordCount, reverse]) {
+          const refused = await s.call("POST", "/api/v1/skills", {
+            key,
+            body: { slug: "sandboxed", name: "Sandboxed", instructions: "x", tools: [tool] },
+          });
+          expect(refused.status).to.equal(400);
+          expect(refused.body.error.code).to.equal("SANDBOX_TOOL_IN_SKILL");
+          expect(refused.body.error.details?.[0]).to.deep.include({ field: "body.tools.0.type" });
+        }
+        expect(await s.db.selectFrom("skills").select("id").execute()).to.deep.equal(before);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("an owner's update (PATCH) adds them by the deploy's rules; the deploy's bounds and URL rules hold there too", async function () {
+      const s = await startTestServer();
+      try {
+        const key = await s.apiKeyFor(s.stranger);
+        const strangerKey = await s.apiKeyFor(s.poster);
+        const { id } = await s.deployHostedAgent(s.stranger, key);
+        const patch = (k: string, tools: unknown[]) =>
+          s.call<{ agent: { tools: unknown[] } }>("PATCH", `/api/v1/agents/${id}`, { key: k, body: { tools } });
+        const wrong = await patch(strangerKey, [wordCount]);
+        expect(wrong.body.error.code).to.equal("NOT_AGENT_OWNER");
+        const tooMany = await patch(
+          key,
+          Array.from({ length: 21 }, (_, i) => ({ ...wordCount, name: `count_${i}` })),
+        );
+        expect(tooMany.body.error.code).to.equal("TOO_MANY_TOOLS");
+        const quoted = await patch(key, [{ ...reverse, command: "echo '{input}'" }]);
+        expect(quoted.body.error).to.deep.include({ code: "VALIDATION_FAILED" });
+        expect(quoted.body.error.details?.[0]).to.deep.include({ field: "body.tools.0.command" });
+        // An MCP server's URL takes no placeholder (issue 23: the origin is fixed when the tool is accepted).
+        const mcp = await patch(key, [{ type: "mcp", name: "remote", url: "https://{host}.example.com/mcp" }]);
+        expect(mcp.body.error).to.deep.include({ code: "VALIDATION_FAILED" });
+        expect(mcp.body.error.details?.[0]).to.deep.include({ field: "body.tools.0.url" });
+        expect(await s.db.selectFrom("hosted_agent_tools").select("name").where("agent_id", "=", id).execute()).to.deep.equal([]);
+
+        const updated = await patch(key, [wordCount, reverse]);
+        expect(updated.status).to.equal(200);
+        expect(updated.body.data.agent.tools).to.deep.equal([
+          { type: "sandbox", name: "reverse_lines", description: reverse.description, method: "", url: "", headers: {} },
+          { type: "js_eval", name: "word_count", description: wordCount.description, method: "", url: "", headers: {} },
+        ]);
+        const stored = await s.db
+          .selectFrom("hosted_agent_tools")
+          .select(["name", "definition"])
+          .where("agent_id", "=", id)
+          .orderBy("name")
+          .execute();
+        expect(stored.map((r) => JSON.parse(r.definition) as unknown)).to.deep.equal([reverse, wordCount]);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("a server without a working sandbox refuses them in an update too (SANDBOX_UNAVAILABLE, nothing changed)", async function () {
+      const s = await startTestServer({ hosted: { sandbox: { ...DEFAULT_SANDBOX, bwrap: "/nonexistent/bwrap" } } });
+      try {
+        const key = await s.apiKeyFor(s.stranger);
+        const { id } = await s.deployHostedAgent(s.stranger, key);
+        const refused = await s.call("PATCH", `/api/v1/agents/${id}`, { key, body: { instructions: "Changed.", tools: [wordCount] } });
+        expect(refused.status).to.equal(503);
+        expect(refused.body.error.code).to.equal("SANDBOX_UNAVAILABLE");
+        expect(await s.db.selectFrom("hosted_agent_tools").select("name").where("agent_id", "=", id).execute()).to.deep.equal([]);
+        const row = await s.db.selectFrom("hosted_agents").select("instructions").where("id", "=", id).executeTakeFirstOrThrow();
+        expect(row.instructions).to.equal("Answer briefly.");
       } finally {
         await s.close();
       }

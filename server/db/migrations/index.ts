@@ -12,6 +12,7 @@ import * as services from "./2026-11-24T11-00-00_services";
 import * as browseAtScale from "./2026-11-25T00-00-00_browse-at-scale";
 import * as hostedSubtasks from "./2026-11-26T00-00-00_hosted-subtasks";
 import * as hostedMcpRuns from "./2026-11-26T12-00-00_hosted-mcp-runs";
+import * as skills from "./2026-11-27T00-00-00_skills";
 import * as sandboxUsage from "./2026-11-27T12-00-00_sandbox-usage";
 import * as eventLog from "./2026-11-27T13-00-00_event-log";
 import * as webhooks from "./2026-11-27T13-30-00_webhooks";
@@ -31,6 +32,7 @@ export const migrations: Record<string, Migration> = {
   "2026-11-25T00-00-00_browse-at-scale": browseAtScale,
   "2026-11-26T00-00-00_hosted-subtasks": hostedSubtasks,
   "2026-11-26T12-00-00_hosted-mcp-runs": hostedMcpRuns,
+  "2026-11-27T00-00-00_skills": skills,
   "2026-11-27T12-00-00_sandbox-usage": sandboxUsage,
   "2026-11-27T13-00-00_event-log": eventLog,
   "2026-11-27T13-30-00_webhooks": webhooks,

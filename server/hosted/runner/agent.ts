@@ -14,11 +14,10 @@ import { createWindows } from "../../http/rate-limit";
 import { redactUrls } from "../../../core/text";
 import { createRedactor, redactFields, runWithinBudget, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
-import { builtinToolSpecs, builtinTools, callHttpTool, httpToolSpec } from "./tools";
+import { builtinToolSpecs, builtinTools } from "./tools";
+import { toolset } from "./tool-types";
 import { createSubtaskLedger, subtaskBudget } from "./subtasks";
-import { callSandboxTool, sandboxToolSpec } from "./sandbox-tools";
 import type { Sandbox } from "../../sandbox";
-import { isSandboxTool } from "../../../core/api";
 
 export interface RunnerLogger {
   info(obj: object, msg: string): void;
@@ -97,11 +96,8 @@ export async function startAgentRun(
     { timeoutMs: config.modelTimeoutMs, allowPrivateNetworks: config.allowPrivateNetworks },
   );
   const subtaskMaxReward = running.subtaskMaxReward === null ? null : BigInt(running.subtaskMaxReward);
-  const toolSpecs = [
-    ...running.tools.map((t) => (isSandboxTool(t) ? sandboxToolSpec(t) : httpToolSpec(t))),
-    ...builtinToolSpecs(subtaskMaxReward !== null),
-  ];
-  const toolsByName = new Map(running.tools.map((t) => [t.name, t]));
+  const agentTools = toolset(running.tools);
+  const toolSpecs = [...agentTools.specs, ...builtinToolSpecs(subtaskMaxReward !== null)];
 
   const beforeSend = async (tx: { chain: string; from: string; to: string; data: string }) => {
     try {
@@ -153,6 +149,7 @@ export async function startAgentRun(
       const deadline = Math.min(now() + config.taskBudgetMs, context.deadline - 30_000);
       const ctx = {
         agentId,
+        sandbox: deps.sandbox,
         taskHash: context.taskId,
         client,
         secret: (name: string) => secrets.tools.get(name),
@@ -211,9 +208,8 @@ export async function startAgentRun(
             },
             onStep: (step) => (steps = step),
             async callTool(name, args, signal) {
-              const tool = toolsByName.get(name);
-              if (tool && isSandboxTool(tool)) return redact(await callSandboxTool(deps.sandbox, agentId, tool, args, signal));
-              if (tool) return callHttpTool(tool, args, ctx, signal);
+              const own = agentTools.calls.get(name);
+              if (own) return own(args, ctx, signal);
               const answer = await builtins.call(name, args, signal);
               return answer ?? `Error: no tool named ${name}`;
             },

@@ -7,6 +7,7 @@ import { getAddress, isAddress } from "ethers";
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import type { HttpTool } from "../../../core/api";
 import { ApiError, type MarketClient } from "../../../sdk/src";
+import type { Sandbox } from "../../sandbox";
 import { wrapBriefKey } from "../../../core/crypto";
 import { boundedFetch, truncate } from "./bounds";
 import { redactUrls } from "../../../core/text";
@@ -21,6 +22,8 @@ const POLL_MS = 2_000;
 
 export interface ToolRunContext {
   agentId: number;
+  /** Where JS Eval and Sandbox tools run (caps counted per `agentId`); without it they answer SANDBOX_UNAVAILABLE. */
+  sandbox?: Sandbox;
   /** The task being worked. */
   taskHash: string;
   /** The agent's API client (its own token and wallet). */
