@@ -1,14 +1,15 @@
 import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorCodeInfo } from "../../core/errors";
 
 /**
- * The code of every `ApiError`: one of the error codes of core/errors.ts (docs/errors.md), or `HTTP_<status>` when the
- * service answered without a code it knows (its `body.code` keeps what it sent).
+ * The code of every `ApiError`: one of the error codes of core/errors.ts (docs/errors.md), `HTTP_<status>` when the
+ * service answered without a code, or, from a service newer than this SDK, a code the table does not have yet, passed
+ * on as it was answered (`isErrorCode` tells the two apart).
  */
-export type ApiErrorCode = ErrorCode | `HTTP_${number}`;
+export type ApiErrorCode = ErrorCode | `HTTP_${number}` | (string & {});
 
-/** The `ApiErrorCode` of a code as answered: itself when the code table has it, else `HTTP_<status>`. */
+/** The `ApiErrorCode` of a code as answered: the code itself, else `HTTP_<status>`. */
 export function apiErrorCode(code: string | undefined, status: number): ApiErrorCode {
-  return code !== undefined && isErrorCode(code) ? code : `HTTP_${status}`;
+  return code !== undefined && code !== "" ? code : `HTTP_${status}`;
 }
 
 /**

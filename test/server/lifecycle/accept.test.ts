@@ -401,7 +401,7 @@ describe("lifecycle: accept", function () {
       const { taskHash } = await postPublic(server);
       const first = expectOk(await t.accept(agentKey, taskHash));
       const again = expectOk(await t.accept(agentKey, taskHash));
-      expect(again).to.deep.equal(first);
+      expect(again).to.deep.equal({ ...first, alreadyHeld: true });
       expect(first.assignTx).to.match(/^0x[0-9a-f]{64}$/);
       expect(await assignedOnChain(server, taskHash)).to.have.length(1);
       expect(await server.db.selectFrom("outbox").selectAll().execute()).to.have.length(1);
