@@ -51,12 +51,18 @@ export function deliveryView(row: Selectable<WebhookDeliveriesTable>): WebhookDe
     cursor: String(row.seq),
     status: row.status,
     attempts: row.attempts,
-    nextAttemptAt: row.status === "pending" ? Number(row.next_attempt_at) : null,
+    nextAttemptAt: row.status === "pending" && Number(row.next_attempt_at) !== DUE_AT_ONCE ? Number(row.next_attempt_at) : null,
     lastStatus: row.last_status,
     lastError: row.last_error,
     deliveredAt: row.delivered_at === null ? null : Number(row.delivered_at),
   };
 }
+
+/**
+ * `next_attempt_at` of a delivery due at once: before any clock's now, so the sender (in this process or another, with
+ * its own clock) takes it on its next round whatever the two clocks say. The delivery log shows it as null (no wait).
+ */
+const DUE_AT_ONCE = 0;
 
 /** An account's webhooks: subscribe (the secret shown once), list, remove, re-enable, redeliver, read the delivery log. */
 export function createWebhookStore(deps: WebhookStoreDeps) {
@@ -204,7 +210,7 @@ export function createWebhookStore(deps: WebhookStoreDeps) {
           .execute();
         await trx
           .updateTable("webhook_deliveries")
-          .set({ next_attempt_at: now() })
+          .set({ next_attempt_at: DUE_AT_ONCE })
           .where("subscription_id", "=", id)
           .where("status", "=", "pending")
           .execute();
@@ -217,7 +223,7 @@ export function createWebhookStore(deps: WebhookStoreDeps) {
       await owned(principal, id);
       let query = db
         .updateTable("webhook_deliveries")
-        .set({ status: "pending", attempts: 0, next_attempt_at: now(), claimed_until: null, first_attempt_at: null })
+        .set({ status: "pending", attempts: 0, next_attempt_at: DUE_AT_ONCE, claimed_until: null, first_attempt_at: null })
         .where("subscription_id", "=", id)
         .where("status", "in", eventIds ? ["failed", "delivered"] : ["failed"]);
       if (eventIds) query = query.where("event_id", "in", eventIds);
