@@ -102,6 +102,41 @@ export async function compensationsOf(trx: Transaction<Database>, chain: string,
 }
 
 /**
+ * `task.listed` of the tasks this batch funds that were listed before their funding was indexed: the listing left it
+ * to the indexing (a worker's browse shows a task once both are stored). Once per task, even when a reorg replays the
+ * funding.
+ */
+export async function listedOnIndexing(trx: Transaction<Database>, chain: string, events: readonly ChainEvent[]): Promise<EventDraft[]> {
+  const funded = [...new Set(events.filter((e) => e.event === "TaskCreated" && e.taskHash !== null).map((e) => e.taskHash!))];
+  if (funded.length === 0) return [];
+  const listings = await trx.selectFrom("listings").selectAll().where("chain", "=", chain).where("task_hash", "in", funded).execute();
+  if (listings.length === 0) return [];
+  const hashes = listings.map((l) => l.task_hash);
+  const [logged, tasks, keys] = await Promise.all([
+    trx
+      .selectFrom("events")
+      .select("task_hash")
+      .where("chain", "=", chain)
+      .where("type", "=", "task.listed")
+      .where("task_hash", "in", hashes)
+      .execute(),
+    trx.selectFrom("escrow_tasks").select(["task_hash", "deadline"]).where("chain", "=", chain).where("task_hash", "in", hashes).execute(),
+    trx.selectFrom("task_keys").select(["task_hash", "agent_address"]).where("task_hash", "in", hashes).execute(),
+  ]);
+  const done = new Set(logged.map((e) => e.task_hash));
+  const deadlines = new Map(tasks.map((t) => [t.task_hash, Number(t.deadline)]));
+  return listings
+    .filter((l) => !done.has(l.task_hash) && deadlines.has(l.task_hash))
+    .map((l) =>
+      listedDraft(
+        l,
+        keys.filter((k) => k.task_hash === l.task_hash).map((k) => k.agent_address),
+        deadlines.get(l.task_hash)!,
+      ),
+    );
+}
+
+/**
  * The event of a first listing, recorded in the listing's transaction: public for a public listing (with what a
  * worker routes on, never a brief), otherwise seen by the poster and the agents its brief is wrapped to.
  */

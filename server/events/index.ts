@@ -3,7 +3,7 @@
  * what the API shows (the indexer's projections, a first listing), numbered by a cursor, and read back filtered to what
  * a key may see: replayed a page at a time, or streamed over Server-Sent Events.
  */
-export { appendEvents, eventId, lastCursor, type EventDraft } from "./log";
+export { appendEvents, eventId, holdLog, lastCursor, type EventDraft } from "./log";
 export { listedDraft, eventTypeOf } from "./derive";
 export { createEventLogProjection } from "./projection";
 export { createEventFeed, type EventFeed } from "./feed";

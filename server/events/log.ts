@@ -67,6 +67,19 @@ export async function appendEvents(trx: Transaction<Database>, chain: string, dr
   return rows.map((row) => row.seq);
 }
 
+/**
+ * Takes the chain's log for the rest of the transaction (the head row's lock, as appendEvents does) before the caller
+ * reads what decides whether it appends: two writers that each wait for the other's rows (a listing and the indexing
+ * of its funding) then never both miss them.
+ */
+export async function holdLog(trx: Transaction<Database>, chain: string): Promise<void> {
+  await trx
+    .insertInto("event_heads")
+    .values({ chain, seq: 0 })
+    .onConflict((oc) => oc.column("chain").doUpdateSet({ seq: sql<number>`event_heads.seq` }))
+    .execute();
+}
+
 /** The chain's last cursor (0 before its first event). */
 export async function lastCursor(db: Executor, chain: string): Promise<number> {
   const row = await db.selectFrom("event_heads").select("seq").where("chain", "=", chain).executeTakeFirst();

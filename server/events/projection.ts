@@ -1,6 +1,6 @@
 import type { Projection } from "../indexer/projection";
-import { compensationsOf, draftsOf } from "./derive";
-import { appendEvents } from "./log";
+import { compensationsOf, draftsOf, listedOnIndexing } from "./derive";
+import { appendEvents, holdLog } from "./log";
 
 /**
  * The event log as a projection of the escrow's events: the indexer calls it inside the transaction that stores a
@@ -13,7 +13,10 @@ export function createEventLogProjection(options: { now?: () => number } = {}): 
   return {
     name: "event-log",
     async apply(trx, chain, events) {
-      await appendEvents(trx, chain, await draftsOf(trx, chain, events), now());
+      // The log first: a listing committing meanwhile is then seen by listedOnIndexing, or sees this batch's tasks.
+      if (events.some((e) => e.event === "TaskCreated")) await holdLog(trx, chain);
+      const drafts = await draftsOf(trx, chain, events);
+      await appendEvents(trx, chain, [...drafts, ...(await listedOnIndexing(trx, chain, events))], now());
     },
     async rollback(trx, chain, removed) {
       await appendEvents(trx, chain, await compensationsOf(trx, chain, removed), now());

@@ -4,7 +4,7 @@ import { isUniqueViolation, type Db } from "../db";
 import type { Listing } from "../db/schema";
 import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
-import { appendEvents, listedDraft } from "../events";
+import { appendEvents, holdLog, listedDraft } from "../events";
 import type { Clock } from "../http/types";
 import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "../../core/api";
 import { answeredCode, MarketError, type ErrorDetail } from "../../core/errors";
@@ -155,6 +155,8 @@ export function createListings({
 
     try {
       await db.transaction().execute(async (trx) => {
+        // The log first: whichever of this listing and the indexing of its funding commits second sees the other.
+        await holdLog(trx, chain.name);
         const row = listingRow(terms, {
           taskHash,
           chain: chain.name,
@@ -178,7 +180,14 @@ export function createListings({
             .values(keys.map(([agent_address, wrapped_key]) => ({ task_hash: taskHash, agent_address, wrapped_key })))
             .execute();
         }
-        await appendEvents(trx, chain.name, [listedDraft(row, Object.keys(terms.wrappedKeys), deadline)], now());
+        // Listed for workers once the task is also indexed (a browse shows it then); else its indexing says so.
+        const indexed = await trx
+          .selectFrom("escrow_tasks")
+          .select("task_hash")
+          .where("chain", "=", chain.name)
+          .where("task_hash", "=", taskHash)
+          .executeTakeFirst();
+        if (indexed) await appendEvents(trx, chain.name, [listedDraft(row, Object.keys(terms.wrappedKeys), deadline)], now());
       });
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;

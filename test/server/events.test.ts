@@ -67,9 +67,8 @@ describe("server: the event log", function () {
     const taskHash = await paidTask();
     const forPoster = ofTask(await all(posterKey), taskHash);
     const types = forPoster.map((e) => e.type);
-    // Funding (indexed) and listing (recorded by the API) commit in either order; the rest follows the chain.
-    expect(types.slice(0, 2)).to.have.members(["task.funded", "task.listed"]);
-    expect(types.slice(2)).to.deep.equal(["task.assigned", "task.delivered", "task.verified", "task.paid"]);
+    // Listed once both the funding is indexed and the listing recorded (whichever came second says so).
+    expect(types).to.deep.equal(["task.funded", "task.listed", "task.assigned", "task.delivered", "task.verified", "task.paid"]);
     const cursors = forPoster.map((e) => Number(e.cursor));
     expect(cursors).to.deep.equal([...cursors].sort((a, b) => a - b));
     expect(new Set(forPoster.map((e) => e.id)).size).to.equal(forPoster.length);
@@ -86,6 +85,40 @@ describe("server: the event log", function () {
     const listed = forStranger.find((e) => e.type === "task.listed")!;
     expect(listed.data).to.include({ privacy: "public", amount: "5000003", verificationMode: "auto" });
     expect(JSON.stringify(listed)).to.not.include("Hamlet");
+  });
+
+  it("a task listed before its funding is indexed is announced by the indexing, once, when a browse shows it", async function () {
+    await s.sync();
+    const head = (await page(agentKey, "after=now&limit=1")).next;
+    const fields = s.publicTask(brief(), { verificationCriteria: CRITERIA });
+    await s.indexer.stop();
+    const built = expectOk(
+      await s.call<{ taskHash: string; transactions: [] }>("POST", "/api/v1/tasks", {
+        key: posterKey,
+        body: { ...fields, amount: "5000000", duration: 86_400 },
+      }),
+    );
+    const txHash = await s.sendAll(s.poster, built.transactions);
+    expectOk(await s.call("POST", "/api/v1/a2a/tasks/index", { key: posterKey, body: { ...fields, txHash } }));
+    // Listed, not yet indexed: a worker's browse does not show it, so no event tells workers to look.
+    const browse = async () =>
+      expectOk(await s.call<{ tasks: Array<{ meta: { taskHash: string } }> }>("GET", "/api/v1/a2a/tasks", { key: agentKey })).tasks.map(
+        (t) => t.meta.taskHash,
+      );
+    expect(await browse()).to.not.include(built.taskHash);
+    expect(ofTask((await page(agentKey, `after=${head}`)).events, built.taskHash)).to.deep.equal([]);
+
+    s.indexer.start();
+    await s.sync();
+    expect(await browse()).to.include(built.taskHash);
+    const seen = ofTask(await all(posterKey), built.taskHash).map((e) => e.type);
+    expect(seen).to.deep.equal(["task.funded", "task.listed"]);
+    const listed = ofTask((await page(agentKey, `after=${head}`)).events, built.taskHash);
+    expect(listed.map((e) => e.type)).to.deep.equal(["task.listed"]);
+    expect(listed[0]!.data).to.include({ privacy: "public", amount: "5000000" });
+    // Listing again (a rerun) announces nothing more.
+    expectOk(await s.call("POST", "/api/v1/a2a/tasks/index", { key: posterKey, body: { ...fields, txHash } }));
+    expect(ofTask(await all(posterKey), built.taskHash).map((e) => e.type)).to.deep.equal(["task.funded", "task.listed"]);
   });
 
   it("a private task's events reach its poster and invited agent, never another agent's key", async function () {
