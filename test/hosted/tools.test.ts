@@ -44,11 +44,17 @@ describe("hosted agents: built-in tools", function () {
   });
 
   it("asks its owner mid-task and waits for the reply (send_message, wait_for_reply, read_inbox)", async function () {
-    model.setScript((request) => {
+    // The owner answers before the model even calls wait_for_reply (a quick owner): the reply still counts as one.
+    let replied!: () => void;
+    const ownerReplied = new Promise<void>((resolve) => (replied = resolve));
+    model.setScript(async (request) => {
       const results = toolResults(request);
       if (results.length === 0)
         return { toolCalls: [{ name: "send_message", arguments: { to: "owner", body: "Which quarter should the summary cover?" } }] };
-      if (results.length === 1) return { toolCalls: [{ name: "wait_for_reply", arguments: { from: "owner", timeoutSeconds: 60 } }] };
+      if (results.length === 1) {
+        await ownerReplied;
+        return { toolCalls: [{ name: "wait_for_reply", arguments: { from: "owner", timeoutSeconds: 60 } }] };
+      }
       if (results.length === 2) return { toolCalls: [{ name: "read_inbox", arguments: { from: "owner" } }] };
       const reply = results[1]!.includes("third quarter") ? "the third quarter" : "an unknown quarter";
       return { content: `Summary of ${reply}: sales rose steadily and costs fell in every region we track.` };
@@ -63,6 +69,7 @@ describe("hosted agents: built-in tools", function () {
       body: "Which quarter should the summary cover?",
     });
     await ownerClient.sendAgentMessage({ agentId: agent.id, body: "Cover the third quarter, please." });
+    replied();
     await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 30_000, "the task verified");
     expect((await statusOf(s, posterKey, task)).output).to.equal(
       "Summary of the third quarter: sales rose steadily and costs fell in every region we track.",

@@ -47,7 +47,7 @@ export async function startModelServer() {
   const toolRequests: ToolRequest[] = [];
   const hanging = new Set<ServerResponse>();
   const sockets = new Set<Socket>();
-  let script: (request: ModelRequest) => ModelReply = () => ({ content: "No script." });
+  let script: (request: ModelRequest) => ModelReply | Promise<ModelReply> = () => ({ content: "No script." });
   let tool: (request: ToolRequest) => ToolReply = () => ({ status: 404, body: "no such tool" });
   let calls = 0;
 
@@ -55,6 +55,9 @@ export async function startModelServer() {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
+      void answer();
+    });
+    async function answer() {
       const text = Buffer.concat(chunks).toString("utf8");
       const path = (req.url ?? "/").split("?")[0]!;
       if (path.startsWith("/tools/")) {
@@ -71,7 +74,8 @@ export async function startModelServer() {
       const body = JSON.parse(text) as Omit<ModelRequest, "headers">;
       const request: ModelRequest = { ...body, headers: req.headers };
       requests.push(request);
-      const reply = script(request);
+      // A script may hold its answer (a promise) until the test has done something, to order a race.
+      const reply = await script(request);
       if ("hang" in reply) {
         hanging.add(res);
         res.on("close", () => hanging.delete(res));
@@ -110,7 +114,7 @@ export async function startModelServer() {
           usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
         }),
       );
-    });
+    }
   });
   server.on("connection", (socket) => {
     sockets.add(socket);
@@ -129,7 +133,7 @@ export async function startModelServer() {
     toolRequests,
     /** Requests hanging right now. */
     hangingCount: () => hanging.size,
-    setScript(next: (request: ModelRequest) => ModelReply) {
+    setScript(next: (request: ModelRequest) => ModelReply | Promise<ModelReply>) {
       script = next;
     },
     setTool(next: (request: ToolRequest) => ToolReply) {

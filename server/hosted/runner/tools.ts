@@ -224,8 +224,16 @@ export function builtinTools(ctx: ToolRunContext) {
     return out.sort((a, b) => a.createdAt - b.createdAt);
   }
 
-  const show = (messages: Array<Message & { from: string }>) =>
-    ctx.redact(JSON.stringify(messages.slice(-20).map((m) => ({ from: m.from, body: m.body, at: new Date(m.createdAt).toISOString() }))));
+  /** The id of this run's last message to each party: a reply is what that party wrote after it. */
+  const lastSent: { poster?: number; owner?: number } = {};
+  /** Messages the model has been shown (read_inbox, wait_for_reply): never a reply again. */
+  const shown = new Set<string>();
+  const keyOf = (m: Message & { from: string }) => `${m.from}:${m.id}`;
+
+  const show = (messages: Array<Message & { from: string }>) => {
+    for (const m of messages.slice(-20)) shown.add(keyOf(m));
+    return ctx.redact(JSON.stringify(messages.slice(-20).map((m) => ({ from: m.from, body: m.body, at: new Date(m.createdAt).toISOString() }))));
+  };
 
   async function wait(ms: number, signal: AbortSignal) {
     await new Promise<void>((resolve) => {
@@ -246,9 +254,11 @@ export function builtinTools(ctx: ToolRunContext) {
     if (!body) return "Error: body is empty";
     if (args.to === "owner") {
       const sent = await http.post<Message>(agentPath, { body });
+      lastSent.owner = sent.id;
       return `sent to the owner (message ${sent.id})`;
     }
     const sent = await http.post<Message>(taskPath, { body });
+    lastSent.poster = sent.id;
     return `sent to the poster (message ${sent.id})`;
   }
 
@@ -256,10 +266,18 @@ export function builtinTools(ctx: ToolRunContext) {
     const from = args.from === "owner" ? "owner" : "poster";
     const seconds = Math.max(1, Math.min(120, Number(args.timeoutSeconds ?? 60) || 60));
     const until = Math.min(ctx.now() + seconds * 1000, ctx.deadline - 1000);
-    const seen = new Set((await inbox(from)).map((m) => `${m.from}:${m.id}`));
+    // A reply is a message written after this run's last message to that party (even one that came before this call,
+    // as a quick owner's does) and not shown to the model yet; with nothing sent, whatever comes from now on.
+    const asked = lastSent[from];
+    const before = asked === undefined ? new Set((await inbox(from)).map(keyOf)) : undefined;
+    const isReply = (m: Message & { from: string }) => !shown.has(keyOf(m)) && (before ? !before.has(keyOf(m)) : m.id > asked!);
+    if (asked !== undefined) {
+      const already = (await inbox(from)).filter(isReply);
+      if (already.length > 0) return show(already);
+    }
     while (ctx.now() < until && !signal.aborted) {
       await wait(Math.min(POLL_MS, Math.max(0, until - ctx.now())), signal);
-      const fresh = (await inbox(from)).filter((m) => !seen.has(`${m.from}:${m.id}`));
+      const fresh = (await inbox(from)).filter(isReply);
       if (fresh.length > 0) return show(fresh);
     }
     return `no reply from the ${from} within ${seconds} seconds`;
