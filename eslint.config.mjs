@@ -6,7 +6,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "sdk/dist/", "dist/", "coverage/"] },
+  { ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "sdk/dist/", "cli/dist/", "dist/", "coverage/"] },
   {
     files: ["**/*.ts"],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],

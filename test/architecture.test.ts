@@ -65,6 +65,7 @@ describe("architecture", function () {
       dir = mkdtempSync(path.join(tmpdir(), "market-layers-"));
       write("package.json", JSON.stringify({ name: "market", dependencies: { ethers: "6" } }));
       write("sdk/package.json", JSON.stringify({ name: "@market/sdk", dependencies: { ethers: "6" } }));
+      write("cli/package.json", JSON.stringify({ name: "@market/cli", dependencies: { ethers: "6" } }));
       write("core/money.ts", "export const unit = 1n;\n");
       write("sdk/src/index.ts", 'export { unit } from "../../core/money";\nexport { client } from "./client";\n');
       write("sdk/src/client.ts", "export const client = 1;\n");
@@ -100,7 +101,7 @@ describe("architecture", function () {
       write("package.json", JSON.stringify({ name: "market", dependencies: {} }));
       write("cli/src/main.ts", 'import { Command } from "commander";\nexport const main = Command;\n');
       expect(layerProblems(dir)).to.deep.equal([
-        "cli/src/main.ts imports commander, which sdk/package.json does not declare",
+        "cli/src/main.ts imports commander, which cli/package.json does not declare",
         "server/app.ts imports ethers, which the root package.json does not declare",
         "server/app.ts imports commander, which the root package.json does not declare",
       ]);

@@ -79,7 +79,7 @@ function collect(value: string, previous: string[] = []): string[] {
 export function version(): string {
   try {
     const pkg = JSON.parse(readFileSync(path.resolve(__dirname, "../../../package.json"), "utf8")) as { name?: string; version?: string };
-    if (pkg.name === "@market/sdk" && pkg.version) return pkg.version;
+    if (pkg.name === "@market/cli" && pkg.version) return pkg.version;
   } catch {
     // run from source
   }

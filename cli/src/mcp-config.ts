@@ -29,10 +29,10 @@ export interface McpClientConfig {
   mcpServers: { market: { command: string; args: string[]; env: Record<string, string> } };
 }
 
-/** The built CLI's entry point: this file's sibling once built, or the SDK's build when run from the sources. */
+/** The built CLI's entry point: this file's sibling once built, or the CLI package's build (cli/dist) when run from the sources. */
 export function cliMainPath(): string {
   const sibling = path.join(__dirname, "main.js");
-  return existsSync(sibling) ? sibling : path.resolve(__dirname, "../../sdk/dist/cli/src/main.js");
+  return existsSync(sibling) ? sibling : path.resolve(__dirname, "../dist/cli/src/main.js");
 }
 
 /**

@@ -16,7 +16,8 @@ import { cycles, shortestCycle } from "./import-graph";
  * scripts/, bench/, deploy/, examples/ and test/ sit above them and may import any of them; nothing in a layer imports
  * them (but the server's one deployment record). Over all of it: no import cycle between files (type-only imports
  * count). core imports no module that does I/O. Each folder's packages are declared by the package that owns it:
- * sdk/src, cli/src and core (compiled into the SDK) by sdk/package.json, everything else by the root package.json.
+ * sdk/src and core (compiled into the SDK) by sdk/package.json; cli/src, and the SDK and core it compiles in, by
+ * cli/package.json (@market/cli, built by its own cli/tsconfig.json); everything else by the root package.json.
  */
 export const LAYERS = ["core", "sdk", "cli", "server"] as const;
 export type Layer = (typeof LAYERS)[number];
@@ -139,7 +140,8 @@ export function layerProblems(rootDir: string): string[] {
 
   const rootPackages = declared(path.join(root, "package.json"));
   const sdkPackages = declared(path.join(root, "sdk/package.json"));
-  const workspaces = new Set(["@market/sdk"]);
+  const cliPackages = declared(path.join(root, "cli/package.json"));
+  const workspaces = new Set(["@market/sdk", "@market/cli"]);
   const options: ts.CompilerOptions = { moduleResolution: ts.ModuleResolutionKind.Node10, allowJs: false };
 
   const problems: string[] = [];
@@ -178,11 +180,15 @@ export function layerProblems(rootDir: string): string[] {
         continue;
       }
       if (workspaces.has(pkg) || PROVIDED[pkg]) continue;
-      const inSdk = source.layer === "sdk" || source.layer === "cli";
-      if (inSdk && !sdkPackages.has(pkg)) problems.push(`${source.name} imports ${pkg}, which sdk/package.json does not declare`);
-      if (source.layer === "core" && (!sdkPackages.has(pkg) || !rootPackages.has(pkg)))
-        problems.push(`${source.name} imports ${pkg}, which sdk/package.json and the root package.json must both declare (core is in both)`);
-      if (!inSdk && source.layer !== "core" && !rootPackages.has(pkg))
+      if (source.layer === "cli" && !cliPackages.has(pkg)) problems.push(`${source.name} imports ${pkg}, which cli/package.json does not declare`);
+      if (source.layer === "sdk" && !sdkPackages.has(pkg)) problems.push(`${source.name} imports ${pkg}, which sdk/package.json does not declare`);
+      if (source.layer === "sdk" && !cliPackages.has(pkg))
+        problems.push(`${source.name} imports ${pkg}, which cli/package.json must declare too (the CLI compiles the SDK in)`);
+      if (source.layer === "core" && (!sdkPackages.has(pkg) || !cliPackages.has(pkg) || !rootPackages.has(pkg)))
+        problems.push(
+          `${source.name} imports ${pkg}, which sdk/package.json, cli/package.json and the root package.json must all declare (core is in each)`,
+        );
+      if ((source.layer === "server" || !source.layer) && !rootPackages.has(pkg))
         problems.push(`${source.name} imports ${pkg}, which the root package.json does not declare`);
     }
   }

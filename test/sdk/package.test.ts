@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { stackFixture, type Stack } from "../support/stack";
@@ -13,6 +13,7 @@ import { cliEnv, ensureCliBuilt } from "../support/cli";
 
 const ROOT = path.resolve(__dirname, "../..");
 const SDK = path.join(ROOT, "sdk");
+const CLI = path.join(ROOT, "cli");
 
 /** Runs a command without blocking this process (the API it calls listens here). */
 function run(command: string, args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
@@ -39,24 +40,36 @@ describe("@market/sdk installed in another folder", function () {
   before(function () {
     ensureCliBuilt();
     app = mkdtempSync(path.join(tmpdir(), "market-app-"));
-    // The tarball npm would publish, unpacked where `npm install <tarball>` puts it.
-    const tarball = execFileSync("npm", ["pack", "--silent", "--pack-destination", app], { cwd: SDK, encoding: "utf8" }).trim().split("\n").at(-1)!;
-    const installed = path.join(app, "node_modules/@market/sdk");
-    mkdirSync(installed, { recursive: true });
-    execFileSync("tar", ["-xzf", path.join(app, tarball), "-C", installed, "--strip-components=1"]);
-    // Its declared dependencies only (as an install from the registry would bring them), and its bin link.
-    const pkg = JSON.parse(readFileSync(path.join(installed, "package.json"), "utf8")) as {
-      dependencies: Record<string, string>;
-      bin: Record<string, string>;
-    };
-    for (const dependency of Object.keys(pkg.dependencies)) {
-      const link = path.join(app, "node_modules", dependency);
-      mkdirSync(path.dirname(link), { recursive: true });
-      symlinkSync(path.join(ROOT, "node_modules", dependency), link);
+    // The tarballs npm would publish (@market/sdk, and @market/cli with the `market` bin), unpacked where
+    // `npm install <tarball>` puts them, with their declared dependencies only (as an install from the registry would
+    // bring them) and the bin link.
+    const tarballs: Record<string, string> = {};
+    mkdirSync(path.join(app, "node_modules/.bin"), { recursive: true });
+    for (const [name, folder] of [
+      ["@market/sdk", SDK],
+      ["@market/cli", CLI],
+    ] as const) {
+      const tarball = execFileSync("npm", ["pack", "--silent", "--pack-destination", app], { cwd: folder, encoding: "utf8" })
+        .trim()
+        .split("\n")
+        .at(-1)!;
+      tarballs[name] = tarball;
+      const installed = path.join(app, "node_modules", name);
+      mkdirSync(installed, { recursive: true });
+      execFileSync("tar", ["-xzf", path.join(app, tarball), "-C", installed, "--strip-components=1"]);
+      const pkg = JSON.parse(readFileSync(path.join(installed, "package.json"), "utf8")) as {
+        dependencies: Record<string, string>;
+        bin?: Record<string, string>;
+      };
+      for (const dependency of Object.keys(pkg.dependencies)) {
+        const link = path.join(app, "node_modules", dependency);
+        if (existsSync(link)) continue;
+        mkdirSync(path.dirname(link), { recursive: true });
+        symlinkSync(path.join(ROOT, "node_modules", dependency), link);
+      }
+      if (pkg.bin?.market) symlinkSync(path.join("..", name, pkg.bin.market), path.join(app, "node_modules/.bin/market"));
     }
-    mkdirSync(path.join(app, "node_modules/.bin"));
-    symlinkSync(path.join("..", "@market/sdk", pkg.bin.market!), path.join(app, "node_modules/.bin/market"));
-    writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "my-app", private: true, dependencies: { "@market/sdk": tarball } }));
+    writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "my-app", private: true, dependencies: tarballs }));
   });
   after(function () {
     rmSync(app, { recursive: true, force: true });
@@ -72,7 +85,7 @@ describe("@market/sdk installed in another folder", function () {
   });
 
   it("ships its bin executable, and `npx market` runs from that folder against the stack", async function () {
-    const bin = path.join(app, "node_modules/@market/sdk/dist/cli/src/main.js");
+    const bin = path.join(app, "node_modules/@market/cli/dist/cli/src/main.js");
     expect(statSync(bin).mode & 0o111, "executable as packed").to.equal(0o111);
     expect(readFileSync(bin, "utf8").split("\n")[0]).to.equal("#!/usr/bin/env node");
 

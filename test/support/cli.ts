@@ -1,7 +1,8 @@
 /**
  * Runs the built `market` CLI as a child process against the live stack (test/support/stack.ts), the way a user
- * runs it: its own process, configured by the environment, no terminal. `ensureCliBuilt` builds the SDK (which
- * ships the CLI) when its output is missing or older than the sources; `npm test` builds first anyway (pretest).
+ * runs it: its own process, configured by the environment, no terminal. `ensureCliBuilt` builds the SDK and the
+ * CLI package (@market/cli, cli/) when their output is missing or older than the sources; `npm test` builds first
+ * anyway (pretest).
  */
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -11,7 +12,8 @@ import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signer
 import type { Stack } from "./stack";
 
 const ROOT = path.resolve(__dirname, "../..");
-export const CLI_MAIN = path.join(ROOT, "sdk/dist/cli/src/main.js");
+export const CLI_MAIN = path.join(ROOT, "cli/dist/cli/src/main.js");
+const SDK_MAIN = path.join(ROOT, "sdk/dist/sdk/src/index.js");
 const PAUSED_CLI = path.join(__dirname, "paused-cli.ts");
 
 function newestMtime(directory: string): number {
@@ -24,15 +26,16 @@ function newestMtime(directory: string): number {
   return newest;
 }
 
-/** Builds the SDK and CLI (tsc) unless sdk/dist/cli/src/main.js is newer than every source it is built from. */
+/** Builds the SDK and the CLI (each by its own tsconfig.json) unless both builds are newer than every source. */
 export function ensureCliBuilt() {
   const sources = Math.max(...["cli/src", "sdk/src", "core"].map((d) => newestMtime(path.join(ROOT, d))));
-  if (existsSync(CLI_MAIN) && statSync(CLI_MAIN).mtimeMs >= sources) return;
+  const built = [CLI_MAIN, SDK_MAIN].map((file) => (existsSync(file) ? statSync(file).mtimeMs : 0));
+  if (Math.min(...built) >= sources) return;
   try {
-    execFileSync("npm", ["run", "build", "-w", "@market/sdk"], { cwd: ROOT, stdio: "pipe" });
+    execFileSync("npm", ["run", "build", "-w", "@market/sdk", "-w", "@market/cli"], { cwd: ROOT, stdio: "pipe" });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`building the SDK and CLI failed:\n${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}`, { cause: error });
+    throw new Error(`building the SDK and the CLI failed:\n${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}`, { cause: error });
   }
 }
 

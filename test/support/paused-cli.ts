@@ -1,10 +1,10 @@
 /**
- * The built `market` command (sdk/dist) run in this process with a pause after a journaled step of `post-tasks`, so a
+ * The built `market` command (cli/dist) run in this process with a pause after a journaled step of `post-tasks`, so a
  * test can kill the run inside that window (test/cli/resume.test.ts). The pause is the command's embedding hook,
  * which the `market` binary never passes:
  *   node -r ts-node/register/transpile-only paused-cli.ts <funding|funded> <ms> <market arguments...>
  */
-import { runAndExit } from "../../sdk/dist/cli/src/main";
+import { runAndExit } from "../../cli/dist/cli/src/main";
 
 // Only as a program: Hardhat loads every file under test/ when it runs the suite.
 if (require.main === module) {
