@@ -54,6 +54,8 @@ const config: HardhatUserConfig = {
   },
   networks: {
     hardhat: {
+      // A `hardhat node` started by scripts/lib/local-chain.ts on another chain id (npm start's local `0g`: 31338).
+      ...(process.env.MARKET_NODE_CHAIN_ID ? { chainId: Number(process.env.MARKET_NODE_CHAIN_ID) } : {}),
       // The fork tests point this at a running node; see test/fork/.
       ...(process.env.FORK_URL ? { forking: { url: process.env.FORK_URL } } : {}),
     },

@@ -6,8 +6,10 @@ import { findSigner, isLiveProxy } from "./proxy";
 
 export { findSigner } from "./proxy";
 
+/** The chain id of `npm start`'s local `0g` chain: its own, as the real 0g's differs from arc's. */
+export const LOCAL_0G_CHAIN_ID = 31338;
 /** Chain ids of local development chains: the only places a mock token is deployed. */
-export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
+export const LOCAL_CHAIN_IDS: readonly number[] = [31337, LOCAL_0G_CHAIN_ID, 1337];
 export const DEFAULT_FEE_BPS = 1000;
 /** The escrow contract the deploy and upgrade code use unless told otherwise: the current source. */
 export const ESCROW_CONTRACT = "TaskEscrow";

@@ -19,10 +19,10 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
 import { JsonRpcProvider, Wallet } from "ethers";
-import { deployEscrow } from "../deploy/escrow";
+import { deployEscrow, LOCAL_0G_CHAIN_ID } from "../deploy/escrow";
 import { readDeployment, type EscrowDeployment } from "../deploy/deployments";
 import { MockUSDC__factory } from "../typechain-types";
-import { lockDirectory, portIsFree, startLocalChain, type LocalChain } from "./lib/local-chain";
+import { lockDirectory, portIsFree, startLocalChain, whenStartersDie, type LocalChain } from "./lib/local-chain";
 import { loadConfig, startServer } from "../server";
 import { createAuth } from "../server/auth";
 import { createAgentRegistry } from "../server/agents";
@@ -77,7 +77,8 @@ async function main() {
   }
   phase(1, `starting the local chains: arc on 127.0.0.1:${CHAIN_PORT}, 0g on 127.0.0.1:${ZERO_G_CHAIN_PORT}`);
   const chain = await startLocalChain({ port: CHAIN_PORT });
-  const zeroG = await startLocalChain({ port: ZERO_G_CHAIN_PORT });
+  // Its own chain id, as the real 0g's differs from arc's: a transaction or a record for one chain is refused on the other.
+  const zeroG = await startLocalChain({ port: ZERO_G_CHAIN_PORT, chainId: LOCAL_0G_CHAIN_ID });
   rmSync(DATA_DIR, { recursive: true, force: true });
   phase(2, "deploying mock USDC and the escrow on arc");
   const { deployment } = await deployEscrow(hre, { log: (line) => console.log(`  ${line}`), dir: DEPLOYMENTS });
@@ -86,7 +87,7 @@ async function main() {
   const usdc = MockUSDC__factory.connect(deployment.token, signers[0]);
   for (const account of demo) await (await usdc.mint(account.address, DEMO_USDC)).wait();
   const keys = chain.accounts;
-  phase(3, "deploying the escrow 2.0.0, the identity NFT and the reputation registry on 0g");
+  phase(3, "deploying the escrow, the identity NFT and the reputation registry on 0g");
   const zeroGDeployment = await deployZeroG(
     zeroG,
     demo.map((s) => s.address),
@@ -211,6 +212,12 @@ Its owner     ${ownerSigner.address} (manages it: GET /api/v1/agents/mine, stop,
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  // Killed with SIGKILL (npm, or the `hardhat run` that started this script): stop all the same. The chains also watch
+  // this process and exit once it is gone (scripts/lib/local-chain.ts).
+  whenStartersDie(() => {
+    console.log("npm start: the process that started it is gone");
+    stop();
+  });
 
   const exports = `export MARKET_API_URL=${server.url} MARKET_RPC_ARC=${chain.url} MARKET_ESCROW_ARC=${deployment.proxy} MARKET_RPC_0G=${zeroG.url} MARKET_ESCROW_0G=${zeroGDeployment.proxy}`;
   const mcpConfig = mcpClientConfig(
@@ -242,7 +249,7 @@ Escrow        ${zeroGDeployment.proxy}  (v${zeroGDeployment.version}, writes rep
 Mock USDC     ${zeroGDeployment.token}
 Identity      ${zeroGDeployment.identity!.proxy}  (ERC-8004 identity NFT; minter ${zeroGDeployment.identity!.minters.join(", ")})
 Reputation    ${zeroGDeployment.reputation!.proxy}  (written by the escrow at settlement)
-Deployment    ${path.relative(process.cwd(), path.join(ZERO_G_DEPLOYMENTS, "0g.json"))}
+Deployment    ${path.join(ZERO_G_DEPLOYMENTS, "0g.json")}
 
 For the SDK and the market CLI (and \`npx hardhat --network localhost escrow:<operation>\`), in every terminal:
   ${exports}
@@ -297,7 +304,7 @@ async function deployZeroG(zeroG: LocalChain, demo: string[]): Promise<EscrowDep
       ...process.env,
       HARDHAT_NETWORK: "",
       CHAIN_0G_RPC_URL: zeroG.url,
-      CHAIN_0G_CHAIN_ID: "",
+      CHAIN_0G_CHAIN_ID: String(LOCAL_0G_CHAIN_ID),
       DEPLOYER_PRIVATE_KEY: "",
       DEPLOYMENTS_DIR: ZERO_G_DEPLOYMENTS,
     },

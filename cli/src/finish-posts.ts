@@ -4,16 +4,23 @@
  */
 import type { CliConfig } from "./config";
 import { finishRows, PENDING_FUNDING_WAIT_MS, RowStatus, sortRows } from "../../sdk/src/posting/journal";
-import { openFileRun, summarize } from "./run";
+import { chainParts, eachChain, openFileRun, summarize, type ChainPart } from "./run";
 import type { Terminal } from "./terminal";
 
 export interface FinishPostsFlags {
   file: string;
   results?: string;
+  /** The chain of rows without a `chain` cell, as given to post-tasks. */
+  chain?: string;
 }
 
 export async function finishPostsCommand(flags: FinishPostsFlags, config: CliConfig, terminal: Terminal, postCommand: string): Promise<number> {
-  const run = await openFileRun(flags.file, flags.results, config, terminal);
+  const parts = await chainParts(flags.file, flags.results, config, flags.chain);
+  return eachChain(parts, terminal, (part, partTerminal) => finishPart(flags, part, config, partTerminal, postCommand));
+}
+
+async function finishPart(flags: FinishPostsFlags, part: ChainPart, config: CliConfig, terminal: Terminal, postCommand: string): Promise<number> {
+  const run = await openFileRun(flags.file, part, config, terminal);
   try {
     const sorted = await sortRows(run, { waitMs: PENDING_FUNDING_WAIT_MS });
     terminal.say(`file: ${flags.file} (${run.rows.length} rows)`);

@@ -121,6 +121,7 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .option("--yes", "do not ask (required without a terminal)")
     .option("--allow-repost", "pay again for rows this wallet already paid for from a task file (a copy); asked on a terminal, refused otherwise")
     .option("--max-total <usdc>", "refuse, before paying anything, a run whose escrow total is above this (USDC)", usdc)
+    .option("--chain <name>", "chain of the rows without a chain column (arc, 0g...; default the service's first postable chain)")
     .action(async (options: Omit<PostTasksFlags, "maxTotalRaw"> & { maxTotal?: bigint }) => {
       const { maxTotal, ...rest } = options;
       const flags: PostTasksFlags = { ...rest, ...(maxTotal !== undefined ? { maxTotalRaw: maxTotal } : {}) };
@@ -132,8 +133,15 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .description("List the rows an earlier post-tasks run paid for but did not list, without paying again; posts nothing new.")
     .requiredOption("--file <path>", "the task file of that run")
     .option("--results <path>", "its results file, if --results was given to post-tasks")
+    .option("--chain <name>", "the --chain given to post-tasks, if any")
     .action(async (flags: FinishPostsFlags) => {
-      const post = commandLine(["post-tasks", "--file", flags.file, ...(flags.results ? ["--results", flags.results] : [])]);
+      const post = commandLine([
+        "post-tasks",
+        "--file",
+        flags.file,
+        ...(flags.results ? ["--results", flags.results] : []),
+        ...(flags.chain ? ["--chain", flags.chain] : []),
+      ]);
       setExit(await finishPostsCommand(flags, config(), terminal, post));
     });
 

@@ -12,21 +12,20 @@ import {
   findRepeats,
   finishRows,
   postFresh,
+  preflight,
+  refuseListed,
   sortRows,
   PENDING_FUNDING_WAIT_MS,
   RowStatus,
   type PostTasksHooks,
-  type Run,
-  type RunRow,
   type Sorted,
 } from "../../sdk/src/posting/journal";
 import { formatUsdc } from "../../core/money";
 import { publicClientOptions, type CliConfig } from "./config";
 import { journalPathFor, readJournal } from "./journal";
-import { endOfRun, openFileRun, resultsPathFor, summarize } from "./run";
+import { chainParts, eachChain, endOfRun, openFileRun, resultsPathFor, summarize, type ChainPart } from "./run";
 import { confirmRepost, showRepeats } from "./repeats";
 import { loadTaskFile } from "./task-file";
-import { listedAlready, requireRecipients } from "./preflight";
 import { showBriefFiles, showTotals, totalsOf } from "./totals";
 import type { Terminal } from "./terminal";
 
@@ -44,6 +43,8 @@ export interface PostTasksFlags {
   maxTotalRaw?: bigint;
   /** Whom private briefs are wrapped to (`market mcp` passes `any-chain`); default the posting chain's agents. */
   wrapTo?: WrapTo;
+  /** The chain of rows without a `chain` cell; default the service's first postable chain. */
+  chain?: string;
 }
 
 export async function postTasksCommand(
@@ -53,12 +54,23 @@ export async function postTasksCommand(
   rerun: string,
   hooks: PostTasksHooks = {},
 ): Promise<number> {
-  if (flags.dryRun) return dryRun(flags, config, terminal);
-  const run = await openFileRun(flags.file, flags.results, config, terminal);
+  if (flags.dryRun && (!config.apiKey || !config.privateKey)) return journalOnlyDryRun(flags, config, terminal);
+  const parts = await chainParts(flags.file, flags.results, config, flags.chain);
+  return eachChain(parts, terminal, (part, partTerminal) =>
+    flags.dryRun ? dryRun(flags, part, config, partTerminal) : postPart(flags, part, config, partTerminal, rerun, hooks),
+  );
+}
+
+/** Posts the task file's rows on one chain: one journaled run, its summary, one question, then the posting. */
+async function postPart(flags: PostTasksFlags, part: ChainPart, config: CliConfig, terminal: Terminal, rerun: string, hooks: PostTasksHooks) {
+  const run = await openFileRun(flags.file, part, config, terminal);
   try {
     const sorted = await sortRows(run, { waitMs: PENDING_FUNDING_WAIT_MS });
-    // Public rows listed already can only fail: not counted, and recorded refused for good once the run goes ahead.
-    const listed = await setAsideListed(run, sorted);
+    // What the real run checks before sending (shared with the dry run and the MCP quote): public rows listed already
+    // can only fail, so they are not counted and are recorded refused once the run goes ahead; a private row no agent
+    // can open refuses the run here, before the question.
+    await preflight(run, sorted, flags.wrapTo ? { wrapTo: flags.wrapTo } : {});
+    const listed = sorted.listed ?? [];
     const settlement = await run.client.settlement(run.chain.chain);
     const totals = totalsOf(sorted.fresh, settlement, flags.chunk);
     const allowance = BigInt(
@@ -86,15 +98,11 @@ export async function postTasksCommand(
       await confirm(
         flags,
         terminal,
-        `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) from ${run.chain.wallet.address}` +
+        `Pay ${formatUsdc(totals.totalRaw)} USDC into escrow for ${totals.tasks} task(s) on ${run.chain.chain} from ${run.chain.wallet.address}` +
           `${files > 0 ? `, with the briefs of the ${files} local file(s) listed above` : ""}?`,
       );
 
-    for (const row of listed) {
-      const error = { code: "TASK_HASH_IN_USE", message: LISTED_ALREADY };
-      await run.journal.append({ t: "failed", key: row.key, error });
-      run.results.set(row, { status: RowStatus.failed, error });
-    }
+    await refuseListed(run, listed);
     const progress = terminal.progress(sorted.toFinish.length + sorted.fresh.length, "rows", totals.perTransaction);
     const done = { count: 0 };
     const finished = await finishRows(run, sorted.toFinish, progress, done);
@@ -107,17 +115,6 @@ export async function postTasksCommand(
   } finally {
     await run.close();
   }
-}
-
-const LISTED_ALREADY = "that public brief is listed already (by this file's copy, or another poster): change its text to post it";
-
-/** Sets aside the fresh public rows whose hash is listed already (they can only fail with TASK_HASH_IN_USE). */
-async function setAsideListed(run: Run, sorted: Sorted): Promise<RunRow[]> {
-  const listed = new Set(await listedAlready(run.client, sorted.fresh));
-  if (listed.size === 0) return [];
-  sorted.fresh = sorted.fresh.filter((r) => !listed.has(r));
-  sorted.listed = [...listed];
-  return sorted.listed;
 }
 
 /** What earlier runs did, as the lines before the totals. */
@@ -137,19 +134,18 @@ function describeSorted(terminal: Terminal, sorted: Sorted) {
  * the chain and the API as a run would (rows an earlier run paid for cost nothing: they are only listed), writing and
  * locking nothing; without, it counts every row the journal does not show posted, an upper bound.
  */
-async function dryRun(flags: PostTasksFlags, config: CliConfig, terminal: Terminal): Promise<number> {
-  if (!config.apiKey || !config.privateKey) return journalOnlyDryRun(flags, config, terminal);
-  const run = await openFileRun(flags.file, flags.results, config, terminal, { readOnly: true });
+async function dryRun(flags: PostTasksFlags, part: ChainPart, config: CliConfig, terminal: Terminal): Promise<number> {
+  const run = await openFileRun(flags.file, part, config, terminal, { readOnly: true });
   try {
     const sorted = await sortRows(run, { waitMs: 0 });
     // What the real run checks before sending: listed hashes, and that every private row has an agent to open it.
-    await setAsideListed(run, sorted);
-    await requireRecipients(run.client, run.chain.chain, sorted.fresh, flags.wrapTo);
+    await preflight(run, sorted, flags.wrapTo ? { wrapTo: flags.wrapTo } : {});
     const repeats = await findRepeats(run, sorted.fresh);
     const totals = totalsOf(sorted.fresh, await run.client.settlement(run.chain.chain), flags.chunk);
     terminal.data({
       dryRun: true,
       file: flags.file,
+      chain: run.chain.chain,
       rows: run.rows.length,
       alreadyPosted: sorted.posted.length,
       toList: sorted.toFinish.length,

@@ -5,7 +5,7 @@
  */
 import { MarketClient } from "../../sdk/src/client";
 import { finalRows, openRun, RowStatus, type Run, type RunRow } from "../../sdk/src/posting/journal";
-import { clientOptions, type CliConfig } from "./config";
+import { clientOptions, publicClientOptions, type CliConfig } from "./config";
 import { fileJournal, journalPathFor } from "./journal";
 import { resultsFile } from "./results";
 import { openFundedIndex } from "./funded-index";
@@ -17,31 +17,83 @@ export function resultsPathFor(file: string, results?: string): string {
 }
 
 /**
- * Opens a run over a task file: the file checked, the wallet connected, the journal locked and checked against this
+ * The rows of a task file posted on one chain, with their results file. A run is bound to one chain (its journal
+ * records fundings on it), so a file whose rows name several chains (`chain` column) is posted as one run per chain:
+ * the run's chain (`--chain`, else the service's first postable one) keeps the results file, another chain gets its own
+ * beside it (`<file>.results.0g.csv`, journal `<file>.results.0g.csv.journal.jsonl`).
+ */
+export interface ChainPart {
+  chain: string;
+  rows: RunRow[];
+  resultsPath: string;
+}
+
+/** The task file's rows by chain, the run's chain first (the only part of a file without a `chain` column). */
+export async function chainParts(file: string, resultsFlag: string | undefined, config: CliConfig, chainFlag?: string): Promise<ChainPart[]> {
+  const rows = loadTaskFile(file);
+  const runChain = chainFlag ?? (await new MarketClient(publicClientOptions(config)).settlement()).chain;
+  const byChain = new Map<string, RunRow[]>([[runChain, []]]);
+  for (const row of rows) {
+    const chain = row.row.chain ?? runChain;
+    byChain.set(chain, [...(byChain.get(chain) ?? []), row]);
+  }
+  const resultsPath = resultsPathFor(file, resultsFlag);
+  return [...byChain]
+    .filter(([chain, part]) => part.length > 0 || chain === runChain)
+    .map(([chain, part]) => ({ chain, rows: part, resultsPath: chain === runChain ? resultsPath : otherChainPath(resultsPath, chain) }));
+}
+
+/** The results file of a task file's rows on a chain other than the run's. */
+function otherChainPath(resultsPath: string, chain: string): string {
+  return /\.csv$/i.test(resultsPath) ? resultsPath.replace(/(\.csv)$/i, `.${chain}$1`) : `${resultsPath}.${chain}`;
+}
+
+/**
+ * Opens a run over a task file's rows on one chain: the wallet connected, the journal locked and checked against this
  * chain, escrow and wallet (`JOURNAL_MISMATCH` otherwise: its fundings are not on this chain), the results file started
  * from the journal. `readOnly` (a dry run) locks and writes nothing.
  */
 export async function openFileRun(
   file: string,
-  resultsFlag: string | undefined,
+  part: ChainPart,
   config: CliConfig,
   terminal: Terminal,
   options: { readOnly?: boolean } = {},
 ): Promise<Run> {
-  const rows = loadTaskFile(file);
   const client = new MarketClient(clientOptions(config, { signs: true }));
-  const resultsPath = resultsPathFor(file, resultsFlag);
   return openRun({
     file,
-    rows,
+    rows: part.rows,
     client,
+    chain: part.chain,
     api: config.apiUrl,
-    journal: fileJournal(journalPathFor(resultsPath)),
-    results: resultsFile(resultsPath),
+    journal: fileJournal(journalPathFor(part.resultsPath)),
+    results: resultsFile(part.resultsPath),
     funded: (scope) => openFundedIndex(config.stateDir, scope),
     reporter: terminal,
     ...(options.readOnly ? { readOnly: true } : {}),
   });
+}
+
+/**
+ * Runs `each` over the parts of a task file in order; with several chains, every part's lines are headed by its chain
+ * and the --json answers are gathered into one `{ chains: [...], exitStatus }`. The exit status: 0 when every part's
+ * is, else 3 while any part can still be finished by a rerun, else 1.
+ */
+export async function eachChain(parts: ChainPart[], terminal: Terminal, each: (part: ChainPart, terminal: Terminal) => Promise<number>) {
+  if (parts.length === 1) return each(parts[0]!, terminal);
+  const answers: unknown[] = [];
+  const statuses: number[] = [];
+  for (const part of parts) {
+    terminal.say(`chain ${part.chain}: ${part.rows.length} row(s)`);
+    const partTerminal: Terminal = Object.assign(Object.create(terminal) as Terminal, {
+      data: (value: unknown) => answers.push({ chain: part.chain, ...(value as object) }),
+    });
+    statuses.push(await each(part, partTerminal));
+  }
+  const status = statuses.every((s) => s === 0) ? 0 : statuses.includes(3) ? 3 : Math.max(...statuses);
+  terminal.data({ chains: answers, exitStatus: status });
+  return status;
 }
 
 /** The closing lines of a run (and its JSON answer with --json); the exit status is the caller's. */

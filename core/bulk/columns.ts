@@ -18,6 +18,8 @@ export const BULK_COLUMNS = [
   "verification_keywords",
   "verification_regex",
   "pass_threshold",
+  // The chain the row is posted on (`arc`, `0g`...); empty: the run's chain (the CLI's --chain, else the first postable).
+  "chain",
 ] as const;
 
 export type BulkColumn = (typeof BULK_COLUMNS)[number];

@@ -4,6 +4,7 @@
  * empty cell (the default applies).
  */
 import { CAPABILITY_TAG_RULE, checkCapabilities, parseCapabilityList } from "../capabilities";
+import { CHAIN_NAMES, isChainName, type ChainName } from "../chains";
 import type { Checked } from "../issues";
 import { DEFAULT_BULK_DURATION_SECONDS, DEFAULT_ZONE, MAX_UPLOAD_BYTES } from "../limits";
 import { parseRawAmount, parseUsdcDecimal } from "../money";
@@ -33,6 +34,8 @@ export interface BulkRow {
   criteria?: VerificationCriteria;
   /** CLI: the `instructions_file` the brief was read from, as the row names it. */
   instructionsFile?: string;
+  /** The chain to post it on; absent: the run's (whether it is postable is the service's to say, at the run). */
+  chain?: ChainName;
 }
 
 export type RowIssue = {
@@ -156,6 +159,13 @@ export function normalizeBulkRow(
 
   const criteria = readCriteria(values, verification, cell, fail);
 
+  const chainText = cell("chain")?.trim().toLowerCase();
+  let chain: ChainName | undefined;
+  if (chainText !== undefined) {
+    if (isChainName(chainText)) chain = chainText;
+    else fail("chain", BulkRowIssue.INVALID_VALUE, `chain must be one of ${CHAIN_NAMES.join(", ")}, got ${JSON.stringify(chainText)}`);
+  }
+
   if (
     issues.length > 0 ||
     instructions === undefined ||
@@ -174,6 +184,7 @@ export function normalizeBulkRow(
   if (serviceId !== undefined) row.serviceId = serviceId;
   if (criteria !== undefined) row.criteria = criteria;
   if (file !== undefined) row.instructionsFile = file.trim();
+  if (chain !== undefined) row.chain = chain;
   return { row, issues: [] };
 }
 

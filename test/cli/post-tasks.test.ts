@@ -262,7 +262,7 @@ describe("cli: market post-tasks", function () {
     const before = await balances();
     const declined = await onTerminal("n");
     expect(declined.status).to.equal(1);
-    expect(declined.output).to.contain("Pay 3 USDC into escrow for 2 task(s) from");
+    expect(declined.output).to.contain("Pay 3 USDC into escrow for 2 task(s) on arc from");
     expect(declined.output).to.contain("error CONFIRMATION_REQUIRED: Not confirmed; nothing was sent.");
     expect(await balances()).to.deep.equal(before);
 

@@ -79,6 +79,8 @@ export async function prepareRow(
 ): Promise<PreparedRow> {
   const { row } = checked;
   const common = {
+    // The posting chain, named to the API when it builds the funding and when it lists it (default: its first postable).
+    chain: ctx.settlement.chain,
     verificationMode: checked.verificationMode,
     ...(checked.verificationCriteria ? { verificationCriteria: checked.verificationCriteria } : {}),
     ...(checked.verifierAddress ? { verifierAddress: checked.verifierAddress } : {}),

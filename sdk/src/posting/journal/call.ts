@@ -20,6 +20,7 @@ import { postFresh, type PostTasksHooks } from "./post";
 import { quietReporter, type FundedIndex, type JournalPort, type Reporter } from "./ports";
 import { callRows } from "./rows";
 import { finishRows, openRun, sortRows, type Sorted } from "./run";
+import { preflight, refuseListed } from "./preflight";
 import type { Run } from "./types";
 
 /** The name of one idempotencyKey's call of one wallet (32 hex characters): where hosts file its store. */
@@ -137,6 +138,8 @@ export function callPoster(options: CallPosterOptions): Poster {
       });
       try {
         const sorted = await sortRows(run, { waitMs: 0 });
+        // What the real run checks before sending (preflight.ts), so the quote counts only what can be posted.
+        await preflight(run, sorted, { wrapTo: openOptions.wrapTo ?? "any-chain" });
         // A funding of an earlier call still pending: nothing new is paid until it is mined (its nonce comes first).
         const fresh = sorted.pending.length > 0 ? [] : sorted.fresh;
         const { chain } = run;
@@ -170,6 +173,7 @@ export function callPoster(options: CallPosterOptions): Poster {
 }
 
 async function execute(run: Run, sorted: Sorted, fresh: Sorted["fresh"], wrapTo: WrapTo, hooks: PostTasksHooks | undefined): Promise<PostRunResult> {
+  await refuseListed(run, sorted.listed ?? []);
   run.results.write();
   const quiet = quietReporter.progress(0, "");
   const finished = await finishRows(run, sorted.toFinish, quiet);

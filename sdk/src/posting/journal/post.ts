@@ -59,6 +59,8 @@ export async function postFresh(
     await run.client.postTasks(
       fresh.map((r) => r.input),
       {
+        // The run's chain, the one its journal is bound to.
+        chain: chain.chain,
         ...(flags.chunk !== undefined ? { chunkSize: flags.chunk } : {}),
         ...(flags.maxTotalRaw !== undefined ? { maxTotalRaw: flags.maxTotalRaw } : {}),
         ...(flags.wrapTo ? { wrapTo: flags.wrapTo } : {}),

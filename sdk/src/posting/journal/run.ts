@@ -24,6 +24,8 @@ export interface RunSetup {
   rows: RunRow[];
   /** Acts as the posting wallet (an API key and a private key). */
   client: MarketClient;
+  /** The chain the rows are posted on (`arc`, `0g`...); default the service's first postable one. */
+  chain?: string;
   /** The API base URL the rows are listed through, as the journal binds it. */
   api: string;
   journal: JournalPort;
@@ -42,7 +44,7 @@ export interface RunSetup {
  */
 export async function openRun(setup: RunSetup): Promise<Run> {
   const { file, rows, client, reporter } = setup;
-  const chain = await client.wallet();
+  const chain = await client.wallet(setup.chain);
   const resultsPath = setup.results?.name ?? "the results";
   let journal: JournalWriter | undefined;
   try {
