@@ -215,6 +215,8 @@ Its owner     ${ownerSigner.address} (manages it: GET /api/v1/agents/mine, stop,
   // Killed with SIGKILL (npm, or the `hardhat run` that started this script): stop all the same. The chains also watch
   // this process and exit once it is gone (scripts/lib/local-chain.ts).
   whenStartersDie(() => {
+    // A Ctrl-C also ends `hardhat run` at once: then the stop under way goes on.
+    if (stopping) return;
     console.log("npm start: the process that started it is gone");
     stop();
   });

@@ -16,7 +16,6 @@ import {
   refuseListed,
   sortRows,
   PENDING_FUNDING_WAIT_MS,
-  RowStatus,
   type PostTasksHooks,
   type Sorted,
 } from "../../sdk/src/posting/journal";

@@ -4,6 +4,7 @@
  * the terminal), and the closing lines of a run.
  */
 import { MarketClient } from "../../sdk/src/client";
+import { ApiError, clientError } from "../../sdk/src/errors";
 import { finalRows, openRun, RowStatus, type Run, type RunRow } from "../../sdk/src/posting/journal";
 import { clientOptions, publicClientOptions, type CliConfig } from "./config";
 import { fileJournal, journalPathFor } from "./journal";
@@ -31,16 +32,26 @@ export interface ChainPart {
 /** The task file's rows by chain, the run's chain first (the only part of a file without a `chain` column). */
 export async function chainParts(file: string, resultsFlag: string | undefined, config: CliConfig, chainFlag?: string): Promise<ChainPart[]> {
   const rows = loadTaskFile(file);
-  const runChain = chainFlag ?? (await new MarketClient(publicClientOptions(config)).settlement()).chain;
+  const client = new MarketClient(publicClientOptions(config));
+  const runChain = chainFlag ?? (await client.settlement()).chain;
   const byChain = new Map<string, RunRow[]>([[runChain, []]]);
   for (const row of rows) {
     const chain = row.row.chain ?? runChain;
     byChain.set(chain, [...(byChain.get(chain) ?? []), row]);
   }
   const resultsPath = resultsPathFor(file, resultsFlag);
-  return [...byChain]
+  const parts = [...byChain]
     .filter(([chain, part]) => part.length > 0 || chain === runChain)
     .map(([chain, part]) => ({ chain, rows: part, resultsPath: chain === runChain ? resultsPath : otherChainPath(resultsPath, chain) }));
+  // Every chain checked before any part is posted: a row on a chain the service does not settle on refuses the file.
+  for (const part of parts) {
+    await client.settlement(part.chain).catch((error: unknown) => {
+      throw error instanceof ApiError && error.code === "WRONG_CHAIN"
+        ? clientError("WRONG_CHAIN", `${error.message.replace(/\.$/, "")} (${part.rows.length} row(s) of ${file}); nothing was sent.`)
+        : error;
+    });
+  }
+  return parts;
 }
 
 /** The results file of a task file's rows on a chain other than the run's. */

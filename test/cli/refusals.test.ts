@@ -119,6 +119,17 @@ const REFUSALS: Refusal[] = [
     detail: "line 2, column instructions_file: INSTRUCTIONS_FILE_OUTSIDE",
   },
   {
+    name: "a chain the marketplace does not know",
+    files: { "t.csv": "instructions,reward,chain\nDo it.,1,solana\n" },
+    code: "INVALID_ROWS",
+    detail: 'line 2, column chain: INVALID_VALUE: chain must be one of arc, 0g, base, got "solana"',
+  },
+  {
+    name: "a row on a chain the service does not settle on, before any row of another chain is paid",
+    files: { "t.csv": "instructions,reward,chain\nDo it on arc.,1,arc\nDo it on 0g.,1,0g\n" },
+    code: "WRONG_CHAIN",
+  },
+  {
     name: "a CSV quote never closed",
     files: { "t.csv": 'instructions,reward\n"Do it.,1\nDo that.,2\n' },
     code: "INVALID_ROWS",

@@ -4,7 +4,7 @@
  * touching the first one's chain or data.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -15,6 +15,7 @@ import type { AddressInfo } from "node:net";
 import { freePort, portIsFree } from "../../scripts/lib/local-chain";
 import { MockUSDC__factory } from "../../typechain-types";
 import { MarketClient } from "../../sdk/src/client";
+import { CLI_MAIN, ensureCliBuilt } from "../support/cli";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "../..");
@@ -107,6 +108,8 @@ describe("npm start", function () {
       MARKET_0G_CHAIN_PORT: String(zeroGPort),
       PORT: String(apiPort),
       MARKET_LOCAL_DATA_DIR: path.join(work, "data"),
+      // As the README says to post on the local 0g chain too.
+      POSTABLE_CHAINS: "arc,0g",
     };
     delete env.DEPLOYMENTS_DIR;
     repoRecord = existsSync(REPO_RECORD) ? readFileSync(REPO_RECORD, "utf8") : undefined;
@@ -156,6 +159,65 @@ describe("npm start", function () {
       MARKET_API_KEY: printed("MARKET_API_KEY", "Demo poster"),
       MARKET_RPC_ARC: `http://127.0.0.1:${chainPort}`,
     });
+  });
+
+  it("posts a task file with a chain column from the CLI: each row listed on its own chain (the 0g node has its own chain id)", async () => {
+    const zeroG = new JsonRpcProvider(`http://127.0.0.1:${zeroGPort}`);
+    expect((await zeroG.getNetwork()).chainId).to.equal(31338n);
+    zeroG.destroy();
+    ensureCliBuilt();
+    const exports = first.output().slice(first.output().indexOf("export MARKET_API_URL="));
+    const variables = Object.fromEntries([...exports.split("\n")[0]!.matchAll(/(MARKET_\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!] as const)) as Record<
+      string,
+      string
+    >;
+    const file = path.join(work, "mixed.csv");
+    const stamp = Date.now();
+    writeFileSync(
+      file,
+      `instructions,reward,privacy,capabilities,chain\n` +
+        `"Summarise the history of the printing press ${stamp}",1.5,public,summarization,0g\n` +
+        `"Summarise the history of the telegraph ${stamp}",1,public,summarization,\n` +
+        `"Summarise the history of the radio ${stamp}",2,public,summarization,arc\n`,
+    );
+    const cliEnvironment = {
+      ...env,
+      ...variables,
+      MARKET_API_KEY: printed("MARKET_API_KEY", "Demo poster"),
+      MARKET_PRIVATE_KEY: printed("MARKET_PRIVATE_KEY", "Demo poster"),
+      MARKET_STATE_DIR: path.join(work, "cli-state"),
+    };
+    const { stdout } = await run(process.execPath, [CLI_MAIN, "--json", "post-tasks", "--file", file, "--yes"], {
+      cwd: work,
+      env: cliEnvironment,
+    });
+    const answer = JSON.parse(stdout) as { exitStatus: number; chains: Array<{ chain: string; rows: Array<{ status: string; taskHash: string }> }> };
+    expect(answer.exitStatus).to.equal(0);
+    expect(answer.chains.map((c) => [c.chain, c.rows.map((r) => r.status)])).to.deep.equal([
+      ["arc", ["posted", "posted"]],
+      ["0g", ["posted"]],
+    ]);
+    const client = new MarketClient({ apiKey: "", baseUrl: `http://127.0.0.1:${apiPort}` });
+    // Listed at once; shown once its chain's indexer has the funding block.
+    const chainOf = async (taskHash: string) => {
+      for (let tries = 0; ; tries++) {
+        try {
+          return (await client.getTask(taskHash)).meta.chain;
+        } catch (error) {
+          if (tries > 50) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+    };
+    expect(await chainOf(answer.chains[1]!.rows[0]!.taskHash)).to.equal("0g");
+    expect(await chainOf(answer.chains[0]!.rows[0]!.taskHash)).to.equal("arc");
+    // Each chain's rows have their own results file and journal: a rerun pays nothing.
+    expect(existsSync(path.join(work, "mixed.csv.results.csv"))).to.equal(true);
+    expect(existsSync(path.join(work, "mixed.csv.results.0g.csv"))).to.equal(true);
+    const rerun = await run(process.execPath, [CLI_MAIN, "--json", "post-tasks", "--file", file, "--yes"], { cwd: work, env: cliEnvironment });
+    const again = JSON.parse(rerun.stdout) as { exitStatus: number; chains: Array<{ counts: { posted: number } }> };
+    expect(again.exitStatus).to.equal(0);
+    expect(again.chains.map((c) => c.counts.posted)).to.deep.equal([2, 1]);
   });
 
   it("refuses a second start on the same ports without touching the first one's chain or data", async () => {

@@ -13,6 +13,6 @@ export { bindingOf, checkClaims, eachLimited } from "./claims";
 export { findRepeats, type Repeat } from "./repeats";
 export { finalRows, finishRows, fundingInFlight, openRun, outcomeOf, PENDING_FUNDING_WAIT_MS, sortRows, type RunSetup, type Sorted } from "./run";
 export { postFresh, type PostFreshOptions, type PostTasksHooks } from "./post";
-export { LISTED_ALREADY, listedAlready, preflight, refuseListed, requireRecipients, setAsideListed } from "./preflight";
+export { LISTED_ALREADY, listedAlready, preflight, refuseListed, requirePostable, requireRecipients, setAsideListed } from "./preflight";
 export { callFingerprint, callId, callPoster, type CallPosterOptions, type CallStore } from "./call";
 export type { Run } from "./types";

@@ -5,7 +5,7 @@
  * refused; a private row no registered agent can open is refused NO_EXECUTORS, as the real run refuses it before
  * sending. Shared by every host of the engine (the CLI, `market mcp` and the API's custodied `post_tasks`).
  */
-import { ApiError } from "../../errors";
+import { ApiError, clientError } from "../../errors";
 import { findRecipients } from "../prepare";
 import type { CheckedRow } from "../check";
 import type { WrapTo } from "../types";
@@ -77,8 +77,19 @@ export async function requireRecipients(run: Pick<Run, "client" | "chain">, rows
   }
 }
 
+/**
+ * Refuses (`WRONG_CHAIN`) a run on a chain the service settles on but takes no new task on (not in its
+ * `POSTABLE_CHAINS`), as `postTasks` would before sending. A paused escrow is left to `postTasks` (`ESCROW_PAUSED`).
+ */
+export async function requirePostable(run: Pick<Run, "client" | "chain">): Promise<void> {
+  const settlement = await run.client.settlement(run.chain.chain);
+  if (settlement.postable || settlement.notPostableReason === "ESCROW_PAUSED") return;
+  throw clientError("WRONG_CHAIN", `The service takes no tasks on ${run.chain.chain} (POSTABLE_CHAINS on the server); nothing was sent.`);
+}
+
 /** Every check of this module on a sorted run, in the order the real run would meet them: what the summary counts is postable. */
 export async function preflight(run: Run, sorted: Sorted, options: { wrapTo?: WrapTo } = {}): Promise<void> {
+  if (sorted.fresh.length > 0) await requirePostable(run);
   await setAsideListed(run, sorted);
   await requireRecipients(run, sorted.fresh, options.wrapTo);
 }
