@@ -17,6 +17,7 @@ import {
   formatUsdc,
   pinnedEscrowsFromEnv,
   rpcUrlsFromEnv,
+  type ChainName,
   type RuntimeEvent,
   type TaskContext,
 } from "@market/sdk";
@@ -52,21 +53,26 @@ async function main() {
   const rpcUrls = rpcUrlsFromEnv();
   const escrows = pinnedEscrowsFromEnv();
 
-  // The wallet's settlement-token balance on arc, to show what each task paid.
+  // The wallet's settlement-token balance on a chain (arc, 0g...), shown beside each payout on it.
   const client = new MarketClient({ apiKey, baseUrl, escrows });
-  const settlement = await client.settlement("arc");
-  const provider = new JsonRpcProvider(rpcUrls.arc, settlement.chainId, { staticNetwork: true });
-  const usdc = new Contract(settlement.token, ["function balanceOf(address) view returns (uint256)"], provider);
   const wallet = await client.whoami();
-  const balance = async () => (await usdc.getFunction("balanceOf")(wallet)) as bigint;
+  const providers = new Map<string, JsonRpcProvider>();
+  const balance = async (chain: ChainName = "arc") => {
+    const settlement = await client.settlement(chain);
+    let provider = providers.get(chain);
+    if (!provider) providers.set(chain, (provider = new JsonRpcProvider(rpcUrls[chain], settlement.chainId, { staticNetwork: true })));
+    const usdc = new Contract(settlement.token, ["function balanceOf(address) view returns (uint256)"], provider);
+    return (await usdc.getFunction("balanceOf")(wallet)) as bigint;
+  };
   /**
-   * What the escrow paid this wallet for the task: the task's own settlement (`state.paid`, from its TaskCompleted
-   * event), not a balance difference, which other payouts landing meanwhile would skew. Asked until it is indexed.
+   * What the escrow paid this wallet for the task, and on which chain: the task's own settlement (`state.paid`, from
+   * its TaskCompleted event), not a balance difference, which other payouts landing meanwhile would skew. Asked until
+   * it is indexed.
    */
-  const payoutOf = async (taskHash: string): Promise<bigint> => {
+  const payoutOf = async (taskHash: string): Promise<{ paid: bigint; chain: ChainName }> => {
     for (let tries = 0; ; tries++) {
-      const paid = (await client.getTask(taskHash)).state.paid;
-      if (paid) return BigInt(paid.worker);
+      const { meta, state } = await client.getTask(taskHash);
+      if (state.paid) return { paid: BigInt(state.paid.worker), chain: meta.chain };
       if (tries >= 100) throw new Error(`task ${taskHash} shows no payout yet`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -91,7 +97,7 @@ async function main() {
     stopping = true;
     const { left } = await runtime.stop();
     if (left.length > 0) console.log(`stopped; left for the next start: ${left.map((l) => `${l.taskId} (${l.status})`).join(", ")}`);
-    provider.destroy();
+    for (const provider of providers.values()) provider.destroy();
     process.exit(status);
   };
   process.on("SIGINT", () => void stop(0));
@@ -109,9 +115,12 @@ async function main() {
         const { status, verificationResult } = event.finalize;
         console.log(`task ${event.taskId}: ${status}${verificationResult?.reasons.length ? ` (${verificationResult.reasons.join("; ")})` : ""}`);
         if (verificationResult?.passed) {
-          void Promise.all([payoutOf(event.taskId), balance()]).then(
-            async ([paid, now]) => {
-              console.log(`task ${event.taskId}: paid ${formatUsdc(paid)} USDC to ${wallet} (balance ${formatUsdc(now)} USDC)`);
+          void payoutOf(event.taskId).then(
+            async ({ paid, chain }) => {
+              const now = await balance(chain);
+              console.log(
+                `task ${event.taskId}: paid ${formatUsdc(paid)} USDC on ${chain} to ${wallet} (balance ${formatUsdc(now)} USDC on ${chain})`,
+              );
               if (once) await stop(0);
             },
             (error: unknown) => console.error(`error: ${(error as Error).message}`),
@@ -130,7 +139,7 @@ async function main() {
 
   const profile = await runtime.start();
   console.log(
-    `worker ${profile.address} browsing ${baseUrl ?? "http://127.0.0.1:3000"} (balance ${formatUsdc(await balance())} USDC); Ctrl-C stops it`,
+    `worker ${profile.address} browsing ${baseUrl ?? "http://127.0.0.1:3000"} (balance ${formatUsdc(await balance())} USDC on arc); Ctrl-C stops it`,
   );
 }
 

@@ -29,7 +29,7 @@ export interface ChainPart {
   resultsPath: string;
 }
 
-/** The task file's rows by chain, the run's chain first (the only part of a file without a `chain` column). */
+/** The task file's rows by chain, the run's chain first (the only part of a file without a `chain` column); no empty part. */
 export async function chainParts(file: string, resultsFlag: string | undefined, config: CliConfig, chainFlag?: string): Promise<ChainPart[]> {
   const rows = loadTaskFile(file);
   const client = new MarketClient(publicClientOptions(config));
@@ -41,7 +41,7 @@ export async function chainParts(file: string, resultsFlag: string | undefined, 
   }
   const resultsPath = resultsPathFor(file, resultsFlag);
   const parts = [...byChain]
-    .filter(([chain, part]) => part.length > 0 || chain === runChain)
+    .filter(([chain, part]) => part.length > 0 || (chain === runChain && rows.every((r) => r.row.chain === undefined)))
     .map(([chain, part]) => ({ chain, rows: part, resultsPath: chain === runChain ? resultsPath : otherChainPath(resultsPath, chain) }));
   // Every chain checked before any part is posted: a row on a chain the service does not settle on refuses the file.
   for (const part of parts) {

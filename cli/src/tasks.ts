@@ -71,11 +71,11 @@ export async function tasksCommand(flags: TasksFlags, config: CliConfig, termina
   return 0;
 }
 
-/** One task on one line: hash, status, reward, rounds, deadline. */
+/** One task on one line: hash, status, reward, rounds, deadline, chain. */
 function taskLine(task: TaskView | AssignedTaskView): string {
   const { meta, state } = task;
   const left = "roundsLeft" in task ? `, ${task.roundsLeft} left` : "";
-  return `${meta.taskHash}  ${state.status.padEnd(21)}  ${reward(meta)}  rounds ${state.rounds}/${MAX_SUBMISSIONS}${left}  deadline ${date(meta.deadline)}`;
+  return `${meta.taskHash}  ${state.status.padEnd(21)}  ${reward(meta)}  rounds ${state.rounds}/${MAX_SUBMISSIONS}${left}  deadline ${date(meta.deadline)}  on ${meta.chain}`;
 }
 
 export async function statusCommand(taskHash: string, config: CliConfig, terminal: Terminal): Promise<number> {

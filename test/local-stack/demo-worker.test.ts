@@ -57,7 +57,9 @@ describe("npm run demo:worker", function () {
       expect(await exited).to.equal(0, `${stdout}\n${stderr}`);
       expect(stdout).to.contain(`task ${posted.taskHash}: taken`);
       expect(stdout).to.contain(`task ${posted.taskHash}: verified`);
-      expect(stdout).to.match(new RegExp(`task ${posted.taskHash}: paid 2\\.25 USDC to ${s.worker.address} \\(balance [0-9.]+ USDC\\)`));
+      expect(stdout).to.match(
+        new RegExp(`task ${posted.taskHash}: paid 2\\.25 USDC on arc to ${s.worker.address} \\(balance [0-9.]+ USDC on arc\\)`),
+      );
       expect((await s.usdc.balanceOf(s.worker.address)) - before).to.equal(2_250_000n, "2.5 USDC less the 10% fee");
       expect((await poster.getTask(posted.taskHash!)).state.status).to.equal("verified");
     } finally {
