@@ -24,7 +24,7 @@ import { createUploads, storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
 import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
-import { reputationRoutes } from "./reputation";
+import { badgeAdminRoutes, reputationRoutes } from "./reputation";
 import { createQuoteStore, mcpRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
@@ -236,6 +236,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(reputationRoutes, { db, now });
   await app.register(assignedTaskRoutes, { auth, queries });
   await app.register(adminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
+  // Verified badges per tag or skill (issue 25 item 7), granted by the admin.
+  await app.register(badgeAdminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
   ownRunnerToken = (token) => hosting.runners.isOwnToken(token);
