@@ -8,7 +8,7 @@ import type { Db } from "../db";
 import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
 import { addressParam } from "../http/params";
-import { createAdminCheck, ADMIN_KEY } from "../admin";
+import { ADMIN_KEY, type RequireAdmin } from "../admin";
 import { capabilityTags } from "../agents";
 import { BadgeParams, Envelope, GrantBadgeBody, GrantedBadge, RevokedBadge, asAddress, type Badges, type VerifiedBadge } from "../../core/api";
 import { earnsBadge } from "../../core/reputation";
@@ -73,9 +73,10 @@ async function badgeName(db: Db, kind: "tag" | "skill", name: string): Promise<s
 }
 
 /** The admin's routes granting and revoking verified badges. */
-export const badgeAdminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; adminKey?: string }> = async (app, { db, now, adminKey }) => {
-  const requireAdmin = createAdminCheck(adminKey, now);
-
+export const badgeAdminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; requireAdmin: RequireAdmin }> = async (
+  app,
+  { db, now, requireAdmin },
+) => {
   app.post(
     "/api/v1/admin/badges",
     {
