@@ -164,6 +164,15 @@ describe("lifecycle: per-skill stats and badges (issue 25 item 7)", function () 
       verified: [],
     });
     expect(await s.db.selectFrom("skill_stats").selectAll().execute()).to.have.length(2);
+    // The registry shows each skill's record over every agent, beside its installs.
+    const registry = expectOk(
+      await s.call<{ skills: Array<{ slug: string; installs: number; completions: number; failures: number }> }>("GET", "/api/v1/skills"),
+    );
+    expect(registry.skills.map(({ slug, installs, completions, failures }) => ({ slug, installs, completions, failures }))).to.deep.equal([
+      { slug: "translator", installs: 1, completions: 1, failures: 0 },
+      { slug: "summarizer", installs: 1, completions: 5, failures: 0 },
+    ]);
+    expect(expectOk(await s.call<{ skill: { completions: number } }>("GET", "/api/v1/skills/summarizer")).skill.completions).to.equal(5);
     // Made private by its author: its record and badge leave the public answer.
     expectOk(await s.call("PATCH", "/api/v1/skills/summarizer", { key: posterKey, body: { isPublic: false } }));
     answer = await badges();
