@@ -273,6 +273,8 @@ export const ERROR_CODES = define({
     description: "The MCP server could not be reached or refused to list its tools (at deploy or install); nothing was stored.",
   },
   MCP_SERVER_EMPTY: { status: 400, description: "The MCP server lists no tools (or more than 50); nothing was stored." },
+  // ---- per-skill badges (issue 25 item 7)
+  BADGE_NOT_FOUND: { status: 404, description: "The agent holds no verified badge of that kind and name." },
 
   // ---- sandbox tools of hosted agents: JS Eval and Sandbox (issue 26, docs/hosted-agents.md "Sandbox tools")
   SANDBOX_UNAVAILABLE: {

@@ -203,7 +203,7 @@ export function importOpenApi(text: string): ImportedDrafts {
           if (!isObject(scheme)) continue;
           const secretRef = schemeName.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 100);
           if (scheme.type === "http" && typeof scheme.scheme === "string" && scheme.scheme.toLowerCase() === "bearer")
-            auth = { type: "bearer", secretRef };
+            auth = { type: "bearer", keyName: "Authorization", secretRef };
           else if (scheme.type === "apiKey" && scheme.in === "header" && typeof scheme.name === "string")
             auth = { type: "header", keyName: scheme.name, secretRef };
           else review.push(`Security scheme ${schemeName} is not understood (API key in a header and HTTP bearer only).`);

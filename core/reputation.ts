@@ -177,6 +177,21 @@ export function earnsBadge({ completions, failures }: TagStats): boolean {
   return failures * 100 < BADGE_FAILURE_PERCENT_BELOW * (completions + failures);
 }
 
+/**
+ * The installed public skill a settled task credits (spec "Reputation": one completion or failure "for the installed
+ * public skill that best matches"): the one sharing the most tags with the task's required capabilities, the earliest
+ * installed on a tie; none when no skill shares a tag (a task requiring no capability credits no skill).
+ */
+export function bestMatchingSkill<S extends { capabilities: readonly string[] }>(skills: readonly S[], taskTags: readonly string[]): S | undefined {
+  const wanted = new Set(taskTags);
+  let best: { skill: S; shared: number } | undefined;
+  for (const skill of skills) {
+    const shared = new Set(skill.capabilities.filter((tag) => wanted.has(tag))).size;
+    if (shared > 0 && (!best || shared > best.shared)) best = { skill, shared };
+  }
+  return best?.skill;
+}
+
 /** Weight of one badge for a required capability when ranking agents for a task's offer. */
 export const BADGE_RANK_BONUS = 25;
 

@@ -24,13 +24,13 @@ import { createUploads, storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
 import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
-import { reputationRoutes } from "./reputation";
+import { badgeAdminRoutes, reputationRoutes } from "./reputation";
 import { createQuoteStore, mcpRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
 import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
 import { skillRoutes } from "./skills";
 import { createServiceStore, serviceRoutes } from "./services";
-import { adminRoutes } from "./admin";
+import { adminRoutes, createAdminCheck } from "./admin";
 import { createEventFeed, eventRoutes } from "./events";
 import { createWebhookStore, webhookRoutes, type SecretBox } from "./webhooks";
 import { createVault } from "./hosted/vault";
@@ -235,7 +235,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(feedbackRoutes, { auth, db, chains, now });
   await app.register(reputationRoutes, { db, now });
   await app.register(assignedTaskRoutes, { auth, queries });
-  await app.register(adminRoutes, { db, now, ...(deps.config.adminApiKey ? { adminKey: deps.config.adminApiKey } : {}) });
+  // One admin check for every admin route: one count of failed attempts per client IP.
+  const requireAdmin = createAdminCheck(deps.config.adminApiKey, now);
+  await app.register(adminRoutes, { db, now, requireAdmin });
+  // Verified badges per tag or skill (issue 25 item 7), granted by the admin.
+  await app.register(badgeAdminRoutes, { db, now, requireAdmin });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
   ownRunnerToken = (token) => hosting.runners.isOwnToken(token);

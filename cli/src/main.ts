@@ -33,6 +33,7 @@ import { mcpCommand, type McpFlags } from "./mcp";
 import { mcpClientConfig } from "./mcp-config";
 import { rentCommand, servicesCommand, type RentFlags, type ServicesFlags } from "./services";
 import { createTerminal, type Terminal } from "./terminal";
+import { importOpenApiCommand, type ImportOpenApiFlags } from "./tools";
 import { TASK_STATUSES } from "../../core/status";
 
 export const ExitStatus = { ok: 0, failed: 1, usage: 2, notAllPosted: 3 } as const;
@@ -265,6 +266,17 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .requiredOption("--agent <id>", "the hosted agent's id", positiveInteger)
     .action(async (slug: string, flags: { agent: number }) => {
       setExit(await skillsRemoveCommand(slug, flags.agent, config(), terminal));
+    });
+
+  program
+    .command("tools")
+    .description("Tools for hosted agents and skills.")
+    .command("import-openapi")
+    .description("Draft HTTP tools from an OpenAPI 3.x JSON document (nothing stored or run): review, make each url full, confirm.")
+    .argument("<source>", "the document: a file, or an http(s) URL")
+    .option("--out <file>", "write the drafts' tool definitions to this JSON file")
+    .action(async (source: string, flags: ImportOpenApiFlags) => {
+      setExit(await importOpenApiCommand(source, flags, config(), terminal));
     });
 
   const keys = program.command("keys").description("Your account's API keys, signing in with MARKET_PRIVATE_KEY (no API key needed).");

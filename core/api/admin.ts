@@ -1,5 +1,6 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Address, ChainNameString, RawAmount, TaskHash } from "./common";
+import { VerifiedBadge } from "./reputation";
 
 /** GET /api/v1/admin/disputes: the tasks awaiting the escrow admin's ruling (`resolveDispute`), most urgent first. */
 export const AwaitingRuling = Type.Object({
@@ -27,3 +28,23 @@ export const AdminDisputes = Type.Object({
   total: Type.Integer(),
 });
 export type AdminDisputes = Static<typeof AdminDisputes>;
+
+/** POST /api/v1/admin/badges (issue 25 item 7): grant a verified badge to an agent, for a capability tag or a public skill. */
+export const GrantBadgeBody = Type.Object(
+  {
+    address: Type.String({ maxLength: 100, description: "The agent's wallet (a registered or hosted agent)." }),
+    kind: Type.Union([Type.Literal("tag"), Type.Literal("skill")]),
+    name: Type.String({ minLength: 1, maxLength: 64, description: "The capability tag, or the public skill's slug." }),
+  },
+  { additionalProperties: false },
+);
+export type GrantBadgeBody = Static<typeof GrantBadgeBody>;
+/** DELETE /api/v1/admin/badges/{address}/{kind}/{name}. */
+export const BadgeParams = Type.Object({
+  address: Type.String({ maxLength: 100 }),
+  kind: Type.Union([Type.Literal("tag"), Type.Literal("skill")]),
+  name: Type.String({ minLength: 1, maxLength: 64 }),
+});
+export type BadgeParams = Static<typeof BadgeParams>;
+export const GrantedBadge = Type.Object({ badge: VerifiedBadge, granted: Type.Boolean({ description: "False when it was granted already." }) });
+export const RevokedBadge = Type.Object({ revoked: Type.Literal(true) });

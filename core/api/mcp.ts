@@ -15,6 +15,7 @@ import {
   MIN_TASK_DURATION_SECONDS,
 } from "../limits";
 import { RawAmount } from "./common";
+import { SKILL_SLUG_PATTERN } from "./skills";
 
 const TaskHashArg = Type.String({ pattern: "^0x[0-9a-fA-F]{64}$", description: "The task hash (0x and 64 hex characters)." });
 const IdempotencyKey = Type.String({
@@ -121,6 +122,33 @@ export type BrowseServicesArgs = Static<typeof BrowseServicesArgs>;
 
 export const GetServiceArgs = Type.Object({ serviceId: ServiceIdArg }, { additionalProperties: false });
 export type GetServiceArgs = Static<typeof GetServiceArgs>;
+
+// ---- skills (issue 25): the registry and an owner's installs, as MCP tools.
+const SkillSlugArg = Type.String({
+  pattern: SKILL_SLUG_PATTERN,
+  maxLength: 64,
+  description: "The skill's slug (lowercase letters, digits, inner hyphens).",
+});
+const AgentIdArg = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1, description: "Your hosted agent's id." });
+
+/** `list_skills`: the public registry, most installed first. */
+export const ListSkillsArgs = Type.Object(
+  {
+    tag: Type.Optional(Type.String({ maxLength: 64, description: "Only skills with this capability tag." })),
+    q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Text searched in slug, name and description." })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "1 to 100 (default 20)." })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000 })),
+  },
+  { additionalProperties: false },
+);
+export type ListSkillsArgs = Static<typeof ListSkillsArgs>;
+
+export const GetSkillArgs = Type.Object({ slug: SkillSlugArg }, { additionalProperties: false });
+export type GetSkillArgs = Static<typeof GetSkillArgs>;
+
+/** `install_skill` and `remove_skill`: a skill in or out of one of your hosted agents. */
+export const AgentSkillArgs = Type.Object({ agentId: AgentIdArg, slug: SkillSlugArg }, { additionalProperties: false });
+export type AgentSkillArgs = Static<typeof AgentSkillArgs>;
 
 /** What a spending call without `confirm` answers: exactly the spec's quote fields. Nothing is spent. */
 export const McpQuote = Type.Object(

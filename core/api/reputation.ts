@@ -66,9 +66,32 @@ export const Reputation = Type.Object({
 });
 export type Reputation = Static<typeof Reputation>;
 
+/** A badge the service's team granted (admin routes, issue 25 item 7): for a capability tag or a public skill's slug. */
+export const VerifiedBadge = Type.Object({
+  address: Address,
+  kind: Type.Union([Type.Literal("tag"), Type.Literal("skill")]),
+  name: Type.String({ description: "The capability tag, or the skill's slug." }),
+  grantedAt: Type.Integer({ description: "Epoch ms." }),
+});
+export type VerifiedBadge = Static<typeof VerifiedBadge>;
+
 /** GET /api/v1/reputation/{address}/badges. */
 export const Badges = Type.Object({
-  stats: Type.Array(Type.Object({ tag: Type.String(), completions: Type.Integer(), failures: Type.Integer() })),
-  badges: Type.Array(Type.Object({ tag: Type.String(), kind: Type.Literal("earned") })),
+  stats: Type.Array(Type.Object({ tag: Type.String(), completions: Type.Integer(), failures: Type.Integer() }), {
+    description: "Per capability tag: settled completions and failures.",
+  }),
+  skillStats: Type.Array(Type.Object({ skill: Type.String(), name: Type.String(), completions: Type.Integer(), failures: Type.Integer() }), {
+    description: "Per installed public skill (each settled task credits the one that best matches its tags); private skills never appear.",
+  }),
+  badges: Type.Array(Type.Object({ tag: Type.String(), kind: Type.Literal("earned") }), {
+    description: "Earned per tag (5 completions, failures under 20%).",
+  }),
+  skillBadges: Type.Array(Type.Object({ skill: Type.String(), kind: Type.Literal("earned") }), {
+    description: "Earned per public skill, by the same rule.",
+  }),
+  verified: Type.Array(
+    Type.Object({ kind: Type.Union([Type.Literal("tag"), Type.Literal("skill")]), name: Type.String(), grantedAt: Type.Integer() }),
+    { description: "Granted by the service's team, apart from the earned ones (a skill's only while it is public)." },
+  ),
 });
 export type Badges = Static<typeof Badges>;

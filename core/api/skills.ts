@@ -99,6 +99,8 @@ export const SkillView = Type.Object({
   isPublic: Type.Boolean(),
   author: Address,
   installs: Type.Integer({ description: "Agents that have it installed now." }),
+  completions: Type.Integer({ description: "Settled tasks credited to it, over every agent that installed it (per-skill stats)." }),
+  failures: Type.Integer({ description: "Failures credited to it (disputes lost or unruled, tasks never delivered), over every agent." }),
   createdAt: Type.Integer(),
   updatedAt: Type.Integer(),
 });

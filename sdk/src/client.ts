@@ -8,7 +8,7 @@ import type { IndexParams, PostResult, PostTaskInput, PostTasksOptions, PostTask
 import type { Settlement } from "./chain";
 import type { ChainWallet } from "./chain";
 import { streamEvents, type EventStreamOptions, type MarketEvent } from "./events";
-import { skillsApi, type SkillsApi } from "./skills";
+import { skillsApi, type ImportedDrafts, type OpenApiSource, type SkillsApi } from "./skills";
 import type { Http } from "./http";
 import type { Rental, RentalProgress, RentalState, RentServiceOptions } from "./rentals";
 import type {
@@ -79,6 +79,11 @@ export class MarketClient {
     this.#core = new ClientCore(options);
     this.http = this.#core.http;
     this.skills = skillsApi(this.http);
+  }
+
+  /** Draft HTTP tools from an OpenAPI 3.x JSON document (text, file or URL): `client.skills.importOpenApi` (sdk/src/skills.ts). */
+  importOpenApi(source: OpenApiSource): Promise<ImportedDrafts> {
+    return this.skills.importOpenApi(source);
   }
 
   /**

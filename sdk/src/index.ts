@@ -29,7 +29,16 @@ export {
   type RentalState,
   type RentServiceOptions,
 } from "./client";
-export { skillsApi, type SkillsApi, type SkillListOptions, type SkillView, type InstalledSkill, type UpdateAgentBody } from "./skills";
+export {
+  skillsApi,
+  type SkillsApi,
+  type SkillListOptions,
+  type SkillView,
+  type InstalledSkill,
+  type UpdateAgentBody,
+  type ImportedDrafts,
+  type OpenApiSource,
+} from "./skills";
 export {
   WorkerRuntime,
   needsWrapDelay,

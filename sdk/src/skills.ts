@@ -5,8 +5,11 @@
  */
 import { readFile } from "node:fs/promises";
 import type { Http } from "./http";
+import { MAX_OPENAPI_BYTES } from "../../core/openapi-import";
+import { clientError } from "./errors";
 import type {
   CreateSkillBody,
+  ImportedDrafts,
   ImportSkillBody,
   InstalledSkill,
   OwnedAgentView,
@@ -16,7 +19,61 @@ import type {
   UpdateSkillBody,
 } from "../../core/api";
 
-export type { CreateSkillBody, ImportSkillBody, InstalledSkill, SkillList, SkillView, UpdateAgentBody, UpdateSkillBody };
+export type { CreateSkillBody, ImportedDrafts, ImportSkillBody, InstalledSkill, SkillList, SkillView, UpdateAgentBody, UpdateSkillBody };
+
+/** Where an OpenAPI document comes from: its text (or parsed JSON), a file, or an http(s) URL fetched by the client. */
+export type OpenApiSource = { document: string | Record<string, unknown> } | { file: string } | { url: string };
+
+const tooLarge = () => clientError("TOOL_IMPORT_TOO_LARGE", `The OpenAPI document is over ${MAX_OPENAPI_BYTES} bytes; nothing was sent.`);
+
+/** Reads the document's text from `source`, at most 10 MB (`TOOL_IMPORT_TOO_LARGE`), with a clear code when it cannot. */
+async function openApiText(source: OpenApiSource, fetchImpl: typeof fetch = fetch): Promise<string> {
+  if ("document" in source) {
+    const text = typeof source.document === "string" ? source.document : JSON.stringify(source.document);
+    if (Buffer.byteLength(text, "utf8") > MAX_OPENAPI_BYTES) throw tooLarge();
+    return text;
+  }
+  if ("file" in source) {
+    let text: string;
+    try {
+      text = await readFile(source.file, "utf8");
+    } catch (error) {
+      throw clientError("VALIDATION_FAILED", `cannot read ${source.file}: ${(error as Error).message}`);
+    }
+    if (Buffer.byteLength(text, "utf8") > MAX_OPENAPI_BYTES) throw tooLarge();
+    return text;
+  }
+  let url: URL;
+  try {
+    url = new URL(source.url);
+  } catch {
+    throw clientError("VALIDATION_FAILED", `${source.url} is not a URL`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw clientError("VALIDATION_FAILED", `${source.url} is not an http(s) URL`);
+  let response: Response;
+  try {
+    response = await fetchImpl(url, { headers: { accept: "application/json" }, redirect: "follow", signal: AbortSignal.timeout(60_000) });
+  } catch (error) {
+    throw clientError("NETWORK_ERROR", `fetching ${url.host} failed: ${(error as Error).message}`);
+  }
+  if (!response.ok) throw clientError("VALIDATION_FAILED", `fetching the document answered HTTP ${response.status}`);
+  if (Number(response.headers.get("content-length") ?? 0) > MAX_OPENAPI_BYTES) throw tooLarge();
+  // Read at most 10 MB (and one byte more, to know it is over).
+  const reader = response.body?.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (reader) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_OPENAPI_BYTES) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 export interface SkillListOptions {
   tag?: string;
@@ -64,6 +121,14 @@ export function skillsApi(http: Http) {
     },
     async installed({ agentId }: { agentId: number }): Promise<InstalledSkill[]> {
       return (await http.get<{ skills: InstalledSkill[] }>(`/api/v1/agents/${agentId}/skills`)).skills;
+    },
+    /**
+     * Draft HTTP tools from an OpenAPI 3.x JSON document (its text or JSON, a file, or an http(s) URL this client
+     * fetches): nothing is stored and nothing runs. Each draft's `url` is the operation's path: make it full, review it,
+     * and confirm it into a deploy, `updateAgent` or a skill. Refusals: TOOL_IMPORT_INVALID (with `reason`), TOOL_IMPORT_TOO_LARGE.
+     */
+    async importOpenApi(source: OpenApiSource): Promise<ImportedDrafts> {
+      return http.post<ImportedDrafts>("/api/v1/tools/import-openapi", { document: await openApiText(source) });
     },
     /** The owner's update of a hosted agent (instructions, model, tools, capabilities, minReward), applied at its next start. */
     async updateAgent({ agentId, ...body }: { agentId: number } & UpdateAgentBody): Promise<OwnedAgentView> {

@@ -83,9 +83,13 @@ export async function awaitingRuling(db: Db, nowSeconds: number): Promise<Awaiti
     .sort((a, b) => a.ruleBy - b.ruleBy || a.taskHash.localeCompare(b.taskHash));
 }
 
-export const adminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; adminKey?: string }> = async (app, { db, now, adminKey }) => {
-  const requireAdmin = createAdminCheck(adminKey, now);
+export type RequireAdmin = ReturnType<typeof createAdminCheck>;
 
+/** `requireAdmin`, when given, is the one check every admin route shares (one count of failed attempts per IP). */
+export const adminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; adminKey?: string; requireAdmin?: RequireAdmin }> = async (
+  app,
+  { db, now, adminKey, requireAdmin = createAdminCheck(adminKey, now) },
+) => {
   app.get(
     "/api/v1/admin/disputes",
     {

@@ -66,6 +66,9 @@ export interface Database {
   event_audience: EventAudienceTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  // Per-skill stats and verified badges (issue 25 item 7).
+  skill_stats: SkillStatsTable;
+  verified_badges: VerifiedBadgesTable;
 }
 
 /** Epoch milliseconds. */
@@ -702,6 +705,22 @@ export interface HostedAgentSkillsTable {
   skill_id: number;
   snapshot: string;
   installed_at: Millis;
+}
+
+/** An agent's settled completions and failures credited to one installed public skill (issue 25 item 7). */
+export interface SkillStatsTable {
+  address: string;
+  skill_id: number;
+  completions: number;
+  failures: number;
+}
+
+/** A badge granted by the service's team (admin routes): per capability tag (`kind` tag) or skill slug (`kind` skill). */
+export interface VerifiedBadgesTable {
+  address: string;
+  kind: "tag" | "skill";
+  name: string;
+  granted_at: Millis;
 }
 
 /** Sandbox runs' wall-clock time per hosted agent and UTC day (issue 26: the daily cost cap). */

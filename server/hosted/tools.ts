@@ -67,8 +67,10 @@ export function checkToolDefinition(tool: AgentTool, field: string, allowPrivate
   } else if (/[{}]/.test(tool.url)) throw invalid(`${field}.url`, "may have no {placeholders}: an MCP server's URL is fixed");
   const auth = tool.auth;
   if (auth && auth.type !== "none") {
+    // The spec's rule (issue 25 item 8): the key name and the secret are required unless the type is `none`, `bearer`
+    // and `query_param` included (a bearer secret still goes as `Authorization`; a `query_param` one is never sent).
     if (!auth.secretRef) throw invalid(`${field}.auth.secretRef`, "is required unless the auth type is none");
-    if (auth.type === "header" && !auth.keyName) throw invalid(`${field}.auth.keyName`, "is required for auth type header");
+    if (!auth.keyName) throw invalid(`${field}.auth.keyName`, "is required unless the auth type is none");
   }
   if (tool.type === "mcp") return;
   const parameters = tool.parameters;

@@ -71,6 +71,17 @@ export function createOffers({
       required.length === 0
         ? []
         : await db.selectFrom("capability_stats").selectAll().where("address", "in", addresses).where("tag", "in", required).execute();
+    // A verified badge for a required tag (granted by the team, issue 25 item 7) counts as an earned one does, once per tag.
+    const verifiedRows =
+      required.length === 0
+        ? []
+        : await db
+            .selectFrom("verified_badges")
+            .select(["address", "name"])
+            .where("address", "in", addresses)
+            .where("kind", "=", "tag")
+            .where("name", "in", required)
+            .execute();
     const at = now();
     const nowSeconds = Math.floor(at / 1000);
     const posterAccountId = await posterAccount(listing.poster);
@@ -94,7 +105,10 @@ export function createOffers({
       if (refused) continue;
       const score = scores.get(address);
       const decayed = score ? decayedScore(score.raw_score, score.last_settled_at, nowSeconds).decayedScore : 0;
-      const badges = badgeRows.filter((b) => b.address === address && earnsBadge(b)).length;
+      const badges = new Set([
+        ...badgeRows.filter((b) => b.address === address && earnsBadge(b)).map((b) => b.tag),
+        ...verifiedRows.filter((b) => b.address === address).map((b) => b.name),
+      ]).size;
       const rank = offerRank(decayed, badges);
       if (!best || rank > best.rank) best = { agent: address, rank };
     }

@@ -4,10 +4,12 @@ import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
 import { AddressParams, Badges, Envelope, Leaderboard, LeaderboardQuery, Reputation, asAddress } from "../../core/api";
 import { addressParam } from "../http/params";
-import { decayedScore, earnsBadge, FRESH_REPUTATION, onChainAverageScore, onChainScore, type OnChainRecord } from "../../core/reputation";
+import { agentBadges } from "./badges";
+import { decayedScore, FRESH_REPUTATION, onChainAverageScore, onChainScore, type OnChainRecord } from "../../core/reputation";
 
 export { createReputationProjection } from "./projection";
 export { createOnchainReputationProjection } from "./onchain-projection";
+export { agentBadges, badgeAdminRoutes } from "./badges";
 
 /** The reputation contract's record of a wallet, summed over the chains whose registry the indexer follows. */
 async function onChainNumbers(db: Db, address: string) {
@@ -120,18 +122,16 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }>
     {
       schema: {
         tags: ["reputation"],
-        summary: "An agent's per-tag record (`stats`) and the badges it earned",
+        summary: "An agent's per-tag and per-skill record (`stats`, `skillStats`), the badges it earned and the verified ones",
         description:
-          "A badge for a capability tag is earned after 5 settled completions with failures under 20% of outcomes. Disputes lost (or left without a ruling) count as failures.",
+          "A badge for a capability tag or an installed public skill is earned after 5 settled completions with failures under 20% of outcomes. " +
+          "Disputes lost (or left without a ruling) count as failures. Each settled task credits every tag it required and the agent's installed " +
+          "public skill that best matches those tags (most tags shared, earliest installed on a tie). Private skills never appear. `verified`: " +
+          "badges granted by the service's team (POST /api/v1/admin/badges), apart from the earned ones.",
         params: AddressParams,
         response: { 200: Envelope(Badges), ...errorResponses() },
       },
     },
-    async (request) => {
-      const address = addressParam(request.params.address);
-      const rows = await db.selectFrom("capability_stats").selectAll().where("address", "=", address).orderBy("tag").execute();
-      const stats = rows.map((r) => ({ tag: r.tag, completions: r.completions, failures: r.failures }));
-      return ok({ stats, badges: stats.filter(earnsBadge).map((s) => ({ tag: s.tag, kind: "earned" as const })) });
-    },
+    async (request) => ok(await agentBadges(db, addressParam(request.params.address))),
   );
 };

@@ -7,6 +7,7 @@ import type { Projection } from "../indexer/projection";
 import { projectedTaskOf } from "../indexer/task-projection";
 import {
   applyReputation,
+  bestMatchingSkill,
   creditRefusal,
   DEFAULT_CREDIT_RULE,
   FRESH_REPUTATION,
@@ -216,11 +217,44 @@ async function saveState(trx: Trx, address: string, s: ReputationState): Promise
     .execute();
 }
 
+/**
+ * The installed public skill of the worker (a hosted agent) that best matches the task's tags, if any (issue 25 item
+ * 7): the skills as installed when the outcome is indexed (a rebuild reads them as they are then), public ones only.
+ */
+async function creditedSkill(trx: Trx, worker: string, tags: readonly string[]): Promise<number | undefined> {
+  if (tags.length === 0) return undefined;
+  const rows = await trx
+    .selectFrom("hosted_agent_skills")
+    .innerJoin("hosted_agents", "hosted_agents.id", "hosted_agent_skills.agent_id")
+    .innerJoin("skills", "skills.id", "hosted_agent_skills.skill_id")
+    .select(["hosted_agent_skills.skill_id", "hosted_agent_skills.snapshot"])
+    .where("hosted_agents.address", "=", worker)
+    .where("skills.is_public", "=", 1)
+    .orderBy("hosted_agent_skills.installed_at")
+    .orderBy("hosted_agent_skills.skill_id")
+    .execute();
+  const skills = rows.map((r) => ({ id: r.skill_id, capabilities: json.read<{ capabilities?: string[] }>(r.snapshot)?.capabilities ?? [] }));
+  return bestMatchingSkill(skills, tags)?.id;
+}
+
 async function countTags(trx: Trx, fact: WorkerFact): Promise<void> {
   if (!fact.tagOutcome) return;
   const listing = await trx.selectFrom("listings").select("required_capabilities").where("task_hash", "=", fact.taskHash).executeTakeFirst();
   const tags = json.read<string[]>(listing?.required_capabilities ?? null) ?? [];
   const completion = fact.tagOutcome === "completion" ? 1 : 0;
+  const skillId = await creditedSkill(trx, fact.worker, tags);
+  if (skillId !== undefined) {
+    await trx
+      .insertInto("skill_stats")
+      .values({ address: fact.worker, skill_id: skillId, completions: completion, failures: 1 - completion })
+      .onConflict((oc) =>
+        oc.columns(["address", "skill_id"]).doUpdateSet((eb) => ({
+          completions: eb("skill_stats.completions", "+", completion),
+          failures: eb("skill_stats.failures", "+", 1 - completion),
+        })),
+      )
+      .execute();
+  }
   for (const tag of tags) {
     await trx
       .insertInto("capability_stats")
@@ -260,6 +294,7 @@ async function rebuild(trx: Trx, worker: string, rule: CreditRule): Promise<void
   await lockStates(trx, [worker]);
   await trx.deleteFrom("reputation").where("address", "=", worker).execute();
   await trx.deleteFrom("capability_stats").where("address", "=", worker).execute();
+  await trx.deleteFrom("skill_stats").where("address", "=", worker).execute();
   await trx.deleteFrom("reputation_credits").where("worker", "=", worker).execute();
   const assigned = await trx
     .selectFrom("escrow_events")
@@ -318,7 +353,7 @@ async function storedRaisers(trx: Trx, chain: string, hashes: readonly string[])
 }
 
 /**
- * Keeps `reputation`, `capability_stats` and `reputation_credits` in step with the escrow's events: applied
+ * Keeps `reputation`, `capability_stats`, `skill_stats` and `reputation_credits` in step with the escrow's events: applied
  * incrementally, and rebuilt for each affected worker when a reorg removes events (the clamping at 0 and 100, and the
  * credits per pair and period, make the result depend on order). Only marketplace-assigned tasks count
  * (`creditedWorker`), and a payout credits only as `rule` allows (`creditRefusal`). It runs before the task projection, so the stored task

@@ -94,7 +94,24 @@ export function createSkillStore({ db, now, checkTool }: { db: Db; now: () => nu
     return new Map(rows.map((r) => [r.id, Number(r.n)]));
   }
 
-  function view(row: SkillRow, installCount: number): SkillView {
+  /** Per skill: the settled completions and failures credited to it over every agent (issue 25 item 7). */
+  async function records(skillIds: number[]): Promise<Map<number, { completions: number; failures: number }>> {
+    if (skillIds.length === 0) return new Map();
+    const rows = await db
+      .selectFrom("skill_stats")
+      .select([
+        "skill_id as id",
+        (eb) => eb.fn.sum<number | string>("completions").as("completions"),
+        (eb) => eb.fn.sum<number | string>("failures").as("failures"),
+      ])
+      .where("skill_id", "in", skillIds)
+      .groupBy("skill_id")
+      .execute();
+    // PostgreSQL answers bigint sums as strings.
+    return new Map(rows.map((r) => [r.id, { completions: Number(r.completions), failures: Number(r.failures) }]));
+  }
+
+  function view(row: SkillRow, installCount: number, record = { completions: 0, failures: 0 }): SkillView {
     return {
       slug: row.slug,
       name: row.name,
@@ -108,13 +125,15 @@ export function createSkillStore({ db, now, checkTool }: { db: Db; now: () => nu
       isPublic: row.is_public === 1,
       author: asAddress(row.author_address),
       installs: installCount,
+      completions: record.completions,
+      failures: record.failures,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
     };
   }
 
   async function viewOf(row: SkillRow): Promise<SkillView> {
-    return view(row, (await installs([row.id])).get(row.id) ?? 0);
+    return view(row, (await installs([row.id])).get(row.id) ?? 0, (await records([row.id])).get(row.id));
   }
 
   async function findLive(slug: string): Promise<SkillRow | undefined> {
@@ -264,7 +283,8 @@ export function createSkillStore({ db, now, checkTool }: { db: Db; now: () => nu
       .limit(query.limit)
       .offset(query.offset)
       .execute();
-    return { skills: rows.map((r) => view(r, Number(r.installs ?? 0))), total };
+    const credited = await records(rows.map((r) => r.id));
+    return { skills: rows.map((r) => view(r, Number(r.installs ?? 0), credited.get(r.id))), total };
   }
 
   /** A skill to install for `principal` (public, or their own): `SKILL_NOT_FOUND` otherwise. */

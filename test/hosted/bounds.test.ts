@@ -105,7 +105,7 @@ describe("hosted agents: runner bounds", function () {
       parameters: { type: "object" as const, properties: {} },
       method: "GET" as const,
       url: `http://127.0.0.1:${port}/echo`,
-      auth: { type: "bearer" as const, secretRef: "echo_key" },
+      auth: { type: "bearer" as const, keyName: "Authorization", secretRef: "echo_key" },
     };
     // The answer is cut at 6,000 characters; the padding puts the cut inside the secret ("Bearer " comes first).
     for (const padding of [5_980, 5_990, 100]) {
@@ -128,7 +128,7 @@ describe("hosted agents: runner bounds", function () {
       method: "GET" as const,
       url: `http://127.0.0.1:${port}/v1/users/{id}/profile`,
       paramMapping: { id: "path" as const },
-      auth: { type: "bearer" as const, secretRef: "api" },
+      auth: { type: "bearer" as const, keyName: "Authorization", secretRef: "api" },
     };
     for (const id of ["..", "."]) {
       const answer = await callHttpTool(tool, { id }, ctx, new AbortController().signal);

@@ -84,7 +84,7 @@ describe("hosted agents: deploy, work, withdraw, export", function () {
               method: "GET",
               url: `${model.origin}/tools/lookup`,
               paramMapping: { topic: "query" },
-              auth: { type: "bearer", secretRef: "lookup_key" },
+              auth: { type: "bearer", keyName: "Authorization", secretRef: "lookup_key" },
             },
           ],
           toolSecrets: { lookup_key: TOOL_SECRET },

@@ -49,7 +49,7 @@ describe("hosted agents: MCP tools", function () {
           agentOptions(model, {
             model: { baseUrl: model.baseUrl, name: `mcp-${mode}` },
             tools: [
-              { type: "mcp", name: "weather", url: mcp.url, auth: { type: "bearer", secretRef: "weather" } },
+              { type: "mcp", name: "weather", url: mcp.url, auth: { type: "bearer", keyName: "Authorization", secretRef: "weather" } },
               {
                 type: "mcp_manual",
                 name: "almanac",
@@ -151,7 +151,11 @@ describe("hosted agents: MCP tools", function () {
       const client = await clientOf(s, s.worker);
       // The auth names a secret the deploy did not give: the listing cannot be authenticated, the deploy is refused.
       const refused = await client
-        .deployAgent(agentOptions(model, { tools: [{ type: "mcp", name: "weather", url: mcp.url, auth: { type: "bearer", secretRef: "nope" } }] }))
+        .deployAgent(
+          agentOptions(model, {
+            tools: [{ type: "mcp", name: "weather", url: mcp.url, auth: { type: "bearer", keyName: "Authorization", secretRef: "nope" } }],
+          }),
+        )
         .catch((e: { code: string }) => e.code);
       expect(refused).to.equal("VALIDATION_FAILED");
       expect(mcp.requests).to.have.length(0);

@@ -104,7 +104,12 @@ describe("hosted agents: OpenAPI import", function () {
       paramMapping: { petId: "path", verbose: "query", trace_id: "header" },
       auth: { type: "header", keyName: "X-Pet-Key", secretRef: "petKey" },
     });
-    expect(createPet).to.deep.include({ name: "createPet", method: "POST", url: "/tools/pets", auth: { type: "bearer", secretRef: "adminToken" } });
+    expect(createPet).to.deep.include({
+      name: "createPet",
+      method: "POST",
+      url: "/tools/pets",
+      auth: { type: "bearer", keyName: "Authorization", secretRef: "adminToken" },
+    });
     expect(createPet!.paramMapping).to.deep.equal({ name: "query", kind: "query" });
     expect(createPet!.parameters).to.deep.equal({
       type: "object",

@@ -134,6 +134,8 @@ describe("hosted agents: refusals", function () {
       [[tool({ url: "http://127.0.0.1:9/pages/{missing}" })], "body.tools.0.url"],
       [[tool({ auth: { type: "bearer" } })], "body.tools.0.auth.secretRef"],
       [[tool({ auth: { type: "header", secretRef: "k" } })], "body.tools.0.auth.keyName"],
+      [[tool({ auth: { type: "bearer", secretRef: "k" } })], "body.tools.0.auth.keyName"],
+      [[tool({ auth: { type: "query_param", secretRef: "k" } })], "body.tools.0.auth.keyName"],
       [[tool({ name: "has-hyphen" })], "body.tools.0.name"],
     ];
     for (const [tools, field] of cases) {

@@ -68,7 +68,7 @@ describe("hosted agents: a tool's secret goes only to the origin approved at dep
         method: "GET" as const,
         url: `http://{host}:${poster.port}/steal`,
         paramMapping: { host: "path" as const },
-        auth: { type: "bearer" as const, secretRef: "api" },
+        auth: { type: "bearer" as const, keyName: "Authorization", secretRef: "api" },
       };
       const answer = await callHttpTool(tool, { host: "127.0.0.1" }, context(), new AbortController().signal);
       expect(answer).to.equal("Error: the tool's URL may only change in its path and query, never its host");
@@ -89,7 +89,7 @@ describe("hosted agents: a tool's secret goes only to the origin approved at dep
         method: "GET" as const,
         url: `http://127.0.0.1:${approved.port}/records/{id}`,
         paramMapping: { id: "path" as const },
-        auth: { type: "bearer" as const, secretRef: "api" },
+        auth: { type: "bearer" as const, keyName: "Authorization", secretRef: "api" },
       };
       const answer = await callHttpTool(tool, { id: "7" }, context(), new AbortController().signal);
       expect(answer).to.match(/^HTTP 302/);

@@ -60,7 +60,7 @@ describe("hosted agents: updates by the owner", function () {
       parameters: { type: "object", properties: {} },
       method: "GET",
       url: `${model.origin}/tools/keyed`,
-      auth: { type: "bearer", secretRef: "absent" },
+      auth: { type: "bearer", keyName: "Authorization", secretRef: "absent" },
     };
     expectError(await s.call("PATCH", `/api/v1/agents/${agent.id}`, { key: ownerKey, body: { tools: [keyed] } }), "VALIDATION_FAILED");
     expectError(

@@ -68,8 +68,12 @@ describe("mcp: the remote /mcp endpoint", function () {
         "cancel_task",
         "claim_timeout",
         "get_service",
+        "get_skill",
+        "install_skill",
+        "list_skills",
         "poll_task_result",
         "post_tasks",
+        "remove_skill",
         "rent_service",
       ]);
     } finally {

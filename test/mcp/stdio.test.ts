@@ -62,8 +62,12 @@ describe("mcp: market mcp over stdio", function () {
       "cancel_task",
       "claim_timeout",
       "get_service",
+      "get_skill",
+      "install_skill",
+      "list_skills",
       "poll_task_result",
       "post_tasks",
+      "remove_skill",
       "rent_service",
     ]);
     const post = byName.post_tasks!.inputSchema as {

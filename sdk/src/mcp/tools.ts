@@ -13,6 +13,7 @@ import { ApiError, apiErrorCode, clientError, statusOfCode } from "../errors";
 import { ERROR_CODES, isErrorCode } from "../../../core/errors";
 import type { MarketClient } from "../client";
 import { checkArgs, zodArgs } from "./schema";
+import { SKILL_TOOLS } from "./skill-tools";
 import { fingerprintOf, type QuoteStore } from "./quotes";
 import { checkMcpRows, requireExecutors, type PostSession, type Poster, type PostRunResult } from "./post-tasks";
 import { checkRows } from "../posting";
@@ -412,7 +413,18 @@ const bidOnTask = tool<import("../../../core/api").BidOnTaskArgs>({
 });
 
 /** Every tool, in the order `tools/list` shows them. */
-export const TOOLS: readonly McpTool[] = [postTasks, rentService, pollTaskResult, cancelTask, claimTimeout, browseServices, getService, bidOnTask];
+export const TOOLS: readonly McpTool[] = [
+  postTasks,
+  rentService,
+  pollTaskResult,
+  cancelTask,
+  claimTimeout,
+  browseServices,
+  getService,
+  bidOnTask,
+  // The skills registry and an owner's installs (issue 25).
+  ...SKILL_TOOLS,
+];
 
 /** What a tool answers for a failure that is no API refusal: the detail stays out (it may name an RPC URL and its key). */
 export const UNEXPECTED_TOOL_ERROR = "The tool failed unexpectedly; nothing more is told here.";

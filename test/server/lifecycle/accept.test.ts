@@ -301,56 +301,64 @@ describe("lifecycle: accept", function () {
       expect(expectOk(await t.accept(workerKey, taskHash)).worker).to.equal(s!.worker.address);
     });
 
-    it("a badge for a required capability outranks a higher decayed score", async function () {
-      const server = await boot({ offerWindowMs: WINDOW_MS });
-      const workerKey = await server.registerAgent(server.worker, ["summarization"]);
-      const strangerKey = await server.registerAgent(server.stranger, ["summarization"]);
-      const at = await time.latest();
-      await server.db
-        .insertInto("reputation")
-        .values({
-          address: server.stranger.address,
-          reputation: 60,
-          tasks_completed: 2,
-          failed_rounds: 0,
-          disputes: 0,
-          disputes_lost: 0,
-          earnings: "0",
-          raw_score: 20,
-          last_settled_at: at,
-        })
-        .execute();
-      // 10 decayed points plus one badge (25) beat 20 decayed points.
-      await server.db
-        .insertInto("reputation")
-        .values({
-          address: server.worker.address,
-          reputation: 55,
-          tasks_completed: 5,
-          failed_rounds: 0,
-          disputes: 0,
-          disputes_lost: 0,
-          earnings: "0",
-          raw_score: 20,
-          last_settled_at: at - 8 * DAY,
-        })
-        .execute();
-      await server.db
-        .insertInto("capability_stats")
-        .values({ address: server.worker.address, tag: "summarization", completions: 5, failures: 0 })
-        .execute();
+    for (const badge of ["earned", "verified"] as const)
+      it(`a badge for a required capability (${badge}) outranks a higher decayed score`, async function () {
+        const server = await boot({ offerWindowMs: WINDOW_MS });
+        const workerKey = await server.registerAgent(server.worker, ["summarization"]);
+        const strangerKey = await server.registerAgent(server.stranger, ["summarization"]);
+        const at = await time.latest();
+        await server.db
+          .insertInto("reputation")
+          .values({
+            address: server.stranger.address,
+            reputation: 60,
+            tasks_completed: 2,
+            failed_rounds: 0,
+            disputes: 0,
+            disputes_lost: 0,
+            earnings: "0",
+            raw_score: 20,
+            last_settled_at: at,
+          })
+          .execute();
+        // 10 decayed points plus one badge (25) beat 20 decayed points.
+        await server.db
+          .insertInto("reputation")
+          .values({
+            address: server.worker.address,
+            reputation: 55,
+            tasks_completed: 5,
+            failed_rounds: 0,
+            disputes: 0,
+            disputes_lost: 0,
+            earnings: "0",
+            raw_score: 20,
+            last_settled_at: at - 8 * DAY,
+          })
+          .execute();
+        if (badge === "earned")
+          await server.db
+            .insertInto("capability_stats")
+            .values({ address: server.worker.address, tag: "summarization", completions: 5, failures: 0 })
+            .execute();
+        // Granted by the team (POST /api/v1/admin/badges): it ranks as an earned one does.
+        else
+          await server.db
+            .insertInto("verified_badges")
+            .values({ address: server.worker.address, kind: "tag", name: "summarization", granted_at: 1 })
+            .execute();
 
-      const { taskHash } = await postPublic(server, { requiredCapabilities: ["summarization"] });
-      const offers = await server.db.selectFrom("offers").select(["agent_address", "rank"]).where("task_hash", "=", taskHash).execute();
-      expect(offers).to.deep.equal([{ agent_address: server.worker.address, rank: 35 }]);
-      expectError(await t.accept(strangerKey, taskHash), "OFFER_HELD");
-      expectOk(await t.accept(workerKey, taskHash));
+        const { taskHash } = await postPublic(server, { requiredCapabilities: ["summarization"] });
+        const offers = await server.db.selectFrom("offers").select(["agent_address", "rank"]).where("task_hash", "=", taskHash).execute();
+        expect(offers).to.deep.equal([{ agent_address: server.worker.address, rank: 35 }]);
+        expectError(await t.accept(strangerKey, taskHash), "OFFER_HELD");
+        expectOk(await t.accept(workerKey, taskHash));
 
-      // Without the capability among the task's requirements the badge counts for nothing.
-      const plain = await postPublic(server);
-      const plainOffers = await server.db.selectFrom("offers").select("agent_address").where("task_hash", "=", plain.taskHash).execute();
-      expect(plainOffers.map((o) => o.agent_address)).to.deep.equal([server.stranger.address]);
-    });
+        // Without the capability among the task's requirements the badge counts for nothing.
+        const plain = await postPublic(server);
+        const plainOffers = await server.db.selectFrom("offers").select("agent_address").where("task_hash", "=", plain.taskHash).execute();
+        expect(plainOffers.map((o) => o.agent_address)).to.deep.equal([server.stranger.address]);
+      });
 
     it("the holder may accept inside its window; the other agent may once the window lapses", async function () {
       const { server, workerKey, strangerKey, taskHash } = await offered();

@@ -27,6 +27,8 @@ import {
 import { AMOUNT, brief, CRITERIA, DAY, FAILING, partiesServer, PASSING, PAYOUT, steps, type Steps } from "./helpers";
 
 const WEEK = 7 * DAY;
+/** The per-skill part of a badges answer for an agent with no installed public skill and no verified badge. */
+const NO_SKILLS = { skillStats: [], skillBadges: [], verified: [] };
 
 interface Reputation {
   reputation: number;
@@ -295,9 +297,10 @@ describe("lifecycle: reputation", function () {
 
     it("badges: 4 settled completions on a tag earn none, 5 earn it", async function () {
       for (let i = 0; i < 4; i++) await settleOne(["summarization"]);
-      expect(await badges()).to.deep.equal({ stats: [{ tag: "summarization", completions: 4, failures: 0 }], badges: [] });
+      expect(await badges()).to.deep.equal({ ...NO_SKILLS, stats: [{ tag: "summarization", completions: 4, failures: 0 }], badges: [] });
       await settleOne(["summarization"]);
       expect(await badges()).to.deep.equal({
+        ...NO_SKILLS,
         stats: [{ tag: "summarization", completions: 5, failures: 0 }],
         badges: [{ tag: "summarization", kind: "earned" }],
       });
@@ -306,9 +309,10 @@ describe("lifecycle: reputation", function () {
     it("badges: failures at exactly 20% earn none, under 20% earn it", async function () {
       await s.db.insertInto("capability_stats").values({ address: s.worker.address, tag: "summarization", completions: 7, failures: 2 }).execute();
       await settleOne(["summarization"]);
-      expect(await badges()).to.deep.equal({ stats: [{ tag: "summarization", completions: 8, failures: 2 }], badges: [] });
+      expect(await badges()).to.deep.equal({ ...NO_SKILLS, stats: [{ tag: "summarization", completions: 8, failures: 2 }], badges: [] });
       await settleOne(["summarization"]);
       expect(await badges()).to.deep.equal({
+        ...NO_SKILLS,
         stats: [{ tag: "summarization", completions: 9, failures: 2 }],
         badges: [{ tag: "summarization", kind: "earned" }],
       });
@@ -444,7 +448,7 @@ describe("lifecycle: reputation", function () {
           offChainTasksCompleted: 0,
           offChainDisputes: 0,
         });
-        expect(await badges()).to.deep.equal({ stats: [], badges: [] });
+        expect(await badges()).to.deep.equal({ ...NO_SKILLS, stats: [], badges: [] });
         const board = expectOk(await s.call<{ agents: unknown[] }>("GET", "/api/v1/reputation/leaderboard"));
         expect(board.agents).to.deep.equal([]);
         // Projected in other ranges, from nothing: the same.
