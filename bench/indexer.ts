@@ -4,6 +4,8 @@
  *   1. catch-up: events per second of a fresh indexer into a fresh SQLite file (then again into another, the code warm,
  *      again under the CPU profiler to say where the time went, and into a throwaway PostgreSQL server when one can be
  *      started);
+ *      then the node alone serving the same reads (every log, the headers of the blocks with logs) without storing,
+ *      the ceiling of any catch-up from it on this machine;
  *   2. catch-up under API load: the same catch-up by the indexer's worker thread into another fresh file, while the
  *      main thread serves the API over that file (buildApp) to a local client loop of browse reads and sign-in nonce
  *      writes; the main thread's event-loop delay (perf_hooks.monitorEventLoopDelay, p99 and max) is what the API's
@@ -24,6 +26,7 @@ import type { ChainConfig } from "../server/config";
 import { createDatabase, migrateToLatest, type Db } from "../server/db";
 import { createIndexer, startIndexerWorker } from "../server/indexer";
 import { ChainRpcProvider } from "../server/chains/rpc";
+import { readHeader, readLogs } from "../server/indexer/node";
 import { createChains } from "../server/chains";
 import { createBlobStore } from "../server/storage/blob-store";
 import { buildApp } from "../server/app";
@@ -272,6 +275,19 @@ async function main() {
     const { ms: catchupProfileMs } = await profiled(() => catchUp(profileDb), CATCHUP_CATEGORIES, profileFile);
     await profileDb.destroy();
 
+    // ---- the node alone: the catch-up's reads (every log, the header of every block with one) without storing
+    // anything; its rate is the ceiling any catch-up from this node reaches on this machine
+    const nodeRead = await (async () => {
+      const provider = new ChainRpcProvider(chain);
+      const started = performance.now();
+      const logs = await readLogs(provider, [chain.escrow], chain.startBlock, head);
+      const blocks = [...new Set(logs.map((log) => log.blockNumber))];
+      for (let i = 0; i < blocks.length; i += 100) await Promise.all(blocks.slice(i, i + 100).map((n) => readHeader(provider, chain.name, n)));
+      const seconds = (performance.now() - started) / 1000;
+      provider.destroy();
+      return { eventsPerSec: Math.round(logs.length / seconds), seconds: Number(seconds.toFixed(2)), headers: blocks.length };
+    })();
+
     // ---- the same catch-up into PostgreSQL (a throwaway server on loopback), when its binaries are installed
     let postgres: Record<string, unknown> = { skipped: "no PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin)" };
     const pg = await startBenchPostgres();
@@ -395,6 +411,11 @@ async function main() {
       // The SQLite catch-up once more under the CPU profiler: milliseconds of this thread by what it was doing (idle:
       // waiting for the node's answers).
       catchupProfileMs,
+      // The node serving the catch-up's reads alone (its logs in one eth_getLogs, then the headers of the blocks with
+      // logs, 100 at a time): the ceiling of a catch-up from this node.
+      nodeReadEventsPerSec: nodeRead.eventsPerSec,
+      nodeReadSeconds: nodeRead.seconds,
+      nodeReadHeaders: nodeRead.headers,
       postgres,
       // What this machine is (calibration loops, cores) and the main figures divided by its calibration, so figures
       // from two machines compare (bench/lib/machine.ts).

@@ -1,7 +1,8 @@
 /**
  * What sandboxes cost the rest of the server (issue 26): the local stack (a Hardhat node and the API server as child
  * processes on loopback, 50 listed tasks), measured twice, unloaded and while four sandboxes burn CPU at their limits
- * (`while :; do :; done` in the server's bubblewrap engine, its limits and `nice 19`, started by this process):
+ * (`while :; do :; done` in the server's bubblewrap engine, its limits, SCHED_IDLE, `nice 19` and, where writable, its cgroup of
+ * low CPU weight (server/sandbox/priority.ts), started by this process):
  *   - browse: GET /api/v1/a2a/tasks from 4 concurrent clients for BENCH_SECONDS (p50, p99);
  *   - block → API-visible delay: a block mined (one transaction), then GET /health/ready polled until the API shows the
  *     indexer at that block (p50, p99 over BENCH_BLOCKS blocks);
@@ -163,7 +164,8 @@ async function main() {
     const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
     const report = {
       burners: BURNERS,
-      burnerLimits: { cpuSeconds: limits.cpuSeconds, memoryBytes: limits.memoryBytes, processes: limits.processes, nice: 19 },
+      burnerLimits: { cpuSeconds: limits.cpuSeconds, memoryBytes: limits.memoryBytes, processes: limits.processes, nice: 19, schedIdle: true },
+      burnerPriority: engine.priority(),
       rounds: ROUNDS,
       unloaded,
       loaded,

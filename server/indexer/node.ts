@@ -28,10 +28,28 @@ export class ChainMovedError extends Error {
   override name = "ChainMovedError";
 }
 
+/**
+ * The header of block `number`. With `send`, read raw (eth_getBlockByNumber without transactions): a catch-up reads
+ * the header of every block with a log, and ethers' Block formatting of each cost more than the request itself.
+ */
 export async function readHeader(provider: IndexerProvider, chain: string, number: number): Promise<BlockRef> {
+  if (provider.send) {
+    const raw = (await provider.send("eth_getBlockByNumber", [toQuantity(number), false])) as JsonRpcHeader | null;
+    if (!raw?.hash) throw new ChainMovedError(`${chain}: block ${number} is not available`);
+    const found = Number(raw.number);
+    if (found !== number) throw new ChainMovedError(`${chain}: the node answered block ${found} for block ${number}`);
+    return { number: found, hash: raw.hash, parentHash: raw.parentHash, timestamp: Number(raw.timestamp) };
+  }
   const block = await provider.getBlock(number);
   if (!block?.hash) throw new ChainMovedError(`${chain}: block ${number} is not available`);
   return { number: block.number, hash: block.hash, parentHash: block.parentHash, timestamp: block.timestamp };
+}
+
+interface JsonRpcHeader {
+  number: string;
+  hash: string | null;
+  parentHash: string;
+  timestamp: string;
 }
 
 /** The logs of the contracts at `addresses` (the escrow, and the registries beside it) in one query. */

@@ -12,6 +12,11 @@ type Slot = { row: number; column: string } | { value: unknown };
 interface Template {
   sql: string;
   slots: readonly Slot[];
+  /**
+   * When the bound values are every row's columns row after row, in one column order, and nothing else (an INSERT's
+   * VALUES list): that order, so that the values are read in two plain loops rather than slot by slot.
+   */
+  rowMajor: readonly string[] | null;
 }
 
 /**
@@ -83,7 +88,7 @@ export function rowStatement<Row extends object>(
     });
     const compiled = build(db, rows).compile();
     const slots = compiled.parameters.map((value): Slot => (typeof value === "string" && markers.get(value)) || { value });
-    template = { sql: compiled.sql, slots };
+    template = { sql: compiled.sql, slots, rowMajor: rowMajorOrder(slots, count, columns.length) };
     byCount.set(count, template);
     return template;
   };
@@ -107,8 +112,15 @@ export function rowStatement<Row extends object>(
   };
 
   const run = async (db: Kysely<Database>, rows: readonly Row[]) => {
-    const { sql, slots } = templateFor(db, rows.length);
-    const parameters = slots.map((slot) => ("value" in slot ? slot.value : (rows[slot.row] as Record<string, unknown>)[slot.column]));
+    const { sql, slots, rowMajor } = templateFor(db, rows.length);
+    let parameters: unknown[];
+    if (rowMajor) {
+      parameters = new Array<unknown>(slots.length);
+      let i = 0;
+      for (const row of rows as ReadonlyArray<Record<string, unknown>>) for (const column of rowMajor) parameters[i++] = row[column];
+    } else {
+      parameters = slots.map((slot) => ("value" in slot ? slot.value : (rows[slot.row] as Record<string, unknown>)[slot.column]));
+    }
     await db.executeQuery(CompiledQuery.raw(sql, parameters));
   };
 
@@ -138,6 +150,19 @@ export function rowStatement<Row extends object>(
       for (const size of SIZES) templateFor(db, size);
     },
   });
+}
+
+/** The column order of a template whose slots are `count` rows of `width` columns each, row after row; else null. */
+function rowMajorOrder(slots: readonly Slot[], count: number, width: number): string[] | null {
+  if (slots.length !== count * width) return null;
+  const order: string[] = [];
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i]!;
+    if (!("row" in slot) || slot.row !== Math.floor(i / width)) return null;
+    if (i < width) order.push(slot.column);
+    else if (slot.column !== order[i % width]) return null;
+  }
+  return order;
 }
 
 /** The row's values of `columns` alone, in a new object (a row may carry more properties than the statement writes). */

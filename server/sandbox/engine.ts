@@ -13,16 +13,16 @@
  * - resource limits set inside the user namespace (`prlimit`): CPU seconds, data-segment bytes (memory), processes,
  *   open files and file size. RLIMIT_NPROC is counted per user inside the sandbox's own user namespace, but the kernel
  *   ignores it for the host's root user: a server running as root drops to `sandboxUid` (`setpriv`) before `bwrap`;
- * - `nice 19`, which no process of the run can undo (RLIMIT_NICE 0). Where the kernel groups each session into a
- *   scheduler autogroup (`/proc/sys/kernel/sched_autogroup_enabled`), a run's session competes with the API's as one
- *   entity at the default weight and nice counts only inside it: the server-wide bound on sandboxes at once is then
- *   what keeps the API and the indexer responsive (bench/sandbox.json measures it);
+ * - SCHED_IDLE, the idle I/O class and `nice 19`, which no process of the run can undo (RLIMIT_NICE 0), and, where the
+ *   cpu cgroup is writable, a shared cgroup of low CPU weight (priority.ts): the API and the indexer get the CPU
+ *   first (bench/sandbox.json measures it);
  * - a wall-clock timeout that kills `bwrap`; `--die-with-parent` then kills the sandbox's PID 1, and with it the
  *   kernel kills every process of its PID namespace (nothing outlives the run);
  * - stdout read up to `maxOutputBytes` (stderr up to `maxStderrBytes`): past that the run is killed, never buffered.
  */
 import { spawn } from "node:child_process";
 import { realpathSync, existsSync } from "node:fs";
+import { priorityPrefix, sandboxPriority, type SandboxPriority } from "./priority";
 
 export interface SandboxLimits {
   /** Wall-clock time of one run (ms). */
@@ -85,6 +85,8 @@ export interface SandboxEngineOptions {
   bwrap?: string;
   /** Uid and gid the sandbox runs as when the server runs as root (default 65534, nobody). */
   sandboxUid?: number;
+  /** CPU weight of the sandboxes' cgroup, v2 scale (priority.ts; default DEFAULT_SANDBOX_CPU_WEIGHT). */
+  cpuWeight?: number;
 }
 
 function nodeBinds(): string[] {
@@ -155,6 +157,8 @@ export function bwrapArgs(limits: SandboxLimits): string[] {
 
 export interface SandboxEngine {
   run(run: SandboxRun): Promise<SandboxResult>;
+  /** How runs yield the CPU here (the cgroup used, or why none). */
+  priority(): SandboxPriority;
 }
 
 /** Spawns sandboxes. Nothing here bounds how many run at once: the caller holds a slot of the server's semaphore. */
@@ -162,13 +166,20 @@ export function createSandboxEngine(options: SandboxEngineOptions = {}): Sandbox
   const bwrap = options.bwrap ?? "bwrap";
   const uid = options.sandboxUid ?? 65534;
   const asRoot = typeof process.geteuid === "function" && process.geteuid() === 0;
+  let found: SandboxPriority | undefined;
+  const priority = () => (found ??= sandboxPriority(options.cpuWeight));
 
   function run({ argv, stdin, limits, signal }: SandboxRun): Promise<SandboxResult> {
     const started = Date.now();
-    const prefix = ["-n", "19", ...(asRoot ? ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"] : []), bwrap];
+    const [program, ...prefix] = [
+      ...priorityPrefix(priority()),
+      ...(asRoot ? ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"] : []),
+      bwrap,
+    ];
     return new Promise<SandboxResult>((resolve, reject) => {
-      // `nice` and `setpriv` exec into their successor: the pid is bwrap's, whose death ends the sandbox.
-      const child = spawn("nice", [...prefix, ...bwrapArgs(limits), ...argv], {
+      // `sh`, `chrt`, `ionice`, `nice` and `setpriv` exec into their successor: the pid is bwrap's, whose death ends
+      // the sandbox.
+      const child = spawn(program, [...prefix, ...bwrapArgs(limits), ...argv], {
         cwd: "/",
         env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
         stdio: ["pipe", "pipe", "pipe"],
@@ -228,5 +239,5 @@ export function createSandboxEngine(options: SandboxEngineOptions = {}): Sandbox
     });
   }
 
-  return { run };
+  return { run, priority };
 }

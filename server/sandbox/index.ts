@@ -60,7 +60,7 @@ function createSlots(limit: number) {
 }
 
 export function createSandbox({ db, config, now, engine }: { db: Db; config: SandboxConfig; now: () => number; engine?: SandboxEngine }) {
-  const sandbox = engine ?? createSandboxEngine({ bwrap: config.bwrap, sandboxUid: config.uid });
+  const sandbox = engine ?? createSandboxEngine({ bwrap: config.bwrap, sandboxUid: config.uid, cpuWeight: config.cpuWeight });
   const caps: SandboxCaps = createSandboxCaps({ db, now, runsPerMinute: config.runsPerMinute, dailySeconds: config.dailySeconds });
   const slots = createSlots(config.concurrency);
 

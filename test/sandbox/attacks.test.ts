@@ -77,6 +77,9 @@ describe("sandbox: attacks fail cleanly and the API keeps answering", function (
           processes: 16,
           memoryBytes: 128 * 1024 * 1024,
           maxOutputBytes: 16 * 1024,
+          // A default group's CPU weight: the 2 s runs here start in time on a busy shared machine (the default weight
+          // yields to everything else; test/sandbox/priority.test.ts).
+          cpuWeight: 100,
         },
       },
     });

@@ -1,0 +1,114 @@
+/**
+ * How sandbox runs yield the CPU (and the disk) to the server (issue 26, "Load"). Every run starts under
+ *   `chrt --idle 0` (SCHED_IDLE), `ionice -c 3` (the idle I/O class) and `nice -n 19`,
+ * which its processes inherit. They cannot leave SCHED_IDLE or lower the nice value (RLIMIT_NICE 0 inside the
+ * sandbox); they can move themselves to the best-effort I/O class (Linux lets any process), which matters little with
+ * a read-only system and a tmpfs scratch. Where the kernel groups each session into a scheduler autogroup, a per-process priority counts
+ * only inside the run's own session, which competes with the API's at the default weight: so, where this process may
+ * write the CPU controller of its cgroup hierarchy (v1 `cpu`, or v2 with `cpu` delegated), every run also enters one
+ * shared cgroup, `market-sandbox-w<weight>`, whose CPU weight is a fraction of a default group's (`SANDBOX_CPU_WEIGHT`, on the
+ * v2 scale 1–10000 where 100 is the default; v1 shares are that × 10.24). Processes of a cgroup other than the root
+ * one leave autogroups out, and a run cannot leave the cgroup (no /sys in its mount namespace, and an unprivileged
+ * user on the host). Where no cgroup is writable, the run goes on with the per-process priorities alone.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+export interface SandboxPriority {
+  /** The cgroup every run enters (its `cgroup.procs`), or null when none is writable here. */
+  cgroupProcs: string | null;
+  /** "v1" or "v2" when a cgroup is used. */
+  cgroupVersion: "v1" | "v2" | null;
+  /** The group's CPU weight on the v2 scale (100 = a default group), when a cgroup is used. */
+  cpuWeight: number | null;
+  /** Why no cgroup is used (null when one is). */
+  cgroupReason: string | null;
+}
+
+/** Default `SANDBOX_CPU_WEIGHT`: a tenth of a default group, so four burning sandboxes weigh less than one API. */
+export const DEFAULT_SANDBOX_CPU_WEIGHT = 10;
+/** One cgroup per weight (`market-sandbox-w10`): servers and tests of other weights on the machine leave it alone. */
+const groupName = (weight: number) => `market-sandbox-w${weight}`;
+
+interface Mount {
+  dir: string;
+  type: string;
+  options: string[];
+}
+
+function mounts(): Mount[] {
+  return readFileSync("/proc/self/mounts", "utf8")
+    .split("\n")
+    .map((line) => line.split(" "))
+    .filter((f) => f.length >= 4)
+    .map(([, dir, type, options]) => ({ dir: dir!.replace(/\\040/g, " "), type: type!, options: options!.split(",") }));
+}
+
+/** This process's cgroup path per hierarchy: "cpu" (v1 line naming the cpu controller) and "" (the v2 line). */
+function ownCgroups(): { v1Cpu: string | null; v2: string | null } {
+  let v1Cpu: string | null = null;
+  let v2: string | null = null;
+  for (const line of readFileSync("/proc/self/cgroup", "utf8").split("\n")) {
+    const [id, controllers, ...rest] = line.split(":");
+    if (id === undefined || controllers === undefined || rest.length === 0) continue;
+    const where = rest.join(":");
+    if (id === "0" && controllers === "") v2 = where;
+    else if (controllers.split(",").includes("cpu")) v1Cpu = where;
+  }
+  return { v1Cpu, v2 };
+}
+
+function makeGroup(dir: string) {
+  try {
+    mkdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+}
+
+/**
+ * Finds or makes the `market-sandbox-w<weight>` cgroup and sets its CPU weight; answers where runs go. Never throws: any
+ * failure (no controller, a read-only hierarchy, not allowed) is the reason no cgroup is used.
+ */
+export function sandboxPriority(cpuWeight = DEFAULT_SANDBOX_CPU_WEIGHT): SandboxPriority {
+  const weight = Math.min(10_000, Math.max(1, Math.round(cpuWeight)));
+  const none = (reason: string): SandboxPriority => ({ cgroupProcs: null, cgroupVersion: null, cpuWeight: null, cgroupReason: reason });
+  try {
+    const all = mounts();
+    const own = ownCgroups();
+    const v1 = all.find((m) => m.type === "cgroup" && m.options.includes("cpu"));
+    if (v1 && own.v1Cpu !== null) {
+      // v1: a child of this process's own cpu cgroup, competing with the server's processes inside it.
+      const dir = path.join(v1.dir, own.v1Cpu, groupName(weight));
+      makeGroup(dir);
+      writeFileSync(path.join(dir, "cpu.shares"), String(Math.max(2, Math.round(weight * 10.24))));
+      return { cgroupProcs: path.join(dir, "cgroup.procs"), cgroupVersion: "v1", cpuWeight: weight, cgroupReason: null };
+    }
+    const v2 = all.find((m) => m.type === "cgroup2");
+    if (v2 && own.v2 !== null) {
+      // v2: a sibling of this process's cgroup (a cgroup with processes may not enable controllers for children).
+      const parent = path.join(v2.dir, own.v2 === "/" ? "/" : path.dirname(own.v2));
+      if (!readFileSync(path.join(parent, "cgroup.controllers"), "utf8").split(/\s+/).includes("cpu"))
+        return none(`the cpu controller is not available in ${parent}`);
+      const subtree = path.join(parent, "cgroup.subtree_control");
+      if (!readFileSync(subtree, "utf8").split(/\s+/).includes("cpu")) writeFileSync(subtree, "+cpu");
+      const dir = path.join(parent, groupName(weight));
+      makeGroup(dir);
+      writeFileSync(path.join(dir, "cpu.weight"), String(weight));
+      return { cgroupProcs: path.join(dir, "cgroup.procs"), cgroupVersion: "v2", cpuWeight: weight, cgroupReason: null };
+    }
+    return none("no cgroup hierarchy with the cpu controller is mounted");
+  } catch (error) {
+    return none(`the cpu cgroup is not writable here: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The programs a run's command goes through before `setpriv`/`bwrap`: the move into the cgroup (a shell writing its
+ * own pid, then exec, so that every later process is born inside), SCHED_IDLE, the idle I/O class and nice 19.
+ */
+export function priorityPrefix(priority: SandboxPriority): string[] {
+  const perProcess = ["chrt", "--idle", "0", "ionice", "-c", "3", "nice", "-n", "19"];
+  if (priority.cgroupProcs === null || !existsSync(priority.cgroupProcs)) return perProcess;
+  return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', priority.cgroupProcs, ...perProcess];
+}
