@@ -18,7 +18,10 @@ async function main() {
   setInterval(() => {}, 60_000);
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+// Only as a program: Hardhat loads every file under test/ when it runs the suite.
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
