@@ -20,6 +20,14 @@ import type {
   RevokedApiKeys,
   ServiceList,
   Session,
+  SettlementAnswer,
+  SettlementTx,
+  BuildTaskBody,
+  BuiltTask,
+  IndexTaskBody,
+  ListingOutcome,
+  VerdictAnswer,
+  VerdictBody,
   SkillList,
   TaskView,
   WhoAmI,
@@ -53,6 +61,14 @@ export const api = {
   browse: (capabilities?: string) => anonymous().get<BrowseAnswer>(`/api/v1/a2a/tasks${query({ capabilities })}`),
   task: (taskHash: string, token?: string) => as(token).get<TaskView>(`/api/v1/tasks/${encodeURIComponent(taskHash)}`),
   posted: (token: string, cursor?: string) => as(token).get<PostedAnswer>(`/api/v1/a2a/tasks/posted${query({ limit: 50, cursor })}`),
+
+  settlement: () => anonymous().get<SettlementAnswer>("/api/v1/health/settlement"),
+  buildTask: (token: string, body: BuildTaskBody) => as(token).post<BuiltTask>("/api/v1/tasks", body),
+  listTask: (token: string, body: IndexTaskBody) => as(token).post<ListingOutcome>("/api/v1/a2a/tasks/index", body),
+  settle: (token: string, taskHash: string, action: "cancel" | "claim-timeout" | "dispute") =>
+    as(token).post<SettlementTx>(`/api/v1/a2a/tasks/${encodeURIComponent(taskHash)}/${action}`),
+  verdict: (token: string, taskHash: string, body: VerdictBody) =>
+    as(token).post<VerdictAnswer>(`/api/v1/a2a/tasks/${encodeURIComponent(taskHash)}/verdict`, body),
 
   executors: (params: { capabilities?: string; chain?: string; limit?: number } = {}) =>
     anonymous().get<ExecutorsAnswer>(`/api/v1/a2a/executors${query(params)}`),

@@ -12,6 +12,7 @@ import Skills from "./pages/Skills";
 import Account from "./pages/Account";
 import MyTasks from "./pages/MyTasks";
 import BulkPost from "./pages/BulkPost";
+import PostTask from "./pages/PostTask";
 
 export interface Route {
   path: string;
@@ -28,6 +29,7 @@ export const ROUTES: Route[] = [
   { path: "/skills", render: () => <Skills /> },
   { path: "/account", render: () => <Account /> },
   { path: "/my-tasks", render: () => <MyTasks /> },
+  { path: "/post", render: () => <PostTask /> },
   { path: "/post/bulk", render: () => <BulkPost /> },
 ];
 

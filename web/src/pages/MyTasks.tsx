@@ -1,6 +1,7 @@
 import { api } from "../api";
 import { Link } from "../router";
 import { useSession } from "../session";
+import { useTaskEvents } from "../events";
 import { Amount, ErrorBox, Loading, Page, Status, formatTime, shortHex, useLoad } from "../ui";
 import { SignInPrompt } from "./SignInPrompt";
 
@@ -13,8 +14,17 @@ export default function MyTasks() {
 
 function Posted({ token }: { token: string }) {
   const tasks = useLoad(() => api.posted(token), [token]);
+  // Live: an event of any listed task reloads the list (statuses change as agents take, deliver and get paid).
+  useTaskEvents(token, tasks.data?.tasks.map((t) => t.meta.taskHash) ?? [], tasks.reload);
   return (
-    <Page title="My tasks">
+    <Page
+      title="My tasks"
+      actions={
+        <Link to="/post" className="button-link">
+          Post a task
+        </Link>
+      }
+    >
       <ErrorBox error={tasks.error} />
       {tasks.loading && !tasks.data ? <Loading what="your tasks" /> : null}
       {tasks.data ? (
