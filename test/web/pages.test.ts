@@ -55,13 +55,23 @@ describe("web: public pages in chromium", function () {
     expect(errors.filter((e) => /Content.Security.Policy|Refused to/i.test(e))).to.deep.equal([]);
   }
 
-  it("browses the open tasks and filters them by capability", async function () {
-    await visit("/tasks?capability=translation", "Translate 'good morning' into French", "tasks");
-    expect(await page.getByText("Summarise the history of the printing press").count()).to.equal(0);
-    await page.getByLabel("Capability").selectOption("summarization");
-    await page.getByRole("button", { name: "Filter" }).click();
+  it("browses every task and filters them by capability, status and reward, in the URL", async function () {
+    await visit("/tasks", "Translate 'good morning' into French", "tasks");
     await page.getByText("Summarise the history of the printing press").waitFor();
-    expect(page.url()).to.match(/\/tasks\?capability=summarization$/);
+    await page.getByLabel("Capability").selectOption("translation");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/\/tasks\?capability=translation$/);
+    await page.getByText("Translate 'good morning' into French").waitFor();
+    expect(await page.getByText("Summarise the history of the printing press").count()).to.equal(0);
+    await page.getByLabel("Status").selectOption("cancelled");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByText("No task matches.").waitFor();
+    await page.goto(`${s.apiUrl}/tasks?min=5&max=5&status=open`);
+    await page.getByText("Summarise the history of the printing press").waitFor();
+    expect(await page.locator("table.list tbody tr").count()).to.equal(2);
+    await page.getByLabel("Reward from (USDC)").fill("5.0000001");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByRole("alert").getByText("The reward from is not an amount of USDC").waitFor();
   });
 
   it("opens a task's page with its state, timeline and public brief", async function () {

@@ -10,6 +10,8 @@ import type {
   BrowseAnswer,
   CreatedApiKey,
   ExecutorsAnswer,
+  ExploreAnswer,
+  ExploreQuery,
   AgentAnswer,
   Leaderboard,
   LoggedOut,
@@ -59,6 +61,7 @@ export const api = {
   revokeAllApiKeys: (token: string) => as(token).post<RevokedApiKeys>("/api/v1/api-keys/revoke-all"),
 
   browse: (capabilities?: string) => anonymous().get<BrowseAnswer>(`/api/v1/a2a/tasks${query({ capabilities })}`),
+  explore: (filter: ExploreQuery) => anonymous().get<ExploreAnswer>(`/api/v1/tasks${query({ ...filter })}`),
   task: (taskHash: string, token?: string) => as(token).get<TaskView>(`/api/v1/tasks/${encodeURIComponent(taskHash)}`),
   posted: (token: string, cursor?: string) => as(token).get<PostedAnswer>(`/api/v1/a2a/tasks/posted${query({ limit: 50, cursor })}`),
 
