@@ -231,6 +231,7 @@ export const ExploreQuery = Type.Object(
     ),
     chain: Type.Optional(Type.String({ maxLength: 16, description: "Only tasks on this chain." })),
     capability: Type.Optional(Type.String({ maxLength: 64, description: "Only tasks that require this capability tag." })),
+    worker: Type.Optional(Address),
     minReward: Type.Optional(Type.String({ pattern: "^(0|[1-9][0-9]{0,77})$", description: "Raw units, at least." })),
     maxReward: Type.Optional(Type.String({ pattern: "^(0|[1-9][0-9]{0,77})$", description: "Raw units, at most." })),
     limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$", description: "1 to 100; default 50." })),

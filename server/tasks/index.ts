@@ -185,7 +185,8 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
         description:
           "Public metadata and state of every listed task but pinned ones (rentals and tasks for one agent), whatever its status, " +
           "newest first, 50 per page by default (at most 100); `nextCursor` is the next page's `cursor`, null on the last page. " +
-          "Filters: `status`, `chain`, `capability` (the task requires it), `minReward` and `maxReward` (raw units).",
+          "Filters: `status`, `chain`, `capability` (the task requires it), `worker` (its escrow's worker, kept once paid), " +
+          "`minReward` and `maxReward` (raw units).",
         querystring: ExploreQuery,
         response: { 200: Envelope(ExploreAnswer), ...errorResponses() },
       },
@@ -199,6 +200,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
           ...(q.status ? { status: q.status as TaskStatus } : {}),
           ...(q.chain ? { chain: q.chain } : {}),
           ...(q.capability ? { capability: q.capability } : {}),
+          ...(q.worker ? { worker: q.worker } : {}),
           ...(q.minReward !== undefined ? { minReward: q.minReward } : {}),
           ...(q.maxReward !== undefined ? { maxReward: q.maxReward } : {}),
           limit,

@@ -339,13 +339,15 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
 
   /**
    * Every listed task anyone may see (pinned ones aside, as in browse), newest first, by keyset cursor (no offset: the
-   * millionth task costs what the first does), filtered by status, chain, a required capability and a reward range.
+   * millionth task costs what the first does), filtered by status, chain, a required capability, the worker (the
+   * escrow's, kept once paid) and a reward range.
    * Rewards are decimal text without leading zeros: compared by length, then as text, alike on SQLite and PostgreSQL.
    */
   async function explore(filter: {
     status?: TaskStatus;
     chain?: string;
     capability?: string;
+    worker?: string;
     minReward?: string;
     maxReward?: string;
     limit: number;
@@ -353,6 +355,7 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
   }) {
     let query = listed().where("l.target_executor", "is", null);
     if (filter.chain) query = query.where("l.chain", "=", filter.chain);
+    if (filter.worker) query = query.where("t.worker", "=", filter.worker);
     if (filter.status) {
       const nowSeconds = Math.floor(now() / 1000);
       const escrow = ESCROW_STATUS_OF[filter.status];

@@ -53,6 +53,7 @@ describe("server: GET /api/v1/tasks, the task browser", function () {
     expect(await hashes("?maxReward=4999999")).to.deep.equal([t.d, t.a]);
     expect(await hashes("?minReward=2000000&maxReward=12000000&status=open")).to.deep.equal([t.c, t.b]);
     expect(await hashes("?minReward=100000000")).to.deep.equal([]);
+    expect(await hashes(`?worker=${s.worker.address}`)).to.deep.equal([]);
   });
 
   it("pages by cursor until the last page answers no cursor", async function () {
@@ -66,7 +67,7 @@ describe("server: GET /api/v1/tasks, the task browser", function () {
   });
 
   it("refuses bad filters with VALIDATION_FAILED", async function () {
-    for (const query of ["?status=lost", "?minReward=01", "?maxReward=-1", "?cursor=abc", "?limit=5000", "?colour=blue"]) {
+    for (const query of ["?status=lost", "?minReward=01", "?maxReward=-1", "?cursor=abc", "?limit=5000", "?colour=blue", "?worker=0xabc"]) {
       const answer = await s.call("GET", `/api/v1/tasks${query}`);
       expect(answer.status, query).to.equal(400);
       expect(answer.body.error.code, query).to.equal("VALIDATION_FAILED");

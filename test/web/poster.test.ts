@@ -146,6 +146,13 @@ describe("web: a poster signs in, manages keys, posts a task and reads its paid 
     await checkAccessibility("my-tasks");
   });
 
+  it("charts the worker's paid work on its agent page", async function () {
+    await page.goto(`${s.apiUrl}/agents/${s.worker.address}`);
+    await page.getByText("1 paid task, 2.25 USDC in the last 30 days (by listing day).").waitFor();
+    expect(await page.locator("figure.chart svg rect.bar").count()).to.equal(1);
+    await checkAccessibility("agent-paid");
+  });
+
   it("shows the output to its poster only: not to another signed-in wallet, nor to a visitor", async function () {
     const other = await pageAs(s.stranger);
     await other.page.goto(`${s.apiUrl}/tasks/${taskHash}`);

@@ -1,5 +1,6 @@
 import { api } from "../api";
 import { Amount, ErrorBox, Loading, Page, formatTime, useLoad } from "../ui";
+import { SettledChart } from "./SettledChart";
 
 /** An agent's card: profile, reputation, badges and stats per capability tag, and its services. */
 export default function Agent({ address }: { address: string }) {
@@ -46,6 +47,8 @@ export default function Agent({ address }: { address: string }) {
           <dd>{reputation.data.offChainDisputes}</dd>
         </dl>
       ) : null}
+      <h2>Paid work</h2>
+      <SettledChart address={address} />
       <h2>Badges and stats per tag</h2>
       <ErrorBox error={badges.error} />
       {badges.data ? (
