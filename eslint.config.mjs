@@ -6,7 +6,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "sdk/dist/", "cli/dist/", "dist/", "coverage/"] },
+  { ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "sdk/dist/", "cli/dist/", "dist/", "web/dist/", "coverage/"] },
   {
     files: ["**/*.ts"],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],
@@ -27,6 +27,21 @@ export default tseslint.config(
         "error",
         { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_", ignoreRestSiblings: true },
       ],
+    },
+  },
+  {
+    // The web app (issue 28) is its own program: the browser's types, JSX (web/tsconfig.json).
+    files: ["web/src/**/*.ts", "web/src/**/*.tsx", "web/vite.config.ts"],
+    extends: [js.configs.recommended, ...tseslint.configs.recommended],
+    languageOptions: {
+      parserOptions: { project: ["./web/tsconfig.json", "./web/tsconfig.config.json"], tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { attributes: false } }],
+      "@typescript-eslint/await-thenable": "error",
+      "@typescript-eslint/no-unnecessary-type-assertion": "error",
+      "no-unexpected-multiline": "off",
     },
   },
   {

@@ -30,6 +30,7 @@ import { CAPABILITY_TAGS } from "../core/capabilities";
 import { publicKeyFromPrivateKey } from "../core/crypto";
 import { MarketClient } from "../sdk/src/client";
 import { mcpClientConfig } from "../cli/src/mcp-config";
+import { webBuilt } from "../server/web";
 
 /** The `0g` chain's port: the one setting that moves it (node, deployment, server and the printed exports). */
 const ZERO_G_CHAIN_PORT = Number(process.env.MARKET_0G_CHAIN_PORT ?? 8546);
@@ -235,7 +236,11 @@ Its owner     ${ownerSigner.address} (manages it: GET /api/v1/agents/mine, stop,
     { includeKeys: true },
   );
 
+  const webLine = webBuilt()
+    ? `Web app       ${server.url}/   (browse without signing in; sign in with a browser wallet on the arc chain below)`
+    : "Web app       not built: run npm run build (it writes web/dist), then npm start again";
   console.log(`
+${webLine}
 API           ${server.url}   (OpenAPI: ${server.url}/openapi.json)
 Local chain   ${chain.url}  (chainId ${deployment.chainId})
 Escrow        ${deployment.proxy}  (implementation ${deployment.implementation}, v${deployment.version})

@@ -27,7 +27,7 @@ if [ ${#files[@]} -eq 0 ]; then
     test/server/db.test.ts
     test/server/listing-codec.test.ts
   )
-  mapfile -t files < <(find test/server test/indexer test/hosted test/sandbox test/mcp test/sdk test/cli -name '*.test.ts' | sort | grep -vxF -f <(printf '%s\n' "${not_database[@]}"))
+  mapfile -t files < <(find test/server test/indexer test/hosted test/sandbox test/mcp test/sdk test/cli test/web -name '*.test.ts' | sort | grep -vxF -f <(printf '%s\n' "${not_database[@]}"))
   files+=(test/sdk-smoke.test.ts)
 fi
 

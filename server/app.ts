@@ -33,6 +33,7 @@ import { createServiceStore, serviceRoutes } from "./services";
 import { adminRoutes, createAdminCheck } from "./admin";
 import { createEventFeed, eventRoutes } from "./events";
 import { createWebhookStore, webhookRoutes, type SecretBox } from "./webhooks";
+import { answerWithPage, webRoutes } from "./web";
 import { createVault } from "./hosted/vault";
 import { boundedFetch, privateUrlReason } from "./hosted/runner/bounds";
 import { DEFAULT_HOSTED, type HostedConfig } from "./config";
@@ -77,6 +78,8 @@ export interface AppDeps {
   verifierPool?: VerifierPoolOptions | { shared: VerifierPool };
   /** The leases this process holds now, for GET /health (server/db/leases.ts); none when absent. */
   leases?: () => readonly string[];
+  /** The web app's built files (issue 28: server/web, `web/dist`), served on the same port; the API alone when absent. */
+  web?: { root: string };
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -178,8 +181,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   let ownRunnerToken: (token: string) => boolean = () => false;
   app.addHook("onRequest", createRateLimiter(deps.config.rateLimit, now, { exemptFromIpLimit: (token) => ownRunnerToken(token) }));
   app.setErrorHandler((error, request, reply) => sendError(request, reply, error));
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, new MarketError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`)),
+  app.setNotFoundHandler(
+    (request, reply) =>
+      // A browser's GET of one of the web app's own paths gets its page (issue 28); everything else the envelope.
+      (deps.web !== undefined && answerWithPage(request, reply, deps.web.root)) ||
+      sendError(request, reply, new MarketError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`)),
   );
 
   // The composition root: every service is built once here from the app's dependencies, and each route plugin is
@@ -289,6 +295,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(discoveryRoutes, { publicUrl: deps.config.publicUrl, agents, identity, services, a2aCapabilities });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  // The web app's files (issue 28), when `npm run build` has built it.
+  if (deps.web) await app.register(webRoutes, { root: deps.web.root });
   await app.ready();
   return app;
 }

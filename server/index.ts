@@ -15,6 +15,7 @@ import { createHosting, type RunnerLogger } from "./hosted";
 import { createLeases, HOSTED_RUNNERS_LEASE, indexerLease, senderLease, type Leases } from "./db/leases";
 import { lockSqliteFile } from "./db/sqlite-lock";
 import { createAgentTokens } from "./auth";
+import { WEB_DIST, webBuilt } from "./web";
 
 export { loadConfig, type ServerConfig, type ChainConfig } from "./config";
 export { buildApp, type App, type AppDeps } from "./app";
@@ -87,6 +88,8 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
     ...(config.verifierKey ? { verifierAddress: new Wallet(config.verifierKey).address } : {}),
     logger: config.logLevel === "silent" ? false : { level: config.logLevel },
     leases: () => leases.names(),
+    // The web app, on the same port, once `npm run build` has built it (issue 28).
+    ...(webBuilt() ? { web: { root: WEB_DIST } } : {}),
   });
   log = app.log;
 

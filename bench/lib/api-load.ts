@@ -33,7 +33,7 @@ export interface LoadRun {
 }
 
 /** The API over `db` (tasks settled in `token`), listening on a free loopback port, with an API key of `wallet`. */
-export async function serveBenchApi(db: Db, options: { dir: string; token: string; wallet: string }) {
+export async function serveBenchApi(db: Db, options: { dir: string; token: string; wallet: string; web?: { root: string } }) {
   const auth = createAuth({ db, now: Date.now, publicUrl: PUBLIC_URL });
   const { key } = await auth.apiKeys.createApiKey(await auth.accounts.accountForWallet(options.wallet), "bench");
   const chainId = Number((await hre.ethers.provider.getNetwork()).chainId);
@@ -47,6 +47,7 @@ export async function serveBenchApi(db: Db, options: { dir: string; token: strin
     blobs: createBlobStore(path.join(options.dir, "blobs")),
     config: { publicUrl: PUBLIC_URL, rateLimit: { perIp: 1e12, perKey: 1e12, windowMs: 60_000 }, offerWindowMs: 0 },
     logger: false,
+    ...(options.web ? { web: options.web } : {}),
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   return { app, key, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };

@@ -220,6 +220,29 @@ export type AssignedTaskView = Static<typeof AssignedTaskView>;
 export const AssignedTasksAnswer = Type.Object({ tasks: Type.Array(AssignedTaskView) });
 export type AssignedTasksAnswer = Static<typeof AssignedTasksAnswer>;
 
+/** GET /api/v1/tasks: every listed task (issue 28, the web app's task browser), filtered, newest first, by cursor. */
+export const ExploreQuery = Type.Object(
+  {
+    status: Type.Optional(
+      Type.String({
+        enum: [...TASK_STATUSES],
+        description: "Only tasks in this status (`submitted` and `awaiting_verification` are one filter: delivered, not judged).",
+      }),
+    ),
+    chain: Type.Optional(Type.String({ maxLength: 16, description: "Only tasks on this chain." })),
+    capability: Type.Optional(Type.String({ maxLength: 64, description: "Only tasks that require this capability tag." })),
+    worker: Type.Optional(Address),
+    minReward: Type.Optional(Type.String({ pattern: "^(0|[1-9][0-9]{0,77})$", description: "Raw units, at least." })),
+    maxReward: Type.Optional(Type.String({ pattern: "^(0|[1-9][0-9]{0,77})$", description: "Raw units, at most." })),
+    limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$", description: "1 to 100; default 50." })),
+    cursor: Type.Optional(Type.String({ pattern: "^[0-9]{1,16}_0x[0-9a-f]{64}$", description: "`nextCursor` of the previous page." })),
+  },
+  { additionalProperties: false },
+);
+export type ExploreQuery = Static<typeof ExploreQuery>;
+export const ExploreAnswer = Type.Object({ tasks: Type.Array(TaskView), nextCursor: Type.Union([Type.String(), Type.Null()]) });
+export type ExploreAnswer = Static<typeof ExploreAnswer>;
+
 /** GET /api/v1/a2a/tasks/posted. */
 export const PostedQuery = Type.Object(
   {

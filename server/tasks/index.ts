@@ -15,6 +15,8 @@ import {
   BuiltBatch,
   BuiltTask,
   Envelope,
+  ExploreAnswer,
+  ExploreQuery,
   IndexAnswer,
   IndexBody,
   PostedAnswer,
@@ -24,6 +26,7 @@ import {
   asTaskHash,
 } from "../../core/api";
 import { MarketError } from "../../core/errors";
+import type { TaskStatus } from "../../core/status";
 
 /**
  * Tasks: posting (checking a task's properties, building its funding transaction, listing it once funded) and the
@@ -170,6 +173,40 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
       if (body === undefined) browsePages.set(page, (body = reply.serialize(ok(page)) as string));
       // Already JSON: Fastify sends a string with a JSON content type as it is.
       return reply.type("application/json; charset=utf-8").send(body as never);
+    },
+  );
+
+  app.get(
+    "/api/v1/tasks",
+    {
+      schema: {
+        tags: ["marketplace"],
+        summary: "Every listed task, newest first, filtered and paged by cursor (the web app's task browser)",
+        description:
+          "Public metadata and state of every listed task but pinned ones (rentals and tasks for one agent), whatever its status, " +
+          "newest first, 50 per page by default (at most 100); `nextCursor` is the next page's `cursor`, null on the last page. " +
+          "Filters: `status`, `chain`, `capability` (the task requires it), `worker` (its escrow's worker, kept once paid), " +
+          "`minReward` and `maxReward` (raw units).",
+        querystring: ExploreQuery,
+        response: { 200: Envelope(ExploreAnswer), ...errorResponses() },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const limit = Math.max(1, Math.min(Number(q.limit ?? 50), 100));
+      const cursor = q.cursor?.split("_");
+      return ok(
+        await queries.explore({
+          ...(q.status ? { status: q.status as TaskStatus } : {}),
+          ...(q.chain ? { chain: q.chain } : {}),
+          ...(q.capability ? { capability: q.capability } : {}),
+          ...(q.worker ? { worker: q.worker } : {}),
+          ...(q.minReward !== undefined ? { minReward: q.minReward } : {}),
+          ...(q.maxReward !== undefined ? { maxReward: q.maxReward } : {}),
+          limit,
+          ...(cursor ? { before: { listedAt: Number(cursor[0]), taskHash: cursor[1]! } } : {}),
+        }),
+      );
     },
   );
 

@@ -88,6 +88,22 @@ function judgedOnChain(row: TaskRow, round: number): RoundVerdict | undefined {
 
 export type TaskQueries = ReturnType<typeof createTaskQueries>;
 
+/** The escrow status behind each API status (core/status.ts `taskStatus`, read backwards; open/expired split by deadline). */
+const ESCROW_STATUS_OF: Record<TaskStatus, EscrowStatus> = {
+  open: EscrowStatus.Funded,
+  expired: EscrowStatus.Funded,
+  assigned: EscrowStatus.Assigned,
+  submitted: EscrowStatus.Submitted,
+  awaiting_verification: EscrowStatus.Submitted,
+  verified: EscrowStatus.Verified,
+  failed: EscrowStatus.Failed,
+  disputed: EscrowStatus.Disputed,
+  escalated: EscrowStatus.Escalated,
+  completed: EscrowStatus.Paid,
+  refunded: EscrowStatus.Refunded,
+  cancelled: EscrowStatus.Cancelled,
+};
+
 /** A browse page: the answer of GET /api/v1/a2a/tasks. */
 export type BrowsePage = BrowseAnswer;
 
@@ -321,6 +337,60 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     };
   }
 
+  /**
+   * Every listed task anyone may see (pinned ones aside, as in browse), newest first, by keyset cursor (no offset: the
+   * millionth task costs what the first does), filtered by status, chain, a required capability, the worker (the
+   * escrow's, kept once paid) and a reward range.
+   * Rewards are decimal text without leading zeros: compared by length, then as text, alike on SQLite and PostgreSQL.
+   */
+  async function explore(filter: {
+    status?: TaskStatus;
+    chain?: string;
+    capability?: string;
+    worker?: string;
+    minReward?: string;
+    maxReward?: string;
+    limit: number;
+    before?: { listedAt: number; taskHash: string };
+  }) {
+    let query = listed().where("l.target_executor", "is", null);
+    if (filter.chain) query = query.where("l.chain", "=", filter.chain);
+    if (filter.worker) query = query.where("t.worker", "=", filter.worker);
+    if (filter.status) {
+      const nowSeconds = Math.floor(now() / 1000);
+      const escrow = ESCROW_STATUS_OF[filter.status];
+      query = query.where("t.status", "=", escrow);
+      if (filter.status === "open") query = query.where("t.deadline", ">", nowSeconds);
+      if (filter.status === "expired") query = query.where("t.deadline", "<=", nowSeconds);
+    }
+    const capability = filter.capability;
+    if (capability) {
+      query = query.where((eb) =>
+        eb.exists(
+          eb.selectFrom("listing_capabilities as c").select("c.tag").whereRef("c.task_hash", "=", "l.task_hash").where("c.tag", "=", capability),
+        ),
+      );
+    }
+    const min = filter.minReward;
+    if (min !== undefined)
+      query = query.where(sql<boolean>`(length(l.amount) > ${min.length} or (length(l.amount) = ${min.length} and l.amount >= ${min}))`);
+    const max = filter.maxReward;
+    if (max !== undefined)
+      query = query.where(sql<boolean>`(length(l.amount) < ${max.length} or (length(l.amount) = ${max.length} and l.amount <= ${max}))`);
+    const before = filter.before;
+    if (before) {
+      query = query.where((eb) =>
+        eb.or([eb("l.listed_at", "<", before.listedAt), eb.and([eb("l.listed_at", "=", before.listedAt), eb("l.task_hash", "<", before.taskHash)])]),
+      );
+    }
+    const rows = await query.orderBy("l.listed_at", "desc").orderBy("l.task_hash", "desc").limit(filter.limit).execute();
+    const last = rows.at(-1);
+    return {
+      tasks: await views(rows, undefined),
+      nextCursor: rows.length === filter.limit && last ? `${last.listed_at}_${last.task_hash}` : null,
+    };
+  }
+
   async function get(taskHash: string): Promise<TaskRow | undefined> {
     return listed().where("l.task_hash", "=", taskHash.toLowerCase()).executeTakeFirst();
   }
@@ -357,5 +427,5 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
   /** How many browse pages and totals are kept in memory (each bounded). */
   const cached = () => ({ pages: pages.size, totals: totals.size });
 
-  return { browse, posted, get, view, assigned, listed, openFor, cached };
+  return { browse, explore, posted, get, view, assigned, listed, openFor, cached };
 }

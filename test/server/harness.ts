@@ -32,6 +32,7 @@ import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } f
 import { hardhatAccountKeys } from "../../scripts/lib/local-chain";
 import { DEFAULT_CREDIT_RULE, type CreditRule } from "../../core/reputation";
 import { createVerifierPool, type VerifierPool } from "../../server/verification";
+import { WEB_DIST } from "../../server/web";
 
 export const PUBLIC_URL = "http://127.0.0.1:3000";
 const KEYS = hardhatAccountKeys();
@@ -82,6 +83,8 @@ export interface TestServerOptions {
   credit?: Partial<CreditRule>;
   /** The service admin's key (`X-Admin-Key`); admin routes are off without one. */
   adminApiKey?: string;
+  /** Serve the built web app (web/dist, issue 28) on the same port, as `npm start` does. */
+  web?: boolean;
 }
 
 /** A fixed test master key: hosted agents are on in every test server. */
@@ -328,6 +331,7 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     outboxes: options.withoutVerifierKey ? new Map() : new Map([[chainConfig.name, outbox]]),
     now,
     logger: options.logger ?? false,
+    ...(options.web ? { web: { root: WEB_DIST } } : {}),
     indexerWaitMs: 5_000,
     verifierPool: { shared: sharedVerifierPool() },
     hosting,

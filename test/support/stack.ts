@@ -7,7 +7,7 @@ import { serveNetwork } from "../indexer/helpers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 
 export async function startStack(options: TestServerOptions = {}) {
-  return serve(await startTestServer(options));
+  return serve(await startTestServer(options), options);
 }
 
 /**
@@ -21,12 +21,14 @@ export function stackFixture<Seed>(
   const seededServer = serverFixture(seed, options);
   return async () => {
     const { server, seeded } = await seededServer();
-    return { stack: await serve(server), seeded };
+    return { stack: await serve(server, options), seeded };
   };
 }
 
-async function serve(server: TestServer) {
-  await server.app.listen({ host: "127.0.0.1", port: 0 });
+/** Listens on loopback: on the port of `options.publicUrl` when it names one (the URL the sign-in messages carry), else any. */
+async function serve(server: TestServer, options: TestServerOptions = {}) {
+  const port = options.publicUrl ? Number(new URL(options.publicUrl).port || 0) : 0;
+  await server.app.listen({ host: "127.0.0.1", port });
   const address = server.app.server.address();
   const apiUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   const rpc = await serveNetwork();

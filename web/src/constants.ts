@@ -1,0 +1,22 @@
+/** Lists the pages offer, from core/ (the one place they are defined). */
+import type { TaskStatus } from "../../core/status";
+export { CAPABILITY_TAGS as CAPABILITIES } from "../../core/capabilities";
+export { CHAIN_NAMES as CHAINS } from "../../core/chains";
+
+/**
+ * The task browser's status filter: core/status.ts TASK_STATUSES but `awaiting_verification` (one filter with
+ * `submitted`), typed against it; core/status.ts itself reads the escrow's enums (ethers), too heavy for the page.
+ */
+export const STATUSES: readonly Exclude<TaskStatus, "awaiting_verification">[] = [
+  "open",
+  "expired",
+  "assigned",
+  "submitted",
+  "failed",
+  "disputed",
+  "escalated",
+  "verified",
+  "completed",
+  "refunded",
+  "cancelled",
+];

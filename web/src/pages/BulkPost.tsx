@@ -1,0 +1,3 @@
+export default function BulkPost() {
+  return <p>Bulk posting is not built yet.</p>;
+}

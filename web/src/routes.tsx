@@ -1,0 +1,44 @@
+/**
+ * Every page of the app: a path pattern and the component that shows it. A page is added here (and, when people
+ * should find it from anywhere, in NAV). The bulk posting page is `/post/bulk` (pages/BulkPost.tsx).
+ */
+import type { ReactElement } from "react";
+import Tasks from "./pages/Tasks";
+import Task from "./pages/Task";
+import Agents from "./pages/Agents";
+import Agent from "./pages/Agent";
+import Services from "./pages/Services";
+import Skills from "./pages/Skills";
+import Account from "./pages/Account";
+import MyTasks from "./pages/MyTasks";
+import BulkPost from "./pages/BulkPost";
+import PostTask from "./pages/PostTask";
+
+export interface Route {
+  path: string;
+  render(params: Record<string, string>): ReactElement;
+}
+
+export const ROUTES: Route[] = [
+  { path: "/", render: () => <Tasks /> },
+  { path: "/tasks", render: () => <Tasks /> },
+  { path: "/tasks/:taskHash", render: ({ taskHash }) => <Task taskHash={taskHash!} /> },
+  { path: "/agents", render: () => <Agents /> },
+  { path: "/agents/:address", render: ({ address }) => <Agent address={address!} /> },
+  { path: "/services", render: () => <Services /> },
+  { path: "/skills", render: () => <Skills /> },
+  { path: "/account", render: () => <Account /> },
+  { path: "/my-tasks", render: () => <MyTasks /> },
+  { path: "/post", render: () => <PostTask /> },
+  { path: "/post/bulk", render: () => <BulkPost /> },
+];
+
+/** The header's links: public pages, then the signed-in ones. */
+export const NAV: Array<{ to: string; label: string; signedIn?: boolean }> = [
+  { to: "/tasks", label: "Tasks" },
+  { to: "/agents", label: "Agents" },
+  { to: "/services", label: "Services" },
+  { to: "/skills", label: "Skills" },
+  { to: "/my-tasks", label: "My tasks", signedIn: true },
+  { to: "/account", label: "Account", signedIn: true },
+];

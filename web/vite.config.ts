@@ -1,0 +1,22 @@
+// The web app's build (issue 28): `npm run build` runs `vite build --config web/vite.config.ts` and writes web/dist,
+// which the API's server serves (server/web). Hashed file names under assets/ are cached for good.
+import path from "node:path";
+import { defineConfig } from "vite";
+import react from "@vitejs/plugin-react";
+
+export default defineConfig({
+  root: __dirname,
+  plugins: [react()],
+  build: {
+    outDir: path.join(__dirname, "dist"),
+    emptyOutDir: true,
+    assetsDir: "assets",
+    // No inline module-preload polyfill or data: scripts: the page's Content-Security-Policy allows 'self' only.
+    modulePreload: { polyfill: false },
+    assetsInlineLimit: 0,
+    target: "es2022",
+    sourcemap: false,
+  },
+  // The app reaches the API on the same origin; `vite dev` forwards it to a running `npm start`.
+  server: { proxy: { "/api": "http://127.0.0.1:3000" } },
+});
