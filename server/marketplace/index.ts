@@ -1,6 +1,6 @@
 import type { TSchema } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import type { Accepting } from "./accept";
 import type { Bidding } from "./bids";
@@ -52,10 +52,14 @@ const taskAction = <R extends TSchema>(summary: string, description: string, res
   response: { 200: Envelope(response), ...errorResponses(401, 403, 404, 409, 503) },
 });
 
-/** Taking, delivering and settling tasks; paths under /api/v1/a2a/tasks/{taskHash}/. */
+/** The prefix app.ts registers `marketplaceRoutes` under. */
+export const MARKETPLACE_PREFIX = "/api/v1/a2a/tasks/:taskHash";
+
+/** Taking, delivering and settling tasks: paths under MARKETPLACE_PREFIX, every one authenticated by the plugin's hook. */
 export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> = async (app, { auth, accepting, bidding, delivery, settlement }) => {
+  app.addHook("onRequest", authenticated(auth));
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/accept",
+    "/accept",
     {
       schema: taskAction(
         "Take an open task",
@@ -68,13 +72,13 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       ),
     },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await accepting.accept(wallet, request.params.taskHash));
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/bid",
+    "/bid",
     {
       schema: {
         ...taskAction(
@@ -86,13 +90,13 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       },
     },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await bidding.bid(wallet, request.params.taskHash, request.body?.message));
     },
   );
 
   app.get(
-    "/api/v1/a2a/tasks/:taskHash/bids",
+    "/bids",
     {
       schema: {
         tags: ["marketplace"],
@@ -103,13 +107,13 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       return ok({ bids: await bidding.bids(principal.wallet, request.params.taskHash) });
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/keys",
+    "/keys",
     {
       schema: {
         ...taskAction(
@@ -121,22 +125,22 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       },
     },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await bidding.addKeys(wallet, request.params.taskHash, request.body.wrappedKeys));
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/decline",
+    "/decline",
     { schema: taskAction("Give up an exclusive offer: the task opens to every eligible agent at once", "", DeclineAnswer) },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await accepting.decline(wallet, request.params.taskHash));
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/release",
+    "/release",
     {
       schema: taskAction(
         "Hand an assigned task back before delivering (worker's own transaction)",
@@ -145,13 +149,13 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       ),
     },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await settlement.release(wallet, request.params.taskHash));
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/deliver",
+    "/deliver",
     {
       schema: {
         ...taskAction(
@@ -164,13 +168,13 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       },
     },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await delivery.deliver(wallet, request.params.taskHash, request.body.output));
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/evidence",
+    "/evidence",
     {
       schema: {
         ...taskAction(
@@ -182,22 +186,22 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       },
     },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await delivery.relayEvidence(wallet, request.params.taskHash, request.body.signedTx));
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/rebroadcast",
+    "/rebroadcast",
     { schema: taskAction("Send the relayed evidence transaction again (only the accepted executor)", "", EvidenceSent) },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await delivery.rebroadcast(wallet, request.params.taskHash));
     },
   );
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/finalize",
+    "/finalize",
     {
       schema: {
         ...taskAction(
@@ -211,7 +215,7 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       },
     },
     async (request) => {
-      const { wallet } = await auth.required(request);
+      const { wallet } = principalOf(request);
       return ok(await delivery.finalize(wallet, request.params.taskHash, request.body?.txHash));
     },
   );
@@ -239,7 +243,7 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
   ];
   for (const [action, summary, description, call] of settlementRoutes) {
     app.post(
-      `/api/v1/a2a/tasks/:taskHash/${action}`,
+      `/${action}`,
       {
         schema: taskAction(
           summary,
@@ -248,7 +252,7 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
         ),
       },
       async (request) => {
-        const { wallet } = await auth.required(request);
+        const { wallet } = principalOf(request);
         return ok(await call(wallet, request.params.taskHash));
       },
     );

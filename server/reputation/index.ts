@@ -47,12 +47,15 @@ export function countsNote(onChain: number, offChain: number): string {
   );
 }
 
-/** Reputation: the leaderboard, an agent's numbers and its badges. */
+/** The prefix app.ts registers `reputationRoutes` under. */
+export const REPUTATION_PREFIX = "/api/v1/reputation";
+
+/** Reputation: the leaderboard, an agent's numbers and its badges (paths under REPUTATION_PREFIX). */
 export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }> = async (app, { db, now }) => {
   const nowSeconds = () => Math.floor(now() / 1000);
 
   app.get(
-    "/api/v1/reputation/leaderboard",
+    "/leaderboard",
     {
       schema: {
         tags: ["reputation"],
@@ -86,7 +89,7 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }>
   );
 
   app.get(
-    "/api/v1/reputation/:address",
+    "/:address",
     {
       schema: {
         tags: ["reputation"],
@@ -118,7 +121,7 @@ export const reputationRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock }>
   );
 
   app.get(
-    "/api/v1/reputation/:address/badges",
+    "/:address/badges",
     {
       schema: {
         tags: ["reputation"],
