@@ -85,7 +85,6 @@ function seed(file: string, nowMs: number): void {
         service_id: null,
         verifier_address: null,
         key_custody_blob: null,
-        amount: String(1_000_000 + (i % 1000) * 1000),
         token: TOKEN,
         funding_tx: `0x${(i + 1).toString(16).padStart(64, "0")}`,
         listed_at: nowMs - (TASKS - i) * 1000,

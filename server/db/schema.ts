@@ -176,8 +176,7 @@ export interface ListingsTable {
   service_id: number | null;
   verifier_address: string | null;
   key_custody_blob: string | null;
-  /** Raw units, copied from the funding event. */
-  amount: string;
+  /** The task's amount is escrow_tasks.amount (one copy, issue 24). */
   token: string;
   funding_tx: string;
   listed_at: Millis;
@@ -562,6 +561,8 @@ export type ApiKey = Selectable<ApiKeysTable>;
 export type Agent = Selectable<AgentsTable>;
 export type NewAgent = Insertable<AgentsTable>;
 export type Listing = Selectable<ListingsTable>;
+/** A listing with its task's amount, read from `escrow_tasks` (the one copy of it). */
+export type ListingWithAmount = Listing & { amount: string };
 export type NewListing = Insertable<ListingsTable>;
 export type EscrowTask = Selectable<EscrowTasksTable>;
 export type EscrowTaskUpdate = Updateable<EscrowTasksTable>;

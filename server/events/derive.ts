@@ -120,16 +120,17 @@ export async function listedOnIndexing(trx: Transaction<Database>, chain: string
       .where("type", "=", "task.listed")
       .where("task_hash", "in", hashes)
       .execute(),
-    trx.selectFrom("escrow_tasks").select(["task_hash", "deadline"]).where("chain", "=", chain).where("task_hash", "in", hashes).execute(),
+    trx.selectFrom("escrow_tasks").select(["task_hash", "deadline", "amount"]).where("chain", "=", chain).where("task_hash", "in", hashes).execute(),
     trx.selectFrom("task_keys").select(["task_hash", "agent_address"]).where("task_hash", "in", hashes).execute(),
   ]);
   const done = new Set(logged.map((e) => e.task_hash));
   const deadlines = new Map(tasks.map((t) => [t.task_hash, Number(t.deadline)]));
+  const amounts = new Map(tasks.map((t) => [t.task_hash, t.amount]));
   return listings
     .filter((l) => !done.has(l.task_hash) && deadlines.has(l.task_hash))
     .map((l) =>
       listedDraft(
-        l,
+        { ...l, amount: amounts.get(l.task_hash)! },
         keys.filter((k) => k.task_hash === l.task_hash).map((k) => k.agent_address),
         deadlines.get(l.task_hash)!,
       ),
@@ -140,7 +141,7 @@ export async function listedOnIndexing(trx: Transaction<Database>, chain: string
  * The event of a first listing, recorded in the listing's transaction: public for a public listing (with what a
  * worker routes on, never a brief), otherwise seen by the poster and the agents its brief is wrapped to.
  */
-export function listedDraft(listing: Insertable<ListingsTable>, invited: readonly string[], deadline: number): EventDraft {
+export function listedDraft(listing: Insertable<ListingsTable> & { amount: string }, invited: readonly string[], deadline: number): EventDraft {
   return {
     type: "task.listed",
     taskHash: listing.task_hash,

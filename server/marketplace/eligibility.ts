@@ -1,4 +1,4 @@
-import type { Listing } from "../db/schema";
+import type { ListingWithAmount } from "../db/schema";
 import { minRewardRefusal, type AgentProfile } from "../agents";
 import { listedFields } from "../tasks/listing-codec";
 import { MarketError } from "../../core/errors";
@@ -20,7 +20,7 @@ export interface Exclusion {
 
 /** The task side: its listing, escrow status and deadline, and who may open its brief. */
 export interface Opening {
-  listing: Listing;
+  listing: ListingWithAmount;
   status: number;
   /** Seconds. */
   deadline: number;

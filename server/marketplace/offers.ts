@@ -1,7 +1,7 @@
 import type { Db } from "../db";
 import { accountsOfAddress, posterAccountOf } from "../db/same-account";
 import { listedFields, listingChain } from "../tasks/listing-codec";
-import type { Listing } from "../db/schema";
+import type { ListingWithAmount } from "../db/schema";
 import type { AgentRegistry } from "../agents";
 import { refusal, type Exclusion } from "./eligibility";
 import { decayedScore, earnsBadge, offerRank } from "../../core/reputation";
@@ -52,7 +52,7 @@ export function createOffers({
   }
 
   /** Picks the best-ranked eligible agent for a task that just opened; undefined when nobody qualifies. */
-  async function open(listing: Listing, deadline: number): Promise<{ agent: string; expiresAt: number } | undefined> {
+  async function open(listing: ListingWithAmount, deadline: number): Promise<{ agent: string; expiresAt: number } | undefined> {
     if (windowMs <= 0 || listing.target_executor !== null) return undefined;
     const required = listedFields(listing).requiredCapabilities;
     const candidates = await agents.search({ chain: listingChain(listing), capabilities: required, limit: CANDIDATES });

@@ -1,7 +1,7 @@
 import type { Selectable } from "kysely";
 import type { Chain, ChainRegistry } from "../chains";
 import type { Db } from "../db";
-import type { AssignmentsTable, DeliveriesTable, EscrowTask, Listing } from "../db/schema";
+import type { AssignmentsTable, DeliveriesTable, EscrowTask, ListingWithAmount } from "../db/schema";
 import { MarketError } from "../../core/errors";
 import { taskStatus, type TaskStatus } from "../../core/status";
 import { taskHashParam } from "../http/params";
@@ -12,10 +12,11 @@ export type Assignment = Selectable<AssignmentsTable>;
 /** Everything the service knows about one task: its listing, its indexed escrow state and its deliveries. */
 export interface TaskContext {
   /**
-   * The listing, with `poster`, `amount` and `token` as the escrow holds them (not the copy the listing took when it was
-   * listed: a reorg may have funded the hash otherwise since), so every check and answer reads the escrow's.
+   * The listing, with `poster`, `amount` and `token` as the escrow holds them (the amount is kept by escrow_tasks only;
+   * poster and token not as the listing copied them: a reorg may have funded the hash otherwise since), so every check
+   * and answer reads the escrow's.
    */
-  listing: Listing;
+  listing: ListingWithAmount;
   chain: Chain;
   /** The escrow's state as indexed. */
   onChain: EscrowTask;

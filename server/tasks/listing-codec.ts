@@ -1,6 +1,6 @@
 import type { Insertable } from "kysely";
 import { json } from "../db";
-import type { Listing, ListingsTable } from "../db/schema";
+import type { Listing, ListingsTable, ListingWithAmount } from "../db/schema";
 import { asAddress, asRawAmount, asTaskHash, type TaskMeta } from "../../core/api";
 import { isChainName, SETTLEMENT_UNIT, type ChainName } from "../../core/chains";
 import { PUBLIC_BRIEF_PREVIEW_CHARS } from "../../core/limits";
@@ -32,8 +32,6 @@ export interface ListingOrigin {
   taskHash: string;
   chain: ChainName;
   poster: string;
-  /** Raw units, from the funding event. */
-  amount: bigint;
   token: string;
   fundingTx: string;
   listedAt: number;
@@ -58,7 +56,6 @@ export function listingRow(fields: ListedFields, origin: ListingOrigin): Inserta
     service_id: fields.serviceId,
     verifier_address: fields.verifierAddress,
     key_custody_blob: fields.keyCustodyBlob,
-    amount: origin.amount.toString(),
     token: origin.token,
     funding_tx: origin.fundingTx.toLowerCase(),
     listed_at: origin.listedAt,
@@ -95,7 +92,7 @@ export function listingChain(row: Pick<Listing, "chain">): ChainName {
  * Unix milliseconds like every time on the wire). Optional fields are left out when not set; a public brief shows its
  * first PUBLIC_BRIEF_PREVIEW_CHARS characters.
  */
-export function listingMeta(row: Listing, deadlineSeconds: number): TaskMeta {
+export function listingMeta(row: ListingWithAmount, deadlineSeconds: number): TaskMeta {
   const f = listedFields(row);
   const brief = f.publicBrief;
   return {

@@ -1,7 +1,7 @@
 import { getAddress, ZeroAddress, type Log, type TransactionReceipt } from "ethers";
 import { chainCall, type Chain } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
-import type { Listing } from "../db/schema";
+import type { Listing, ListingWithAmount } from "../db/schema";
 import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
 import { appendEvents, holdLog, listedDraft } from "../events";
@@ -42,7 +42,7 @@ export function createListings({
   deps: TermsDeps;
   now: Clock;
   /** Runs after a first listing commits (e.g. opening the exclusive offer); its failure does not undo the listing. */
-  onListed?: (listing: Listing, deadline: number) => Promise<unknown>;
+  onListed?: (listing: ListingWithAmount, deadline: number) => Promise<unknown>;
 }) {
   async function receiptOf(chain: Chain, txHash: string, wallet: string): Promise<Map<string, Funded>> {
     const receipt: TransactionReceipt | null = await chainCall(() => chain.provider.getTransactionReceipt(txHash));
@@ -161,7 +161,6 @@ export function createListings({
           taskHash,
           chain: chain.name,
           poster: wallet,
-          amount: funded.amount,
           token: funded.token,
           fundingTx: txHash,
           listedAt: now(),
@@ -187,7 +186,13 @@ export function createListings({
           .where("chain", "=", chain.name)
           .where("task_hash", "=", taskHash)
           .executeTakeFirst();
-        if (indexed) await appendEvents(trx, chain.name, [listedDraft(row, Object.keys(terms.wrappedKeys), deadline)], now());
+        if (indexed)
+          await appendEvents(
+            trx,
+            chain.name,
+            [listedDraft({ ...row, amount: funded.amount.toString() }, Object.keys(terms.wrappedKeys), deadline)],
+            now(),
+          );
       });
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
@@ -197,7 +202,7 @@ export function createListings({
     }
     if (onListed) {
       const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
-      await onListed(listing, deadline).catch(() => undefined);
+      await onListed({ ...listing, amount: funded.amount.toString() }, deadline).catch(() => undefined);
     }
     return { taskHash: asTaskHash(taskHash), status: "listed" };
   }

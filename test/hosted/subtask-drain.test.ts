@@ -107,7 +107,15 @@ describe("hosted agents: sub-task bounds against a hostile brief (issue 23 item 
     expect(output).to.include("[1] Error: a sub-task may not go to the task's poster nor to an agent of the poster's account");
     expect(output).to.include("[2] Error: the sub-tasks of one task may pay at most 500000 raw units in all");
     expect(output).to.include("[4] Error: the sub-tasks of one task may pay at most 500000 raw units in all");
-    const listed = async () => s.db.selectFrom("listings").select(["target_executor", "amount"]).where("poster", "=", victim.address).execute();
+    const listed = async () =>
+      s.db
+        .selectFrom("listings")
+        .innerJoin("escrow_tasks", (j) =>
+          j.onRef("escrow_tasks.chain", "=", "listings.chain").onRef("escrow_tasks.task_hash", "=", "listings.task_hash"),
+        )
+        .select(["listings.target_executor", "escrow_tasks.amount"])
+        .where("listings.poster", "=", victim.address)
+        .execute();
     await until(async () => (await listed()).length === 1, 30_000, "the one sub-task listed");
     expect(await listed()).to.deep.equal([{ target_executor: colluder.address, amount: "500000" }]);
 

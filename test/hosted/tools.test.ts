@@ -201,7 +201,15 @@ describe("hosted agents: built-in tools", function () {
     );
     const { posterKey, task } = await taskFor(s, agent, "Summarise the plan.", 1_000_000n);
     await until(() => model.hangingCount() === 1, 30_000, "the first sub-task posted and the model hanging");
-    const listed = async () => s.db.selectFrom("listings").select("amount").where("poster", "=", agent.address).execute();
+    const listed = async () =>
+      s.db
+        .selectFrom("listings")
+        .innerJoin("escrow_tasks", (j) =>
+          j.onRef("escrow_tasks.chain", "=", "listings.chain").onRef("escrow_tasks.task_hash", "=", "listings.task_hash"),
+        )
+        .select("escrow_tasks.amount")
+        .where("listings.poster", "=", agent.address)
+        .execute();
     await until(async () => (await listed()).length === 1, 30_000, "the first sub-task listed");
     restarted = true;
     await client.stopAgent({ agentId: agent.id });

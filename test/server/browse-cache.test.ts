@@ -36,7 +36,6 @@ async function listTask(db: Db, i: number, listedAt: number) {
       service_id: null,
       verifier_address: null,
       key_custody_blob: null,
-      amount: "1000",
       token: TOKEN,
       funding_tx: taskHash,
       listed_at: listedAt,

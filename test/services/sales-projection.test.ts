@@ -78,7 +78,6 @@ async function list(db: Db, fixture: EscrowFixture, taskHash: string, fundingTx:
       service_id: serviceId,
       verifier_address: null,
       key_custody_blob: null,
-      amount: PRICE.toString(),
       token: fixture.token,
       funding_tx: fundingTx,
       listed_at: Date.now(),

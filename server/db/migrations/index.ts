@@ -17,6 +17,7 @@ import * as sandboxUsage from "./2026-11-27T12-00-00_sandbox-usage";
 import * as eventLog from "./2026-11-27T13-00-00_event-log";
 import * as webhooks from "./2026-11-27T13-30-00_webhooks";
 import * as skillStats from "./2026-11-28T00-00-00_skill-stats";
+import * as listingAmount from "./2026-11-28T01-00-00_listing-amount";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-27T13-00-00_event-log": eventLog,
   "2026-11-27T13-30-00_webhooks": webhooks,
   "2026-11-28T00-00-00_skill-stats": skillStats,
+  "2026-11-28T01-00-00_listing-amount": listingAmount,
 };
