@@ -8,7 +8,8 @@ import { after, sleep, untilAborted } from "./timers";
 import { createGasGate } from "./gas";
 import { eventPage, streamEvents } from "../events";
 import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
-import { MAX_SUBMISSIONS, RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
+import { RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
+import { roundsUnused } from "../../../core/escrow";
 import { unsatisfiable, type VerificationCriteria } from "../../../core/verification/criteria";
 import { formatDecimalAmount } from "../../../core/money";
 import { publicKeyFromPrivateKey } from "../../../core/crypto";
@@ -723,8 +724,11 @@ export class WorkerRuntime {
       // show `failed` a moment before. Asked again at the next browse, so the next round gets the reasons.
       if (state.status === "failed" && !verdict && held.assigned.verification.mode === "manual") continue;
       const reasons = verdict?.reasons ?? [];
+      // Another round while the escrow takes evidence (core/escrow: rounds unused before the deadline).
       const again =
-        state.status === "failed" && state.rounds < MAX_SUBMISSIONS && this.clock.now() < held.assigned.deadline && this.mayResubmit(held.task);
+        state.status === "failed" &&
+        roundsUnused({ rounds: state.rounds, deadline: held.assigned.deadline }, this.clock.now()) > 0 &&
+        this.mayResubmit(held.task);
       if (again && !this.hasSlot()) continue;
       this.awaiting.delete(taskHash);
       if (state.status !== "failed" && state.status !== "verified" && state.status !== "completed") continue; // disputed, refunded...
