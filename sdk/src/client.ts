@@ -4,7 +4,7 @@
  * rentals), posting.ts (post tasks) and settling.ts (verdicts and settlement calls). Each method here is the public
  * surface and its documentation; the work is in the area's function of the same name.
  */
-import type { IndexParams, PostResult, PostTaskInput, PostTasksOptions, PostTasksResult } from "./posting";
+import type { CheckedRow, IndexParams, PostResult, PostTaskInput, PostTasksOptions, PostTasksResult } from "./posting";
 import type { Settlement } from "./chain";
 import type { ChainWallet } from "./chain";
 import { streamEvents, type EventStreamOptions, type MarketEvent } from "./events";
@@ -321,6 +321,15 @@ export class MarketClient {
    */
   postTasks(rows: readonly PostTaskInput[], options: PostTasksOptions = {}): Promise<PostTasksResult> {
     return posting.postTasks(this.#core, rows, options);
+  }
+
+  /**
+   * Posts rows already checked (`checkRows`, or core/bulk's check of a task file, as the journaled engine holds them)
+   * without checking them again: the one check of a row on its way from a CSV line to the escrow. Otherwise as
+   * `postTasks`.
+   */
+  postCheckedTasks(rows: readonly CheckedRow[], options: PostTasksOptions = {}): Promise<PostTasksResult> {
+    return posting.postCheckedTasks(this.#core, rows, options);
   }
 
   /** Lists a funded task from the `indexParams` a run left. */

@@ -1,8 +1,18 @@
 /** The client's posting area: one task, a run of up to 1,000, and the listing of a funded task a run left unlisted. */
 import { clientError } from "../errors";
-import { checkRows, postRows, type IndexParams, type PostResult, type PostTaskInput, type PostTasksOptions, type PostTasksResult } from "../posting";
+import {
+  checkRows,
+  postRows,
+  type CheckedRow,
+  type IndexParams,
+  type PostResult,
+  type PostTaskInput,
+  type PostTasksOptions,
+  type PostTasksResult,
+} from "../posting";
 import type { ListingOutcome, SettlementAnswer } from "../../../core/api";
 import type { ClientCore } from "./core";
+import { MAX_BULK_ROWS } from "../../../core/limits";
 
 /** The posting chain: `chain` when given (checked against GET /api/v1/health/settlement), else the first postable one. */
 export async function postingContext(core: ClientCore, chain?: string) {
@@ -39,6 +49,14 @@ export async function postTasks(core: ClientCore, rows: readonly PostTaskInput[]
   const checkMs = performance.now() - started;
   const result = await postRows(await postingContext(core, options.chain), checked, rows.length, options);
   return { ...result, timings: { ...result.timings, checkMs: result.timings.checkMs + Math.round(checkMs) } };
+}
+
+/** Rows checked already (`checkRows`, or core/bulk for a task file): the count bounded, nothing checked again. */
+export async function postCheckedTasks(core: ClientCore, rows: readonly CheckedRow[], options: PostTasksOptions): Promise<PostTasksResult> {
+  if (rows.length === 0 || rows.length > MAX_BULK_ROWS) {
+    throw clientError("INVALID_ROWS", `1 to ${MAX_BULK_ROWS} rows per call; got ${rows.length}.`, { errors: [] });
+  }
+  return postRows(await postingContext(core, options.chain), rows, rows.length, options);
 }
 
 export async function indexTask(core: ClientCore, params: IndexParams): Promise<ListingOutcome> {

@@ -15,6 +15,15 @@ export interface CheckedRow {
   verifierAddress?: string;
 }
 
+/**
+ * A bulk row core/bulk has checked already (a task file's row, or a call's row from `checkRows`), as the posting phases
+ * take it: its verification from the row, the bulk default criteria when `auto` has none. Nothing is checked twice.
+ */
+export function checkedRow(row: BulkRow, index: number): CheckedRow {
+  const criteria = row.criteria ?? (row.verification === "auto" ? { ...BULK_AUTO_CRITERIA } : undefined);
+  return { index, row, verificationMode: row.verification, ...(criteria ? { verificationCriteria: criteria } : {}) };
+}
+
 /** The column values of an input, so object rows pass the same checks as file rows. */
 function columnsOf(input: PostTaskInput): RowValues {
   const values = new Map<BulkColumn, unknown>();

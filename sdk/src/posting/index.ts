@@ -12,7 +12,7 @@ import { listFunded } from "./list";
 import { findRecipients, prepareRow, type PreparedRow, type Recipients } from "./prepare";
 import type { FundedEvent, PostResult, PostStatus, PostTasksOptions, PostTasksResult } from "./types";
 
-export { checkRows, type CheckedRow } from "./check";
+export { checkRows, checkedRow, type CheckedRow } from "./check";
 export type { PostingContext } from "./context";
 export { listFunded } from "./list";
 export { findRecipients } from "./prepare";

@@ -2,6 +2,7 @@
  * Posting the rows nothing was paid for yet, in one SDK run (`postTasks`), journaled at each step: the prepared rows
  * before their funding is sent, its hash once mined, each row's outcome; a funding reported failed is checked on chain.
  */
+import { checkedRow } from "../check";
 import { ApiError } from "../../errors";
 import type { PostResult, WrapTo } from "../types";
 import { reconcile } from "./reconcile";
@@ -56,8 +57,9 @@ export async function postFresh(
   };
 
   try {
-    await run.client.postTasks(
-      fresh.map((r) => r.input),
+    // Checked once, when the file was read (core/bulk) or the call's rows were (checkRows): posted as they are.
+    await run.client.postCheckedTasks(
+      fresh.map((r, index) => checkedRow(r.row, index)),
       {
         // The run's chain, the one its journal is bound to.
         chain: chain.chain,
