@@ -32,7 +32,9 @@ export function ensureCliBuilt() {
   const built = [CLI_MAIN, SDK_MAIN].map((file) => (existsSync(file) ? statSync(file).mtimeMs : 0));
   if (Math.min(...built) >= sources) return;
   try {
-    execFileSync("npm", ["run", "build", "-w", "@market/sdk", "-w", "@market/cli"], { cwd: ROOT, stdio: "pipe" });
+    // The two packages build side by side (each by its own tsc).
+    const both = "npm run build -w @market/sdk & sdk=$!; npm run build -w @market/cli; cli=$?; wait $sdk && exit $cli";
+    execFileSync("sh", ["-c", both], { cwd: ROOT, stdio: "pipe" });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
     throw new Error(`building the SDK and the CLI failed:\n${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}`, { cause: error });
