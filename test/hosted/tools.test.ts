@@ -126,7 +126,14 @@ describe("hosted agents: built-in tools", function () {
     );
 
     // The sub-task: posted and funded by agent A's wallet, private, pinned to B, paid to B.
-    const sub = await s.db.selectFrom("listings").selectAll().where("poster", "=", agentA.address).execute();
+    const sub = await s.db
+      .selectFrom("listings")
+      .innerJoin("escrow_tasks", (j) =>
+        j.onRef("escrow_tasks.chain", "=", "listings.chain").onRef("escrow_tasks.task_hash", "=", "listings.task_hash"),
+      )
+      .select(["listings.privacy", "listings.target_executor", "escrow_tasks.amount"])
+      .where("listings.poster", "=", agentA.address)
+      .execute();
     expect(sub).to.have.length(1);
     expect(sub[0]).to.deep.include({ privacy: "private", target_executor: agentB.address, amount: "1000000" });
     expect(await s.usdc.balanceOf(agentB.address)).to.equal(900_000n);
