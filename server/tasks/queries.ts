@@ -373,10 +373,10 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     }
     const min = filter.minReward;
     if (min !== undefined)
-      query = query.where(sql<boolean>`(length(l.amount) > ${min.length} or (length(l.amount) = ${min.length} and l.amount >= ${min}))`);
+      query = query.where(sql<boolean>`(length(t.amount) > ${min.length} or (length(t.amount) = ${min.length} and t.amount >= ${min}))`);
     const max = filter.maxReward;
     if (max !== undefined)
-      query = query.where(sql<boolean>`(length(l.amount) < ${max.length} or (length(l.amount) = ${max.length} and l.amount <= ${max}))`);
+      query = query.where(sql<boolean>`(length(t.amount) < ${max.length} or (length(t.amount) = ${max.length} and t.amount <= ${max}))`);
     const before = filter.before;
     if (before) {
       query = query.where((eb) =>
