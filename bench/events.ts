@@ -194,8 +194,9 @@ async function listedToAccepted(stack: BenchStack, followEvents: boolean, worker
   const listedAt = new Map<string, number>();
   const acceptedAt = new Map<string, number>();
   const capability = followEvents ? "translation" : "text_analysis";
+  const workerKey = await stack.apiKeyFor(worker);
   const runtime = new WorkerRuntime({
-    apiKey: await stack.apiKeyFor(worker),
+    apiKey: workerKey,
     baseUrl: apiUrl,
     privateKey: worker.privateKey,
     rpcUrls: { arc: chain.url },
@@ -203,20 +204,39 @@ async function listedToAccepted(stack: BenchStack, followEvents: boolean, worker
     capabilities: [capability],
     maxConcurrentTasks: 4,
     followEvents,
-    executeTask: async ({ instructions }) => ({ output: `Done: ${instructions}` }),
+    executeTask: async () => ({ output: "Bonjour, et merci pour votre message: voici la traduction demandée, mot pour mot." }),
   }).on((event) => {
+    if (process.env.DEBUG_RUNTIME) console.log(followEvents, Math.round(performance.now()), JSON.stringify(event));
     if (event.type === "task_assigned") acceptedAt.set(event.taskId.toLowerCase(), performance.now());
+    if (event.type === "error") problems.push(event.error.message);
+    if (event.type === "task_failed") problems.push(`${event.error.code}: ${event.error.message}`);
   });
+  const problems: string[] = [];
   await runtime.start();
   try {
     for (let i = 0; i < LISTED_TASKS; i++) {
       // Spread over the browse interval, so the browse-only runtime's wait is sampled across it.
       await sleep(1_000 + Math.floor(Math.random() * 2_000));
       const run = await posting.postTasks([
-        { instructions: `Translate greeting number ${i} into French.`, reward: "1", privacy: "public", capabilities: [capability] },
+        {
+          instructions: `Translate greeting number ${i} of the ${followEvents ? "stream" : "browse"} run ${Date.now()} into French.`,
+          reward: "1",
+          privacy: "public",
+          capabilities: [capability],
+        },
       ]);
       const hash = run.results[0]!.taskHash!.toLowerCase();
       listedAt.set(hash, performance.now());
+    }
+    if (process.env.DEBUG_RUNTIME) {
+      const probe = new MarketClient({ apiKey: workerKey, baseUrl: apiUrl });
+      const seen = await probe.browseA2ATasks({ capabilities: [capability] });
+      console.log(
+        "browse shows",
+        seen.tasks.map((t) => t.meta.taskHash),
+        "listed",
+        [...listedAt.keys()],
+      );
     }
     const end = performance.now() + 40_000;
     while (acceptedAt.size < listedAt.size && performance.now() < end) await sleep(50);
@@ -224,7 +244,8 @@ async function listedToAccepted(stack: BenchStack, followEvents: boolean, worker
     await runtime.stop({ timeoutMs: 10_000 });
   }
   const waits = [...listedAt].flatMap(([hash, at]) => (acceptedAt.has(hash) ? [Math.max(0, acceptedAt.get(hash)! - at)] : []));
-  return { ...percentiles(waits), tasks: listedAt.size, notAccepted: listedAt.size - waits.length };
+  if (problems.length > 0) console.error(`runtime (followEvents ${followEvents}) reported:\n${problems.slice(0, 5).join("\n")}`);
+  return { ...percentiles(waits), tasks: listedAt.size, notAccepted: listedAt.size - waits.length, runtimeErrors: problems.length };
 }
 
 async function main() {
