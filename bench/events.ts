@@ -11,7 +11,8 @@
  * - listed → accepted: public tasks posted through the API one at a time, each timed from its listing answered to the
  *   runtime's `task_assigned`, first with a runtime on the stream, then with the browse-only runtime (followEvents
  *   false, the default 15 s browse interval), in the same run.
- * BENCH_EVENT_SECONDS (default 10) and BENCH_LISTED_TASKS (default 8) change the counts; everything stops by itself.
+ * BENCH_EVENT_SECONDS (default 10) and BENCH_LISTED_TASKS (default 8) change the counts (bench/events.json is for the
+ * defaults); DEBUG_RUNTIME=1 prints each runtime event and what a browse shows. Everything stops by itself.
  */
 import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
