@@ -34,7 +34,7 @@ import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from ".
 import { skillRoutes } from "./skills";
 import { createServiceStore, serviceRoutes } from "./services";
 import { adminRoutes, createAdminCheck } from "./admin";
-import { createEventFeed, eventRoutes } from "./events";
+import { createEventFeed, createTaskWatches, eventRoutes } from "./events";
 import { createWebhookStore, webhookRoutes, type SecretBox } from "./webhooks";
 import { answerWithPage, webRoutes } from "./web";
 import { createVault } from "./hosted/vault";
@@ -174,8 +174,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       cardUrl: `${deps.config.publicUrl}${AGENT_CARD_PATH.replace("{address}", agent.address)}`,
     });
   });
+  // The event log's replay and stream (issue 27): one poll of the log heads wakes every stream of this process.
+  const feed = createEventFeed({ db, pollMs: deps.config.events?.feedPollMs ?? 50 });
+  app.addHook("onClose", () => feed.close());
   await app.register(mcpRoutes, {
     auth,
+    watchTask: createTaskWatches({ db, feed }),
     quotes: createQuoteStore({ db, now }),
     chains,
     inject: (options) => app.inject(options),
@@ -191,9 +195,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     ...(deps.verifierAddress ? { verifierAddress: deps.verifierAddress } : {}),
   });
 
-  // The event log's replay and stream (issue 27): one poll of the log heads wakes every stream of this process.
-  const feed = createEventFeed({ db, pollMs: deps.config.events?.feedPollMs ?? 50 });
-  app.addHook("onClose", () => feed.close());
   await app.register(eventRoutes, { auth, db, chains, feed, streamsPerAccount: deps.config.events?.streamsPerAccount ?? 10 });
   const webhookGuard = webhookOutbound(deps.config.hosted ?? DEFAULT_HOSTED);
   const webhooks = createWebhookStore({

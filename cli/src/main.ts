@@ -218,8 +218,9 @@ export function buildProgram(terminal: Terminal, argv: readonly string[], setExi
     .command("status")
     .description("Show one task: status, reward, parties, rounds, deadline and verdict (the output with market review).")
     .argument("<taskHash>", "the task (0x and 64 hex characters)")
-    .action(async (taskHash: string) => {
-      setExit(await statusCommand(taskHash, config(), terminal));
+    .option("--wait <seconds>", "first wait up to this long for the task to be judged or to end, woken by its events", nonNegativeInteger)
+    .action(async (taskHash: string, flags: { wait?: number }) => {
+      setExit(await statusCommand(taskHash, config(), terminal, flags));
     });
 
   const skills = program

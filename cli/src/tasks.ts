@@ -78,12 +78,22 @@ function taskLine(task: TaskView | AssignedTaskView): string {
   return `${meta.taskHash}  ${state.status.padEnd(21)}  ${reward(meta)}  rounds ${state.rounds}/${MAX_SUBMISSIONS}${left}  deadline ${date(meta.deadline)}  on ${meta.chain}`;
 }
 
-export async function statusCommand(taskHash: string, config: CliConfig, terminal: Terminal): Promise<number> {
+export async function statusCommand(taskHash: string, config: CliConfig, terminal: Terminal, flags: { wait?: number } = {}): Promise<number> {
   requireTaskHash(taskHash);
   // A key shows the delivered output and the verdict to the poster, the worker and the verifier; without, the public view.
   const client = new MarketClient(
     config.apiKey ? clientOptions(config, { signs: false }) : { apiKey: "", baseUrl: config.apiUrl, escrows: config.escrows },
   );
+  if (flags.wait) {
+    // Woken by the task's events (the stream needs a key; without one, read every 2 s).
+    const waited = await client.waitForResult({
+      taskHash,
+      waitMs: flags.wait * 1000,
+      pollMs: 2_000,
+      onProgress: ({ status, elapsedMs }) => terminal.say(`${(elapsedMs / 1000).toFixed(1)} s: ${status}`),
+    });
+    if (!waited.done) terminal.say(`still ${waited.status} after ${flags.wait} s`);
+  }
   const task = await client.getTask(taskHash);
   terminal.data(task);
   const { meta, state } = task;

@@ -19,6 +19,10 @@ export const EVENT_TYPES = [
   "task.cancelled",
   "task.expired",
   "task.refunded",
+  "task.verdict",
+  "rental.settled",
+  "agent.started",
+  "agent.stopped",
   "event.reverted",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -78,6 +82,7 @@ export function a2aStateOfEvent(type: EventType, revertedType?: string): string 
     case "task.released":
       return "TASK_STATE_SUBMITTED";
     case "task.paid":
+    case "rental.settled":
       return "TASK_STATE_COMPLETED";
     case "task.cancelled":
       return "TASK_STATE_CANCELED";

@@ -74,6 +74,23 @@ export type PostTasksArgs = Static<typeof PostTasksArgs>;
 export const TaskHashArgs = Type.Object({ taskHash: TaskHashArg }, { additionalProperties: false });
 export type TaskHashArgs = Static<typeof TaskHashArgs>;
 
+export const PollTaskResultArgs = Type.Object(
+  {
+    taskHash: TaskHashArg,
+    waitSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MCP_RENT_WAIT_SECONDS_MAX,
+        description:
+          `Wait up to this long (at most ${MCP_RENT_WAIT_SECONDS_MAX}) for the task to be judged or to end (verified, completed, failed, refunded, ` +
+          "cancelled, expired), woken by its events; 0 or absent: answer at once.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type PollTaskResultArgs = Static<typeof PollTaskResultArgs>;
+
 export const BidOnTaskArgs = Type.Object(
   {
     taskHash: TaskHashArg,

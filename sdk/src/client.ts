@@ -7,7 +7,7 @@
 import type { CheckedRow, IndexParams, PostResult, PostTaskInput, PostTasksOptions, PostTasksResult } from "./posting";
 import type { Settlement } from "./chain";
 import type { ChainWallet } from "./chain";
-import { streamEvents, type EventStreamOptions, type MarketEvent } from "./events";
+import { streamEvents, type EventStreamOptions, type MarketEvent, type TaskWatch } from "./events";
 import { skillsApi, type ImportedDrafts, type OpenApiSource, type SkillsApi } from "./skills";
 import type { Http } from "./http";
 import type { Rental, RentalProgress, RentalState, RentServiceOptions } from "./rentals";
@@ -296,15 +296,22 @@ export class MarketClient {
 
   /**
    * Follows a task as its poster until it is judged or over (RENTAL_DONE_STATUSES) or `waitMs` runs out (`done` false),
-   * with the output once delivered.
+   * with the output once delivered. Between reads it waits on the task's events (`watch`, or this client's event
+   * stream: `watchTask`), reading again at least every 5 s; every `pollMs` against a server without the stream.
    */
   waitForResult(options: {
     taskHash: string;
     waitMs: number;
     onProgress?: (progress: RentalProgress) => void;
     pollMs?: number;
+    watch?: (taskHash: string, chain: string) => Promise<TaskWatch>;
   }): Promise<RentalState> {
     return services.waitForResult(this.#core, options);
+  }
+
+  /** The task's events as they come (docs/events.md), to wait on rather than ask again and again. */
+  watchTask(taskHash: string, chain?: string): Promise<TaskWatch> {
+    return services.watchOf(this.#core)(taskHash, chain);
   }
 
   // ------------------------------------------------------------------ posting (client/posting.ts)

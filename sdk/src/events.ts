@@ -147,3 +147,63 @@ export async function eventPage(options: Omit<EventStreamOptions, "signal" | "re
     throw new ApiError(response.status, apiErrorCode(parsed.error?.code, response.status), parsed.error?.message ?? "", {});
   return parsed.data;
 }
+
+/**
+ * Wakes whoever waits on one task when an event of it arrives (docs/events.md): `market status --wait`,
+ * `poll_task_result`'s `waitSeconds` and `waitForResult` wait on it rather than asking again and again.
+ */
+export interface TaskWatch {
+  /** Resolves true at the task's next event not yet waited for, false after `timeoutMs` (or once closed). */
+  next(timeoutMs: number): Promise<boolean>;
+  /** Whether events arrive: false when the server has no event log (the caller then asks at intervals). */
+  readonly live: boolean;
+  close(): void;
+}
+
+/**
+ * Follows the task's events on the stream from the log's head, read before this resolves: an event committed after it
+ * wakes `next`, so a caller that reads the task once more after opening the watch misses nothing.
+ */
+export async function watchTask(options: Omit<EventStreamOptions, "after" | "taskHash" | "signal"> & { taskHash: string }): Promise<TaskWatch> {
+  let head: string;
+  try {
+    head = (await eventPage({ ...options, after: "now", limit: 1 })).next;
+  } catch {
+    return { live: false, next: (timeoutMs) => new Promise((resolve) => setTimeout(() => resolve(false), timeoutMs)), close() {} };
+  }
+  const controller = new AbortController();
+  let arrived = 0;
+  let wake: (() => void) | undefined;
+  void (async () => {
+    try {
+      for await (const _event of streamEvents({ ...options, after: head, taskHash: options.taskHash, signal: controller.signal })) {
+        arrived += 1;
+        wake?.();
+      }
+    } catch {
+      // A refusal no retry mends: the waiter's timeouts stand in.
+    }
+  })();
+  return {
+    live: true,
+    next(timeoutMs) {
+      if (arrived > 0) {
+        arrived -= 1;
+        return Promise.resolve(true);
+      }
+      if (controller.signal.aborted) return Promise.resolve(false);
+      return new Promise((resolve) => {
+        const done = (seen: boolean) => {
+          clearTimeout(timer);
+          wake = undefined;
+          if (seen) arrived -= 1;
+          resolve(seen);
+        };
+        const timer = setTimeout(() => done(false), timeoutMs);
+        wake = () => done(true);
+        controller.signal.addEventListener("abort", () => done(false), { once: true });
+      });
+    },
+    close: () => controller.abort(),
+  };
+}

@@ -64,6 +64,8 @@ export {
   streamEvents,
   eventPage,
   readSse,
+  watchTask,
+  type TaskWatch,
   type EventStreamOptions,
   type MarketEvent,
   type EventType,

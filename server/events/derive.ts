@@ -2,7 +2,7 @@ import type { Insertable, Transaction } from "kysely";
 import type { Database, ListingsTable } from "../db/schema";
 import type { ChainEvent } from "../indexer/events";
 import type { EventType } from "../../core/api/events";
-import type { EscrowEventName } from "../../core/escrow";
+import { isPayout, toEnding, type EscrowEventName } from "../../core/escrow";
 import type { EventDraft } from "./log";
 
 /** The escrow events that become log events, by the type they become. Escrow-wide events (fees, pauses) do not. */
@@ -43,14 +43,15 @@ export async function draftsOf(trx: Transaction<Database>, chain: string, events
       .where("chain", "=", chain)
       .where("task_hash", "in", hashes)
       .execute(),
-    trx.selectFrom("listings").select(["task_hash", "privacy"]).where("chain", "=", chain).where("task_hash", "in", hashes).execute(),
+    trx.selectFrom("listings").select(["task_hash", "privacy", "service_id"]).where("chain", "=", chain).where("task_hash", "in", hashes).execute(),
   ]);
   const parties = new Map(tasks.map((t) => [t.task_hash, [t.poster, t.worker, t.verifier].filter((w): w is string => w !== null)]));
   const publicTasks = new Set(listings.filter((l) => l.privacy === "public").map((l) => l.task_hash));
-  return kept.map((e) => {
+  const rentals = new Map(listings.filter((l) => l.service_id !== null).map((l) => [l.task_hash, Number(l.service_id)]));
+  return kept.flatMap((e) => {
     const { taskHash: _taskHash, ...fields } = e.args as Record<string, unknown>;
     const own = ["worker", "poster", "raisedBy", "verifier"].map((k) => fields[k]).filter((w): w is string => typeof w === "string");
-    return {
+    const draft: EventDraft = {
       type: eventTypeOf(e.event)!,
       taskHash: e.taskHash,
       // A funding is the poster's own business until the listing says whether the task is public.
@@ -59,6 +60,17 @@ export async function draftsOf(trx: Transaction<Database>, chain: string, events
       data: fields,
       log: { blockNumber: e.blockNumber, blockHash: e.blockHash, logIndex: e.logIndex, txHash: e.txHash },
     };
+    const serviceId = rentals.get(e.taskHash!);
+    if (e.event !== "TaskCompleted" || serviceId === undefined || !isPayout(toEnding(e.args.ending))) return [draft];
+    // A paid rental settles (the service's sold count, server/services/projection.ts): the same log, so a reorg that
+    // takes the payout back reverts both.
+    const { worker, payout, fee } = e.args;
+    const settled: EventDraft = {
+      ...draft,
+      type: "rental.settled",
+      data: { serviceId, worker, renter: parties.get(e.taskHash!)?.[0] ?? null, amount: (BigInt(payout) + BigInt(fee)).toString(), payout, fee },
+    };
+    return [draft, settled];
   });
 }
 

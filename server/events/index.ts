@@ -9,3 +9,4 @@ export { createEventLogProjection } from "./projection";
 export { createEventFeed, type EventFeed } from "./feed";
 export { readEvents, walletsOf, type EventFilter } from "./replay";
 export { eventRoutes, type EventRoutesDeps } from "./routes";
+export { createTaskWatches, type TaskEventWatch } from "./watch";

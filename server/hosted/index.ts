@@ -55,7 +55,7 @@ function deployHooks(first: OnDeployed | undefined) {
 export function createHosting(deps: HostingDeps) {
   const { db, chains, config, tokens, now, logger } = deps;
   const vault = config.masterKey ? createVault(config.masterKey) : undefined;
-  const store = createHostedStore({ db, vault, now, holdLapseMs: config.walletHoldMs });
+  const store = createHostedStore({ db, vault, now, holdLapseMs: config.walletHoldMs, eventChain: () => chains.posting().config.name });
   const settlementChain = () => chains.posting();
   const fees = createDeployFees({ db, chain: settlementChain, amount: config.deployFeeRaw, now });
   const sponsor = createGasSponsor({ db, chains, mode: config.gasSponsor, privateKey: config.gasSponsorKey, now, logger });

@@ -17,6 +17,7 @@ import {
 } from "../../core/api";
 import { MAX_SERIAL_ID } from "../db";
 import { installedView, withSkills, type SkillSnapshot } from "./installed-skills";
+import { appendEvents } from "../events";
 
 export type SecretKind = "wallet" | "model" | "tool";
 
@@ -56,9 +57,23 @@ export type HostedStore = ReturnType<typeof createHostedStore>;
 /** Hosted-agent records, their tools and their custodied secrets. */
 /**
  * `holdLapseMs`: a hold on an agent's wallet (`withdrawing`) not renewed for this long was left by a process that
- * ended: it counts as `stopped`.
+ * ended: it counts as `stopped`. A start and a stop append `agent.started` / `agent.stopped` to `eventChain`'s log in
+ * the transaction that changes the state.
  */
-export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vault: Vault | undefined; now: () => number; holdLapseMs: number }) {
+export function createHostedStore({
+  db,
+  vault,
+  now,
+  holdLapseMs,
+  eventChain,
+}: {
+  db: Db;
+  vault: Vault | undefined;
+  now: () => number;
+  holdLapseMs: number;
+  /** The chain whose event log records agents started and stopped (issue 27); none: not recorded. */
+  eventChain?: () => string;
+}) {
   function requireVault(): Vault {
     if (!vault) throw new MarketError("HOSTING_UNAVAILABLE");
     return vault;
@@ -203,18 +218,45 @@ export function createHostedStore({ db, vault, now, holdLapseMs }: { db: Db; vau
     fields: Partial<Pick<HostedAgent, "running_config" | "last_error">> = {},
   ): Promise<boolean> {
     const at = now();
-    const result = await db
-      .updateTable("hosted_agents")
-      .set({ ...fields, state: to, updated_at: at })
-      .where("id", "=", id)
-      .where((eb) =>
-        eb.or([
-          eb("state", "in", [...from]),
-          ...(from.includes("stopped") ? [eb.and([eb("state", "=", "withdrawing"), eb("updated_at", "<", at - holdLapseMs)])] : []),
-        ]),
-      )
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+    const move = (trx: Transaction<Database>, states: readonly HostedAgent["state"][]) =>
+      trx
+        .updateTable("hosted_agents")
+        .set({ ...fields, state: to, updated_at: at })
+        .where("id", "=", id)
+        .where((eb) =>
+          eb.or([
+            eb("state", "in", [...states]),
+            ...(states.includes("stopped") ? [eb.and([eb("state", "=", "withdrawing"), eb("updated_at", "<", at - holdLapseMs)])] : []),
+          ]),
+        )
+        .returning(["address", "owner_address"])
+        .executeTakeFirst();
+    return db.transaction().execute(async (trx) => {
+      // From `running` first, on its own: whether the agent was running decides its `agent.stopped` event.
+      const wasRunning = to !== "running" && from.includes("running") ? await move(trx, ["running"]) : undefined;
+      const others = from.filter((state) => to === "running" || state !== "running");
+      const moved = wasRunning ?? (others.length > 0 ? await move(trx, others) : undefined);
+      if (!moved) return false;
+      const chain = eventChain?.();
+      if (chain && (to === "running" || wasRunning)) {
+        const cause = to === "deleted" ? "deleted" : fields.last_error ? "failed" : "stopped";
+        await appendEvents(
+          trx,
+          chain,
+          [
+            {
+              type: to === "running" ? "agent.started" : "agent.stopped",
+              taskHash: null,
+              public: false,
+              audience: [moved.owner_address, moved.address],
+              data: { agentId: id, address: moved.address, ...(to === "running" ? {} : { cause }) },
+            },
+          ],
+          at,
+        );
+      }
+      return true;
+    });
   }
 
   async function setState(id: number, fields: Partial<Pick<HostedAgent, "running_config" | "last_error" | "exported_at">>) {

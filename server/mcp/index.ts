@@ -12,7 +12,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { Type } from "@sinclair/typebox";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { Authenticate } from "../auth";
+import type { Authenticate, Principal } from "../auth";
 import type { ChainRegistry } from "../chains";
 import { chainCall } from "../chains";
 import { presentedCredential } from "../http/credentials";
@@ -23,7 +23,7 @@ import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, 
 import { MarketError } from "../../core/errors";
 import { loggableError } from "../http/errors";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
-import { MarketClient } from "../../sdk/src";
+import { MarketClient, type TaskWatch } from "../../sdk/src";
 import { createMcpServer, serviceQuotes, TOOLS, unsignedPoster, type McpSurface } from "../../sdk/src/mcp";
 
 export { createQuoteStore, type QuoteStore } from "./quotes";
@@ -44,10 +44,17 @@ const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, { minItem
   description: "A JSON-RPC 2.0 message of the MCP protocol (Streamable HTTP), or a batch of them.",
 });
 
+/** The event stream never ends: `inject` would wait for it forever. Tools wait on `watchTask` instead. */
+const STREAM_PATH = "/api/v1/events/stream";
+
 /** `fetch` over `inject`: the SDK client of a tool calls this API in-process, from the caller's address. */
 function injectFetch(inject: Inject, remoteAddress: string): typeof fetch {
   return (async (input: string | URL, init: RequestInit = {}) => {
     const url = new URL(String(input));
+    if (url.pathname === STREAM_PATH) {
+      const refusal = { success: false, error: { code: "NOT_FOUND", message: "No event stream in-process." } };
+      return new Response(JSON.stringify(refusal), { status: 404, headers: { "content-type": "application/json" } });
+    }
     const answer = await inject({
       method: init.method ?? "GET",
       url: `${url.pathname}${url.search}`,
@@ -70,7 +77,9 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
   inject: Inject;
   /** Hosted agents' custodied wallets, for their owners (`X-Market-Agent`). */
   custody: CustodyDeps;
-}> = async (app, { auth, quotes, chains, inject, custody }) => {
+  /** A task's events as the caller sees them, for the tools that wait (server/events/watch.ts). */
+  watchTask?: (principal: Principal, taskHash: string, chain: string) => Promise<TaskWatch>;
+}> = async (app, { auth, quotes, chains, inject, custody, watchTask }) => {
   app.post(
     "/api/v1/mcp/quotes",
     {
@@ -179,6 +188,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
       } else {
         ({ surface, end } = await custodySurface(custody, principal, agentId, { fetch, baseUrl: INTERNAL_API, log: request.log }));
       }
+      if (watchTask) surface.watchTask = (taskHash, chain) => watchTask(principal, taskHash, chain);
       const server = createMcpServer(surface, TOOLS, { onUnexpectedError });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       // Answers are always JSON (enableJsonResponse), so any client that reads JSON may call.

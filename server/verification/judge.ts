@@ -9,6 +9,7 @@ import { MarketError } from "../../core/errors";
 import { decodeEscrowEvent, EscrowStatus } from "../../core/escrow";
 import type { Verdict, VerificationCriteria } from "../../core/verification";
 import type { VerifierPool } from "./pool";
+import { appendEvents } from "../events";
 
 export interface JudgedBy {
   judgedBy: "auto" | "poster";
@@ -57,18 +58,7 @@ export async function sendVerdict(
     return verdict.passed ? event.event === "TaskCompleted" : event.event === "VerificationCompleted" && !event.args.passed;
   });
   if (!settled) throw new MarketError("VERDICT_MISMATCH", `Transaction ${sent.txHash} did not settle the verdict as sent.`);
-  await db
-    .updateTable("deliveries")
-    .set({
-      passed: verdict.passed ? 1 : 0,
-      score: verdict.score,
-      reasons: json.write(verdict.reasons),
-      judged_by: verdict.judgedBy,
-      finalized_at: delivery.finalized_at ?? now(),
-    })
-    .where("task_hash", "=", listing.task_hash)
-    .where("round", "=", delivery.round)
-    .execute();
+  await recordVerdict(db, ctx, delivery, { ...verdict, finalizedAt: delivery.finalized_at ?? now() }, now());
   const expected = verdict.passed ? EscrowStatus.Verified : EscrowStatus.Failed;
   await waitForIndexer(async () => {
     const row = await db
@@ -118,19 +108,13 @@ export async function recordVerifierVerdict(
     .executeTakeFirst();
   if (!delivery) throw new MarketError("WRONG_STATE", `No delivery of round ${round} is recorded for this task.`);
   if (delivery.passed === null) {
-    await deps.db
-      .updateTable("deliveries")
-      .set({
-        passed: verdict.passed ? 1 : 0,
-        score: verdict.score,
-        reasons: json.write(verdict.reasons),
-        judged_by: "verifier",
-        finalized_at: delivery.finalized_at ?? deps.now(),
-      })
-      .where("task_hash", "=", listing.task_hash)
-      .where("round", "=", round)
-      .where("passed", "is", null)
-      .execute();
+    await recordVerdict(
+      deps.db,
+      ctx,
+      delivery,
+      { ...verdict, judgedBy: "verifier", finalizedAt: delivery.finalized_at ?? deps.now(), onlyFirst: true },
+      deps.now(),
+    );
   }
   const expected = verdict.passed ? EscrowStatus.Verified : EscrowStatus.Failed;
   await waitForIndexer(async () => {
@@ -143,4 +127,53 @@ export async function recordVerifierVerdict(
     return row !== undefined && (row.updated_block >= receipt.blockNumber || row.status === expected || row.rounds > round);
   }, deps.indexerWaitMs);
   return { round };
+}
+
+/**
+ * Records a round's verdict on its delivery and, the first time, its `task.verdict` event (issue 27) in the same
+ * transaction: the round, pass, score, reasons and who judged, seen by the task's poster, worker and verifier only (the
+ * task view shows the reasons to them alone, even for a public task). A verdict recorded again (a retry) changes the
+ * row as before and appends nothing. `onlyFirst`: a row already judged is left as it is.
+ */
+async function recordVerdict(
+  db: Db,
+  ctx: Pick<TaskContext, "listing" | "chain">,
+  delivery: Pick<Delivery, "round" | "agent_address">,
+  verdict: Pick<Verdict, "passed" | "score" | "reasons"> & { judgedBy: "auto" | "poster" | "verifier"; finalizedAt: number; onlyFirst?: boolean },
+  at: number,
+): Promise<void> {
+  const { listing, chain } = ctx;
+  await db.transaction().execute(async (trx) => {
+    const judge = () =>
+      trx
+        .updateTable("deliveries")
+        .set({
+          passed: verdict.passed ? 1 : 0,
+          score: verdict.score,
+          reasons: json.write(verdict.reasons),
+          judged_by: verdict.judgedBy,
+          finalized_at: verdict.finalizedAt,
+        })
+        .where("task_hash", "=", listing.task_hash)
+        .where("round", "=", delivery.round);
+    // The first verdict of the round (the row's lock decides between two racing recorders), then any other.
+    const first = Number((await judge().where("passed", "is", null).executeTakeFirst()).numUpdatedRows) > 0;
+    if (!first && !verdict.onlyFirst) await judge().execute();
+    if (!first) return;
+    const audience = [listing.poster, delivery.agent_address, ...(listing.verifier_address ? [listing.verifier_address] : [])];
+    await appendEvents(
+      trx,
+      chain.name,
+      [
+        {
+          type: "task.verdict",
+          taskHash: listing.task_hash,
+          public: false,
+          audience,
+          data: { round: delivery.round, passed: verdict.passed, score: verdict.score, reasons: verdict.reasons, judgedBy: verdict.judgedBy },
+        },
+      ],
+      at,
+    );
+  });
 }

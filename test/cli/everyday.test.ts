@@ -138,6 +138,16 @@ describe("cli: everyday tooling", function () {
     const malformed = await runCli(["status", "0x1234", "--json"], { env: posterEnv, cwd });
     expect(malformed.status).to.equal(2);
     expect(json<{ error: { code: string } }>(malformed.stdout).error.code).to.equal("VALIDATION_FAILED");
+
+    // --wait: woken by the task's events (the cancellation), not at the end of its 60 s.
+    const waiting = runCli(["status", capes!, "--wait", "60"], { env: posterEnv, cwd });
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await poster.cancelAndRefund(capes!);
+    const cancelledAt = Date.now();
+    const waited = await waiting;
+    expect(waited.status, waited.stderr).to.equal(0);
+    expect(waited.stdout).to.contain(`task: ${capes}\nstatus: cancelled`);
+    expect(Date.now() - cancelledAt).to.be.below(4_500);
   });
 
   it("post-tasks without a terminal prints a progress line per chunk, and --json its rows", async function () {

@@ -12,7 +12,8 @@ import { startModelServer, briefOf, hasToolResult, type ModelServer } from "../s
 import { privateKeyOf } from "../server/harness";
 import { decryptExportedKey } from "../../sdk/src/client";
 import { publicKeyFromPrivateKey } from "../../core/crypto";
-import { agentOptions, clientOf, deliveriesOf, fundGas, statusOf, until, keyedClientOf } from "./helpers";
+import type { MarketEvent } from "../../core/api";
+import { agentOptions, deliveriesOf, fundGas, statusOf, until, keyedClientOf } from "./helpers";
 
 const MODEL_KEY = "sk-model-secret-0123456789abcdef";
 const TOOL_SECRET = "tool-secret-fedcba9876543210";
@@ -41,7 +42,7 @@ describe("hosted agents: deploy, work, withdraw, export", function () {
     const owner = s.stranger;
     const ownerKey = privateKeyOf(owner);
     await (await s.usdc.connect(s.admin).mint(owner.address, 10_000_000n)).wait();
-    const ownerClient = await clientOf(s, owner);
+    const { client: ownerClient, key: ownerApiKey } = await keyedClientOf(s, owner);
     const answers: unknown[] = [];
     const seen = <T>(value: T): T => {
       answers.push(value);
@@ -173,6 +174,21 @@ describe("hosted agents: deploy, work, withdraw, export", function () {
 
     // Stop, then withdraw everything to the owner's address.
     expect(seen(await ownerClient.stopAgent({ agentId: agent.id })).state).to.equal("stopped");
+    // Its start and its stop are events of its owner's (issue 27), never anyone else's.
+    const agentEvents = (
+      await s.call<{ events: MarketEvent[] }>("GET", "/api/v1/events?types=agent.started,agent.stopped&limit=500", {
+        key: ownerApiKey,
+      })
+    ).body.data.events.filter((e) => e.data.agentId === agent.id);
+    expect(agentEvents.map((e) => [e.type, e.data.cause ?? null, e.public])).to.deep.equal([
+      ["agent.started", null, false],
+      ["agent.stopped", "stopped", false],
+    ]);
+    expect(String(agentEvents[0]!.data.address).toLowerCase()).to.equal(agent.address.toLowerCase());
+    const forStranger = (
+      await s.call<{ events: MarketEvent[] }>("GET", "/api/v1/events?types=agent.started,agent.stopped&limit=500", { key: posterKey })
+    ).body.data.events;
+    expect(forStranger.filter((e) => e.data.agentId === agent.id)).to.deep.equal([]);
     const held = await s.usdc.balanceOf(agent.address);
     const ownerBeforeWithdraw = await s.usdc.balanceOf(owner.address);
     const withdrawal = seen(await ownerClient.withdrawFromAgent({ agentId: agent.id }));

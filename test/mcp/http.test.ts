@@ -166,6 +166,14 @@ describe("mcp: the remote /mcp endpoint", function () {
       const polled = await poster.call("poll_task_result", { taskHash });
       expect(polled.isError, polled.text).to.equal(false);
       expect(polled.data).to.deep.include({ taskHash, status: "open", reward: "5000000", privacy: "private" });
+      // waitSeconds waits on the task's events (in-process here: server/events/watch.ts) and answers when time is up.
+      const started = Date.now();
+      const waited = await poster.call("poll_task_result", { taskHash, waitSeconds: 2 });
+      expect(waited.isError, waited.text).to.equal(false);
+      expect(waited.data).to.deep.include({ taskHash, status: "open" });
+      expect(Date.now() - started).to.be.within(1_900, 10_000);
+      const tooLong = await poster.call("poll_task_result", { taskHash, waitSeconds: 61 });
+      expect(tooLong.code, tooLong.text).to.equal("VALIDATION_FAILED");
 
       const bid = await worker.call("bid_on_task", { taskHash, message: "I translate formal French daily." });
       expect(bid.isError, bid.text).to.equal(false);
@@ -182,6 +190,16 @@ describe("mcp: the remote /mcp endpoint", function () {
       expect(await balances()).to.deep.equal(before);
       const missing = await poster.call("poll_task_result", { taskHash: `0x${"ab".repeat(32)}` });
       expect(missing.code).to.equal("TASK_NOT_FOUND");
+
+      // A wait of 60 s ends as the task's cancellation is indexed (its event wakes it), not at the end of the 60 s.
+      const waiting = poster.call("poll_task_result", { taskHash, waitSeconds: 60 });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await (await s.escrow.connect(s.poster).cancelTask(taskHash)).wait();
+      const cancelledAt = Date.now();
+      const ended = await waiting;
+      expect(ended.isError, ended.text).to.equal(false);
+      expect(ended.data).to.deep.include({ taskHash, status: "cancelled" });
+      expect(Date.now() - cancelledAt).to.be.below(4_000);
     } finally {
       await poster.close();
       await worker.close();

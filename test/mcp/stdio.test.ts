@@ -80,9 +80,13 @@ describe("mcp: market mcp over stdio", function () {
       ["amount", "capabilities", "durationSeconds", "instructions", "privacy", "routingSummary"].sort(),
     );
     expect(post.properties.tasks!.items!.required.sort()).to.deep.equal(["amount", "instructions"]);
-    for (const name of ["poll_task_result", "cancel_task", "claim_timeout"]) {
+    for (const name of ["cancel_task", "claim_timeout"]) {
       expect(Object.keys((byName[name]!.inputSchema as { properties: object }).properties)).to.deep.equal(["taskHash"]);
     }
+    const poll = byName.poll_task_result!.inputSchema as { properties: Record<string, { maximum?: number }>; required: string[] };
+    expect(Object.keys(poll.properties).sort()).to.deep.equal(["taskHash", "waitSeconds"]);
+    expect(poll.required).to.deep.equal(["taskHash"]);
+    expect(poll.properties.waitSeconds!.maximum).to.equal(60);
     expect(Object.keys((byName.bid_on_task!.inputSchema as { properties: object }).properties).sort()).to.deep.equal(["message", "taskHash"]);
     // rent_service: the spec's arguments exactly; waitSeconds at most 60.
     const rent = byName.rent_service!.inputSchema as { properties: Record<string, { maximum?: number; enum?: string[] }>; required: string[] };
@@ -147,7 +151,10 @@ describe("mcp: market mcp over stdio", function () {
     const privateHash = results[1]!.taskHash;
     expect(tasks.find((t) => t.meta.taskHash === privateHash)!.meta.privacy).to.equal("private");
 
-    // The worker takes the private task (its brief was wrapped to it), delivers, and is paid.
+    // The poster waits (poll_task_result's waitSeconds, woken by the task's events) while the worker takes the private
+    // task (its brief was wrapped to it), delivers, and is paid.
+    const waitStarted = Date.now();
+    const waiting = mcp.call("poll_task_result", { taskHash: privateHash, waitSeconds: 60 });
     const worker = new MarketClient(await s.clientOptions(s.worker));
     const assigned = await worker.acceptTask(privateHash);
     expect(await worker.openBrief(assigned)).to.equal(PRIVATE.instructions);
@@ -155,6 +162,13 @@ describe("mcp: market mcp over stdio", function () {
       "- Budget approved for the new office.\n- Launch moved to May.\n- Hiring two engineers.\n- Weekly syncs on Monday.\n- Next review in June.";
     const finalized = await worker.deliverResult({ taskHash: privateHash, output });
     expect(finalized.status).to.equal("verified");
+    const finalizedAt = Date.now();
+    const waited = await waiting;
+    expect(waited.isError, waited.text).to.equal(false);
+    expect(waited.data).to.deep.include({ taskHash: privateHash, status: "verified", output });
+    // Answered as the verdict was recorded, not at the end of the 60 s.
+    expect(Date.now() - finalizedAt).to.be.below(3_000);
+    expect(Date.now() - waitStarted).to.be.below(60_000);
     await s.sync();
 
     const polled = await mcp.call("poll_task_result", { taskHash: privateHash });

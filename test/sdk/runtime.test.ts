@@ -70,6 +70,40 @@ describe("WorkerRuntime end to end", function () {
     expect(tookMs).to.be.below(20_000);
   });
 
+  it("works a task its poster assigned to it on chain as the stream's task.assigned arrives, long before its next browse", async function () {
+    const options = await s.runtimeOptions(s.worker, keys.workerKey);
+    const events: RuntimeEvent[] = [];
+    const runtime = new WorkerRuntime({
+      ...options,
+      capabilities: ["summarization"],
+      browseIntervalMs: 600_000,
+      executeTask: async () => ({ output: "A careful summary of the brief, with the facts it asks for and nothing else." }),
+    }).on((event) => events.push(event));
+    await runtime.start();
+    try {
+      // A task this runtime would never take from a browse (another capability), given to it by its poster.
+      const poster = new MarketClient(await s.clientOptions(s.poster, keys.posterKey));
+      const { results } = await poster.postTasks([
+        {
+          instructions: "Translate the public notice about the Kiel canal.",
+          amountRaw: 3_000_000n,
+          privacy: "public",
+          capabilities: ["translation"],
+        },
+      ]);
+      const taskHash = results[0]!.taskHash!;
+      await s.sync();
+      await (await s.escrow.connect(s.poster).assignWorker(taskHash, s.worker.address)).wait();
+      const assignedAt = Date.now();
+      await until(() => events.some((e) => e.type === "task_finalized" && e.taskId === taskHash), 20_000, "the assigned task delivered");
+      expect(Date.now() - assignedAt).to.be.below(20_000);
+      expect(events.filter((e) => e.type === "task_assigned").map((e) => (e as { taskId: string }).taskId)).to.deep.equal([taskHash]);
+      expect(events.filter((e) => e.type === "task_failed" || e.type === "error")).to.deep.equal([]);
+    } finally {
+      await runtime.stop();
+    }
+  });
+
   it("takes public and private tasks posted through the SDK, delivers, passes verification and is paid", async function () {
     const seen: TaskContext[] = [];
     const { runtime, events } = await runtimeFor(async (context) => {

@@ -65,10 +65,17 @@ describe("server: the event log", function () {
 
   it("a paid task's life, in cursor order, for its poster, its worker and (public) everyone else", async function () {
     const taskHash = await paidTask();
-    const forPoster = ofTask(await all(posterKey), taskHash);
+    const everything = ofTask(await all(posterKey), taskHash);
+    // The verdict's reasons come in the transaction that records them: before or after the indexer's task.verified.
+    const forPoster = everything.filter((e) => e.type !== "task.verdict");
     const types = forPoster.map((e) => e.type);
     // Listed once both the funding is indexed and the listing recorded (whichever came second says so).
     expect(types).to.deep.equal(["task.funded", "task.listed", "task.assigned", "task.delivered", "task.verified", "task.paid"]);
+    const verdicts = everything.filter((e) => e.type === "task.verdict");
+    expect(verdicts).to.have.length(1);
+    expect(verdicts[0]!.public).to.equal(false);
+    expect(verdicts[0]!.data).to.deep.include({ round: 1, passed: true, judgedBy: "auto" });
+    expect(verdicts[0]!.data.reasons).to.be.an("array");
     const cursors = forPoster.map((e) => Number(e.cursor));
     expect(cursors).to.deep.equal([...cursors].sort((a, b) => a - b));
     expect(new Set(forPoster.map((e) => e.id)).size).to.equal(forPoster.length);
@@ -77,9 +84,12 @@ describe("server: the event log", function () {
     expect(paid.blockNumber).to.be.a("number");
     expect(paid.public).to.equal(true);
 
-    // The funding is the poster's own; the rest of a public task is public.
+    // The funding is the poster's own; the rest of a public task is public but its verdict's reasons, which only the
+    // poster, the worker and the verifier see (as the task view shows them).
     const notFunding = forPoster.filter((e) => e.type !== "task.funded").map((e) => e.id);
-    expect(ofTask(await all(agentKey), taskHash).map((e) => e.id)).to.deep.equal(notFunding);
+    const forWorker = ofTask(await all(agentKey), taskHash);
+    expect(forWorker.filter((e) => e.type !== "task.verdict").map((e) => e.id)).to.deep.equal(notFunding);
+    expect(forWorker.filter((e) => e.type === "task.verdict").map((e) => e.id)).to.deep.equal([verdicts[0]!.id]);
     const forStranger = ofTask(await all(strangerKey), taskHash);
     expect(forStranger.map((e) => e.id)).to.deep.equal(notFunding);
     const listed = forStranger.find((e) => e.type === "task.listed")!;

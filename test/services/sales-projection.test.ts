@@ -130,6 +130,21 @@ describe("services: sold_count in the indexer's projection", function () {
     await syncToHead(indexer);
     expect(await sold()).to.equal(2);
     expect(await sales()).to.deep.equal([passed, ruled].sort());
+    // Each settlement is a `rental.settled` event too (issue 27), beside its task.paid, seen as the task's events are.
+    const settledEvents = () => db.selectFrom("events").selectAll().where("type", "=", "rental.settled").orderBy("seq").execute();
+    const settled = await settledEvents();
+    expect(settled.map((e) => e.task_hash).sort()).to.deep.equal([passed, ruled].sort());
+    for (const e of settled) {
+      expect(JSON.parse(e.data)).to.deep.include({ serviceId, worker: worker.address, renter: poster.address, amount: PRICE.toString() });
+      expect(e.public).to.equal(1);
+      const paid = await db
+        .selectFrom("events")
+        .select("tx_hash")
+        .where("type", "=", "task.paid")
+        .where("task_hash", "=", e.task_hash)
+        .executeTakeFirstOrThrow();
+      expect(paid.tx_hash).to.equal(e.tx_hash);
+    }
     const rows = await db.selectFrom("service_sales").select(["service_id", "amount"]).execute();
     expect(rows).to.deep.equal([
       { service_id: serviceId, amount: PRICE.toString() },
@@ -159,6 +174,15 @@ describe("services: sold_count in the indexer's projection", function () {
     expect((await syncToHead(indexer)).removed).to.be.greaterThan(0);
     expect(await sold()).to.equal(2);
     expect(await sales()).to.deep.equal([passed, ruled].sort());
+    // The dropped settlement's event is taken back by a compensating one.
+    const droppedSettlement = (await settledEvents()).find((e) => e.task_hash === beforeFork)!;
+    const reverted = await db.selectFrom("events").select("data").where("type", "=", "event.reverted").execute();
+    expect(reverted.map((r) => JSON.parse(r.data) as { reverts: string; revertedType: string })).to.deep.include({
+      reverts: droppedSettlement.id,
+      revertedType: "rental.settled",
+      blockNumber: Number(droppedSettlement.block_number),
+      txHash: droppedSettlement.tx_hash,
+    });
     await db.destroy();
   });
 });

@@ -4,6 +4,7 @@ import { checkRows, postRows } from "../posting";
 import { RENTAL_DONE_STATUSES, rentalInput, type Rental, type RentalProgress, type RentalState, type RentServiceOptions } from "../rentals";
 import type { CreateServiceBody, ServiceAnswer, ServiceList, ServiceView, TaskView, UpdateServiceBody } from "../../../core/api";
 import { sleep, type ClientCore } from "./core";
+import { watchTask, type TaskWatch } from "../events";
 import { postingContext } from "./posting";
 
 export async function browseServices(core: ClientCore, filter: { agent?: string; limit?: number }): Promise<ServiceList> {
@@ -88,36 +89,66 @@ export interface WaitForResultOptions {
   waitMs: number;
   onProgress?: (progress: RentalProgress) => void;
   pollMs?: number;
+  /** Opens a wait on the task's events (docs/events.md); default: the client's event stream (`watchOf`). */
+  watch?: (taskHash: string, chain: string) => Promise<TaskWatch>;
 }
 
-export async function waitForResult(core: ClientCore, { taskHash, waitMs, onProgress, pollMs = 500 }: WaitForResultOptions): Promise<RentalState> {
+/** Longest wait on a task's events before reading it again (a deadline passes without one). */
+const WATCH_FALLBACK_MS = 5_000;
+
+/** A task's events on the client's event stream, from the log's head. */
+export function watchOf(core: ClientCore) {
+  return (taskHash: string, chain?: string): Promise<TaskWatch> =>
+    watchTask({
+      baseUrl: core.http.baseUrl,
+      taskHash,
+      ...(chain ? { chain } : {}),
+      ...(core.apiKey ? { apiKey: core.apiKey } : {}),
+      ...(core.fetch ? { fetch: core.fetch } : {}),
+    });
+}
+
+export async function waitForResult(core: ClientCore, options: WaitForResultOptions): Promise<RentalState> {
+  const { taskHash, waitMs, onProgress, pollMs = 500, watch = watchOf(core) } = options;
   const started = Date.now();
   let last: string | undefined;
-  for (;;) {
-    let task: TaskView | undefined;
-    try {
-      task = await core.getTask(taskHash);
-    } catch (error) {
-      // Listed a moment ago and not indexed yet (or rate limited): asked again.
-      if (!(error instanceof ApiError && error.retryable)) throw error;
+  let watching: TaskWatch | undefined;
+  try {
+    for (;;) {
+      let task: TaskView | undefined;
+      try {
+        task = await core.getTask(taskHash);
+      } catch (error) {
+        // Listed a moment ago and not indexed yet (or rate limited): asked again.
+        if (!(error instanceof ApiError && error.retryable)) throw error;
+      }
+      const elapsedMs = Date.now() - started;
+      const status = task?.state.status;
+      if (onProgress && (status ?? "listing") !== last) onProgress({ taskHash, status: status ?? "listing", elapsedMs });
+      last = status ?? "listing";
+      const done = status !== undefined && RENTAL_DONE_STATUSES.includes(status);
+      const result = task?.state.resultData;
+      // A judged round shows its status a moment before the service records its verdict (its `task.verdict` event).
+      const verdictPending = (status === "verified" || status === "failed") && !result?.verificationResult;
+      if ((done && !verdictPending) || elapsedMs >= waitMs) {
+        return {
+          taskHash: task?.meta.taskHash ?? taskHash,
+          status: status ?? "open",
+          done,
+          ...(result?.output !== undefined ? { output: result.output } : {}),
+          ...(result?.verificationResult ? { verificationResult: result.verificationResult } : {}),
+        };
+      }
+      const left = waitMs - elapsedMs;
+      if (!watching && task) {
+        // Opened once the task's chain is known, then read once more: nothing between the read and the watch is missed.
+        watching = await watch(task.meta.taskHash, task.meta.chain);
+        continue;
+      }
+      if (watching?.live) await watching.next(Math.min(WATCH_FALLBACK_MS, left));
+      else await sleep(Math.min(pollMs, left));
     }
-    const elapsedMs = Date.now() - started;
-    const status = task?.state.status;
-    if (onProgress && (status ?? "listing") !== last) onProgress({ taskHash, status: status ?? "listing", elapsedMs });
-    last = status ?? "listing";
-    const done = status !== undefined && RENTAL_DONE_STATUSES.includes(status);
-    const result = task?.state.resultData;
-    // A judged round shows its status a moment before the service records its verdict: waited for while time remains.
-    const verdictPending = (status === "verified" || status === "failed") && !result?.verificationResult;
-    if ((done && !verdictPending) || elapsedMs >= waitMs) {
-      return {
-        taskHash: task?.meta.taskHash ?? taskHash,
-        status: status ?? "open",
-        done,
-        ...(result?.output !== undefined ? { output: result.output } : {}),
-        ...(result?.verificationResult ? { verificationResult: result.verificationResult } : {}),
-      };
-    }
-    await sleep(Math.min(pollMs, Math.max(0, waitMs - elapsedMs)));
+  } finally {
+    watching?.close();
   }
 }

@@ -12,6 +12,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ApiError, apiErrorCode, clientError, statusOfCode } from "../errors";
 import { ERROR_CODES, isErrorCode } from "../../../core/errors";
 import type { MarketClient } from "../client";
+import type { TaskWatch } from "../events";
 import { checkArgs, zodArgs } from "./schema";
 import { SKILL_TOOLS } from "./skill-tools";
 import { fingerprintOf, type QuoteStore } from "./quotes";
@@ -26,6 +27,7 @@ import {
   PostTasksArgs,
   RentServiceArgs,
   TaskHashArgs,
+  PollTaskResultArgs,
   type McpQuote,
   type ServiceView,
   type TaskView,
@@ -51,7 +53,12 @@ export interface McpSurface {
    * endpoint holds a custodied wallet meanwhile (the agent stopped, no withdrawal or other spend). Default: just runs.
    */
   exclusive?<T>(run: () => Promise<T>): Promise<T>;
+  /** A task's events to wait on (`poll_task_result`'s `waitSeconds`); default: the client's event stream. */
+  watchTask?(taskHash: string, chain: string): Promise<TaskWatch>;
 }
+
+/** The surface's own way to wait on a task's events, when it has one. */
+const watchOf = (surface: McpSurface) => (surface.watchTask ? { watch: surface.watchTask.bind(surface) } : {});
 
 /** `run` with the surface's wallet held for it (`McpSurface.exclusive`). */
 const withWallet = <T>(surface: McpSurface, run: () => Promise<T>): Promise<T> => (surface.exclusive ? surface.exclusive(run) : run());
@@ -192,15 +199,17 @@ function runSummary(r: PostRunResult): string {
 
 // ------------------------------------------------------------------ tasks after posting
 
-const pollTaskResult = tool<import("../../../core/api").TaskHashArgs>({
+const pollTaskResult = tool<import("../../../core/api").PollTaskResultArgs>({
   name: "poll_task_result",
   title: "Poll a task's status and result",
   description:
     "Get a task's status (open, submitted, awaiting_verification, failed, verified, completed, cancelled, refunded, expired...) and, " +
-    "to its poster, the agent's delivered output and the verdict. Call it until the status is verified or completed.",
-  args: TaskHashArgs,
+    "to its poster, the agent's delivered output and the verdict. Call it until the status is verified or completed; with " +
+    "`waitSeconds` it waits for that (woken by the task's events) before answering.",
+  args: PollTaskResultArgs,
   async run(args, surface) {
-    const { taskHash } = checkArgs<typeof args>(TaskHashArgs, args);
+    const { taskHash, waitSeconds = 0 } = checkArgs<typeof args>(PollTaskResultArgs, args);
+    if (waitSeconds > 0) await surface.client.waitForResult({ taskHash, waitMs: waitSeconds * 1000, ...watchOf(surface) });
     const task = await surface.client.getTask(taskHash);
     const data = taskResult(task);
     const output = data.output === undefined ? "" : `; output: ${truncate(String(data.output), 500)}`;
@@ -374,7 +383,7 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
       );
     }
     const waitSeconds = valid.waitSeconds ?? MCP_RENT_WAIT_SECONDS_DEFAULT;
-    const state = await surface.client.waitForResult({ taskHash: row.taskHash!, waitMs: waitSeconds * 1000 });
+    const state = await surface.client.waitForResult({ taskHash: row.taskHash!, waitMs: waitSeconds * 1000, ...watchOf(surface) });
     const data = {
       serviceId: service.id,
       ...state,

@@ -210,6 +210,8 @@ export class WorkerRuntime {
   private readonly pending = new Map<string, Pending>();
   private readonly awaiting = new Map<string, Awaiting>();
   private readonly dropped = new Set<string>();
+  /** Tasks an accept or a pick-up of an assignment is under way for (the stream's `task.assigned` leaves them). */
+  private readonly claiming = new Set<string>();
   private readonly bids = new Set<string>();
   private browseHandle: unknown;
   /** A browse is under way; `browseAgain` asks for another right after it (a slot freed meanwhile). */
@@ -493,15 +495,44 @@ export class WorkerRuntime {
           apiKey: this.#options.apiKey,
           ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
           after,
-          types: ["task.listed", "task.released"],
+          types: ["task.listed", "task.released", "task.assigned"],
           signal,
         });
         for await (const event of events) {
           if (!this.running) return;
           if (event.type === "task.listed" || event.type === "task.released") this.refill();
+          else if (
+            event.type === "task.assigned" &&
+            event.taskHash &&
+            String(event.data.worker).toLowerCase() === this.profile?.address.toLowerCase()
+          ) {
+            this.takeAssigned(event.taskHash);
+          }
         }
       } catch {
         // No stream here (an older server, a refusal): the interval's browse is the fallback.
+      }
+    })();
+  }
+
+  /**
+   * A task assigned to this wallet without its own accept (a poster's `assignWorker`, a pinned task given to it): worked
+   * at once, as a restart would resume it. One it is accepting, working or following already is left to that.
+   */
+  private takeAssigned(taskHash: string) {
+    if (this.claiming.has(taskHash) || this.executions.has(taskHash) || this.awaiting.has(taskHash) || this.dropped.has(taskHash)) return;
+    this.claiming.add(taskHash);
+    void (async () => {
+      try {
+        const { tasks } = await this.client.assignedTasks();
+        const task = tasks.find((t) => t.meta.taskHash.toLowerCase() === taskHash.toLowerCase());
+        if (!task || !this.running || this.executions.has(task.meta.taskHash) || this.awaiting.has(task.meta.taskHash)) return;
+        if (this.#options.skipTask?.(task) || !this.declaredChains.includes(task.meta.chain)) return;
+        await this.resume(task, task.roundsLeft);
+      } catch (error) {
+        this.emit({ type: "error", error: error as Error });
+      } finally {
+        this.claiming.delete(taskHash);
       }
     })();
   }
@@ -620,6 +651,16 @@ export class WorkerRuntime {
 
   /** True when the task was assigned to this agent. */
   private async accept(task: TaskView): Promise<boolean> {
+    const taskHash = task.meta.taskHash;
+    this.claiming.add(taskHash);
+    try {
+      return await this.acceptClaimed(task);
+    } finally {
+      this.claiming.delete(taskHash);
+    }
+  }
+
+  private async acceptClaimed(task: TaskView): Promise<boolean> {
     const taskHash = task.meta.taskHash;
     // A task it could not deliver (no gas for the evidence) is left to others; the next browse looks again.
     if (this.#options.checkGas !== false && !(await this.gas.ready(task.meta.chain))) return false;
