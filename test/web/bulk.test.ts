@@ -3,10 +3,11 @@
  * row, one unknown column and one duplicate (flagged as the spec's web rules say, before anything is sent), confirm the
  * totals once, watch the progress bar, see the tasks listed; a reload in the middle of the run (a funding mined, the
  * page gone before it heard the hash) and the same file dropped again finishes the run without a second payment, the
- * balances checked on chain; a worker takes a task and is paid. axe-core check and a screenshot of the page.
+ * balances checked on chain; a second tab cannot post a run the first is posting (the Web Locks lock); a worker takes
+ * a task and is paid. axe-core check and screenshots of the page.
  */
 import { expect } from "chai";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { WorkerRuntime, type RuntimeEvent } from "../../sdk/src/runtime";
 import { stackFixture, type Stack } from "../support/stack";
 import { privateKeyOf } from "../server/harness";
@@ -44,6 +45,10 @@ describe("web: bulk posting in chromium", function () {
   /** Set by the test: the wallet reloads the page after this many sent transactions, before the page hears the hash. */
   let reloadAfter: number | undefined;
   let reloaded: Promise<void> | undefined;
+  /** Set by a test: each transaction's answer to the page waits for it (a run held mid-way). */
+  let gate: Promise<void> | undefined;
+  let sentCount = 0;
+  let context: BrowserContext;
 
   before(async function () {
     const port = await freePort(41100, 41199);
@@ -60,13 +65,15 @@ describe("web: bulk posting in chromium", function () {
     workerKey = seeded.workerKey;
     browser = await launchBrowser();
     const wallet = { privateKey: privateKeyOf(s.poster), rpcUrl: s.rpcUrl, chainId: s.chainConfig.chainId };
-    const { context } = await walletContext(browser, wallet, async (_hash, sent) => {
+    ({ context } = await walletContext(browser, wallet, async (_hash, sent) => {
+      sentCount = sent;
+      await gate;
       if (sent !== reloadAfter) return;
       reloadAfter = undefined;
       // The transaction is mined; the page reloads before it hears the hash (as a closed tab would).
       reloaded = page.reload().then(() => undefined);
       await new Promise(() => undefined);
-    });
+    }));
     page = await context.newPage();
     errors = collectPageErrors(page);
   });
@@ -151,6 +158,34 @@ describe("web: bulk posting in chromium", function () {
     expect(header).to.equal("line,status,escrow,task_id,task_hash,tx_hash,error");
     expect(lines.map((l) => l.split(",").slice(0, 2).join(","))).to.deep.equal(["2,posted", "3,posted", "4,posted", "7,posted"]);
     expect(errors.filter((e) => /Content.Security.Policy|Refused to/i.test(e))).to.deep.equal([]);
+  });
+
+  it("refuses to post a run another tab is posting (RUN_IN_PROGRESS), and that tab finishes it", async function () {
+    const file = {
+      name: "more.csv",
+      mimeType: "text/csv",
+      buffer: Buffer.from("instructions,reward,privacy\nSummarise the harbour's winter schedule.,1,public\nList the harbour's berths.,1,public\n"),
+    };
+    await page.goto(`${s.apiUrl}/post/bulk`);
+    await page.locator('input[type="file"]').setInputFiles(file);
+    let release!: () => void;
+    gate = new Promise<void>((resolve) => (release = resolve));
+    const before = sentCount;
+    await page.getByRole("button", { name: "Pay 2 USDC into escrow for 2 tasks" }).click();
+    await until(() => sentCount > before, 30_000, "the first tab's first transaction");
+
+    const other = await context.newPage();
+    await other.goto(`${s.apiUrl}/post/bulk`);
+    await other.locator('input[type="file"]').setInputFiles(file);
+    await other.getByRole("button", { name: "Pay 2 USDC into escrow for 2 tasks" }).click();
+    await other.getByRole("alert").waitFor();
+    expect(await other.getByRole("alert").textContent()).to.contain("RUN_IN_PROGRESS");
+
+    release();
+    gate = undefined;
+    await page.getByTestId("run-done").waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId("run-done").textContent()).to.contain("Every row is done.");
+    await other.close();
   });
 
   it("a worker takes one of the posted tasks and is paid", async function () {
