@@ -35,7 +35,7 @@ async function openApiText(source: OpenApiSource, fetchImpl: typeof fetch = fetc
   if ("file" in source) {
     let text: string;
     try {
-      text = await readFile(source.file, "utf8");
+      text = await readLocalFile(source.file);
     } catch (error) {
       throw clientError("VALIDATION_FAILED", `cannot read ${source.file}: ${(error as Error).message}`);
     }
@@ -102,7 +102,7 @@ export function skillsApi(http: Http) {
         ImportSkillBody,
         "text"
       >;
-      const body = { ...rest, text: text ?? (await readSkillFile(file!)) };
+      const body = { ...rest, text: text ?? (await readLocalFile(file!)) };
       return (await http.post<{ skill: SkillView }>("/api/v1/skills/import", body)).skill;
     },
     async update(slug: string, body: UpdateSkillBody): Promise<SkillView> {
@@ -138,8 +138,8 @@ export function skillsApi(http: Http) {
 
 export type SkillsApi = ReturnType<typeof skillsApi>;
 
-/** Reads a SKILL.md file (Node only: loaded when asked, so a web page that never reads a file loads no Node module). */
-async function readSkillFile(file: string): Promise<string> {
+/** Reads a local file (Node only: loaded when asked, so a web page that never reads a file loads no Node module). */
+async function readLocalFile(file: string): Promise<string> {
   const { readFile } = await import("node:fs/promises");
   return readFile(file, "utf8");
 }
