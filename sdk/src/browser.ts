@@ -10,6 +10,7 @@ export {
   browserJournal,
   browserRuns,
   forgetBrowserRun,
+  markBrowserRunFinished,
   openJournalDb,
   BROWSER_JOURNAL_DB,
   type BrowserJournalOptions,

@@ -44,7 +44,7 @@ function Bulk({ session }: { session: { token: string; address: string } }) {
     settlementTerms().then((t) => setSettlement(t.settlement), setError);
     void journalDb()
       .then(browserRuns)
-      .then((runs) => setSaved(runs.filter((r) => r.wallet.toLowerCase() === session.address.toLowerCase())))
+      .then((runs) => setSaved(runs.filter((r) => !r.finishedAt && r.wallet.toLowerCase() === session.address.toLowerCase())))
       .catch(() => undefined);
   }, [session.address]);
 

@@ -8,7 +8,7 @@ import { sha256, toUtf8Bytes } from "ethers";
 import { MarketClient } from "../../../sdk/src/client";
 import { createHttp } from "../../../sdk/src/http";
 import type { Eip1193Provider } from "../../../sdk/src/injected";
-import { browserJournal, openJournalDb, type IDBDatabase } from "../../../sdk/src/posting/journal/browser";
+import { browserJournal, markBrowserRunFinished, openJournalDb, type IDBDatabase } from "../../../sdk/src/posting/journal/browser";
 import { outcomesCsv, RowStatus, type RowOutcome } from "../../../sdk/src/posting/journal/outcomes";
 import type { Reporter } from "../../../sdk/src/posting/journal/ports";
 import { finishRows, PENDING_FUNDING_WAIT_MS, sortRows, openRun } from "../../../sdk/src/posting/journal/run";
@@ -24,9 +24,9 @@ export function runName(text: string, wallet: string): string {
   return `${sha256(toUtf8Bytes(text)).slice(2, 34)}:${wallet.toLowerCase()}`;
 }
 
-let db: Promise<IDBDatabase> | undefined;
+let opening: Promise<IDBDatabase> | undefined;
 /** The journal database of this origin, opened once per page. */
-export const journalDb = () => (db ??= openJournalDb());
+export const journalDb = () => (opening ??= openJournalDb());
 
 /** What the service settles on, and the custody key web posts wrap a copy of each private brief key to. */
 export async function settlementTerms(): Promise<{ settlement: Settlement; custodyPublicKey: string | null }> {
@@ -79,9 +79,11 @@ export async function runBulk(options: BulkRunOptions): Promise<BulkRunResult> {
       return { update: (done) => options.onProgress(done, total), end() {} };
     },
   };
+  const name = runName(options.text, options.session.address);
+  const db = await journalDb();
   const journal = browserJournal({
-    run: runName(options.text, options.session.address),
-    db: await journalDb(),
+    run: name,
+    db,
     info: { file: options.name, rows: options.rows.length, wallet: options.session.address, startedAt: new Date().toISOString() },
   });
   // The outcomes are shown from the run once it is open (openRun shows a resumed run's at once: not yet then).
@@ -122,6 +124,7 @@ export async function runBulk(options: BulkRunOptions): Promise<BulkRunResult> {
     const outcomes = snapshot(run);
     options.onOutcomes(outcomes);
     const left = outcomes.filter(({ outcome }) => outcome.status === RowStatus.notStarted || outcome.status === RowStatus.unlisted);
+    if (left.length === 0) await markBrowserRunFinished(db, name);
     return { outcomes, csv: outcomesCsv(options.rows, (row) => run.results.get(row)), complete: left.length === 0 };
   } finally {
     await run.close();

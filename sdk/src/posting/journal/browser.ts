@@ -23,6 +23,8 @@ export interface BrowserRunInfo {
   rows: number;
   wallet: string;
   startedAt: string;
+  /** Set once every row is posted or can never be: the journal stays (the same file dropped again pays nothing). */
+  finishedAt?: string;
 }
 
 type StoredEntry = { run: string; seq: number; entry: JournalEntry };
@@ -42,6 +44,7 @@ interface IDBOpenDBRequest extends IDBRequest<IDBDatabase> {
 }
 interface IDBObjectStore {
   getAll(query?: unknown): IDBRequest<unknown[]>;
+  get(key: unknown): IDBRequest<unknown>;
   add(value: unknown): unknown;
   put(value: unknown): unknown;
   delete(query: unknown): unknown;
@@ -154,6 +157,16 @@ export function browserJournal(options: BrowserJournalOptions): JournalPort {
 /** The runs this browser holds a journal for (the bulk page lists those it can finish). */
 export async function browserRuns(db: IDBDatabase): Promise<BrowserRunInfo[]> {
   return (await request(db.transaction(RUNS, "readonly").objectStore(RUNS).getAll())) as BrowserRunInfo[];
+}
+
+/** Records that a run has nothing left to finish (its journal stays, so the same file posts nothing twice). */
+export async function markBrowserRunFinished(db: IDBDatabase, run: string): Promise<void> {
+  const tx = db.transaction(RUNS, "readwrite");
+  const done = committed(tx);
+  const store = tx.objectStore(RUNS);
+  const info = (await request(store.get(run))) as BrowserRunInfo | undefined;
+  if (info) store.put({ ...info, finishedAt: new Date().toISOString() } satisfies BrowserRunInfo);
+  await done;
 }
 
 /** Forgets a run's journal (once every row is posted, or at the person's word): its entries and its description. */
