@@ -327,6 +327,8 @@ export const ERROR_CODES = define({
     description: "The conversation between an owner and its hosted agent holds as many messages as it may this day; retry later.",
     retryable: true,
   },
+  // ---- issue 28 (web app bulk posting): the web app's own row rule (spec "Bulk run behaviour" 7)
+  DUPLICATE_ROW: { status: 0, client: true, description: "Web app: a row identical to an earlier row of the file; it is not posted." },
   // ---- client-side (SDK, CLI)
   WRONG_CHAIN: { status: 0, client: true, description: "The RPC's chain id is not the chain the transaction is for." },
   WRONG_RPC: { status: 0, client: true, description: "No RPC URL configured for the chain, or it answers for another chain." },

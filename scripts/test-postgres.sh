@@ -26,6 +26,7 @@ if [ ${#files[@]} -eq 0 ]; then
     test/server/config.test.ts
     test/server/db.test.ts
     test/server/listing-codec.test.ts
+    test/web/node-crypto.test.ts
   )
   mapfile -t files < <(find test/server test/indexer test/hosted test/sandbox test/mcp test/sdk test/cli test/web -name '*.test.ts' | sort | grep -vxF -f <(printf '%s\n' "${not_database[@]}"))
   files+=(test/sdk-smoke.test.ts)

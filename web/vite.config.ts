@@ -7,6 +7,10 @@ import react from "@vitejs/plugin-react";
 export default defineConfig({
   root: __dirname,
   plugins: [react()],
+  // The SDK's posting engine runs in the page (bulk posting): core/crypto's node:crypto calls on @noble (web/src/node).
+  // (the `buffer` package it brings reads Node's `global`).
+  resolve: { alias: { "node:crypto": path.join(__dirname, "src/node/crypto.ts") } },
+  define: { global: "globalThis" },
   build: {
     outDir: path.join(__dirname, "dist"),
     emptyOutDir: true,

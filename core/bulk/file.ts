@@ -18,6 +18,12 @@ export interface BulkFileOptions extends BulkRowOptions {
   format: BulkFormat;
   /** Most rows accepted: MAX_BULK_ROWS (1,000) by default; MCP passes MAX_MCP_BULK_ROWS (200). */
   maxRows?: number;
+  /**
+   * The web app's rules (spec "Bulk run behaviour" 7): an unknown column is ignored (listed once in `ignoredColumns`)
+   * instead of refusing the file with `BAD_COLUMNS`, and a row identical to an earlier one is refused
+   * (`DUPLICATE_ROW`), private or public.
+   */
+  web?: boolean;
 }
 
 export const BulkFileIssue = {
@@ -42,7 +48,9 @@ export type FileIssue = {
   message: string;
 };
 
-export type BulkFileResult = { readable: false; issue: FileIssue } | { readable: true; rows: BulkRow[]; errors: RowIssue[] };
+export type BulkFileResult =
+  | { readable: false; issue: FileIssue }
+  | { readable: true; rows: BulkRow[]; errors: RowIssue[]; /** Web: the unknown columns ignored, once each. */ ignoredColumns: string[] };
 
 interface RawRow {
   line: number;
@@ -59,7 +67,26 @@ export function parseBulkFile(text: string, options: BulkFileOptions): BulkFileR
     return refuse(read.rows[maxRows]!.line, BulkFileIssue.TOO_MANY_ROWS, `at most ${maxRows} rows per run; this file has ${read.rows.length}`);
   }
 
-  return { readable: true, ...checkBulkRows(read.rows, options) };
+  const raws = options.web ? refuseIdentical(read.rows) : read.rows;
+  return { readable: true, ...checkBulkRows(raws, options), ignoredColumns: read.ignored };
+}
+
+/** The web app's rule: a row with exactly the values of an earlier row is refused (`DUPLICATE_ROW`). */
+function refuseIdentical(rows: readonly RawRow[]): RawRow[] {
+  const firstLine = new Map<string, number>();
+  return rows.map((raw) => {
+    if (raw.issue || !raw.values) return raw;
+    const key = JSON.stringify([...raw.values.entries()].filter(([, v]) => v !== undefined && v !== "").sort(([a], [b]) => (a < b ? -1 : 1)));
+    const first = firstLine.get(key);
+    if (first === undefined) {
+      firstLine.set(key, raw.line);
+      return raw;
+    }
+    return {
+      line: raw.line,
+      issue: { line: raw.line, code: BulkRowIssue.DUPLICATE_ROW, message: `identical to line ${first}; the web app posts a row once` },
+    };
+  });
 }
 
 /**
@@ -107,15 +134,24 @@ export function bulkFormatOf(fileName: string): BulkFormat | undefined {
   return undefined;
 }
 
-function readCsvRows(text: string, options: BulkRowOptions): { rows: RawRow[] } | { issue: FileIssue } {
+type ReadRows = { rows: RawRow[]; ignored: string[] } | { issue: FileIssue };
+
+function readCsvRows(text: string, options: BulkFileOptions): ReadRows {
   const parsed = parseCsv(text);
   if (!parsed.ok) return { issue: { line: parsed.line, code: parsed.code, message: parsed.message } };
   const [header, ...records] = parsed.records;
   if (!header) return { issue: { line: 1, code: BulkFileIssue.EMPTY_FILE, message: "the file is empty" } };
   const known = knownColumns(options.readFile !== undefined);
-  const columns: BulkColumn[] = [];
+  // An ignored column (web) keeps its place as `undefined`: its cells are counted, not read.
+  const columns: Array<BulkColumn | undefined> = [];
+  const ignored: string[] = [];
   for (const name of header.fields) {
     const key = columnKey(name);
+    if (options.web && key !== "" && !known.has(key)) {
+      if (!ignored.includes(name)) ignored.push(name);
+      columns.push(undefined);
+      continue;
+    }
     const problem = columnProblem(key, name, columns, known);
     if (problem) return { issue: { line: header.line, column: name, code: BulkFileIssue.BAD_COLUMNS, message: problem } };
     columns.push(key as BulkColumn);
@@ -134,14 +170,17 @@ function readCsvRows(text: string, options: BulkRowOptions): { rows: RawRow[] } 
       });
       continue;
     }
-    rows.push({ line: record.line, values: new Map(columns.map((column, index) => [column, record.fields[index]])) });
+    const values = new Map<BulkColumn, unknown>();
+    columns.forEach((column, index) => column && values.set(column, record.fields[index]));
+    rows.push({ line: record.line, values });
   }
-  return { rows };
+  return { rows, ignored };
 }
 
-function readJsonRows(text: string, options: BulkRowOptions): { rows: RawRow[] } | { issue: FileIssue } {
+function readJsonRows(text: string, options: BulkFileOptions): ReadRows {
   const known = knownColumns(options.readFile !== undefined);
   const rows: RawRow[] = [];
+  const ignored: string[] = [];
   for (const entry of parseJsonLines(text)) {
     if (!entry.ok) {
       rows.push({ line: entry.line, issue: { line: entry.line, code: entry.code, message: entry.message } });
@@ -151,6 +190,10 @@ function readJsonRows(text: string, options: BulkRowOptions): { rows: RawRow[] }
     const seen: BulkColumn[] = [];
     for (const [name, value] of Object.entries(entry.value)) {
       const key = columnKey(name);
+      if (options.web && key !== "" && !known.has(key)) {
+        if (!ignored.includes(name)) ignored.push(name);
+        continue;
+      }
       const problem = columnProblem(key, name, seen, known);
       if (problem) return { issue: { line: entry.line, column: name, code: BulkFileIssue.BAD_COLUMNS, message: problem } };
       seen.push(key as BulkColumn);
@@ -161,10 +204,10 @@ function readJsonRows(text: string, options: BulkRowOptions): { rows: RawRow[] }
   if (rows.length === 0) {
     return { issue: { line: 1, code: BulkFileIssue.EMPTY_FILE, message: "the file is empty" } };
   }
-  return { rows };
+  return { rows, ignored };
 }
 
-function columnProblem(key: string, name: string, seen: readonly string[], known: ReadonlySet<string>): string | undefined {
+function columnProblem(key: string, name: string, seen: ReadonlyArray<string | undefined>, known: ReadonlySet<string>): string | undefined {
   if (key === "") return "a column has no name";
   if (!known.has(key)) {
     const hint = key === "instructions_file" ? " (instructions_file is read by the CLI only)" : "";

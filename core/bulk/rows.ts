@@ -3,7 +3,7 @@
  * "Bulk row columns" table. CSV cells arrive as strings, JSON Lines values as JSON; an empty string or null is an
  * empty cell (the default applies).
  */
-import { CAPABILITY_TAG_RULE, checkCapabilities, parseCapabilityList } from "../capabilities";
+import { CAPABILITY_TAG_RULE, CAPABILITY_TAGS, checkCapabilities, isCapabilityTag, parseCapabilityList } from "../capabilities";
 import { CHAIN_NAMES, isChainName, type ChainName } from "../chains";
 import type { Checked } from "../issues";
 import { DEFAULT_BULK_DURATION_SECONDS, DEFAULT_ZONE, MAX_UPLOAD_BYTES } from "../limits";
@@ -53,6 +53,8 @@ export interface BulkRowOptions {
   readFile?: (relativePath: string) => string;
   /** Web app: briefs are limited to MAX_WEB_BRIEF_CHARS. Everywhere the encrypted brief must fit one upload. */
   maxInstructionsChars?: number;
+  /** Web app: only the known capability tags (CAPABILITY_TAGS, spec "Limits"); elsewhere any well-formed tag. */
+  knownCapabilitiesOnly?: boolean;
 }
 
 export const BulkRowIssue = {
@@ -70,6 +72,8 @@ export const BulkRowIssue = {
   INVALID_VERIFICATION: "INVALID_VERIFICATION",
   INVALID_CAPABILITY: "INVALID_CAPABILITY",
   DUPLICATE_BRIEF: "DUPLICATE_BRIEF",
+  /** Web app: a row identical to an earlier one (spec "Bulk run behaviour" 7). */
+  DUPLICATE_ROW: "DUPLICATE_ROW",
 } as const;
 
 /** Largest id a service can have (ids are 32-bit serials). */
@@ -303,6 +307,15 @@ function readCapabilities(
       "capabilities",
       BulkRowIssue.INVALID_CAPABILITY,
       `malformed capability tag${list.invalid.length > 1 ? "s" : ""}: ${list.invalid.join(", ")} (${CAPABILITY_TAG_RULE})`,
+    );
+    return undefined;
+  }
+  const unknown = options.knownCapabilitiesOnly ? list.tags.filter((tag) => !isCapabilityTag(tag)) : [];
+  if (unknown.length > 0) {
+    fail(
+      "capabilities",
+      BulkRowIssue.INVALID_CAPABILITY,
+      `unknown capability tag${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")} (one of the ${CAPABILITY_TAGS.length} known tags)`,
     );
     return undefined;
   }

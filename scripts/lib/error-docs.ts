@@ -31,6 +31,7 @@ const ROW_ISSUES: Record<keyof typeof BulkRowIssue, string> = {
   INVALID_CAPABILITY:
     "A capability tag is malformed: tags are a letter, then letters, digits, `_` or `-`, at most 64 characters (compared without case).",
   DUPLICATE_BRIEF: "The same public brief appears twice in the file.",
+  DUPLICATE_ROW: "Web app: the row is identical to an earlier row of the file (the web app posts it once; the CLI posts a private row twice).",
 };
 
 /** Field rules shared by the API, the SDK, the CLI and MCP (core/task-fields.ts), as row codes. */

@@ -1,4 +1,13 @@
-import { getAddress, isError, JsonRpcProvider, Transaction, Wallet, type TransactionLike, type TransactionReceipt } from "ethers";
+import {
+  getAddress,
+  isError,
+  JsonRpcProvider,
+  Transaction,
+  Wallet,
+  type JsonRpcApiProvider,
+  type TransactionLike,
+  type TransactionReceipt,
+} from "ethers";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { ChainName } from "../../core/chains";
@@ -47,8 +56,10 @@ export interface ChainWallet {
   chainId: number;
   escrow: string;
   token: string;
-  wallet: Wallet;
-  provider: JsonRpcProvider;
+  /** The signing account: a local key's `Wallet`, or a browser wallet's account (sdk/src/injected.ts). */
+  wallet: { readonly address: string };
+  /** Reads and receipts: the RPC URL's provider, or the browser wallet's own (EIP-1193). */
+  provider: JsonRpcApiProvider;
   /**
    * Checks the API's transaction against the expected call, then signs and sends the expected call; with `nonce`,
    * exactly at that nonce (a caller that journaled the nonce can later tell whether the transaction was sent). With

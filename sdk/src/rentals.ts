@@ -7,7 +7,7 @@
 import type { PostTaskInput } from "./posting";
 import type { RoundVerdict, ServiceView } from "../../core/api";
 import type { TaskStatus } from "../../core/status";
-import { RENTAL_CRITERIA } from "../../core/verification";
+import { RENTAL_CRITERIA } from "../../core/verification/criteria";
 import { RENTAL_DURATION_SECONDS } from "../../core/limits";
 
 export interface RentServiceOptions {

@@ -3,7 +3,6 @@
  * import a SKILL.md file, edit, delete) and an owner's installs, removals and updates of a hosted agent. Each function
  * is one API call; refusals are `ApiError`s with the API's code (SKILL_NOT_FOUND, SKILL_NEEDS_SECRETS...).
  */
-import { readFile } from "node:fs/promises";
 import type { Http } from "./http";
 import { MAX_OPENAPI_BYTES } from "../../core/openapi-import";
 import { clientError } from "./errors";
@@ -36,7 +35,7 @@ async function openApiText(source: OpenApiSource, fetchImpl: typeof fetch = fetc
   if ("file" in source) {
     let text: string;
     try {
-      text = await readFile(source.file, "utf8");
+      text = await readLocalFile(source.file);
     } catch (error) {
       throw clientError("VALIDATION_FAILED", `cannot read ${source.file}: ${(error as Error).message}`);
     }
@@ -103,7 +102,7 @@ export function skillsApi(http: Http) {
         ImportSkillBody,
         "text"
       >;
-      const body = { ...rest, text: text ?? (await readFile(file!, "utf8")) };
+      const body = { ...rest, text: text ?? (await readLocalFile(file!)) };
       return (await http.post<{ skill: SkillView }>("/api/v1/skills/import", body)).skill;
     },
     async update(slug: string, body: UpdateSkillBody): Promise<SkillView> {
@@ -138,3 +137,9 @@ export function skillsApi(http: Http) {
 }
 
 export type SkillsApi = ReturnType<typeof skillsApi>;
+
+/** Reads a local file (Node only: loaded when asked, so a web page that never reads a file loads no Node module). */
+async function readLocalFile(file: string): Promise<string> {
+  const { readFile } = await import("node:fs/promises");
+  return readFile(file, "utf8");
+}

@@ -79,17 +79,25 @@ export interface WalletLog {
  * A browser context whose pages have `window.ethereum`: requests go to this process, which answers accounts and the
  * chain id, signs personal_sign messages and sends transactions with the key, and forwards reads to the chain.
  */
-export async function walletContext(browser: Browser, wallet?: InjectedWallet): Promise<{ context: BrowserContext; log: WalletLog }> {
+export async function walletContext(
+  browser: Browser,
+  wallet?: InjectedWallet,
+  /** Awaited after each transaction the wallet sent, before the page hears its hash (a test may reload the page meanwhile). */
+  afterSend?: (txHash: string, sent: number) => Promise<void>,
+): Promise<{ context: BrowserContext; log: WalletLog }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const log: WalletLog = { requests: [] };
   if (!wallet) return { context, log };
-  const provider = new JsonRpcProvider(wallet.rpcUrl, wallet.chainId, { staticNetwork: true });
+  // No response cache: consecutive transactions must see the nonce the previous one used.
+  const provider = new JsonRpcProvider(wallet.rpcUrl, wallet.chainId, { staticNetwork: true, cacheTimeout: -1 });
   const signer = new Wallet(wallet.privateKey, provider);
   context.on("close", () => provider.destroy());
   await context.exposeBinding("__marketTestWallet", async (_source, method: string, params: unknown[]) => {
     log.requests.push({ method, params });
     try {
-      return { result: await answer(signer, provider, wallet.chainId, method, params ?? []) };
+      const result = await answer(signer, provider, wallet.chainId, method, params ?? []);
+      if (method === "eth_sendTransaction") await afterSend?.(result as string, log.requests.filter((r) => r.method === method).length);
+      return { result };
     } catch (error) {
       const e = error as { code?: unknown; message?: string };
       return { error: { code: typeof e.code === "number" ? e.code : -32603, message: e.message ?? String(error) } };
@@ -114,10 +122,12 @@ async function answer(signer: Wallet, provider: JsonRpcProvider, chainId: number
       return signer.signMessage(isHexString(data) ? getBytes(data) : data);
     }
     case "eth_sendTransaction": {
-      const [tx] = params as [{ from?: string; to?: string; data?: string; value?: string; gas?: string }];
+      const [tx] = params as [{ from?: string; to?: string; data?: string; value?: string; gas?: string; nonce?: string }];
       if (tx.from && tx.from.toLowerCase() !== signer.address.toLowerCase()) throw Object.assign(new Error("unknown account"), { code: 4100 });
       const request: TransactionRequest = { to: tx.to, data: tx.data, ...(tx.value ? { value: BigInt(tx.value) } : {}) };
       if (tx.gas) request.gasLimit = BigInt(tx.gas);
+      // The nonce the page asks for (the posting engine journals it before sending), as a browser wallet honours it.
+      if (tx.nonce) request.nonce = Number(tx.nonce);
       const sent = await signer.sendTransaction(request);
       return sent.hash;
     }

@@ -40,5 +40,6 @@ export const NAV: Array<{ to: string; label: string; signedIn?: boolean }> = [
   { to: "/services", label: "Services" },
   { to: "/skills", label: "Skills" },
   { to: "/my-tasks", label: "My tasks", signedIn: true },
+  { to: "/post/bulk", label: "Post in bulk", signedIn: true },
   { to: "/account", label: "Account", signedIn: true },
 ];

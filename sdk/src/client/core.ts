@@ -7,10 +7,13 @@ import { createHttp, type Http } from "../http";
 import { ApiError, clientError } from "../errors";
 import { connectChain, pinnedEscrowsFromEnv, type ChainWallet, type PinnedEscrows, type RpcUrls, type Settlement } from "../chain";
 import type { ChainName } from "../../../core/chains";
+import { connectInjected, injectedAccount, type InjectedWallet } from "../injected";
 import type { SettlementAnswer, TaskView, WhoAmI } from "../../../core/api";
 
 export interface MarketClientOptions {
   apiKey: string;
+  /** A signed-in session's token instead of an API key (`apiKey: ""`): the web app acts as the signed-in wallet. */
+  sessionToken?: string;
   /** Default: MARKET_API_URL, else http://127.0.0.1:3000. */
   baseUrl?: string;
   /** The wallet of the API key, to fund tasks and sign its transactions (as poster, worker or verifier). Its key never leaves the client. */
@@ -21,6 +24,11 @@ export interface MarketClientOptions {
     /** Called before the wallet signs each transaction (e.g. to top up its gas). */
     beforeSend?: (tx: { chain: ChainName; from: string; to: string; data: string }) => Promise<void>;
   };
+  /**
+   * A browser wallet (EIP-1193) that holds the API key's wallet, instead of `executor`: it signs and sends every
+   * transaction, and its provider answers the reads (sdk/src/injected.ts; the web app's bulk posting).
+   */
+  injected?: InjectedWallet;
   /** Escrow addresses the client trusts per chain; default MARKET_ESCROW_<CHAIN>. */
   escrows?: PinnedEscrows;
   fetch?: typeof fetch;
@@ -43,6 +51,7 @@ export class ClientCore {
     this.http = createHttp({
       baseUrl: options.baseUrl ?? process.env.MARKET_API_URL ?? "http://127.0.0.1:3000",
       apiKey: options.apiKey,
+      ...(options.sessionToken ? { sessionToken: options.sessionToken } : {}),
       fetch: options.fetch,
       timeoutMs: options.timeoutMs,
     });
@@ -79,12 +88,13 @@ export class ClientCore {
   }
 
   async wallet(chain?: string): Promise<ChainWallet> {
-    const executor = this.#options.executor;
-    if (!executor) throw clientError("WRONG_RPC", "This client has no executor { privateKey, rpcUrls }.");
+    const { executor, injected } = this.#options;
+    if (!executor && !injected) throw clientError("WRONG_RPC", "This client has no executor { privateKey, rpcUrls }.");
     const settlement = await this.settlement(chain);
     let connected = this.#wallets.get(settlement.chain);
     if (!connected) {
       connected = (async () => {
+        if (!executor) return this.#injectedWallet(settlement, injected!);
         await this.requireOwnKey(executor.privateKey);
         return connectChain(settlement, executor.privateKey, executor.rpcUrls, this.#pinned, {
           confirmTimeoutMs: executor.confirmTimeoutMs,
@@ -95,6 +105,15 @@ export class ClientCore {
       this.#wallets.set(settlement.chain, connected);
     }
     return connected;
+  }
+
+  /** The browser wallet on the settlement's chain, once checked to be the API key's wallet (`OWNER_MISMATCH`). */
+  async #injectedWallet(settlement: Settlement, injected: InjectedWallet): Promise<ChainWallet> {
+    const [account, apiWallet] = await Promise.all([injectedAccount(injected.provider), this.whoami()]);
+    if (account !== getAddress(apiWallet)) {
+      throw clientError("OWNER_MISMATCH", `The browser wallet's account ${account} is not the API key's wallet ${getAddress(apiWallet)}.`);
+    }
+    return connectInjected(settlement, injected, this.#pinned);
   }
 
   close(): void {

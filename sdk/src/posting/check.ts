@@ -1,7 +1,7 @@
 /** The first phase of posting: every row checked by the service's own rules before anything is sent. */
 import { clientError, type RowError } from "../errors";
 import { checkBulkRows, type BulkColumn, type BulkRow, type RowValues } from "../../../core/bulk";
-import { BULK_AUTO_CRITERIA, validateCriteria, type VerificationCriteria } from "../../../core/verification";
+import { BULK_AUTO_CRITERIA, validateCriteria, type VerificationCriteria } from "../../../core/verification/criteria";
 import { parseAgentAddress } from "../../../core/task-fields";
 import { MAX_BULK_ROWS } from "../../../core/limits";
 import type { PostTaskInput } from "./types";

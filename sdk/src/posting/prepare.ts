@@ -12,8 +12,11 @@ import type { IndexParams, PostTasksOptions, WrapTo } from "./types";
 /** An agent as `GET /api/v1/a2a/executors` lists it: what wrapping a brief key needs. */
 type Agent = { address: string; publicKey: AgentProfile["publicKey"] };
 
-/** Registered agents on the posting chain that can open a private brief, per capability set. */
-export type Recipients = Map<string, Agent[]>;
+/**
+ * Registered agents on the posting chain that can open a private brief, per capability set; with `custody`, the
+ * service's custody public key each brief key is also wrapped to (`keyCustodyBlob`, re-wrapped at accept).
+ */
+export type Recipients = Map<string, Agent[]> & { custody?: string };
 
 /** A row made ready to fund: everything but the funding transaction's hash. */
 export type PreparedRow = { checked: CheckedRow; params: Omit<IndexParams, "txHash"> };
@@ -30,8 +33,10 @@ export async function findRecipients(
   ctx: Pick<PostingContext, "http" | "settlement">,
   rows: readonly CheckedRow[],
   wrapTo: WrapTo = "posting-chain",
+  custody?: string,
 ): Promise<Recipients> {
   const sets: Recipients = new Map();
+  if (custody) sets.custody = custody;
   for (const { row } of rows) {
     if (row.privacy !== "private") continue;
     const key = capabilitySet(row);
@@ -112,10 +117,8 @@ export async function prepareRow(
     if (!verifierKey) throw clientError("INVALID_ROWS", `The verifier ${verifier} has no public key.`);
     readers.push({ address: verifier, publicKey: verifierKey });
   }
-  const wraps = wrapBriefKeys(
-    encrypted.key,
-    readers.map((reader) => reader.publicKey),
-  );
+  const wraps = wrapBriefKeys(encrypted.key, [...readers.map((reader) => reader.publicKey), ...(recipients.custody ? [recipients.custody] : [])]);
   const wrappedKeys = Object.fromEntries(readers.map((reader, i) => [reader.address, wraps[i]!]));
-  return { checked, params: { taskHash, privacy: "private", rootHash, wrappedKeys, ...common } };
+  const custody = recipients.custody ? { keyCustodyBlob: wraps[readers.length]! } : {};
+  return { checked, params: { taskHash, privacy: "private", rootHash, wrappedKeys, ...custody, ...common } };
 }

@@ -1,5 +1,5 @@
 import type { IndexTaskBody } from "../../../core/api";
-import type { VerificationCriteria } from "../../../core/verification";
+import type { VerificationCriteria } from "../../../core/verification/criteria";
 
 /** One task to post (a row of `postTasks`, or `postTask`'s argument). */
 export interface PostTaskInput {
@@ -114,6 +114,12 @@ export interface PostTasksOptions {
   chain?: string;
   /** Default `posting-chain`. */
   wrapTo?: WrapTo;
+  /**
+   * The service's custody public key (`custodyPublicKey` of GET /api/v1/health/settlement): each private brief key is
+   * also wrapped to it as the task's `keyCustodyBlob`, which the service re-wraps at accept to any eligible agent (the
+   * web app's posts, spec "Authentication" 10), agents registered after the post included.
+   */
+  custodyPublicKey?: string;
   /** Refuse before spending anything when the total escrow is above this (raw units). */
   maxTotalRaw?: bigint | string;
   /** Tasks per funding transaction when the escrow has batch creation (default 20, at most its limit). */

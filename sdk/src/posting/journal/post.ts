@@ -19,6 +19,8 @@ export interface PostFreshOptions {
   maxTotalRaw?: bigint;
   /** Whom private briefs are wrapped to (`market mcp` passes `any-chain`); default the posting chain's agents. */
   wrapTo?: WrapTo;
+  /** Also wrap each private brief key to the service's custody key (PostTasksOptions `custodyPublicKey`; the web app). */
+  custodyPublicKey?: string;
 }
 
 /**
@@ -66,6 +68,7 @@ export async function postFresh(
         ...(flags.chunk !== undefined ? { chunkSize: flags.chunk } : {}),
         ...(flags.maxTotalRaw !== undefined ? { maxTotalRaw: flags.maxTotalRaw } : {}),
         ...(flags.wrapTo ? { wrapTo: flags.wrapTo } : {}),
+        ...(flags.custodyPublicKey ? { custodyPublicKey: flags.custodyPublicKey } : {}),
         onFunding: async (event) => {
           const block = await chain.provider.getBlockNumber();
           // Recorded by content before anything is sent, so a copy of this file finds these rows (findRepeats).

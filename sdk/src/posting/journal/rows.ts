@@ -5,7 +5,7 @@
  */
 import { sha256, toUtf8Bytes } from "ethers";
 import type { BulkRow } from "../../../../core/bulk";
-import { BULK_AUTO_CRITERIA } from "../../../../core/verification";
+import { BULK_AUTO_CRITERIA } from "../../../../core/verification/criteria";
 import type { CheckedRow } from "../check";
 import type { PostTaskInput } from "../types";
 
