@@ -15,7 +15,7 @@ const problems = [...layerProblems(root), ...serverImportProblems(path.join(root
 for (const problem of problems) console.error(problem);
 console.log(
   problems.length === 0
-    ? "layers kept (core <- sdk <- cli, core <- server through the SDK's entry files), no import cycles, core does no I/O, every package declared; server/: no cycles between files or folders, only server/index.ts imports app.ts"
+    ? "layers kept (core <- sdk <- cli, core <- sdk <- web, core <- server through the SDK's entry files), no import cycles, core does no I/O, every package declared; server/: no cycles between files or folders, only server/index.ts imports app.ts"
     : `${problems.length} problem(s)`,
 );
 process.exit(problems.length === 0 ? 0 : 1);

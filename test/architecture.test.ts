@@ -51,7 +51,7 @@ describe("architecture", function () {
     });
   });
 
-  it("the repository keeps its layers: core <- sdk <- cli, core <- server through the SDK's entry files, no cycle anywhere, no I/O in core, every package declared", function () {
+  it("the repository keeps its layers: core <- sdk <- cli, core <- sdk <- web, core <- server through the SDK's entry files, no cycle anywhere, no I/O in core, every package declared", function () {
     expect(layerProblems(path.resolve(__dirname, ".."))).to.deep.equal([]);
   });
 
@@ -87,11 +87,13 @@ describe("architecture", function () {
       );
       write("sdk/src/client.ts", 'import { main } from "../../cli/src/main";\nexport const client = main;\n');
       write("server/app.ts", 'import { client } from "../sdk/src/client";\nexport const app = client;\n');
+      write("web/src/bulk.tsx", 'import { main } from "../../cli/src/main";\nexport const page = main;\n');
       expect(layerProblems(dir)).to.deep.equal([
         "core/money.ts imports node:fs: core/ does no I/O",
         "core/money.ts imports sdk/src/client.ts: core may not import sdk",
         "sdk/src/client.ts imports cli/src/main.ts: sdk may not import cli",
         "server/app.ts imports sdk/src/client.ts: the server imports the SDK through its entry files only (sdk/src/index.ts, sdk/src/mcp/index.ts, sdk/src/posting/journal/index.ts, sdk/src/node/index.ts)",
+        "web/src/bulk.tsx imports cli/src/main.ts: web may not import cli",
         "file cycle (2 files), e.g. cli/src/main.ts -> sdk/src/client.ts -> cli/src/main.ts",
       ]);
     });

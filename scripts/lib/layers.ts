@@ -12,6 +12,7 @@ import { cycles, shortestCycle } from "./import-graph";
  *   cli     the `market` command (cli/src): sdk, core and the bindings
  *   server  the API and the indexer: core, the bindings, deploy/deployments.ts (the deployment record it reads), and the
  *           SDK only through its entry files (SERVER_SDK_ENTRIES)
+ *   web     the web app (web/src, bundled by Vite): core and the SDK, never the CLI or the server
  *
  * scripts/, bench/, deploy/, examples/ and test/ sit above them and may import any of them; nothing in a layer imports
  * them (but the server's one deployment record). Over all of it: no import cycle between files (type-only imports
@@ -19,11 +20,17 @@ import { cycles, shortestCycle } from "./import-graph";
  * sdk/src and core (compiled into the SDK) by sdk/package.json; cli/src, and the SDK and core it compiles in, by
  * cli/package.json (@market/cli, built by its own cli/tsconfig.json); everything else by the root package.json.
  */
-export const LAYERS = ["core", "sdk", "cli", "server"] as const;
+export const LAYERS = ["core", "sdk", "cli", "server", "web"] as const;
 export type Layer = (typeof LAYERS)[number];
 
-const LAYER_FOLDERS: Record<Layer, string> = { core: "core", sdk: "sdk/src", cli: "cli/src", server: "server" };
-const MAY_IMPORT: Record<Layer, readonly Layer[]> = { core: [], sdk: ["core"], cli: ["sdk", "core"], server: ["core", "sdk"] };
+const LAYER_FOLDERS: Record<Layer, string> = { core: "core", sdk: "sdk/src", cli: "cli/src", server: "server", web: "web/src" };
+const MAY_IMPORT: Record<Layer, readonly Layer[]> = {
+  core: [],
+  sdk: ["core"],
+  cli: ["sdk", "core"],
+  server: ["core", "sdk"],
+  web: ["core", "sdk"],
+};
 /** The upper folders: they may import any layer, and no layer imports them. */
 const UPPER_FOLDERS = ["scripts", "bench", "deploy", "examples", "test"];
 /** Files of the upper folders a layer may still import (the server reads the deployment record). */
@@ -188,7 +195,7 @@ export function layerProblems(rootDir: string): string[] {
         problems.push(
           `${source.name} imports ${pkg}, which sdk/package.json, cli/package.json and the root package.json must all declare (core is in each)`,
         );
-      if ((source.layer === "server" || !source.layer) && !rootPackages.has(pkg))
+      if ((source.layer === "server" || source.layer === "web" || !source.layer) && !rootPackages.has(pkg))
         problems.push(`${source.name} imports ${pkg}, which the root package.json does not declare`);
     }
   }

@@ -7,7 +7,7 @@
  */
 import { useEffect, useMemo, useState } from "react";
 import { formatUsdc } from "../../../core/money";
-import { totalsOf } from "../../../cli/src/totals";
+import { totalsOf } from "../../../sdk/src/posting/journal/totals";
 import type { Settlement } from "../../../core/api";
 import type { Eip1193Provider } from "../../../sdk/src/injected";
 import { browserRuns, type BrowserRunInfo } from "../../../sdk/src/posting/journal/browser";

@@ -15,4 +15,5 @@ export { finalRows, finishRows, fundingInFlight, openRun, outcomeOf, PENDING_FUN
 export { postFresh, type PostFreshOptions, type PostTasksHooks } from "./post";
 export { LISTED_ALREADY, listedAlready, preflight, refuseListed, requirePostable, requireRecipients, setAsideListed } from "./preflight";
 export { callFingerprint, callId, callPoster, type CallPosterOptions, type CallStore } from "./call";
+export { totalsOf, type Totals } from "./totals";
 export type { Run } from "./types";
