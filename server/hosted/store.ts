@@ -232,6 +232,13 @@ export function createHostedStore({
         .returning(["address", "owner_address"])
         .executeTakeFirst();
     return db.transaction().execute(async (trx) => {
+      // The row first (an update to itself holds its lock to the end): the two moves below then see one state, not a
+      // start or delete committing between them (PostgreSQL reads each statement afresh).
+      await trx
+        .updateTable("hosted_agents")
+        .set((eb) => ({ updated_at: eb.ref("updated_at") }))
+        .where("id", "=", id)
+        .execute();
       // From `running` first, on its own: whether the agent was running decides its `agent.stopped` event.
       const wasRunning = to !== "running" && from.includes("running") ? await move(trx, ["running"]) : undefined;
       const others = from.filter((state) => to === "running" || state !== "running");
