@@ -203,10 +203,12 @@ Its owner     ${ownerSigner.address} (manages it: GET /api/v1/agents/mine, stop,
       zeroG.stop();
       process.exit(1);
     }, 15_000);
-    void server.stop().finally(() => {
+    void server.stop().finally(async () => {
       clearTimeout(bound);
       chain.stop();
       zeroG.stop();
+      // "stopped" means the chains are gone too and their ports free (a node takes a moment to close; 5 s at most).
+      await Promise.race([Promise.all([chain.exited, zeroG.exited]), new Promise((resolve) => setTimeout(resolve, 5_000))]);
       console.log("npm start: stopped");
       process.exit(0);
     });

@@ -12,7 +12,9 @@ export interface LocalChain {
   /** Private keys of the node's funded accounts, in account order. */
   accounts: string[];
   process: ChildProcess;
+  /** Sends the node SIGTERM; `exited` tells when it is gone (its port free). */
   stop(): void;
+  exited: Promise<void>;
 }
 
 export function hardhatAccountKeys(count = 20): string[] {
@@ -79,11 +81,15 @@ export async function startLocalChain(options: {
     if (child.exitCode === null) child.kill("SIGTERM");
   };
   process.once("exit", stop);
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
 
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`hardhat node exited (${child.exitCode}) before answering:\n${output}`);
-    if (await answers(url)) return { url, accounts: hardhatAccountKeys(), process: child, stop };
+    if (await answers(url)) return { url, accounts: hardhatAccountKeys(), process: child, stop, exited };
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   stop();

@@ -332,10 +332,11 @@ describe("npm start", function () {
     expect(said).to.contain("npm start: stopped");
     expect(said).to.not.match(/"level":50|fetch failed|Error:/);
     expect(Date.now() - at).to.be.below(15_000);
-    // The chains went with it.
+    // The chains went with it (each node takes its own moment to close its port).
     const deadline = Date.now() + 10_000;
-    while (!(await portIsFree(chainPort)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(await portIsFree(chainPort)).to.equal(true);
-    expect(await portIsFree(zeroGPort)).to.equal(true);
+    const bothFree = async () => (await portIsFree(chainPort)) && (await portIsFree(zeroGPort));
+    while (!(await bothFree()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await portIsFree(chainPort), "the arc chain's port").to.equal(true);
+    expect(await portIsFree(zeroGPort), "the 0g chain's port").to.equal(true);
   });
 });
