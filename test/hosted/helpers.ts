@@ -3,8 +3,21 @@ import hre from "hardhat";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { MarketClient } from "../../sdk/src/client";
 import type { DeployAgentOptions } from "../../sdk/src/client";
-import type { Stack } from "../support/stack";
-import type { ModelServer } from "../support/model-server";
+import { startStack, type Stack } from "../support/stack";
+import { startModelServer, type ModelServer } from "../support/model-server";
+
+/** A stack and a scripted model server shared by a describe block's tests: started before them, closed after. */
+export function sharedStackAndModel(use: (stack: Stack, model: ModelServer) => void): void {
+  let started: { stack: Stack; model: ModelServer } | undefined;
+  before(async function () {
+    started = { stack: await startStack(), model: await startModelServer() };
+    use(started.stack, started.model);
+  });
+  after(async function () {
+    await started?.stack.close();
+    await started?.model.close();
+  });
+}
 
 /** Resolves when `check` holds, polling. */
 export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = "condition"): Promise<void> {

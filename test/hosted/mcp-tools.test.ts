@@ -5,13 +5,13 @@
  * The manual MCP type posts `{ tool, input }`. Refusals: an unreachable or empty server, a tool name over 64.
  */
 import { expect } from "chai";
-import { startStack, type Stack } from "../support/stack";
-import { startModelServer, type ModelRequest, type ModelServer } from "../support/model-server";
+import type { Stack } from "../support/stack";
+import type { ModelRequest, ModelServer } from "../support/model-server";
 import { startMcpToolServer } from "../support/mcp-tool-server";
 import { publicKeyFromPrivateKey } from "../../core/crypto";
 import { privateKeyOf } from "../server/harness";
 import { expectError } from "../server/expect";
-import { agentOptions, clientOf, keyedClientOf, startedAgent, statusOf, until } from "./helpers";
+import { agentOptions, clientOf, keyedClientOf, startedAgent, statusOf, until, sharedStackAndModel } from "./helpers";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
 const SECRET = "wx-secret-7f3a9c";
@@ -22,14 +22,7 @@ describe("hosted agents: MCP tools", function () {
   let s: Stack;
   let model: ModelServer;
 
-  before(async function () {
-    s = await startStack();
-    model = await startModelServer();
-  });
-  after(async function () {
-    await s.close();
-    await model.close();
-  });
+  sharedStackAndModel((stack, server) => ((s = stack), (model = server)));
 
   for (const mode of ["json", "sse"] as const) {
     it(`lists an MCP server's tools at deploy and calls one during a paid task (${mode === "json" ? "plain JSON" : "SSE"} answers)`, async function () {

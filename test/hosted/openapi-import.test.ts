@@ -5,10 +5,10 @@
  * constructs, over 10 MB.
  */
 import { expect } from "chai";
-import { startStack, type Stack } from "../support/stack";
-import { startModelServer, type ModelRequest, type ModelServer } from "../support/model-server";
+import type { Stack } from "../support/stack";
+import type { ModelRequest, ModelServer } from "../support/model-server";
 import { expectError, expectOk } from "../server/expect";
-import { agentOptions, keyedClientOf, startedAgent, statusOf, until } from "./helpers";
+import { agentOptions, keyedClientOf, startedAgent, statusOf, until, sharedStackAndModel } from "./helpers";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
 
@@ -61,14 +61,7 @@ describe("hosted agents: OpenAPI import", function () {
   let s: Stack;
   let model: ModelServer;
 
-  before(async function () {
-    s = await startStack();
-    model = await startModelServer();
-  });
-  after(async function () {
-    await s.close();
-    await model.close();
-  });
+  sharedStackAndModel((stack, server) => ((s = stack), (model = server)));
 
   it("drafts a 3.0 document's operations as the spec maps them; confirmed, a draft runs in a paid task", async function () {
     const { key } = await keyedClientOf(s, s.stranger);

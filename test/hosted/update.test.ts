@@ -4,26 +4,19 @@
  * account (NOT_AGENT_OWNER), a tool naming a secret the agent does not hold, nothing changed by a refused update.
  */
 import { expect } from "chai";
-import { startStack, type Stack } from "../support/stack";
-import { startModelServer, type ModelServer } from "../support/model-server";
+import type { Stack } from "../support/stack";
+import type { ModelServer } from "../support/model-server";
 import { expectError, expectOk } from "../server/expect";
 import type { RunningConfig } from "../../server/hosted/store";
 import { json } from "../../server/db";
-import { agentOptions, keyedClientOf, startedAgent, statusOf, until } from "./helpers";
+import { agentOptions, keyedClientOf, startedAgent, statusOf, until, sharedStackAndModel } from "./helpers";
 
 describe("hosted agents: updates by the owner", function () {
   this.timeout(180_000);
   let s: Stack;
   let model: ModelServer;
 
-  before(async function () {
-    s = await startStack();
-    model = await startModelServer();
-  });
-  after(async function () {
-    await s.close();
-    await model.close();
-  });
+  sharedStackAndModel((stack, server) => ((s = stack), (model = server)));
 
   it("applies an update of a running agent only after a restart, keeping its wallet and reputation", async function () {
     model.setScript((request) =>

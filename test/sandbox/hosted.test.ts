@@ -7,8 +7,8 @@
  * (SANDBOX_TOOL_IN_SKILL), and an owner's update adds them by the deploy's rules (bounds, sandbox required).
  */
 import { expect } from "chai";
-import { startStack, type Stack } from "../support/stack";
-import { startModelServer, type ModelRequest, type ModelServer } from "../support/model-server";
+import type { Stack } from "../support/stack";
+import type { ModelRequest, ModelServer } from "../support/model-server";
 import { privateKeyOf, startTestServer, type TestServer } from "../server/harness";
 import { publicKeyFromPrivateKey } from "../../core/crypto";
 import { DEFAULT_SANDBOX } from "../../server/config";
@@ -16,7 +16,7 @@ import { createSandbox } from "../../server/sandbox";
 import { callSandboxTool } from "../../server/hosted/runner/sandbox-tools";
 import { MarketError } from "../../core/errors";
 import type { JsEvalTool, SandboxTool } from "../../core/api";
-import { agentOptions, keyedClientOf, startedAgent, statusOf, until } from "../hosted/helpers";
+import { agentOptions, keyedClientOf, startedAgent, statusOf, until, sharedStackAndModel } from "../hosted/helpers";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
 const DAY_MS = 86_400_000;
@@ -44,14 +44,7 @@ describe("sandbox tools of hosted agents", function () {
   describe("in a paid task", function () {
     let s: Stack;
     let model: ModelServer;
-    before(async function () {
-      s = await startStack();
-      model = await startModelServer();
-    });
-    after(async function () {
-      await s.close();
-      await model.close();
-    });
+    sharedStackAndModel((stack, server) => ((s = stack), (model = server)));
 
     it("calls a JS Eval tool and a Sandbox tool, and their results reach the delivered output", async function () {
       model.setScript((request) => {
