@@ -31,8 +31,8 @@ export type SubtaskLedger = ReturnType<typeof createSubtaskLedger>;
 export function createSubtaskLedger({ db, now }: { db: Db; now: () => number }) {
   /**
    * Records a sub-task of `amount` for the agent's task when it fits (its id, to name the sub-task once listed), or
-   * answers why not (`CODE: message`, the code one of core/errors.ts's SUBTASK_* codes). Counted from the moment it is asked for, posted or not: a sub-task that failed half-way may
-   * still have been funded.
+   * answers why not (`CODE: message`, the code one of core/errors.ts's SUBTASK_* codes). Counted from the moment it is
+   * asked for, posted or not: a sub-task that failed half-way may still have been funded.
    */
   async function reserve(
     agentId: number,
