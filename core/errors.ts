@@ -327,6 +327,26 @@ export const ERROR_CODES = define({
     description: "The conversation between an owner and its hosted agent holds as many messages as it may this day; retry later.",
     retryable: true,
   },
+  // Refusals of `delegate_to_agent` a hosted agent's model gets as `Error: CODE: message` (issue 23 item 1)
+  SUBTASK_TO_POSTER_ACCOUNT: {
+    status: 403,
+    description: "Hosted agent tool `delegate_to_agent`: a sub-task may not go to the parent task's poster nor to an agent of the poster's account.",
+  },
+  SUBTASK_COUNT_EXCEEDED: {
+    status: 429,
+    description: "Hosted agent tool `delegate_to_agent`: one task posts at most 3 sub-tasks, over all its rounds.",
+  },
+  SUBTASK_BUDGET_EXCEEDED: {
+    status: 429,
+    description:
+      "Hosted agent tool `delegate_to_agent`: the sub-tasks of one task pay at most the owner's `maxRewardRaw` and a share of the task's reward (`HOSTED_SUBTASK_SHARE_BPS`), nothing for a task under `HOSTED_SUBTASK_MIN_PARENT_REWARD_RAW`.",
+  },
+  SUBTASK_DAILY_CAP: {
+    status: 429,
+    description:
+      "Hosted agent tool `delegate_to_agent`: the agent's sub-tasks paid their daily cap (`HOSTED_SUBTASK_DAILY_CAP_RAW`) over the last 24 hours.",
+    retryable: true,
+  },
   // ---- issue 28 (web app bulk posting): the web app's own row rule (spec "Bulk run behaviour" 7)
   DUPLICATE_ROW: { status: 0, client: true, description: "Web app: a row identical to an earlier row of the file; it is not posted." },
   // ---- client-side (SDK, CLI)

@@ -81,7 +81,9 @@ export const UpdateAgentBody = Type.Object(
       Type.Array(AgentTool, { description: "Replaces the agent's own tools (installed skills' stay); the deploy's bounds (`TOO_MANY_TOOLS`, ...)." }),
     ),
     capabilities: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 })),
-    minReward: Type.Optional(Type.Union([RawAmount, Type.Null()], { description: "null: no minimum." })),
+    minReward: Type.Optional(
+      Type.Union([RawAmount, Type.Null()], { description: "null: the server's default minimum (`HOSTED_DEFAULT_MIN_REWARD_RAW`, 0.01 USDC)." }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );

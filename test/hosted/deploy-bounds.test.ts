@@ -9,9 +9,10 @@ import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { openSealed, publicKeyFromPrivateKey, sealToPublicKey } from "../../core/crypto";
 import type { ErrorCode } from "../../core/errors";
 import { MAX_PARAM_MAPPINGS, MAX_TOOL_PARAMETERS, MAX_TOOL_SECRETS, MAX_TOOLS } from "../../server/hosted/deploy-bounds";
+import { sealCopiesOffLoop } from "../../server/hosted/sealer";
 
 /** The longest gap between 1 ms ticks while `work` runs: how long the event loop was blocked at most. */
 async function longestStall<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number }> {
@@ -93,6 +94,20 @@ describe("hosted agents: deploy body bounds and sealing off the event loop (issu
     expectError(await deploy({}), "RATE_LIMITED");
   });
 
+  it("seals the owner's copies on a worker thread: the event loop keeps ticking while hundreds are sealed, and each opens", async function () {
+    const ownerPrivateKey = privateKeyOf(owner);
+    const publicKey = publicKeyFromPrivateKey(ownerPrivateKey);
+    const values = Array.from({ length: 400 }, (_, i) => `secret-${i}`);
+    sealToPublicKey(Buffer.from("warm-up"), publicKey);
+    // The same copies made on the event loop, for scale: the stall the worker thread takes off it.
+    const { stallMs: onLoopMs } = await longestStall(async () => values.map((v) => sealToPublicKey(Buffer.from(v, "utf8"), publicKey)));
+    await sealCopiesOffLoop(["warm-up"], publicKey); // the thread's start-up is not what is measured
+    const { result: sealed, stallMs } = await longestStall(() => sealCopiesOffLoop(values, publicKey));
+    console.log(`      issue 23 item 2: 400 ECIES copies: ${onLoopMs.toFixed(0)} ms stall on the event loop, ${stallMs.toFixed(1)} ms off it`);
+    expect(sealed.map((copy) => Buffer.from(openSealed(copy, ownerPrivateKey)).toString("utf8"))).to.deep.equal(values);
+    expect(stallMs).to.be.below(onLoopMs / 2);
+  });
+
   it("refuses too many tools, parameters or mappings, each with its code and field", async function () {
     const cases: Array<[Record<string, unknown>, ErrorCode, string, number]> = [
       [{ tools: Array.from({ length: MAX_TOOLS + 1 }, (_, i) => tool(`t${i}`, 1)) }, "TOO_MANY_TOOLS", "body.tools", MAX_TOOLS],
@@ -121,10 +136,23 @@ describe("hosted agents: deploy body bounds and sealing off the event loop (issu
   });
 
   it("refuses a tool URL with a placeholder in its host or port (issue 23 item 3), naming the field", async function () {
-    for (const url of ["http://{host}:8080/v1/records", "https://api.example.com:{port}/v1", "https://{sub}.example.com/v1"]) {
-      const answer = await deploy({ tools: [{ ...tool("lookup", 1), url }] });
+    // Each placeholder is a declared input mapped to the path, so only the rule on where a placeholder may sit refuses it.
+    for (const [url, input] of [
+      ["http://{host}:8080/v1/records", "host"],
+      ["https://api.example.com:{port}/v1", "port"],
+      ["https://{sub}.example.com/v1", "sub"],
+    ] as const) {
+      const lookup = {
+        ...tool("lookup", 0),
+        url,
+        parameters: { type: "object", properties: { [input]: { type: "string", description: "Where." } } },
+        paramMapping: { [input]: "path" },
+      };
+      const answer = await deploy({ tools: [lookup] });
       expectError(answer, "VALIDATION_FAILED");
-      expect(answer.body.error.details?.[0]?.field, url).to.equal("body.tools.0.url");
+      expect(answer.body.error.details, url).to.deep.equal([
+        { field: "body.tools.0.url", message: "may have {placeholders} only in its path and query, never in its scheme, host or port" },
+      ]);
     }
     expect((await stored()).agents).to.equal(2);
   });

@@ -53,6 +53,28 @@ describe("hosted agents: owner messages, quota, retention and deletion (issue 23
     expect(shown.some((m) => m.body.startsWith("ancient"))).to.equal(false);
     expect(shown.at(-1)!.body.endsWith("0099")).to.equal(true);
 
+    // The agent's side has a quota of its own: the owner's spent quota does not stop it, its own 100 a day does.
+    // Its runner's token (no runner runs here), valid while the agent is marked running.
+    const setState = (state: "running" | "stopped") => s.db.updateTable("hosted_agents").set({ state }).where("id", "=", agent.id).execute();
+    await setState("running");
+    const token = await s.agentToken(agent.id);
+    await s.db
+      .insertInto("hosted_agent_messages")
+      .values(
+        Array.from({ length: MESSAGES_PER_DAY - 1 }, (_, i) => ({
+          agent_id: agent.id,
+          sender: "agent" as const,
+          body: `today ${i}`,
+          created_at: at - 60_000,
+        })),
+      )
+      .execute();
+    const reply = (body: string) => s.call("POST", `/api/v1/agents/${agent.id}/messages`, { key: token, body: { body } });
+    expectOk(await reply("the agent's 100th today"));
+    expectError(await reply("the agent's 101st"), "MESSAGE_QUOTA_EXCEEDED");
+    expect(await count()).to.equal(MESSAGES_KEPT);
+    await setState("stopped");
+
     expectOk(await s.call("DELETE", `/api/v1/agents/${agent.id}`, { key }));
     expect(await count()).to.equal(0);
   });

@@ -10,6 +10,7 @@ import { expect } from "chai";
 import { startStack, type Stack } from "../support/stack";
 import { startModelServer, briefOf, type ModelRequest, type ModelServer } from "../support/model-server";
 import { agentOptions, statusOf, until, extraSigner, keyedClientOf, startedAgent } from "./helpers";
+import { DEFAULT_HOSTED } from "../../server/config";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
 
@@ -103,10 +104,14 @@ describe("hosted agents: sub-task bounds against a hostile brief (issue 23 item 
     });
     await until(async () => (await statusOf(s, attackerKey, first.taskHash!)).status === "verified", 90_000, "the first task verified");
     const output = (await statusOf(s, attackerKey, first.taskHash!)).output!;
-    expect(output).to.include("[0] Error: a sub-task may not go to the task's poster nor to an agent of the poster's account");
-    expect(output).to.include("[1] Error: a sub-task may not go to the task's poster nor to an agent of the poster's account");
-    expect(output).to.include("[2] Error: the sub-tasks of one task may pay at most 500000 raw units in all");
-    expect(output).to.include("[4] Error: the sub-tasks of one task may pay at most 500000 raw units in all");
+    expect(output).to.include(
+      "[0] Error: SUBTASK_TO_POSTER_ACCOUNT: a sub-task may not go to the task's poster nor to an agent of the poster's account",
+    );
+    expect(output).to.include(
+      "[1] Error: SUBTASK_TO_POSTER_ACCOUNT: a sub-task may not go to the task's poster nor to an agent of the poster's account",
+    );
+    expect(output).to.include("[2] Error: SUBTASK_BUDGET_EXCEEDED: the sub-tasks of one task may pay at most 500000 raw units in all");
+    expect(output).to.include("[4] Error: SUBTASK_BUDGET_EXCEEDED: the sub-tasks of one task may pay at most 500000 raw units in all");
     const listed = async () =>
       s.db
         .selectFrom("listings")
@@ -118,6 +123,9 @@ describe("hosted agents: sub-task bounds against a hostile brief (issue 23 item 
         .execute();
     await until(async () => (await listed()).length === 1, 30_000, "the one sub-task listed");
     expect(await listed()).to.deep.equal([{ target_executor: colluder.address, amount: "500000" }]);
+    // The one funded sub-task is answered as posted (open), not as an error, even before the indexer has seen it.
+    const [funded] = await s.db.selectFrom("hosted_subtasks").select("subtask_hash").where("agent_id", "=", victim.id).execute();
+    expect(output).to.include(`[3] {"taskHash":"${funded!.subtask_hash}","status":"open"}`);
 
     // 3. A second task the same day: the share would allow 500,000 again, the daily cap (700,000) leaves 200,000.
     const second = await attackerClient.postTask({
@@ -129,7 +137,7 @@ describe("hosted agents: sub-task bounds against a hostile brief (issue 23 item 
     });
     await until(async () => (await statusOf(s, attackerKey, second.taskHash!)).status === "verified", 90_000, "the second task verified");
     expect((await statusOf(s, attackerKey, second.taskHash!)).output).to.include(
-      "[0] Error: the agent's sub-tasks may pay at most 700000 raw units a day; 200000 are left today",
+      "[0] Error: SUBTASK_DAILY_CAP: the agent's sub-tasks may pay at most 700000 raw units a day; 200000 are left today",
     );
     expect(await listed()).to.have.length(1);
 
@@ -146,6 +154,31 @@ describe("hosted agents: sub-task bounds against a hostile brief (issue 23 item 
     expect(figures.attackerOwnWalletsGained).to.equal(0n);
     // The colluder's sub-task is funded (500,000 out of the victim's wallet) and open to it; the victim earned 2 × 900,000.
     expect(figures.victimChange).to.equal(2n * 900_000n - 500_000n);
+  });
+
+  it("an agent deployed without minReward takes nothing under the default (0.01 USDC): a pinned 1-raw-unit post is refused", async function () {
+    const { client: posterClient } = await keyedClientOf(s, s.poster);
+    const { agent } = await startedAgent(s, await extraSigner(10), agentOptions(model));
+    expect(agent.minReward).to.equal(null);
+    const minReward = async () =>
+      (await s.call<{ profile: { minReward: string } }>("GET", `/api/v1/a2a/executors/${agent.address}`)).body.data?.profile.minReward;
+    await until(async () => (await minReward()) !== undefined, 30_000, "the agent registered");
+    expect(await minReward()).to.equal(DEFAULT_HOSTED.defaultMinRewardRaw.toString());
+    const post = (amountRaw: bigint) =>
+      posterClient
+        .postTask({
+          instructions: "Summarise this line.",
+          amountRaw,
+          privacy: "public",
+          capabilities: ["summarization"],
+          targetExecutor: agent.address,
+        })
+        .then(
+          (r) => r.error?.code ?? r.status,
+          (e: { code?: string }) => e.code,
+        );
+    expect(await post(DEFAULT_HOSTED.defaultMinRewardRaw - 1n)).to.equal("BELOW_MIN_REWARD");
+    expect(await post(1n)).to.equal("BELOW_MIN_REWARD");
   });
 
   it("refuses an open sub-task to the parent poster's agents when they accept it", async function () {

@@ -176,7 +176,7 @@ describe("hosted agents: built-in tools", function () {
     expect(subtasks).to.have.length(3);
     expect(await s.usdc.balanceOf(agent.address)).to.equal(5_000_000n - 3n * 30_000n + 900_000n);
     // The second round's three asks were refused (its last model call sees all three answers).
-    const refusals = toolResults(model.requests.at(-1)!).filter((r) => r.includes("at most 3 sub-tasks per task"));
+    const refusals = toolResults(model.requests.at(-1)!).filter((r) => r.includes("Error: SUBTASK_COUNT_EXCEEDED: at most 3 sub-tasks per task"));
     expect(refusals).to.have.length(3);
   });
 
@@ -224,7 +224,9 @@ describe("hosted agents: built-in tools", function () {
     await until(async () => (await statusOf(s, posterKey, task)).status === "verified", 60_000, "verified after the restart");
     // One sub-task only: the second (60,000 more) would have paid 120,000 for the task's sub-tasks.
     expect(await listed()).to.deep.equal([{ amount: "60000" }]);
-    expect((await statusOf(s, posterKey, task)).output).to.include("may pay at most 100000 raw units in all");
+    expect((await statusOf(s, posterKey, task)).output).to.include(
+      "Error: SUBTASK_BUDGET_EXCEEDED: the sub-tasks of one task may pay at most 100000 raw units in all",
+    );
     const ledger = await s.db.selectFrom("hosted_subtasks").select(["task_hash", "amount"]).where("agent_id", "=", agent.id).execute();
     expect(ledger).to.deep.equal([{ task_hash: task, amount: "60000" }]);
     expect(await s.usdc.balanceOf(agent.address)).to.equal(5_000_000n - 60_000n + 900_000n);

@@ -46,6 +46,8 @@ export async function startModelServer() {
   const requests: ModelRequest[] = [];
   const toolRequests: ToolRequest[] = [];
   const hanging = new Set<ServerResponse>();
+  /** How long each hanging request stayed open before its client gave up (ms), in the order they closed. */
+  const hungFor: number[] = [];
   const sockets = new Set<Socket>();
   let script: (request: ModelRequest) => ModelReply | Promise<ModelReply> = () => ({ content: "No script." });
   let tool: (request: ToolRequest) => ToolReply = () => ({ status: 404, body: "no such tool" });
@@ -78,7 +80,10 @@ export async function startModelServer() {
       const reply = await script(request);
       if ("hang" in reply) {
         hanging.add(res);
-        res.on("close", () => hanging.delete(res));
+        const since = Date.now();
+        res.on("close", () => {
+          if (hanging.delete(res)) hungFor.push(Date.now() - since);
+        });
         return;
       }
       if ("status" in reply) {
@@ -133,6 +138,8 @@ export async function startModelServer() {
     toolRequests,
     /** Requests hanging right now. */
     hangingCount: () => hanging.size,
+    /** Durations (ms) of the hanging requests their clients closed: how long a hanging call held its caller. */
+    hangDurations: () => [...hungFor],
     setScript(next: (request: ModelRequest) => ModelReply | Promise<ModelReply>) {
       script = next;
     },
@@ -140,7 +147,9 @@ export async function startModelServer() {
       tool = next;
     },
     async close() {
-      for (const res of hanging) res.destroy();
+      const open = [...hanging];
+      hanging.clear();
+      for (const res of open) res.destroy();
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -31,8 +31,8 @@ export type SubtaskLedger = ReturnType<typeof createSubtaskLedger>;
 export function createSubtaskLedger({ db, now }: { db: Db; now: () => number }) {
   /**
    * Records a sub-task of `amount` for the agent's task when it fits (its id, to name the sub-task once listed), or
-   * answers why not. Counted from the moment it is asked for, posted or not: a sub-task that failed half-way may
-   * still have been funded.
+   * answers why not (`CODE: message`, the code one of core/errors.ts's SUBTASK_* codes). Counted from the moment it is
+   * asked for, posted or not: a sub-task that failed half-way may still have been funded.
    */
   async function reserve(
     agentId: number,
@@ -54,11 +54,11 @@ export function createSubtaskLedger({ db, now }: { db: Db; now: () => number }) 
         .where("agent_id", "=", agentId)
         .where("task_hash", "=", taskHash)
         .execute();
-      if (rows.length >= MAX_SUBTASKS_PER_TASK) return { refused: `at most ${MAX_SUBTASKS_PER_TASK} sub-tasks per task` };
+      if (rows.length >= MAX_SUBTASKS_PER_TASK) return { refused: `SUBTASK_COUNT_EXCEEDED: at most ${MAX_SUBTASKS_PER_TASK} sub-tasks per task` };
       const spent = rows.reduce((sum, r) => sum + BigInt(r.amount), 0n);
       if (spent + amount > budget)
         return {
-          refused: `the sub-tasks of one task may pay at most ${budget} raw units in all (the owner's limit and a share of the task's reward); ${budget > spent ? budget - spent : 0n} are left`,
+          refused: `SUBTASK_BUDGET_EXCEEDED: the sub-tasks of one task may pay at most ${budget} raw units in all (the owner's limit and a share of the task's reward); ${budget > spent ? budget - spent : 0n} are left`,
         };
       const today = await trx
         .selectFrom("hosted_subtasks")
@@ -69,7 +69,7 @@ export function createSubtaskLedger({ db, now }: { db: Db; now: () => number }) 
       const spentToday = today.reduce((sum, r) => sum + BigInt(r.amount), 0n);
       if (spentToday + amount > dailyCap)
         return {
-          refused: `the agent's sub-tasks may pay at most ${dailyCap} raw units a day; ${dailyCap > spentToday ? dailyCap - spentToday : 0n} are left today`,
+          refused: `SUBTASK_DAILY_CAP: the agent's sub-tasks may pay at most ${dailyCap} raw units a day; ${dailyCap > spentToday ? dailyCap - spentToday : 0n} are left today`,
         };
       const row = await trx
         .insertInto("hosted_subtasks")
@@ -92,7 +92,8 @@ export function createSubtaskLedger({ db, now }: { db: Db; now: () => number }) 
   async function targetRefusal(taskHash: string, target: string): Promise<string | undefined> {
     const parent = await db.selectFrom("listings").select("poster").where("task_hash", "=", taskHash).executeTakeFirst();
     if (!parent) return "the task being worked is not listed";
-    if (await sameAccount(db, parent.poster, target)) return "a sub-task may not go to the task's poster nor to an agent of the poster's account";
+    if (await sameAccount(db, parent.poster, target))
+      return "SUBTASK_TO_POSTER_ACCOUNT: a sub-task may not go to the task's poster nor to an agent of the poster's account";
     return undefined;
   }
 

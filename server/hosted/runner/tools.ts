@@ -291,7 +291,10 @@ export function builtinTools(ctx: ToolRunContext) {
         task = await ctx.client.getTask(taskHash);
       } catch (error) {
         // Listed a moment ago: the indexer has not seen the funding yet (a busy indexer, or another API process's).
-        if (!(error instanceof ApiError && error.code === "TASK_NOT_FOUND") || ctx.now() >= until || signal.aborted) throw error;
+        if (!(error instanceof ApiError && error.code === "TASK_NOT_FOUND")) throw error;
+        // Posted and funded, not indexed yet when the wait ends: open, not an error (a model told its sub-task failed
+        // would ask for another one).
+        if (ctx.now() >= until || signal.aborted) return JSON.stringify({ taskHash, status: "open" });
         await wait(Math.min(POLL_MS, Math.max(0, until - ctx.now())), signal);
         continue;
       }
