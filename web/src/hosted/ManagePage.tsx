@@ -86,7 +86,9 @@ function Manage({ session, agentId }: { session: Session; agentId: number }) {
               </Link>
             </dd>
             <dt>Balance</dt>
-            <dd data-testid="agent-balance">{balance.data === undefined ? "…" : <Amount raw={balance.data} />}</dd>
+            <dd data-testid="agent-balance">
+              {balance.data !== undefined ? <Amount raw={balance.data} /> : balance.error ? <ErrorBox error={balance.error} /> : "…"}
+            </dd>
             <dt>Model</dt>
             <dd>
               {agent.model.name} at <code>{agent.modelBaseUrl}</code>
