@@ -137,7 +137,8 @@ export function openSealed(sealedHex: string, privateKeyHex: string): Uint8Array
     throw new CryptoError("KEY_UNWRAP_FAILED", `sealed data must be at least ${header * 2} hex characters`);
   }
   const bytes = Buffer.from(hex, "hex");
-  const ephemeral = bytes.subarray(0, 65);
+  // A copy, not a view: in the web build (the `buffer` package) a view is a plain Uint8Array, which Buffer.concat refuses.
+  const ephemeral = Buffer.from(bytes.subarray(0, 65));
   const nonce = bytes.subarray(65, 65 + WRAP_NONCE_BYTES);
   const tag = bytes.subarray(65 + WRAP_NONCE_BYTES, header);
   const body = bytes.subarray(header);

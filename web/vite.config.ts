@@ -20,6 +20,22 @@ export default defineConfig({
     assetsInlineLimit: 0,
     target: "es2022",
     sourcemap: false,
+    // The modules of the first load that the lazily loaded pages' SDK also imports (the API client, the error table,
+    // amounts, the event stream, the wallet and session) in one chunk: left to itself, rolldown splits them into
+    // several small shared chunks (a shared chunk never imports from the entry), a few KB more on the first load
+    // (bench:web's firstLoadJsGzipKb).
+    rolldownOptions: {
+      output: {
+        codeSplitting: {
+          groups: [
+            {
+              name: "first-load",
+              test: /web\/src\/(session|wallet|events|api|ui|router|constants)\.tsx?$|core\/(errors|money|capabilities|chains)\.ts$|sdk\/src\/(http|events|errors)\.ts$/,
+            },
+          ],
+        },
+      },
+    },
   },
   // The app reaches the API on the same origin; `vite dev` forwards it to a running `npm start`.
   server: { proxy: { "/api": "http://127.0.0.1:3000" } },

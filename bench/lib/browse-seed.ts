@@ -45,11 +45,11 @@ async function seedChunk(db: Db, tasks: number, from: number, to: number, nowMs:
   await sql`
     insert into listings (task_hash, chain, poster, privacy, public_brief, routing_summary, root_hash, verification_mode,
       verification_criteria, required_capabilities, location_zone, target_executor, target_executor_type, service_id,
-      verifier_address, key_custody_blob, amount, token, funding_tx, listed_at)
+      verifier_address, key_custody_blob, token, funding_tx, listed_at)
     select task_hash, 'arc', poster, 'public', brief, null, null, 'auto', '{"min_length":50,"contains_keywords":["quarter"],"pass_threshold":60}',
       case when i % 3 = 0 then '["' || ${tag(0)} || '","' || ${tag(7)} || '"]' else '[]' end,
       'global', case when i % 100 = 50 then ${seedPoster(0)} end, case when i % 100 = 50 then 'agent' end, null, null, null,
-      amount, ${SEED_TOKEN}, funding_tx, ${nowMs}::bigint - (${tasks}::bigint - i) * 1000
+      ${SEED_TOKEN}, funding_tx, ${nowMs}::bigint - (${tasks}::bigint - i) * 1000
     from ${rows}
   `.execute(db);
   await sql`

@@ -201,6 +201,14 @@ export class MarketClient {
     return hosted.deployAgent(this.#core, options);
   }
 
+  /**
+   * Pays the deploy fee from this client's wallet when the service asks one, and answers the transaction's hash (null
+   * when deploying is free): for `deployAgent({ feeTxHash })`, which a refused deploy can send again.
+   */
+  payDeployFee(): Promise<string | null> {
+    return hosted.payDeployFee(this.#core);
+  }
+
   /** Hosted agents, public view (tools with header values masked). */
   hostedAgents(): Promise<{ agents: HostedAgentView[]; total: number }> {
     return hosted.hostedAgents(this.#core);

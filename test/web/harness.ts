@@ -73,6 +73,11 @@ const INJECTED_PROVIDER = `(() => {
 /** What the page's `window.ethereum.request` asked, in order (tests check what was signed or sent). */
 export interface WalletLog {
   requests: Array<{ method: string; params: unknown }>;
+  /**
+   * Methods whose next request the person declines (the prompt closed or "Reject" pressed): answered with EIP-1193's
+   * 4001 and nothing signed or sent. Each entry is used once.
+   */
+  decline: string[];
 }
 
 /**
@@ -86,7 +91,7 @@ export async function walletContext(
   afterSend?: (txHash: string, sent: number) => Promise<void>,
 ): Promise<{ context: BrowserContext; log: WalletLog }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const log: WalletLog = { requests: [] };
+  const log: WalletLog = { requests: [], decline: [] };
   if (!wallet) return { context, log };
   // No response cache: consecutive transactions must see the nonce the previous one used.
   const provider = new JsonRpcProvider(wallet.rpcUrl, wallet.chainId, { staticNetwork: true, cacheTimeout: -1 });
@@ -94,6 +99,11 @@ export async function walletContext(
   context.on("close", () => provider.destroy());
   await context.exposeBinding("__marketTestWallet", async (_source, method: string, params: unknown[]) => {
     log.requests.push({ method, params });
+    const declined = log.decline.indexOf(method);
+    if (declined >= 0) {
+      log.decline.splice(declined, 1);
+      return { error: { code: 4001, message: "User rejected the request." } };
+    }
     try {
       const result = await answer(signer, provider, wallet.chainId, method, params ?? []);
       if (method === "eth_sendTransaction") await afterSend?.(result as string, log.requests.filter((r) => r.method === method).length);

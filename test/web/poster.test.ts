@@ -17,6 +17,8 @@ import { collectPageErrors, freePort, launchBrowser, screenshot, seriousAccessib
 
 const ROOT = path.resolve(__dirname, "../..");
 const BRIEF = "Summarise the history of the printing press in five sentences";
+const PRIVATE_BRIEF = "Summarise this confidential memo: the Q3 plan moves the Kiel warehouse to Aarhus in October.";
+const CUSTODY_KEY = `0x${"42".repeat(32)}`;
 
 describe("web: a poster signs in, manages keys, posts a task and reads its paid output", function () {
   this.timeout(300_000);
@@ -49,6 +51,7 @@ describe("web: a poster signs in, manages keys, posts a task and reads its paid 
     const fixture = stackFixture(async (server) => ({ workerKey: await server.apiKeyFor(server.worker) }), {
       web: true,
       publicUrl: `http://127.0.0.1:${port}`,
+      custodyKey: CUSTODY_KEY,
     });
     ({
       stack: s,
@@ -120,8 +123,8 @@ describe("web: a poster signs in, manages keys, posts a task and reads its paid 
     expect(usdcBefore - (await s.usdc.balanceOf(s.poster.address))).to.equal(2_500_000n, "the reward is escrowed from the wallet");
   });
 
-  it("follows the task live while the example worker takes it and is paid, then shows the verified output", async function () {
-    const before = await s.usdc.balanceOf(s.worker.address);
+  /** Runs the example worker (`npm run demo:worker -- --once`) until it is paid for one task; answers what it printed. */
+  async function workOneTask(): Promise<string> {
     const env = await cliEnv(s, s.worker, { apiKey: workerKey });
     const child = spawn("npm", ["run", "-s", "demo:worker", "--", "--once"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -133,6 +136,12 @@ describe("web: a poster signs in, manages keys, posts a task and reads its paid 
     } finally {
       if (child.exitCode === null) child.kill("SIGTERM");
     }
+    return stdout;
+  }
+
+  it("follows the task live while the example worker takes it and is paid, then shows the verified output", async function () {
+    const before = await s.usdc.balanceOf(s.worker.address);
+    const stdout = await workOneTask();
     expect(stdout).to.contain(`task ${taskHash}: paid 2.25 USDC`);
     expect((await s.usdc.balanceOf(s.worker.address)) - before).to.equal(2_250_000n);
     // No reload: the page's event stream brought the new status.
@@ -166,6 +175,60 @@ describe("web: a poster signs in, manages keys, posts a task and reads its paid 
     await visitor.page.goto(`${s.apiUrl}/tasks/${taskHash}`);
     await visitor.page.locator(".status", { hasText: "verified" }).first().waitFor();
     expect(await visitor.page.getByText("Answer for task").count()).to.equal(0);
+  });
+
+  it("posts a private task with the form: the brief encrypted in the page, wrapped with a custody copy; its output is its poster's only", async function () {
+    const usdcBefore = await s.usdc.balanceOf(s.poster.address);
+    await page.getByRole("link", { name: "My tasks" }).click();
+    await page.getByRole("link", { name: "Post a task" }).click();
+    await page.getByLabel("Privacy").selectOption("private");
+    await page.getByLabel(/^Brief \(private/).fill(PRIVATE_BRIEF);
+    await page.getByLabel("Reward (USDC)").fill("1.5");
+    await page.getByLabel("summarization").check();
+    await checkAccessibility("post-private-task");
+    await page.getByRole("button", { name: "Post and fund" }).click();
+    await page.waitForURL(/\/tasks\/0x[0-9a-f]{64}$/, { timeout: 60_000 });
+    const privateHash = page.url().split("/").pop()!;
+    await page.getByText("This task is private").waitFor();
+    expect(usdcBefore - (await s.usdc.balanceOf(s.poster.address))).to.equal(1_500_000n, "the reward is escrowed from the wallet");
+
+    // Listed without its brief; the brief key wrapped to the registered worker and, as the custody copy, to the
+    // service's custody key (re-wrapped at accept for an agent registered later); the stored brief is ciphertext.
+    const listing = await s.db
+      .selectFrom("listings")
+      .select(["privacy", "public_brief", "key_custody_blob", "root_hash"])
+      .where("task_hash", "=", privateHash)
+      .executeTakeFirstOrThrow();
+    expect(listing).to.deep.include({ privacy: "private", public_brief: null });
+    expect(listing.key_custody_blob).to.match(/^[0-9a-f]{200,}$/);
+    const wrapped = await s.db.selectFrom("task_keys").select("agent_address").where("task_hash", "=", privateHash).execute();
+    expect(wrapped.map((k) => k.agent_address)).to.deep.equal([s.worker.address]);
+    const blob = (await (await fetch(`${s.apiUrl}/api/v1/storage/${listing.root_hash}`)).json()) as { data: { data: string } };
+    const stored = Buffer.from(blob.data.data, "base64");
+    expect(stored.length).to.be.greaterThan(PRIVATE_BRIEF.length);
+    expect(stored.toString("utf8")).to.not.contain("confidential memo");
+
+    // The worker opens the brief, delivers and is paid; the poster reads the output live.
+    const stdout = await workOneTask();
+    expect(stdout).to.contain(`task ${privateHash}: paid 1.35 USDC`);
+    await page.locator(".status", { hasText: "verified" }).first().waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId("task-output").textContent()).to.contain(`Answer for task ${privateHash.slice(0, 10)}`);
+    await checkAccessibility("task-private-poster");
+
+    // Neither another signed-in wallet nor a visitor reads the output or the brief, in the page or from the API.
+    const other = await pageAs(s.stranger);
+    await other.page.goto(`${s.apiUrl}/tasks/${privateHash}`);
+    await other.page.getByRole("banner").getByRole("button", { name: "Sign in with wallet" }).click();
+    await other.page.getByRole("button", { name: "Sign out" }).waitFor();
+    await other.page.locator(".status", { hasText: "verified" }).first().waitFor();
+    expect(await other.page.getByTestId("task-output").count()).to.equal(0);
+    expect(await other.page.getByText("Answer for task").count()).to.equal(0);
+    expect(await other.page.getByText("confidential memo").count()).to.equal(0);
+    const asVisitor = (await (await fetch(`${s.apiUrl}/api/v1/tasks/${privateHash}`)).json()) as {
+      data: { meta: { publicBrief?: string }; state: { resultData?: { output?: string } } };
+    };
+    expect(asVisitor.data.meta.publicBrief).to.equal(undefined);
+    expect(asVisitor.data.state.resultData?.output).to.equal(undefined);
   });
 
   it("revokes every key and session from account settings: the poster is signed out", async function () {

@@ -21,6 +21,8 @@ import type {
   RevokedApiKey,
   RevokedApiKeys,
   ServiceList,
+  ServiceAnswer,
+  OwnedAgentList,
   Session,
   SettlementAnswer,
   SettlementTx,
@@ -81,6 +83,8 @@ export const api = {
   badges: (address: string) => anonymous().get<Badges>(`/api/v1/reputation/${encodeURIComponent(address)}/badges`),
 
   services: (params: { agent?: string; limit?: number } = {}) => anonymous().get<ServiceList>(`/api/v1/marketplace/services${query(params)}`),
+  service: (serviceId: string) => anonymous().get<ServiceAnswer>(`/api/v1/marketplace/services/${encodeURIComponent(serviceId)}`),
+  myAgents: (token: string) => as(token).get<OwnedAgentList>("/api/v1/agents/mine"),
   skills: (params: { tag?: string; q?: string; limit?: number; offset?: number } = {}) =>
     anonymous().get<SkillList>(`/api/v1/skills${query(params)}`),
 };

@@ -20,3 +20,10 @@ export const STATUSES: readonly Exclude<TaskStatus, "awaiting_verification">[] =
   "refunded",
   "cancelled",
 ];
+
+/**
+ * How long the rental dialog waits for a rented service's result before it stops waiting (spec "Limits": "Web dialog
+ * stops waiting after about 5 minutes (call continues)"): the rental goes on, and its result shows on its task page and
+ * in My tasks.
+ */
+export const RENTAL_WAIT_MS = 5 * 60_000;

@@ -1,6 +1,7 @@
 /**
  * Every page of the app: a path pattern and the component that shows it. A page is added here (and, when people
- * should find it from anywhere, in NAV). The bulk posting page is `/post/bulk` (pages/BulkPost.tsx).
+ * should find it from anywhere, in NAV). Pages that bring the SDK's client load on first visit: bulk posting
+ * (pages/BulkPost.tsx), renting a service and hosted agents (pages/lazy.tsx).
  */
 import type { ReactElement } from "react";
 import Tasks from "./pages/Tasks";
@@ -13,6 +14,7 @@ import Account from "./pages/Account";
 import MyTasks from "./pages/MyTasks";
 import BulkPost from "./pages/BulkPost";
 import PostTask from "./pages/PostTask";
+import { DeployAgent, ManageAgent, MyAgents, RentService } from "./pages/lazy";
 
 export interface Route {
   path: string;
@@ -31,6 +33,10 @@ export const ROUTES: Route[] = [
   { path: "/my-tasks", render: () => <MyTasks /> },
   { path: "/post", render: () => <PostTask /> },
   { path: "/post/bulk", render: () => <BulkPost /> },
+  { path: "/services/:serviceId/rent", render: ({ serviceId }) => <RentService serviceId={serviceId!} /> },
+  { path: "/my-agents", render: () => <MyAgents /> },
+  { path: "/my-agents/new", render: () => <DeployAgent /> },
+  { path: "/my-agents/:agentId", render: ({ agentId }) => <ManageAgent agentId={agentId!} /> },
 ];
 
 /** The header's links: public pages, then the signed-in ones. */
@@ -41,5 +47,6 @@ export const NAV: Array<{ to: string; label: string; signedIn?: boolean }> = [
   { to: "/skills", label: "Skills" },
   { to: "/my-tasks", label: "My tasks", signedIn: true },
   { to: "/post/bulk", label: "Post in bulk", signedIn: true },
+  { to: "/my-agents", label: "Hosted agents", signedIn: true },
   { to: "/account", label: "Account", signedIn: true },
 ];

@@ -37,20 +37,26 @@ export async function deployFee(core: ClientCore): Promise<DeployFeeTerms> {
   return core.http.get("/api/v1/agents/deploy-fee");
 }
 
+/**
+ * Pays the deploy fee from this client's wallet (a settlement-token transfer to the treasury) when the service asks
+ * one: the transaction's hash, for `deployAgent`'s `feeTxHash`; null when deploying is free. A deploy refused after
+ * the payment can be sent again with the same hash (the fee is credited once, to the deploy that succeeds).
+ */
+export async function payDeployFee(core: ClientCore): Promise<string | null> {
+  const terms = await deployFee(core);
+  if (!terms.required) return null;
+  const wallet = await core.wallet(terms.chain);
+  const data = erc20Interface.encodeFunctionData("transfer", [terms.recipient, BigInt(terms.amount)]);
+  return (await wallet.send(null, { to: terms.token, data })).hash;
+}
+
 export async function deployAgent(core: ClientCore, options: DeployAgentOptions): Promise<Deployed> {
   const { payFee, ownerPublicKey, ...rest } = options;
   const executorKey = core.executorKey;
   const ownerKey = ownerPublicKey ?? (executorKey ? publicKeyFromPrivateKey(executorKey) : undefined);
   if (!ownerKey) throw clientError("INVALID_PUBLIC_KEY", "deployAgent needs ownerPublicKey (or an executor key to take it from).");
   let feeTxHash = rest.feeTxHash;
-  if (feeTxHash === undefined && payFee !== false) {
-    const terms = await deployFee(core);
-    if (terms.required) {
-      const wallet = await core.wallet(terms.chain);
-      const data = erc20Interface.encodeFunctionData("transfer", [terms.recipient, BigInt(terms.amount)]);
-      feeTxHash = (await wallet.send(null, { to: terms.token, data })).hash;
-    }
-  }
+  if (feeTxHash === undefined && payFee !== false) feeTxHash = (await payDeployFee(core)) ?? undefined;
   const { minReward, subtasks, ...fields } = rest;
   return core.http.post("/api/v1/agents", {
     ...fields,

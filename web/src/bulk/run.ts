@@ -6,7 +6,6 @@
  */
 import { sha256, toUtf8Bytes } from "ethers";
 import { MarketClient } from "../../../sdk/src/client";
-import { createHttp } from "../../../sdk/src/http";
 import type { Eip1193Provider } from "../../../sdk/src/injected";
 import { browserJournal, markBrowserRunFinished, openJournalDb, type IDBDatabase } from "../../../sdk/src/posting/journal/browser";
 import { outcomesCsv, RowStatus, type RowOutcome } from "../../../sdk/src/posting/journal/outcomes";
@@ -15,9 +14,9 @@ import { finishRows, PENDING_FUNDING_WAIT_MS, sortRows, openRun } from "../../..
 import { postFresh } from "../../../sdk/src/posting/journal/post";
 import type { RunRow } from "../../../sdk/src/posting/journal/rows";
 import type { Run } from "../../../sdk/src/posting/journal/types";
-import type { Settlement, SettlementAnswer } from "../../../core/api";
+import { settlementTerms } from "../sdk-client";
 
-export { RowStatus, type RowOutcome };
+export { RowStatus, settlementTerms, type RowOutcome };
 
 /** The name of a run: the file's content and the wallet (the same file by the same wallet resumes it). */
 export function runName(text: string, wallet: string): string {
@@ -27,14 +26,6 @@ export function runName(text: string, wallet: string): string {
 let opening: Promise<IDBDatabase> | undefined;
 /** The journal database of this origin, opened once per page. */
 export const journalDb = () => (opening ??= openJournalDb());
-
-/** What the service settles on, and the custody key web posts wrap a copy of each private brief key to. */
-export async function settlementTerms(): Promise<{ settlement: Settlement; custodyPublicKey: string | null }> {
-  const data = await createHttp({ baseUrl: window.location.origin }).get<SettlementAnswer>("/api/v1/health/settlement");
-  const settlement = data.chains.find((c) => c.postable) ?? data.chains[0];
-  if (!settlement) throw new Error("The service settles on no chain.");
-  return { settlement, custodyPublicKey: data.custodyPublicKey };
-}
 
 export interface BulkRunOptions {
   name: string;

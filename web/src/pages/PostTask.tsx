@@ -10,16 +10,20 @@ import { parseUsdcDecimal } from "../../../core/money";
 import type { BuildTaskBody } from "../../../core/api";
 
 /**
- * One public task: the brief, the reward (escrowed from the wallet), the capabilities an agent needs, the deadline and
- * how the result is judged. The API builds the funding transactions, the wallet sends them, the API lists the task.
+ * One task: the brief, the reward (escrowed from the wallet), the capabilities an agent needs, the deadline and how the
+ * result is judged. A public task: the API builds the funding transactions, the wallet sends them, the API lists the
+ * task. A private one goes through the SDK's posting engine, as bulk posting does (post/private.ts: the brief
+ * encrypted here, its key wrapped to the eligible agents and the service's custody key).
  */
 export default function PostTask() {
   const { session } = useSession();
   if (!session) return <SignInPrompt title="Post a task" />;
-  return <PostForm token={session.token} />;
+  return <PostForm session={session} />;
 }
 
-function PostForm({ token }: { token: string }) {
+function PostForm({ session }: { session: { token: string; address: string } }) {
+  const token = session.token;
+  const [privacy, setPrivacy] = useState<"public" | "private">("public");
   const [brief, setBrief] = useState("");
   const [reward, setReward] = useState("1");
   const [capabilities, setCapabilities] = useState<string[]>([]);
@@ -33,6 +37,20 @@ function PostForm({ token }: { token: string }) {
     setError(undefined);
     const amount = parseUsdcDecimal(reward.trim());
     if (!amount.ok) throw Object.assign(new Error(`Reward: ${amount.message}`), { code: amount.code });
+    if (privacy === "private") {
+      setStep("Encrypting the brief, then confirm the approval and the funding in your wallet…");
+      const { postPrivateTask } = await import("../post/private");
+      const taskHash = await postPrivateTask(session, {
+        instructions: brief,
+        amountRaw: amount.value,
+        durationSeconds: Math.round(Number(hours) * 3600),
+        verificationMode: mode,
+        ...(mode === "auto" ? { verificationCriteria: { min_length: Number(minLength) } } : {}),
+        capabilities,
+      });
+      navigate(`/tasks/${taskHash}`);
+      return;
+    }
     const fields = {
       taskHash: publicTaskHash(brief),
       privacy: "public" as const,
@@ -66,7 +84,18 @@ function PostForm({ token }: { token: string }) {
           );
         }}
       >
-        <label htmlFor="brief">Brief (public: every agent and visitor can read it)</label>
+        <label>
+          Privacy{" "}
+          <select value={privacy} onChange={(event) => setPrivacy(event.target.value as "public" | "private")}>
+            <option value="public">public</option>
+            <option value="private">private (encrypted here)</option>
+          </select>
+        </label>
+        <label htmlFor="brief">
+          {privacy === "public"
+            ? "Brief (public: every agent and visitor can read it)"
+            : "Brief (private: encrypted in this page; only the agent that takes the task can read it)"}
+        </label>
         <textarea id="brief" value={brief} onChange={(event) => setBrief(event.target.value)} required rows={6} maxLength={20000} />
         <div className="inline-form">
           <label>

@@ -2,7 +2,7 @@ import { api } from "../api";
 import { Link } from "../router";
 import { Amount, ErrorBox, Loading, Page, useLoad } from "../ui";
 
-/** The services catalogue: hosted agents' fixed-price listings. */
+/** The services catalogue: hosted agents' fixed-price listings, each rentable from its own page (services/RentPage.tsx). */
 export default function Services() {
   const services = useLoad(() => api.services({ limit: 200 }), []);
   return (
@@ -20,6 +20,9 @@ export default function Services() {
                 <th scope="col">Agent</th>
                 <th scope="col">Price</th>
                 <th scope="col">Sold</th>
+                <th scope="col">
+                  <span className="visually-hidden">Rent</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -36,6 +39,11 @@ export default function Services() {
                     <Amount raw={s.price_raw} />
                   </td>
                   <td>{s.sold_count}</td>
+                  <td>
+                    <Link to={`/services/${s.id}/rent`} className="button-link" aria-label={`Rent ${s.name}`}>
+                      Rent
+                    </Link>
+                  </td>
                 </tr>
               ))}
             </tbody>
