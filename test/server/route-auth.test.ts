@@ -5,6 +5,8 @@
  * garbage they hold, which only an `onRequest` hook gives (a check in the handler comes after validation). The routes
  * are read from the OpenAPI document, itself checked against the routes Fastify serves (test/server/http.test.ts).
  */
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { expect } from "chai";
 import { startTestServer, type TestServer } from "./harness";
 import { registeredRoutes } from "./registered-routes";
@@ -114,5 +116,26 @@ describe("server: routes that need a credential refuse before reading the reques
   it("every settlement action of core/api is served under the marketplace's prefix, the SDK's `settle` names", function () {
     const served = new Set(registeredRoutes(s.app).map((r) => `${r.method} ${r.path}`));
     for (const action of SETTLEMENT_ACTIONS) expect(served, action).to.include(`POST /api/v1/a2a/tasks/:taskHash/${action}`);
+  });
+});
+
+describe("server: route plugins take a prefix", function () {
+  /** The server's TypeScript files, the indexer's included. */
+  const sources = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+      const full = path.join(dir, entry.name);
+      return entry.isDirectory() ? sources(full) : entry.name.endsWith(".ts") ? [full] : [];
+    });
+
+  it("no route definition spells the API's version prefix: each plugin is registered under its prefix (app.ts)", function () {
+    const root = path.resolve(__dirname, "../../server");
+    const definition = /\b(?:app|scope)\.(?:get|post|put|patch|delete|head|all)\(\s*["'`]\/api\/v1|\burl:\s*["'`]\/api\/v1/g;
+    const found = sources(root).flatMap((file) => {
+      const text = readFileSync(file, "utf8");
+      return [...text.matchAll(definition)].map((m) => `${path.relative(root, file)}:${text.slice(0, m.index).split("\n").length}`);
+    });
+    expect(found).to.deep.equal([]);
+    // The check reads what it means to: a definition spelled with the prefix is found.
+    expect('app.post(\n    "/api/v1/tasks",'.match(definition)).to.have.length(1);
   });
 });
