@@ -1,10 +1,10 @@
 /**
- * MCP on the service: the quote store both MCP surfaces share (POST /api/v1/mcp/quotes, .../redeem: quote-routes.ts), and the remote
- * MCP endpoint `POST /mcp` (Streamable HTTP, stateless, JSON answers) serving the same tools as `market mcp`
- * (sdk/src/mcp/tools.ts). The endpoint needs an `sk_` API key (`INVALID_TOKEN` otherwise). Its tools call this API
- * in-process as that key (`app.inject`, keeping the caller's address for rate limits), so every owner check and limit
- * of the routes applies unchanged. The service never holds a self-run wallet's key: what needs its signature
- * (paying, cancelling, claiming) answers `USE_LOCAL_MCP`; quotes, polling and bidding work fully. With
+ * MCP on the service: the quote store both MCP surfaces share (POST /api/v1/mcp/quotes, .../redeem; its routes in
+ * quote-routes.ts), and the remote MCP endpoint `POST /mcp` (Streamable HTTP, stateless, JSON answers) serving the same
+ * tools as `market mcp` (sdk/src/mcp/tools.ts). The endpoint needs an `sk_` API key (`INVALID_TOKEN` otherwise). Its
+ * tools call this API in-process as that key (`app.inject`, keeping the caller's address for rate limits), so every
+ * owner check and limit of the routes applies unchanged. The service never holds a self-run wallet's key: what needs
+ * its signature (paying, cancelling, claiming) answers `USE_LOCAL_MCP`; quotes, polling and bidding work fully. With
  * `X-Market-Agent: <id>` the owner's key acts as that hosted agent's custodied wallet, which the service signs for
  * (custody.ts).
  */
