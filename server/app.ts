@@ -8,9 +8,10 @@ import type { Outbox } from "./outbox";
 import type { App } from "./http/types";
 import { serverOptions, transport } from "./http/transport";
 import { createAuth } from "./auth";
-import { authRoutes } from "./auth/routes";
-import { agentRoutes, createAgentRegistry } from "./agents";
-import { createFunding, createListings, createTaskQueries, assignedTaskRoutes, taskRoutes } from "./tasks";
+import { API_KEYS_PREFIX, apiKeyRoutes, SESSION_PREFIX, sessionRoutes } from "./auth/routes";
+import { API_PREFIX } from "./http/prefix";
+import { AGENTS_PREFIX, agentRoutes, createAgentRegistry } from "./agents";
+import { ASSIGNED_TASKS_PREFIX, createFunding, createListings, createTaskQueries, assignedTaskRoutes, taskRoutes } from "./tasks";
 import { createAutoVerification, createVerifierPool, verificationRoutes, type VerifierPool, type VerifierPoolOptions } from "./verification";
 import {
   createAccepting,
@@ -22,20 +23,20 @@ import {
   marketplaceRoutes,
   MARKETPLACE_PREFIX,
 } from "./marketplace";
-import { healthRoutes } from "./health";
-import { createUploads, storageRoutes } from "./storage";
+import { HEALTH_PREFIX, healthRoutes, SETTLEMENT_PREFIX, settlementRoutes } from "./health";
+import { createUploads, STORAGE_PREFIX, storageRoutes } from "./storage";
 import { a2aRoutes } from "./a2a";
 import { AGENT_CARD_PATH, discoveryRoutes } from "./discovery";
 import { feedbackRoutes } from "./feedback";
 import { badgeAdminRoutes, REPUTATION_PREFIX, reputationRoutes } from "./reputation";
-import { createQuoteStore, mcpRoutes } from "./mcp";
+import { createQuoteStore, mcpRoutes, QUOTES_PREFIX, quoteRoutes } from "./mcp";
 import { createIdentityLookup, createIdentityMinting } from "./identity";
-import { bridgeHealthRoutes, createHosting, hostedRoutes, type Hosting } from "./hosted";
+import { bridgeHealthRoutes, createHosting, HOSTED_PREFIX, hostedRoutes, type Hosting } from "./hosted";
 import { skillRoutes } from "./skills";
 import { createServiceStore, serviceRoutes } from "./services";
-import { adminRoutes, createAdminCheck } from "./admin";
-import { createEventFeed, createTaskWatches, eventRoutes } from "./events";
-import { createWebhookStore, webhookRoutes, type SecretBox } from "./webhooks";
+import { ADMIN_PREFIX, adminRoutes, createAdminCheck } from "./admin";
+import { createEventFeed, createTaskWatches, EVENTS_PREFIX, eventRoutes } from "./events";
+import { createWebhookStore, WEBHOOKS_PREFIX, webhookRoutes, type SecretBox } from "./webhooks";
 import { answerWithPage, webRoutes } from "./web";
 import { createVault } from "./hosted/vault";
 import { boundedFetch, privateUrlReason } from "./hosted/runner/bounds";
@@ -132,19 +133,22 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   identityMinting.start();
   app.addHook("onClose", () => identityMinting.stop());
 
+  // Each route plugin is registered under its prefix: API_PREFIX, or the longer path its routes share.
   await app.register(healthRoutes, {
+    prefix: HEALTH_PREFIX,
     db,
     chains,
     now,
-    custodyPublicKey: custody.publicKey,
     leases: deps.leases ?? (() => []),
     // The hosting (built below) owns the sandbox; /health is asked only once the app listens.
     sandbox: () => hosting.sandbox.status(),
   });
-  await app.register(authRoutes, { auth });
-  await app.register(storageRoutes, { auth, blobs, uploads });
-  await app.register(taskRoutes, { auth, chains, queries, funding, listings });
-  await app.register(agentRoutes, { auth, agents });
+  await app.register(settlementRoutes, { prefix: SETTLEMENT_PREFIX, db, chains, custodyPublicKey: custody.publicKey });
+  await app.register(sessionRoutes, { prefix: SESSION_PREFIX, auth });
+  await app.register(apiKeyRoutes, { prefix: API_KEYS_PREFIX, auth });
+  await app.register(storageRoutes, { prefix: STORAGE_PREFIX, auth, blobs, uploads });
+  await app.register(taskRoutes, { prefix: API_PREFIX, auth, chains, queries, funding, listings });
+  await app.register(agentRoutes, { prefix: AGENTS_PREFIX, auth, agents });
   await app.register(marketplaceRoutes, {
     prefix: MARKETPLACE_PREFIX,
     auth,
@@ -153,15 +157,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     delivery: createDelivery({ db, chains, now, verification }),
     settlement: createSettlementCalls({ db, chains, now }),
   });
-  await app.register(verificationRoutes, { auth, db, chains, now, outboxes, indexerWaitMs, verification, pool });
-  await app.register(feedbackRoutes, { auth, db, chains, now });
+  await app.register(verificationRoutes, { prefix: API_PREFIX, auth, db, chains, now, outboxes, indexerWaitMs, verification, pool });
+  await app.register(feedbackRoutes, { prefix: API_PREFIX, auth, db, chains, now });
   await app.register(reputationRoutes, { prefix: REPUTATION_PREFIX, db, now });
-  await app.register(assignedTaskRoutes, { auth, queries });
+  await app.register(assignedTaskRoutes, { prefix: ASSIGNED_TASKS_PREFIX, auth, queries });
   // One admin check for every admin route: one count of failed attempts per client IP.
   const requireAdmin = createAdminCheck(deps.config.adminApiKey, now);
-  await app.register(adminRoutes, { db, now, requireAdmin });
+  await app.register(adminRoutes, { prefix: ADMIN_PREFIX, db, now, requireAdmin });
   // Verified badges per tag or skill (issue 25 item 7), granted by the admin.
-  await app.register(badgeAdminRoutes, { db, now, requireAdmin });
+  await app.register(badgeAdminRoutes, { prefix: ADMIN_PREFIX, db, now, requireAdmin });
   const hosting =
     deps.hosting ?? createHosting({ db, chains, config: deps.config.hosted ?? DEFAULT_HOSTED, tokens: auth.agentTokens, now, logger: app.log });
   ownRunnerToken = (token) => hosting.runners.isOwnToken(token);
@@ -177,25 +181,31 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // The event log's replay and stream (issue 27): one poll of the log heads wakes every stream of this process.
   const feed = createEventFeed({ db, pollMs: deps.config.events?.feedPollMs ?? 50 });
   app.addHook("onClose", () => feed.close());
+  await app.register(quoteRoutes, { prefix: QUOTES_PREFIX, auth, quotes: createQuoteStore({ db, now }) });
   await app.register(mcpRoutes, {
     auth,
     watchTask: createTaskWatches({ db, feed }),
-    quotes: createQuoteStore({ db, now }),
     chains,
     inject: (options) => app.inject(options),
     custody: { db, store: hosting.store, agents: hosting.agents, tokens: auth.agentTokens, signing: hosting.signing, now },
   });
-  await app.register(hostedRoutes, { auth, agents: hosting.agents, store: hosting.store });
-  await app.register(skillRoutes, { auth, skills: hosting.skills });
-  await app.register(serviceRoutes, { auth, services, requireOwnedAgent: (id, principal) => hosting.store.requireOwned(id, principal) });
+  await app.register(hostedRoutes, { prefix: HOSTED_PREFIX, auth, agents: hosting.agents, store: hosting.store });
+  await app.register(skillRoutes, { prefix: API_PREFIX, auth, skills: hosting.skills });
+  await app.register(serviceRoutes, {
+    prefix: API_PREFIX,
+    auth,
+    services,
+    requireOwnedAgent: (id, principal) => hosting.store.requireOwned(id, principal),
+  });
   await app.register(bridgeHealthRoutes, {
+    prefix: HEALTH_PREFIX,
     chains,
     now,
     sponsor: hosting.sponsor,
     ...(deps.verifierAddress ? { verifierAddress: deps.verifierAddress } : {}),
   });
 
-  await app.register(eventRoutes, { auth, db, chains, feed, streamsPerAccount: deps.config.events?.streamsPerAccount ?? 10 });
+  await app.register(eventRoutes, { prefix: EVENTS_PREFIX, auth, db, chains, feed, streamsPerAccount: deps.config.events?.streamsPerAccount ?? 10 });
   const webhookGuard = webhookOutbound(deps.config.hosted ?? DEFAULT_HOSTED);
   const webhooks = createWebhookStore({
     db,
@@ -205,7 +215,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     urlRefusal: webhookGuard.urlRefusal,
     perAccount: deps.config.events?.webhooksPerAccount ?? 10,
   });
-  await app.register(webhookRoutes, { auth, store: webhooks });
+  await app.register(webhookRoutes, { prefix: WEBHOOKS_PREFIX, auth, store: webhooks });
   // A2A streams and push configs are the same log and webhooks; the cards say what is on.
   await app.register(a2aRoutes, { queries, auth, agents, db, feed, ...(webhookGuard.box ? { push: webhooks } : {}) });
   const a2aCapabilities = { streaming: true, pushNotifications: webhookGuard.box !== undefined };

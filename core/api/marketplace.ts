@@ -70,6 +70,13 @@ export type AddKeysAnswer = Static<typeof AddKeysAnswer>;
 export const DeclineAnswer = Type.Object({ taskHash: TaskHashText, declined: Type.Boolean() });
 export type DeclineAnswer = Static<typeof DeclineAnswer>;
 
+/**
+ * The settlement calls a task's party sends from its own wallet, named as their routes are
+ * (`POST /api/v1/a2a/tasks/{taskHash}/<action>`) and as the SDK's `settle({ action })` takes them (issue 24).
+ */
+export const SETTLEMENT_ACTIONS = ["cancel", "claim-timeout", "dispute", "release", "release-unjudged"] as const;
+export type SettlementAction = (typeof SETTLEMENT_ACTIONS)[number];
+
 /** What a settlement transaction will do once mined. */
 export const SETTLEMENT_OUTCOMES = ["refund", "escalate", "dispute", "payout", "reopen"] as const;
 export type SettlementOutcome = (typeof SETTLEMENT_OUTCOMES)[number];

@@ -85,13 +85,20 @@ export async function awaitingRuling(db: Db, nowSeconds: number): Promise<Awaiti
 
 export type RequireAdmin = ReturnType<typeof createAdminCheck>;
 
-/** `requireAdmin`, when given, is the one check every admin route shares (one count of failed attempts per IP). */
+/** The prefix app.ts registers the admin's route plugins under (`adminRoutes`, `badgeAdminRoutes`). */
+export const ADMIN_PREFIX = "/api/v1/admin";
+
+/**
+ * `requireAdmin`, when given, is the one check every admin route shares (one count of failed attempts per IP), each
+ * admin plugin's `onRequest` hook: a request without the key is refused before its body is read.
+ */
 export const adminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; adminKey?: string; requireAdmin?: RequireAdmin }> = async (
   app,
   { db, now, adminKey, requireAdmin = createAdminCheck(adminKey, now) },
 ) => {
+  app.addHook("onRequest", requireAdmin);
   app.get(
-    "/api/v1/admin/disputes",
+    "/disputes",
     {
       schema: {
         tags: ["admin"],
@@ -104,8 +111,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; adminK
         response: { 200: Envelope(AdminDisputes), ...errorResponses(403) },
       },
     },
-    async (request) => {
-      await requireAdmin(request);
+    async () => {
       const disputes = await awaitingRuling(db, Math.floor(now() / 1000));
       return ok({ disputes, total: disputes.length });
     },

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import { addressParam } from "../http/params";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import type { AgentRegistry } from "./registry";
@@ -9,11 +9,15 @@ import { isChainName } from "../../core/chains";
 import { MarketError } from "../../core/errors";
 import { MAX_UINT256 } from "../../core/limits";
 
-/** Registering agents and finding them. */
+/** The prefix app.ts registers `agentRoutes` under. */
+export const AGENTS_PREFIX = "/api/v1/a2a";
+
+/** Registering agents (authenticated by the route's hook) and finding them (public). */
 export const agentRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; agents: AgentRegistry }> = async (app, { auth, agents: registry }) => {
   app.post(
-    "/api/v1/a2a/register",
+    "/register",
     {
+      onRequest: authenticated(auth),
       schema: {
         tags: ["agents"],
         summary: "Create or replace the calling wallet's agent record",
@@ -27,7 +31,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; agents
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const body = request.body;
       const minReward = body.minReward === undefined ? undefined : BigInt(body.minReward);
       if (minReward !== undefined && minReward > MAX_UINT256) {
@@ -47,7 +51,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; agents
   );
 
   app.get(
-    "/api/v1/a2a/executors",
+    "/executors",
     {
       schema: {
         tags: ["agents"],
@@ -71,7 +75,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; agents
   );
 
   app.get(
-    "/api/v1/a2a/executors/:address",
+    "/executors/:address",
     {
       schema: {
         tags: ["agents"],

@@ -9,7 +9,7 @@ import { HOSTED_TOKEN_PREFIX, createAgentTokens } from "./agent-tokens";
 import type { Principal } from "./principal";
 
 export type { Principal } from "./principal";
-export { authenticated, principalOf } from "./hook";
+export { authenticated, principalOf, signedIn } from "./hook";
 export { API_KEY_PREFIX, sha256Hex } from "./api-keys";
 export { HOSTED_TOKEN_PREFIX, createAgentTokens, type AgentTokens } from "./agent-tokens";
 export { AUTH_SWEEP_INTERVAL_MS, EXPIRED_SESSION_KEPT_MS, NONCE_TTL_MS, SESSION_TTL_MS } from "./sessions";

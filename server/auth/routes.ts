@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { Auth } from "./index";
+import { authenticated, principalOf, signedIn } from "./hook";
 import { CREDENTIALS, SESSION, errorResponses, ok } from "../http/schemas";
 import { MarketError } from "../../core/errors";
 import {
@@ -20,12 +21,20 @@ import {
   asAddress,
 } from "../../core/api";
 
-/** Wallet sign-in (EIP-4361), sessions and API keys. */
-export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app, { auth }) => {
-  const { sessions, apiKeys } = auth;
+/** The prefix app.ts registers `sessionRoutes` under. */
+export const SESSION_PREFIX = "/api/v1/auth";
+/** The prefix app.ts registers `apiKeyRoutes` under. */
+export const API_KEYS_PREFIX = "/api/v1/api-keys";
+
+/**
+ * Wallet sign-in (EIP-4361) and sessions, under SESSION_PREFIX: signing in is public; linking a wallet and signing out
+ * are authenticated by their hook (signing out by a signed-in account, never a hosted agent's token).
+ */
+export const sessionRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app, { auth }) => {
+  const { sessions } = auth;
 
   app.post(
-    "/api/v1/auth/nonce",
+    "/nonce",
     {
       schema: {
         tags: ["auth"],
@@ -38,7 +47,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
   );
 
   app.post(
-    "/api/v1/auth/verify",
+    "/verify",
     {
       schema: {
         tags: ["auth"],
@@ -54,8 +63,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
   );
 
   app.post(
-    "/api/v1/auth/link",
+    "/link",
     {
+      onRequest: authenticated(auth),
       schema: {
         tags: ["auth"],
         summary: "Link another wallet to the signed-in account (signed by that wallet)",
@@ -65,7 +75,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       if (principal.kind !== "session") throw new MarketError("SESSION_REQUIRED", "Linking a wallet needs a signed-in session.");
       const wallets = await sessions.linkWallet(principal, request.body.message, request.body.signature);
       return ok({ wallets: wallets.map(asAddress) });
@@ -73,8 +83,40 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
   );
 
   app.post(
-    "/api/v1/api-keys",
+    "/logout",
     {
+      onRequest: signedIn(auth),
+      schema: {
+        tags: ["auth"],
+        summary: "End the presented sign-in session (its token stops working at once)",
+        security: SESSION,
+        response: { 200: Envelope(LoggedOut), ...errorResponses(401, 403) },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      if (principal.kind !== "session" || principal.sessionId === undefined) {
+        throw new MarketError("SESSION_REQUIRED", "Logout ends a session; revoke an API key with DELETE /api/v1/api-keys/{id}.");
+      }
+      await sessions.revokeSession(principal.accountId, principal.sessionId);
+      return ok({ loggedOut: true as const });
+    },
+  );
+};
+
+/**
+ * API keys, under API_KEYS_PREFIX, each route authenticated by its hook: managing keys needs a signed-in account
+ * (never a hosted agent's token); `whoami` any credential.
+ */
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app, { auth }) => {
+  const { sessions, apiKeys } = auth;
+  const requireAuth = authenticated(auth);
+  const requireAccount = signedIn(auth);
+
+  app.post(
+    "/",
+    {
+      onRequest: requireAccount,
       schema: {
         tags: ["auth"],
         summary: "Create an API key (shown once) acting as the account's first linked wallet",
@@ -85,15 +127,16 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       const created = await apiKeys.createApiKey(principal.accountId, request.body.name);
       return ok({ ...created, wallet: asAddress(created.wallet) });
     },
   );
 
   app.get(
-    "/api/v1/api-keys",
+    "/",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["auth"],
         summary: "The account's API keys (never the keys themselves)",
@@ -102,7 +145,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       const rows = await apiKeys.listApiKeys(principal.accountId);
       return ok({
         keys: rows.map((r) => ({
@@ -119,8 +162,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
   );
 
   app.delete(
-    "/api/v1/api-keys/:id",
+    "/:id",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["auth"],
         summary: "Revoke one API key of the account",
@@ -130,14 +174,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       return ok({ revoked: await apiKeys.revokeApiKey(principal.accountId, Number(request.params.id)) });
     },
   );
 
   app.post(
-    "/api/v1/api-keys/revoke-all",
+    "/revoke-all",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["auth"],
         summary: "Revoke every API key and end every sign-in session of the account (after a leak)",
@@ -146,35 +191,16 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       const revoked = await apiKeys.revokeAllApiKeys(principal.accountId);
       return ok({ revoked, sessionsRevoked: await sessions.revokeAllSessions(principal.accountId) });
     },
   );
 
-  app.post(
-    "/api/v1/auth/logout",
-    {
-      schema: {
-        tags: ["auth"],
-        summary: "End the presented sign-in session (its token stops working at once)",
-        security: SESSION,
-        response: { 200: Envelope(LoggedOut), ...errorResponses(401, 403) },
-      },
-    },
-    async (request) => {
-      const principal = await auth.signedIn(request);
-      if (principal.kind !== "session" || principal.sessionId === undefined) {
-        throw new MarketError("SESSION_REQUIRED", "Logout ends a session; revoke an API key with DELETE /api/v1/api-keys/{id}.");
-      }
-      await sessions.revokeSession(principal.accountId, principal.sessionId);
-      return ok({ loggedOut: true as const });
-    },
-  );
-
   app.get(
-    "/api/v1/api-keys/whoami",
+    "/whoami",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["auth"],
         summary: "The wallet address(es) the credential acts as; for an API key just one",
@@ -185,7 +211,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: Auth }> = async (app,
       },
     },
     async (request) => {
-      const p = await auth.required(request);
+      const p = principalOf(request);
       const linked = p.kind === "session" ? await auth.accounts.walletsOf(p.accountId) : [];
       const addresses = [p.wallet, ...linked.filter((w) => w !== p.wallet)].map(asAddress);
       return ok({ addresses, accountId: p.accountId, via: p.kind, ...(p.keyId === undefined ? {} : { keyId: p.keyId }) });

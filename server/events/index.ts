@@ -8,5 +8,5 @@ export { listedDraft, eventTypeOf } from "./derive";
 export { createEventLogProjection } from "./projection";
 export { createEventFeed, type EventFeed } from "./feed";
 export { readEvents, walletsOf, type EventFilter } from "./replay";
-export { eventRoutes, type EventRoutesDeps } from "./routes";
+export { eventRoutes, EVENTS_PREFIX, type EventRoutesDeps } from "./routes";
 export { createTaskWatches, type TaskEventWatch } from "./watch";

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Authenticate } from "../auth";
+import type { FastifyRequest } from "fastify";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import type { ChainRegistry } from "../chains";
 import type { Db } from "../db";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
@@ -21,6 +22,9 @@ export interface EventRoutesDeps {
   heartbeatMs?: number;
 }
 
+/** The prefix app.ts registers `eventRoutes` under. */
+export const EVENTS_PREFIX = "/api/v1/events";
+
 const DEFAULT_PAGE = 100;
 const STREAM_PAGE = 200;
 
@@ -37,8 +41,10 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesDeps> = async (ap
     for (const stop of stops) stop();
   });
 
-  async function filterOf(request: { headers: Record<string, string | string[] | undefined> }, query: EventsQuery, after: string) {
-    const principal = await auth.required(request);
+  app.addHook("onRequest", authenticated(auth));
+
+  async function filterOf(request: FastifyRequest, query: EventsQuery, after: string) {
+    const principal = principalOf(request);
     const chain = query.chain ? chains.require(query.chain).config.name : chains.posting().config.name;
     const cursor = after === "now" ? await lastCursor(db, chain) : Number(after);
     const filter: EventFilter = { chain, after: cursor, wallets: await walletsOf(db, principal), ...typesOf(query.types) };
@@ -47,7 +53,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesDeps> = async (ap
   }
 
   app.get(
-    "/api/v1/events",
+    "/",
     {
       schema: {
         tags: ["events"],
@@ -69,7 +75,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesDeps> = async (ap
   );
 
   app.get(
-    "/api/v1/events/stream",
+    "/stream",
     {
       schema: {
         tags: ["events"],

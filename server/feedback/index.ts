@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import type { ChainRegistry } from "../chains";
 import type { Clock } from "../http/types";
-import type { Headers } from "../http/credentials";
+import type { FastifyRequest } from "fastify";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import { loadTask } from "../tasks/context";
 import { addressParam } from "../http/params";
@@ -30,11 +30,16 @@ export interface FeedbackDeps {
   now: Clock;
 }
 
-/** Reviews of completed tasks (by the poster, once) and messages between a task's poster and its executor. */
+/**
+ * Reviews of completed tasks (by the poster, once) and messages between a task's poster and its executor, under
+ * API_PREFIX; the reviews of an agent are public, every other route authenticated by its hook.
+ */
 export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (app, { db, chains, auth, now }) => {
+  const requireAuth = authenticated(auth);
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/review",
+    "/a2a/tasks/:taskHash/review",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["feedback"],
         summary: "Review the agent of a completed task (poster only, once)",
@@ -45,7 +50,7 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const task = await loadTask(db, chains, request.params.taskHash);
       if (task.listing.poster !== principal.wallet) throw new MarketError("NOT_POSTER", "Only the poster reviews.");
       const { status, worker } = task.onChain;
@@ -71,7 +76,7 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
   );
 
   app.get(
-    "/api/v1/reputation/:address/reviews",
+    "/reputation/:address/reviews",
     {
       schema: {
         tags: ["reputation"],
@@ -101,8 +106,8 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
   );
 
   /** The poster and the assigned executor only; no executor yet means no conversation yet. */
-  async function party(request: { headers: Headers }, taskHash: string) {
-    const principal = await auth.required(request);
+  async function party(request: FastifyRequest, taskHash: string) {
+    const principal = principalOf(request);
     const task = await loadTask(db, chains, taskHash);
     const isPoster = principal.wallet === task.listing.poster;
     if (!isPoster && principal.wallet !== task.onChain.worker)
@@ -112,8 +117,9 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
   }
 
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/messages",
+    "/a2a/tasks/:taskHash/messages",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["feedback"],
         summary: "Send a message about a task (poster or assigned executor)",
@@ -136,8 +142,9 @@ export const feedbackRoutes: FastifyPluginAsyncTypebox<FeedbackDeps> = async (ap
   );
 
   app.get(
-    "/api/v1/a2a/tasks/:taskHash/messages",
+    "/a2a/tasks/:taskHash/messages",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["feedback"],
         summary: "A task's messages, oldest first (poster or assigned executor)",

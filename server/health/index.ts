@@ -22,10 +22,15 @@ export interface HealthDeps {
   sandbox?: () => Promise<{ available: boolean; reason: string | null }>;
 }
 
-/** Liveness, readiness (database and indexer lag) and the settlement chains. */
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, { db, chains, now, custodyPublicKey, leases, sandbox }) => {
+/** The prefix app.ts registers `healthRoutes` under (and the hosting's `bridgeHealthRoutes`). */
+export const HEALTH_PREFIX = "/health";
+/** The prefix app.ts registers `settlementRoutes` under. */
+export const SETTLEMENT_PREFIX = "/api/v1/health";
+
+/** Liveness and readiness (database and indexer lag), under HEALTH_PREFIX. */
+export const healthRoutes: FastifyPluginAsyncTypebox<Omit<HealthDeps, "custodyPublicKey">> = async (app, { db, chains, now, leases, sandbox }) => {
   app.get(
-    "/health",
+    "/",
     {
       schema: {
         tags: ["health"],
@@ -37,7 +42,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, {
   );
 
   app.get(
-    "/health/ready",
+    "/ready",
     {
       schema: {
         tags: ["health"],
@@ -70,9 +75,15 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, {
       return ok({ ready: true as const, chains: report });
     },
   );
+};
 
+/** The settlement chains, under SETTLEMENT_PREFIX. */
+export const settlementRoutes: FastifyPluginAsyncTypebox<Pick<HealthDeps, "db" | "chains" | "custodyPublicKey">> = async (
+  app,
+  { db, chains, custodyPublicKey },
+) => {
   app.get(
-    "/api/v1/health/settlement",
+    "/settlement",
     {
       schema: {
         tags: ["health"],

@@ -9,7 +9,7 @@ import type { GasSponsor } from "./sponsor";
 export const BRIDGE_HEALTH_CACHE_MS = 30_000;
 
 /**
- * `GET /health/bridge`: the gas sponsor's state and whether the configured verifier key is each escrow's verifier().
+ * `GET /health/bridge` (under HEALTH_PREFIX): the gas sponsor's state and whether the configured verifier key is each escrow's verifier().
  * Each chain's answer is read at most once per `BRIDGE_HEALTH_CACHE_MS` (concurrent requests share one read).
  */
 export const bridgeHealthRoutes: FastifyPluginAsyncTypebox<{
@@ -33,7 +33,7 @@ export const bridgeHealthRoutes: FastifyPluginAsyncTypebox<{
     return answer;
   };
   app.get(
-    "/health/bridge",
+    "/bridge",
     {
       schema: {
         tags: ["health"],

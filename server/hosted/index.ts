@@ -18,7 +18,7 @@ import type { RunnerLogger } from "./runner/agent";
 import { createSkillStore } from "../skills";
 import { checkToolDefinition } from "./tools";
 
-export { hostedRoutes, type HostedRoutesDeps } from "./routes";
+export { hostedRoutes, HOSTED_PREFIX, type HostedRoutesDeps } from "./routes";
 export { bridgeHealthRoutes } from "./health";
 export type { HostedAgents, OnDeployed, DeployedAgent } from "./service";
 export type { GasSponsor } from "./sponsor";

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { AuthenticateAccount } from "../auth";
+import { authenticated, principalOf, signedIn, type AuthenticateAccount } from "../auth";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import {
   AgentMessage,
@@ -32,16 +32,31 @@ import type { HostedStore } from "./store";
 
 const OWNER_ONLY = "Owner only: a session or API key of the account that deployed it (`NOT_AGENT_OWNER` otherwise).";
 
+/** The prefix app.ts registers `hostedRoutes` under. */
+export const HOSTED_PREFIX = "/api/v1/agents";
+
 export interface HostedRoutesDeps {
   auth: AuthenticateAccount;
   agents: HostedAgents;
   store: Pick<HostedStore, "find" | "publicView" | "tools">;
 }
 
-/** Hosted agents: deploy, the deploy fee, the public listing, the owner's operations and owner <-> agent messages. */
+/**
+ * Hosted agents, under HOSTED_PREFIX: the public listing, the deploy fee and one agent's public view; the owner's
+ * operations (deploy, lifecycle, wallet, tools) and the skills installed, authenticated as a signed-in account; and
+ * owner <-> agent messages, authenticated with any credential (the agent answers its owner with its own token). Each
+ * is an encapsulated child with its own authentication hook.
+ */
 export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (app, { auth, agents, store }) => {
+  await app.register(publicAgentRoutes, { agents, store });
+  await app.register(ownerRoutes, { auth, agents });
+  await app.register(installedSkillRoutes, { auth, agents });
+  await app.register(messageRoutes, { auth, agents });
+};
+
+const publicAgentRoutes: FastifyPluginAsyncTypebox<Pick<HostedRoutesDeps, "agents" | "store">> = async (app, { agents, store }) => {
   app.get(
-    "/api/v1/agents",
+    "/",
     {
       schema: {
         tags: ["hosted agents"],
@@ -57,7 +72,7 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
   );
 
   app.get(
-    "/api/v1/agents/deploy-fee",
+    "/deploy-fee",
     {
       schema: {
         tags: ["hosted agents"],
@@ -71,38 +86,7 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
   );
 
   app.get(
-    "/api/v1/agents/mine",
-    {
-      schema: {
-        tags: ["hosted agents"],
-        summary: "The account's hosted agents, with what only the owner sees (never a secret)",
-        security: CREDENTIALS,
-        response: { 200: Envelope(OwnedAgentList), ...errorResponses(401, 403) },
-      },
-    },
-    async (request) => ok({ agents: await agents.mine(await auth.signedIn(request)) }),
-  );
-
-  app.post(
-    "/api/v1/agents",
-    {
-      schema: {
-        tags: ["hosted agents"],
-        summary: "Deploy a hosted agent: the service generates and custodies its wallet and runs it on your model",
-        description:
-          "A signed-in account only (session or API key; a hosted agent's token gets `HOSTED_AGENT_TOKEN_REFUSED`). The model API key and " +
-          "`toolSecrets` are stored encrypted (and sealed to `ownerPublicKey`) and never shown again. With a deploy fee, " +
-          "`feeTxHash` must be its payment (`DEPLOY_FEE_NOT_PAID` with a `reason` otherwise). Starts the agent unless `start` is false.",
-        security: CREDENTIALS,
-        body: DeployAgentBody,
-        response: { 200: Envelope(Deployed), ...errorResponses(401, 402, 403, 409, 503) },
-      },
-    },
-    async (request) => ok(await agents.deploy(await auth.signedIn(request), request.body)),
-  );
-
-  app.get(
-    "/api/v1/agents/:id",
+    "/:id",
     {
       schema: {
         tags: ["hosted agents"],
@@ -117,10 +101,45 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
       return ok({ agent: store.publicView(row, await store.tools(row.id)) });
     },
   );
+};
+
+/** The owner's routes: a signed-in account (a session or an API key; a hosted agent's token is refused). */
+const ownerRoutes: FastifyPluginAsyncTypebox<Pick<HostedRoutesDeps, "auth" | "agents">> = async (app, { auth, agents }) => {
+  app.addHook("onRequest", signedIn(auth));
+  app.get(
+    "/mine",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "The account's hosted agents, with what only the owner sees (never a secret)",
+        security: CREDENTIALS,
+        response: { 200: Envelope(OwnedAgentList), ...errorResponses(401, 403) },
+      },
+    },
+    async (request) => ok({ agents: await agents.mine(principalOf(request)) }),
+  );
+
+  app.post(
+    "/",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Deploy a hosted agent: the service generates and custodies its wallet and runs it on your model",
+        description:
+          "A signed-in account only (session or API key; a hosted agent's token gets `HOSTED_AGENT_TOKEN_REFUSED`). The model API key and " +
+          "`toolSecrets` are stored encrypted (and sealed to `ownerPublicKey`) and never shown again. With a deploy fee, " +
+          "`feeTxHash` must be its payment (`DEPLOY_FEE_NOT_PAID` with a `reason` otherwise). Starts the agent unless `start` is false.",
+        security: CREDENTIALS,
+        body: DeployAgentBody,
+        response: { 200: Envelope(Deployed), ...errorResponses(401, 402, 403, 409, 503) },
+      },
+    },
+    async (request) => ok(await agents.deploy(principalOf(request), request.body)),
+  );
 
   const ownerAction = (action: "start" | "stop" | "restart", summary: string, description: string) =>
     app.post(
-      `/api/v1/agents/:id/${action}`,
+      `/:id/${action}`,
       {
         schema: {
           tags: ["hosted agents"],
@@ -131,7 +150,7 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
           response: { 200: Envelope(OwnedAgentAnswer), ...errorResponses(401, 403, 404, 409) },
         },
       },
-      async (request) => ok({ agent: await agents[action](await auth.signedIn(request), Number(request.params.id)) }),
+      async (request) => ok({ agent: await agents[action](principalOf(request), Number(request.params.id)) }),
     );
   ownerAction(
     "start",
@@ -142,7 +161,7 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
   ownerAction("restart", "Restart a hosted agent", "Stop then start: changed tools and instructions apply.");
 
   app.post(
-    "/api/v1/agents/:id/export-key",
+    "/:id/export-key",
     {
       schema: {
         tags: ["hosted agents"],
@@ -153,11 +172,11 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
         response: { 200: Envelope(ExportedKey), ...errorResponses(401, 403, 404, 503) },
       },
     },
-    async (request) => ok(await agents.exportKey(await auth.signedIn(request), Number(request.params.id), request.ip)),
+    async (request) => ok(await agents.exportKey(principalOf(request), Number(request.params.id), request.ip)),
   );
 
   app.post(
-    "/api/v1/agents/:id/withdraw",
+    "/:id/withdraw",
     {
       schema: {
         tags: ["hosted agents"],
@@ -171,11 +190,11 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
         response: { 200: Envelope(Withdrawal), ...errorResponses(401, 403, 404, 409, 503) },
       },
     },
-    async (request) => ok(await agents.withdraw(await auth.signedIn(request), Number(request.params.id), request.body)),
+    async (request) => ok(await agents.withdraw(principalOf(request), Number(request.params.id), request.body)),
   );
 
   app.delete(
-    "/api/v1/agents/:id",
+    "/:id",
     {
       schema: {
         tags: ["hosted agents"],
@@ -186,42 +205,11 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
         response: { 200: Envelope(DeletedAgent), ...errorResponses(401, 403, 404, 409) },
       },
     },
-    async (request) => ok(await agents.remove(await auth.signedIn(request), Number(request.params.id))),
-  );
-
-  app.post(
-    "/api/v1/agents/:id/messages",
-    {
-      schema: {
-        tags: ["hosted agents"],
-        summary: "Send a message between the owner and the agent (no task)",
-        description:
-          "The owner's account, or the agent itself with its token; anyone else gets `NOT_AGENT_OWNER`. Each side sends at most 100 messages in any 24 hours (`MESSAGE_QUOTA_EXCEEDED`); the latest 200, none older than 30 days, are kept, and all go with the agent.",
-        security: CREDENTIALS,
-        params: AgentParams,
-        body: AgentMessageBody,
-        response: { 200: Envelope(AgentMessage), ...errorResponses(401, 403, 404, 429) },
-      },
-    },
-    async (request) => ok(await agents.sendMessage(await auth.required(request), Number(request.params.id), request.body.body)),
-  );
-
-  app.get(
-    "/api/v1/agents/:id/messages",
-    {
-      schema: {
-        tags: ["hosted agents"],
-        summary: "Messages between the owner and the agent, oldest first (the latest 200)",
-        security: CREDENTIALS,
-        params: AgentParams,
-        response: { 200: Envelope(AgentMessages), ...errorResponses(401, 403, 404) },
-      },
-    },
-    async (request) => ok({ messages: await agents.messages(await auth.required(request), Number(request.params.id)) }),
+    async (request) => ok(await agents.remove(principalOf(request), Number(request.params.id))),
   );
 
   app.patch(
-    "/api/v1/agents/:id",
+    "/:id",
     {
       schema: {
         tags: ["hosted agents"],
@@ -235,11 +223,15 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
         response: { 200: Envelope(OwnedAgentAnswer), ...errorResponses(401, 403, 404) },
       },
     },
-    async (request) => ok({ agent: await agents.update(await auth.signedIn(request), Number(request.params.id), request.body) }),
+    async (request) => ok({ agent: await agents.update(principalOf(request), Number(request.params.id), request.body) }),
   );
+};
 
+/** The skills installed in an owner's agent: a signed-in account, as the owner's other routes. */
+const installedSkillRoutes: FastifyPluginAsyncTypebox<Pick<HostedRoutesDeps, "auth" | "agents">> = async (app, { auth, agents }) => {
+  app.addHook("onRequest", signedIn(auth));
   app.get(
-    "/api/v1/agents/:id/skills",
+    "/:id/skills",
     {
       schema: {
         tags: ["hosted agents", "skills"],
@@ -250,11 +242,11 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
         response: { 200: Envelope(InstalledSkills), ...errorResponses(401, 403, 404) },
       },
     },
-    async (request) => ok({ skills: await agents.installedSkills(await auth.signedIn(request), Number(request.params.id)) }),
+    async (request) => ok({ skills: await agents.installedSkills(principalOf(request), Number(request.params.id)) }),
   );
 
   app.post(
-    "/api/v1/agents/:id/skills",
+    "/:id/skills",
     {
       schema: {
         tags: ["hosted agents", "skills"],
@@ -269,11 +261,11 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
         response: { 200: Envelope(Type.Object({ skill: InstalledSkill })), ...errorResponses(401, 403, 404, 409) },
       },
     },
-    async (request) => ok({ skill: await agents.installSkill(await auth.signedIn(request), Number(request.params.id), request.body.slug) }),
+    async (request) => ok({ skill: await agents.installSkill(principalOf(request), Number(request.params.id), request.body.slug) }),
   );
 
   app.delete(
-    "/api/v1/agents/:id/skills/:slug",
+    "/:id/skills/:slug",
     {
       schema: {
         tags: ["hosted agents", "skills"],
@@ -284,6 +276,41 @@ export const hostedRoutes: FastifyPluginAsyncTypebox<HostedRoutesDeps> = async (
         response: { 200: Envelope(Type.Object({ slug: Type.String(), removed: Type.Literal(true) })), ...errorResponses(401, 403, 404) },
       },
     },
-    async (request) => ok(await agents.removeSkill(await auth.signedIn(request), Number(request.params.id), request.params.slug)),
+    async (request) => ok(await agents.removeSkill(principalOf(request), Number(request.params.id), request.params.slug)),
+  );
+};
+
+/** Owner <-> agent messages: the owner's credential or the agent's own token (the service checks which agent). */
+const messageRoutes: FastifyPluginAsyncTypebox<Pick<HostedRoutesDeps, "auth" | "agents">> = async (app, { auth, agents }) => {
+  app.addHook("onRequest", authenticated(auth));
+  app.post(
+    "/:id/messages",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Send a message between the owner and the agent (no task)",
+        description:
+          "The owner's account, or the agent itself with its token; anyone else gets `NOT_AGENT_OWNER`. Each side sends at most 100 messages in any 24 hours (`MESSAGE_QUOTA_EXCEEDED`); the latest 200, none older than 30 days, are kept, and all go with the agent.",
+        security: CREDENTIALS,
+        params: AgentParams,
+        body: AgentMessageBody,
+        response: { 200: Envelope(AgentMessage), ...errorResponses(401, 403, 404, 429) },
+      },
+    },
+    async (request) => ok(await agents.sendMessage(principalOf(request), Number(request.params.id), request.body.body)),
+  );
+
+  app.get(
+    "/:id/messages",
+    {
+      schema: {
+        tags: ["hosted agents"],
+        summary: "Messages between the owner and the agent, oldest first (the latest 200)",
+        security: CREDENTIALS,
+        params: AgentParams,
+        response: { 200: Envelope(AgentMessages), ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (request) => ok({ messages: await agents.messages(principalOf(request), Number(request.params.id)) }),
   );
 };

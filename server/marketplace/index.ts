@@ -23,6 +23,7 @@ import {
   Finalized,
   SettlementTx,
   TaskActionParams,
+  type SettlementAction,
 } from "../../core/api";
 
 /** Taking, delivering and settling tasks. */
@@ -55,9 +56,19 @@ const taskAction = <R extends TSchema>(summary: string, description: string, res
 /** The prefix app.ts registers `marketplaceRoutes` under. */
 export const MARKETPLACE_PREFIX = "/api/v1/a2a/tasks/:taskHash";
 
-/** Taking, delivering and settling tasks: paths under MARKETPLACE_PREFIX, every one authenticated by the plugin's hook. */
+/**
+ * Taking, delivering and settling tasks: paths under MARKETPLACE_PREFIX, every one authenticated by the plugin's hook,
+ * which the three encapsulated children inherit.
+ */
 export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> = async (app, { auth, accepting, bidding, delivery, settlement }) => {
   app.addHook("onRequest", authenticated(auth));
+  await app.register(takingRoutes, { accepting, bidding });
+  await app.register(deliveringRoutes, { delivery });
+  await app.register(settlingRoutes, { settlement });
+};
+
+/** Taking a task: accept, bid (and the poster's bids and key wraps), decline an offer. */
+const takingRoutes: FastifyPluginAsyncTypebox<Pick<MarketplaceRouteDeps, "accepting" | "bidding">> = async (app, { accepting, bidding }) => {
   app.post(
     "/accept",
     {
@@ -138,22 +149,10 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       return ok(await accepting.decline(wallet, request.params.taskHash));
     },
   );
+};
 
-  app.post(
-    "/release",
-    {
-      schema: taskAction(
-        "Hand an assigned task back before delivering (worker's own transaction)",
-        "Answers the unsigned releaseTask for the worker's wallet; once mined the task is open again.",
-        SettlementTx,
-      ),
-    },
-    async (request) => {
-      const { wallet } = principalOf(request);
-      return ok(await settlement.release(wallet, request.params.taskHash));
-    },
-  );
-
+/** Delivering a round: the result, its signed evidence (or a rebroadcast), then verification. */
+const deliveringRoutes: FastifyPluginAsyncTypebox<Pick<MarketplaceRouteDeps, "delivery">> = async (app, { delivery }) => {
   app.post(
     "/deliver",
     {
@@ -219,8 +218,26 @@ export const marketplaceRoutes: FastifyPluginAsyncTypebox<MarketplaceRouteDeps> 
       return ok(await delivery.finalize(wallet, request.params.taskHash, request.body?.txHash));
     },
   );
+};
 
-  const settlementRoutes: Array<[string, string, string, (wallet: string, taskHash: string) => Promise<SettlementTx>]> = [
+/** The settlement calls a task's party signs itself: release, cancel, claim after the deadline, dispute, collect. */
+const settlingRoutes: FastifyPluginAsyncTypebox<Pick<MarketplaceRouteDeps, "settlement">> = async (app, { settlement }) => {
+  app.post(
+    "/release",
+    {
+      schema: taskAction(
+        "Hand an assigned task back before delivering (worker's own transaction)",
+        "Answers the unsigned releaseTask for the worker's wallet; once mined the task is open again.",
+        SettlementTx,
+      ),
+    },
+    async (request) => {
+      const { wallet } = principalOf(request);
+      return ok(await settlement.release(wallet, request.params.taskHash));
+    },
+  );
+
+  const settlementRoutes: Array<[SettlementAction, string, string, (wallet: string, taskHash: string) => Promise<SettlementTx>]> = [
     ["cancel", "Cancel an open task (poster's own transaction)", "While Funded: 100% back to the poster.", settlement.cancel],
     [
       "claim-timeout",

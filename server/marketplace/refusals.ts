@@ -1,11 +1,12 @@
 import { MarketError } from "../../core/errors";
 import { EscrowStatus, sameAddress, type EscrowRefusal, type TaskSnapshot } from "../../core/escrow";
 import type { TaskStatus } from "../../core/status";
+import type { SettlementAction } from "../../core/api";
 
 /** The API actions answered from an escrow precondition (core/escrow), named as the routes name them. */
-export type EscrowAction = "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged" | "deliver";
+export type EscrowAction = SettlementAction | "deliver";
 
-const DOING: Record<Exclude<EscrowAction, "deliver">, string> = {
+const DOING: Record<SettlementAction, string> = {
   cancel: "Cancelling",
   "claim-timeout": "Claiming",
   dispute: "Disputing",

@@ -1,10 +1,10 @@
 /**
- * MCP on the service: the quote store both MCP surfaces share (POST /api/v1/mcp/quotes, .../redeem), and the remote
- * MCP endpoint `POST /mcp` (Streamable HTTP, stateless, JSON answers) serving the same tools as `market mcp`
- * (sdk/src/mcp/tools.ts). The endpoint needs an `sk_` API key (`INVALID_TOKEN` otherwise). Its tools call this API
- * in-process as that key (`app.inject`, keeping the caller's address for rate limits), so every owner check and limit
- * of the routes applies unchanged. The service never holds a self-run wallet's key: what needs its signature
- * (paying, cancelling, claiming) answers `USE_LOCAL_MCP`; quotes, polling and bidding work fully. With
+ * MCP on the service: the quote store both MCP surfaces share (POST /api/v1/mcp/quotes, .../redeem; its routes in
+ * quote-routes.ts), and the remote MCP endpoint `POST /mcp` (Streamable HTTP, stateless, JSON answers) serving the same
+ * tools as `market mcp` (sdk/src/mcp/tools.ts). The endpoint needs an `sk_` API key (`INVALID_TOKEN` otherwise). Its
+ * tools call this API in-process as that key (`app.inject`, keeping the caller's address for rate limits), so every
+ * owner check and limit of the routes applies unchanged. The service never holds a self-run wallet's key: what needs
+ * its signature (paying, cancelling, claiming) answers `USE_LOCAL_MCP`; quotes, polling and bidding work fully. With
  * `X-Market-Agent: <id>` the owner's key acts as that hosted agent's custodied wallet, which the service signs for
  * (custody.ts).
  */
@@ -16,10 +16,8 @@ import type { Authenticate, Principal } from "../auth";
 import type { ChainRegistry } from "../chains";
 import { chainCall } from "../chains";
 import { presentedCredential } from "../http/credentials";
-import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
-import type { QuoteStore } from "./quotes";
+import { errorResponses } from "../http/schemas";
 import { AGENT_HEADER, agentIdOf, custodySurface, type CustodyDeps } from "./custody";
-import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, QuoteRedeemed } from "../../core/api";
 import { MarketError } from "../../core/errors";
 import { loggableError } from "../http/errors";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
@@ -27,6 +25,7 @@ import { MarketClient, type TaskWatch } from "../../sdk/src";
 import { createMcpServer, serviceQuotes, TOOLS, unsignedPoster, type McpSurface } from "../../sdk/src/mcp";
 
 export { createQuoteStore, type QuoteStore } from "./quotes";
+export { quoteRoutes, QUOTES_PREFIX } from "./quote-routes";
 export type { CustodyDeps } from "./custody";
 
 /** The app's own `inject`, to call the API in-process. */
@@ -72,55 +71,13 @@ function injectFetch(inject: Inject, remoteAddress: string): typeof fetch {
 
 export const mcpRoutes: FastifyPluginAsyncTypebox<{
   auth: Authenticate;
-  quotes: QuoteStore;
   chains: ChainRegistry;
   inject: Inject;
   /** Hosted agents' custodied wallets, for their owners (`X-Market-Agent`). */
   custody: CustodyDeps;
   /** A task's events as the caller sees them, for the tools that wait (server/events/watch.ts). */
   watchTask?: (principal: Principal, taskHash: string, chain: string) => Promise<TaskWatch>;
-}> = async (app, { auth, quotes, chains, inject, custody, watchTask }) => {
-  app.post(
-    "/api/v1/mcp/quotes",
-    {
-      schema: {
-        tags: ["mcp"],
-        summary: "Store the quote of an MCP spending call (single-use, valid 10 minutes)",
-        description: "Used by `market mcp` and the remote /mcp endpoint: the confirm call redeems the quote with the same fingerprint.",
-        security: CREDENTIALS,
-        body: QuoteCreateBody,
-        response: { 200: Envelope(QuoteCreated), ...errorResponses(401) },
-      },
-    },
-    async (request) => {
-      const { wallet } = await auth.required(request);
-      const { tool, fingerprint, quote } = request.body;
-      return ok(await quotes.create(wallet, tool, fingerprint, quote));
-    },
-  );
-
-  app.post(
-    "/api/v1/mcp/quotes/:quoteId/redeem",
-    {
-      schema: {
-        tags: ["mcp"],
-        summary: "Use a quote once, for the call it was made for",
-        description:
-          "`QUOTE_REQUIRED` when the quote is unknown, another wallet's, used or expired; `QUOTE_MISMATCH` when the fingerprint differs. " +
-          "Either way the quote is left as it was.",
-        security: CREDENTIALS,
-        params: QuoteParams,
-        body: QuoteRedeemBody,
-        response: { 200: Envelope(QuoteRedeemed), ...errorResponses(401, 409) },
-      },
-    },
-    async (request) => {
-      const { wallet } = await auth.required(request);
-      const { tool, fingerprint } = request.body;
-      return ok(await quotes.redeem(wallet, request.params.quoteId, tool, fingerprint));
-    },
-  );
-
+}> = async (app, { auth, chains, inject, custody, watchTask }) => {
   /** The API key's wallet's settlement-token balance and allowance to the escrow, for the remote quote. */
   async function readWallet(chainName: string, wallet: string) {
     const chain = chains.require(chainName);

@@ -72,13 +72,14 @@ async function badgeName(db: Db, kind: "tag" | "skill", name: string): Promise<s
   return skill.slug;
 }
 
-/** The admin's routes granting and revoking verified badges. */
+/** The admin's routes granting and revoking verified badges, under ADMIN_PREFIX, behind the admin check as their hook. */
 export const badgeAdminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; requireAdmin: RequireAdmin }> = async (
   app,
   { db, now, requireAdmin },
 ) => {
+  app.addHook("onRequest", requireAdmin);
   app.post(
-    "/api/v1/admin/badges",
+    "/badges",
     {
       schema: {
         tags: ["admin"],
@@ -93,7 +94,6 @@ export const badgeAdminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; r
       },
     },
     async (request) => {
-      await requireAdmin(request);
       const address = addressParam(request.body.address, "body.address");
       const { kind } = request.body;
       const name = await badgeName(db, kind, request.body.name);
@@ -116,7 +116,7 @@ export const badgeAdminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; r
   );
 
   app.delete(
-    "/api/v1/admin/badges/:address/:kind/:name",
+    "/badges/:address/:kind/:name",
     {
       schema: {
         tags: ["admin"],
@@ -128,7 +128,6 @@ export const badgeAdminRoutes: FastifyPluginAsyncTypebox<{ db: Db; now: Clock; r
       },
     },
     async (request) => {
-      await requireAdmin(request);
       const address = addressParam(request.params.address);
       const removed = await db
         .deleteFrom("verified_badges")

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { AuthenticateAccount } from "../auth";
+import { principalOf, signedIn, type AuthenticateAccount } from "../auth";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import { addressParam } from "../http/params";
 import {
@@ -31,10 +31,14 @@ export interface ServiceRoutesDeps {
   requireOwnedAgent: RequireOwnedAgent;
 }
 
-/** Services: the public listing, one service, and the owner's management under its hosted agent. */
+/**
+ * Services, under API_PREFIX: the public listing, one service, and the owner's management under its hosted agent
+ * (a signed-in account, authenticated by the route's hook).
+ */
 export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesDeps> = async (app, { auth, services, requireOwnedAgent }) => {
+  const requireAccount = signedIn(auth);
   app.get(
-    "/api/v1/marketplace/services",
+    "/marketplace/services",
     {
       schema: {
         tags: ["services"],
@@ -52,7 +56,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesDeps> = async
   );
 
   app.get(
-    "/api/v1/marketplace/services/:id",
+    "/marketplace/services/:id",
     {
       schema: {
         tags: ["services"],
@@ -70,8 +74,9 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesDeps> = async
   );
 
   app.get(
-    "/api/v1/agents/:id/services",
+    "/agents/:id/services",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["services"],
         summary: "All of a hosted agent's services, inactive ones included",
@@ -82,15 +87,16 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesDeps> = async
       },
     },
     async (request) => {
-      const agent = await requireOwnedAgent(Number(request.params.id), await auth.signedIn(request));
+      const agent = await requireOwnedAgent(Number(request.params.id), principalOf(request));
       const list = await services.ofAgent(agent.id);
       return ok({ services: list, total: list.length });
     },
   );
 
   app.post(
-    "/api/v1/agents/:id/services",
+    "/agents/:id/services",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["services"],
         summary: "List a service of a hosted agent: a fixed-price call others rent",
@@ -105,15 +111,16 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesDeps> = async
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       const agent = await requireOwnedAgent(Number(request.params.id), principal);
       return ok({ service: await services.create(principal, agent, request.body) });
     },
   );
 
   app.patch(
-    "/api/v1/agents/:id/services/:serviceId",
+    "/agents/:id/services/:serviceId",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["services"],
         summary: "Change a service: any of its fields",
@@ -127,15 +134,16 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesDeps> = async
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       const agent = await requireOwnedAgent(Number(request.params.id), principal);
       return ok({ service: await services.update(principal, agent.id, Number(request.params.serviceId), request.body) });
     },
   );
 
   app.delete(
-    "/api/v1/agents/:id/services/:serviceId",
+    "/agents/:id/services/:serviceId",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["services"],
         summary: "Delete a service",
@@ -146,7 +154,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesDeps> = async
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       const agent = await requireOwnedAgent(Number(request.params.id), principal);
       return ok(await services.remove(principal, agent.id, Number(request.params.serviceId)));
     },

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { AuthenticateAccount } from "../auth";
+import { principalOf, signedIn, type AuthenticateAccount } from "../auth";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import {
   CreateSkillBody,
@@ -29,14 +29,19 @@ export interface SkillRoutesDeps {
   skills: SkillStore;
 }
 
-/** The skills registry: the public listing, one skill, and its author's create, import, edit and delete. */
+/**
+ * The skills registry, under API_PREFIX: the public listing, one skill, and its author's create, import, edit and delete
+ * (a signed-in account, authenticated by the route's hook).
+ */
 export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (app, { auth, skills }) => {
+  const requireAccount = signedIn(auth);
   /** OpenAPI imports per account per hour (each parses up to 10 MB). */
   const imports = createWindows(60 * 60_000);
 
   app.post(
-    "/api/v1/tools/import-openapi",
+    "/tools/import-openapi",
     {
+      onRequest: requireAccount,
       // 10 MB of document, JSON-escaped, with room for the envelope; the document's own size is checked apart.
       bodyLimit: 2 * MAX_OPENAPI_BYTES + 64 * 1024,
       schema: {
@@ -53,7 +58,7 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
       },
     },
     async (request) => {
-      const principal = await auth.signedIn(request);
+      const principal = principalOf(request);
       const retryAfter = imports.hit(`account:${principal.accountId}`, 30, Date.now());
       if (retryAfter !== undefined) throw rateLimited(retryAfter, "OpenAPI imports");
       try {
@@ -66,7 +71,7 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
   );
 
   app.get(
-    "/api/v1/skills",
+    "/skills",
     {
       schema: {
         tags: ["skills"],
@@ -91,7 +96,7 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
   );
 
   app.get(
-    "/api/v1/skills/:slug",
+    "/skills/:slug",
     {
       schema: {
         tags: ["skills"],
@@ -104,8 +109,9 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
   );
 
   app.post(
-    "/api/v1/skills",
+    "/skills",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["skills"],
         summary: "Create a skill: instructions, optional HTTP or MCP tools, the secrets they need, capability tags",
@@ -115,12 +121,13 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
         response: { 200: Envelope(SkillAnswer), ...errorResponses(401, 403, 409) },
       },
     },
-    async (request) => ok({ skill: await skills.create(await auth.signedIn(request), request.body) }),
+    async (request) => ok({ skill: await skills.create(principalOf(request), request.body) }),
   );
 
   app.post(
-    "/api/v1/skills/import",
+    "/skills/import",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["skills"],
         summary: "Create a skill from a SKILL.md file's text (frontmatter name, description, version, license; the body is the instructions)",
@@ -132,12 +139,13 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
         response: { 200: Envelope(SkillAnswer), ...errorResponses(401, 403, 409) },
       },
     },
-    async (request) => ok({ skill: await skills.importFile(await auth.signedIn(request), request.body) }),
+    async (request) => ok({ skill: await skills.importFile(principalOf(request), request.body) }),
   );
 
   app.patch(
-    "/api/v1/skills/:slug",
+    "/skills/:slug",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["skills"],
         summary: "Edit a skill; agents that installed it keep their snapshot until they remove and reinstall it",
@@ -148,12 +156,13 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
         response: { 200: Envelope(SkillAnswer), ...errorResponses(401, 403, 404) },
       },
     },
-    async (request) => ok({ skill: await skills.update(await auth.signedIn(request), request.params.slug, request.body) }),
+    async (request) => ok({ skill: await skills.update(principalOf(request), request.params.slug, request.body) }),
   );
 
   app.delete(
-    "/api/v1/skills/:slug",
+    "/skills/:slug",
     {
+      onRequest: requireAccount,
       schema: {
         tags: ["skills"],
         summary: "Delete a skill: no longer listed nor installable; agents that installed it keep it",
@@ -163,6 +172,6 @@ export const skillRoutes: FastifyPluginAsyncTypebox<SkillRoutesDeps> = async (ap
         response: { 200: Envelope(DeletedSkill), ...errorResponses(401, 403, 404) },
       },
     },
-    async (request) => ok(await skills.remove(await auth.signedIn(request), request.params.slug)),
+    async (request) => ok(await skills.remove(principalOf(request), request.params.slug)),
   );
 };

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
 import type { BlobStore } from "./blob-store";
 import type { Uploads } from "./uploads";
@@ -14,14 +14,18 @@ export { createUploads, type Uploads } from "./uploads";
 const UPLOAD_BODY_LIMIT = Math.ceil(MAX_UPLOAD_BYTES / 3) * 4 + 64 * 1024;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** Blobs (private briefs' ciphertexts), named by the SHA-256 of their bytes. */
+/** The prefix app.ts registers `storageRoutes` under. */
+export const STORAGE_PREFIX = "/api/v1/storage";
+
+/** Blobs (private briefs' ciphertexts), named by the SHA-256 of their bytes: uploads authenticated by their hook, reads public. */
 export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blobs: BlobStore; uploads: Pick<Uploads, "store"> }> = async (
   app,
   { auth, blobs, uploads },
 ) => {
   app.post(
-    "/api/v1/storage/upload",
+    "/upload",
     {
+      onRequest: authenticated(auth),
       bodyLimit: UPLOAD_BODY_LIMIT,
       schema: {
         tags: ["posting"],
@@ -36,7 +40,7 @@ export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blob
       },
     },
     async (request, reply) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const { data } = request.body;
       if (data.length % 4 !== 0 || !BASE64.test(data)) throw new MarketError("INVALID_BASE64");
       const bytes = Buffer.from(data, "base64");
@@ -56,7 +60,7 @@ export const storageRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate; blob
   );
 
   app.get(
-    "/api/v1/storage/:rootHash",
+    "/:rootHash",
     {
       schema: {
         tags: ["posting"],

@@ -1,8 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import type { TaskQueries } from "./queries";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import { AssignedTasksAnswer, Envelope } from "../../core/api";
+
+/** The prefix app.ts registers `assignedTaskRoutes` under. */
+export const ASSIGNED_TASKS_PREFIX = "/api/v1/a2a/tasks";
 
 /**
  * The tasks the caller's wallet works on and that have not ended, each with the rounds it has left, so a restarted
@@ -12,8 +15,9 @@ export const assignedTaskRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate;
   app,
   { auth, queries },
 ) => {
+  app.addHook("onRequest", authenticated(auth));
   app.get(
-    "/api/v1/a2a/tasks/assigned",
+    "/assigned",
     {
       schema: {
         tags: ["marketplace"],
@@ -25,9 +29,6 @@ export const assignedTaskRoutes: FastifyPluginAsyncTypebox<{ auth: Authenticate;
         response: { 200: Envelope(AssignedTasksAnswer), ...errorResponses(401) },
       },
     },
-    async (request) => {
-      const principal = await auth.required(request);
-      return ok({ tasks: await queries.assigned(principal.wallet) });
-    },
+    async (request) => ok({ tasks: await queries.assigned(principalOf(request).wallet) }),
   );
 };

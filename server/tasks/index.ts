@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import type { ChainRegistry } from "../chains";
 import { errorResponses, ok, CREDENTIALS, OPTIONAL_CREDENTIALS } from "../http/schemas";
 import { taskHashParam } from "../http/params";
@@ -35,7 +35,7 @@ import type { TaskStatus } from "../../core/status";
 export { createTaskQueries, toTaskView, type TaskQueries, type TaskRow } from "./queries";
 export { createFunding, type Funding } from "./funding";
 export { createListings, type Listings } from "./listing";
-export { assignedTaskRoutes } from "./assigned";
+export { assignedTaskRoutes, ASSIGNED_TASKS_PREFIX } from "./assigned";
 export { escrowPaused, loadTask, requireLive, statusOf, waitForIndexer, type Assignment, type Delivery, type TaskContext } from "./context";
 export { listedFields, listingChain, listingMeta, listingRow, type ListedFields } from "./listing-codec";
 export { normalizeWrappedKeys, requireValidCriteria, type TermsDeps } from "./terms";
@@ -48,8 +48,9 @@ export interface TaskRouteDeps {
   listings: Listings;
 }
 
-/** Posting, listing, browsing and reading tasks. */
+/** Posting, listing, browsing and reading tasks, under API_PREFIX: posting and the poster's list authenticated by their hook. */
 export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, { auth, chains, queries, funding, listings }) => {
+  const requireAuth = authenticated(auth);
   /** The chain a new task is posted on: the default postable chain unless the body names another postable one. */
   const postingChain = (name: string | undefined) => {
     const chain = name === undefined ? chains.posting() : chains.require(name);
@@ -64,8 +65,9 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
   };
 
   app.post(
-    "/api/v1/tasks",
+    "/tasks",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["posting"],
         summary: "Check a task's properties and build its funding transaction for the key's wallet",
@@ -78,14 +80,15 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       return ok(await funding.buildOne(request.body, principal.wallet, postingChain(request.body.chain)));
     },
   );
 
   app.post(
-    "/api/v1/tasks/batch",
+    "/tasks/batch",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["posting"],
         summary: "Build one createTasks transaction for up to 20 tasks (escrows with batch creation)",
@@ -96,7 +99,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const first = request.body.tasks[0];
       const chain = postingChain(first?.chain);
       if (request.body.tasks.some((t) => (t.chain ?? chain.name) !== chain.name)) {
@@ -109,8 +112,9 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
   );
 
   app.post(
-    "/api/v1/a2a/tasks/index",
+    "/a2a/tasks/index",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["posting"],
         summary: "List a funded task (or every task of a batch receipt)",
@@ -126,7 +130,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const body = request.body;
       if ("tasks" in body) {
         const chain = postingChain(body.tasks[0]?.chain);
@@ -150,7 +154,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
 
   const browsePages = new WeakMap<object, string>();
   app.get(
-    "/api/v1/a2a/tasks",
+    "/a2a/tasks",
     {
       schema: {
         tags: ["marketplace"],
@@ -177,7 +181,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
   );
 
   app.get(
-    "/api/v1/tasks",
+    "/tasks",
     {
       schema: {
         tags: ["marketplace"],
@@ -211,8 +215,9 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
   );
 
   app.get(
-    "/api/v1/a2a/tasks/posted",
+    "/a2a/tasks/posted",
     {
+      onRequest: requireAuth,
       schema: {
         tags: ["posting"],
         summary: "The caller's posted tasks, newest first",
@@ -222,7 +227,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const limit = Math.max(1, Math.min(Number(request.query.limit ?? 100), 1000));
       const cursor = request.query.cursor?.split("_");
       const before = cursor ? { listedAt: Number(cursor[0]), taskHash: cursor[1]! } : undefined;
@@ -231,7 +236,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
   );
 
   app.get(
-    "/api/v1/tasks/:taskHash",
+    "/tasks/:taskHash",
     {
       schema: {
         tags: ["marketplace"],

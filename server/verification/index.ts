@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { Db } from "../db";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import type { ChainRegistry } from "../chains";
 import { unsignedCall } from "../chains/calls";
 import { requireOutbox, type Outbox } from "../outbox";
@@ -45,27 +45,23 @@ export interface VerificationRouteDeps {
   pool: Pick<VerifierPool, "evaluate">;
 }
 
-/** Verdicts of the poster (`manual`) or the verifier (`agent`), and verification runs on demand. */
+/** Verdicts of the poster (`manual`) or the verifier (`agent`), and verification runs on demand; under API_PREFIX, authenticated. */
 export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps> = async (app, deps) => {
-  const { db, chains, auth, now, verification } = deps;
-  const advisory = createWindows(60_000);
-  /** Advisory verdicts per (task, round, criteria): a delivered round never changes, so its verdict does not either. */
-  const verdicts = new Map<string, Verdict>();
-  async function cachedVerdict(key: string, compute: () => Promise<Verdict>): Promise<Verdict> {
-    const hit = verdicts.get(key);
-    if (hit) {
-      verdicts.delete(key);
-      verdicts.set(key, hit);
-      return hit;
-    }
-    const verdict = await compute();
-    verdicts.set(key, verdict);
-    if (verdicts.size > ADVISORY_CACHE_ENTRIES) verdicts.delete(verdicts.keys().next().value!);
-    return verdict;
-  }
+  const { auth, db, chains, now, outboxes, indexerWaitMs, verification, pool } = deps;
+  app.addHook("onRequest", authenticated(auth));
+  // Each child gets its services, never this plugin's options (their `prefix` would be applied twice).
+  await app.register(verdictRoutes, { db, chains, now, outboxes, indexerWaitMs });
+  await app.register(verifyRoutes, { db, chains, now, verification, pool });
+};
 
+/** A verdict on the latest delivered round: the poster's (`manual`, sent by the verifier key) or the verifier agent's. */
+const verdictRoutes: FastifyPluginAsyncTypebox<Pick<VerificationRouteDeps, "db" | "chains" | "now" | "outboxes" | "indexerWaitMs">> = async (
+  app,
+  deps,
+) => {
+  const { db, chains, now } = deps;
   app.post(
-    "/api/v1/a2a/tasks/:taskHash/verdict",
+    "/a2a/tasks/:taskHash/verdict",
     {
       schema: {
         tags: ["verification"],
@@ -83,7 +79,7 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       },
     },
     async (request) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const task = await loadTask(db, chains, request.params.taskHash);
       const { passed, reasons = [] } = request.body;
       const score = request.body.score ?? (passed ? 100 : 0);
@@ -125,9 +121,29 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       return ok({ taskHash: asTaskHash(task.listing.task_hash), status: statusOf(after, now()), txHash });
     },
   );
+};
+
+/** Verification on demand: settles an `auto` round awaiting it, else an advisory verdict, rate-limited and cached. */
+const verifyRoutes: FastifyPluginAsyncTypebox<Pick<VerificationRouteDeps, "db" | "chains" | "now" | "verification" | "pool">> = async (app, deps) => {
+  const { db, chains, now, verification } = deps;
+  const advisory = createWindows(60_000);
+  /** Advisory verdicts per (task, round, criteria): a delivered round never changes, so its verdict does not either. */
+  const verdicts = new Map<string, Verdict>();
+  async function cachedVerdict(key: string, compute: () => Promise<Verdict>): Promise<Verdict> {
+    const hit = verdicts.get(key);
+    if (hit) {
+      verdicts.delete(key);
+      verdicts.set(key, hit);
+      return hit;
+    }
+    const verdict = await compute();
+    verdicts.set(key, verdict);
+    if (verdicts.size > ADVISORY_CACHE_ENTRIES) verdicts.delete(verdicts.keys().next().value!);
+    return verdict;
+  }
 
   app.post(
-    "/api/v1/verification/verify",
+    "/verification/verify",
     {
       schema: {
         tags: ["verification"],
@@ -143,7 +159,7 @@ export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteDeps
       },
     },
     async (request, reply) => {
-      const principal = await auth.required(request);
+      const principal = principalOf(request);
       const { taskHash, taskId, verificationCriteria } = request.body;
       if (taskHash === undefined) {
         throw taskId !== undefined

@@ -4,7 +4,7 @@
  */
 export { createWebhookStore, secretContext, webhookView, type SecretBox, type WebhookStore, type WebhookStoreDeps } from "./store";
 export { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type WebhookSender, type WebhookSenderOptions } from "./sender";
-export { webhookRoutes, type WebhookRoutesDeps } from "./routes";
+export { webhookRoutes, WEBHOOKS_PREFIX, type WebhookRoutesDeps } from "./routes";
 
 /** Name of the lease of the webhook sender (one process sends at a time; server/db/leases.ts). */
 export const WEBHOOKS_LEASE = "webhooks";

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { Authenticate } from "../auth";
+import { authenticated, principalOf, type Authenticate } from "../auth";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import {
   Envelope,
@@ -16,6 +16,9 @@ import {
 } from "../../core/api";
 import { webhookView, type WebhookStore } from "./store";
 
+/** The prefix app.ts registers `webhookRoutes` under. */
+export const WEBHOOKS_PREFIX = "/api/v1/webhooks";
+
 export interface WebhookRoutesDeps {
   auth: Authenticate;
   store: WebhookStore;
@@ -25,9 +28,10 @@ export interface WebhookRoutesDeps {
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesDeps> = async (app, { auth, store }) => {
   const tags = ["events"];
   const security = CREDENTIALS;
+  app.addHook("onRequest", authenticated(auth));
 
   app.post(
-    "/api/v1/webhooks",
+    "/",
     {
       schema: {
         tags,
@@ -37,17 +41,17 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesDeps> = async
         response: { 200: Envelope(WebhookCreated), ...errorResponses(401, 409, 503) },
       },
     },
-    async (request) => ok(await store.subscribe(await auth.required(request), request.body)),
+    async (request) => ok(await store.subscribe(principalOf(request), request.body)),
   );
 
   app.get(
-    "/api/v1/webhooks",
+    "/",
     { schema: { tags, summary: "The account's webhooks", security, response: { 200: Envelope(WebhookList), ...errorResponses(401) } } },
-    async (request) => ok({ webhooks: await store.list(await auth.required(request)) }),
+    async (request) => ok({ webhooks: await store.list(principalOf(request)) }),
   );
 
   app.get(
-    "/api/v1/webhooks/:id",
+    "/:id",
     {
       schema: {
         tags,
@@ -57,11 +61,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesDeps> = async
         response: { 200: Envelope(WebhookView), ...errorResponses(401, 404) },
       },
     },
-    async (request) => ok(webhookView(await store.owned(await auth.required(request), Number(request.params.id)))),
+    async (request) => ok(webhookView(await store.owned(principalOf(request), Number(request.params.id)))),
   );
 
   app.delete(
-    "/api/v1/webhooks/:id",
+    "/:id",
     {
       schema: {
         tags,
@@ -72,13 +76,13 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesDeps> = async
       },
     },
     async (request) => {
-      await store.remove(await auth.required(request), Number(request.params.id));
+      await store.remove(principalOf(request), Number(request.params.id));
       return ok({ deleted: true as const });
     },
   );
 
   app.post(
-    "/api/v1/webhooks/:id/enable",
+    "/:id/enable",
     {
       schema: {
         tags,
@@ -88,11 +92,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesDeps> = async
         response: { 200: Envelope(WebhookView), ...errorResponses(401, 404) },
       },
     },
-    async (request) => ok(await store.enable(await auth.required(request), Number(request.params.id))),
+    async (request) => ok(await store.enable(principalOf(request), Number(request.params.id))),
   );
 
   app.post(
-    "/api/v1/webhooks/:id/redeliver",
+    "/:id/redeliver",
     {
       schema: {
         tags,
@@ -103,11 +107,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesDeps> = async
         response: { 200: Envelope(Redelivered), ...errorResponses(401, 404) },
       },
     },
-    async (request) => ok({ requeued: await store.redeliver(await auth.required(request), Number(request.params.id), request.body.eventIds) }),
+    async (request) => ok({ requeued: await store.redeliver(principalOf(request), Number(request.params.id), request.body.eventIds) }),
   );
 
   app.get(
-    "/api/v1/webhooks/:id/deliveries",
+    "/:id/deliveries",
     {
       schema: {
         tags,
@@ -120,7 +124,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesDeps> = async
     },
     async (request) => {
       const { status, before } = request.query;
-      const deliveries = await store.deliveries(await auth.required(request), Number(request.params.id), {
+      const deliveries = await store.deliveries(principalOf(request), Number(request.params.id), {
         ...(status ? { status } : {}),
         ...(before ? { before: Number(before) } : {}),
       });

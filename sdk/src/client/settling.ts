@@ -2,12 +2,15 @@
 import { ApiError, clientError } from "../errors";
 import { escrowInterface } from "../chain";
 import { canCancel, hasEnded, snapshotFromView } from "../../../core/escrow";
-import type { SettlementOutcome, SettlementTx, TaskView, VerdictAnswer } from "../../../core/api";
+import type { SettlementAction, SettlementOutcome, SettlementTx, TaskView, VerdictAnswer } from "../../../core/api";
 import { TaskEscrow__factory } from "../../../typechain-types/factories/contracts/TaskEscrow__factory";
 import { sleep, type ClientCore } from "./core";
 
-/** The settlement calls a poster or worker signs: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`. */
-export type SettleAction = "cancel" | "claim-timeout" | "dispute" | "release" | "release-unjudged";
+/**
+ * The settlement calls a poster or worker signs: `cancel`, `claim-timeout`, `dispute`, `release` or `release-unjudged`
+ * (core/api `SettlementAction`, the names of their routes).
+ */
+export type SettleAction = SettlementAction;
 
 /** A settlement call sent: which call, what it does (`refund`, `escalate`, `dispute`, `payout`, `reopen`) and its transaction. */
 export interface Settled {
