@@ -125,6 +125,13 @@ async function steadyEscrow(token: BenchToken, contract?: string, upgrade = fals
   await token.mint(escrowAddress, 1n); // the escrow's balance slot is never fresh in steady state
   await token.approve(poster, escrowAddress, 10n ** 14n);
   await cycle(escrow, token);
+  // The poster has used a permit before (its nonce slot is not fresh), whichever escrow is measured first.
+  const sig = await token.signPermit(poster, escrowAddress, AMOUNT);
+  const warm = escrow
+    .connect(poster)
+    .createTaskWithPermit(nextHash(), token.address, AMOUNT, DAY, hre.ethers.ZeroAddress, hre.ethers.MaxUint256, sig.v, sig.r, sig.s);
+  await (await warm).wait();
+  await token.approve(poster, escrowAddress, 10n ** 14n);
   if (upgrade) {
     ({ escrow } = await upgradeEscrow(hre, { deployment, save: false }));
     await cycle(escrow, token);
