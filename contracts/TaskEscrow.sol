@@ -63,7 +63,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// for good; set only by {initialize}, never by an upgrade.
     uint8 private constant NO_LEGACY_TASKS = 1;
     /// @dev `settings` (4.0.0): no reputation registry is set (kept by {setReputationRegistry} and {initialize}). Clear
-    /// after an upgrade, so an upgraded proxy reads `reputation` at settlement as 3.0.0 did until the admin sets it.
+    /// after an upgrade: the first settlement that reads `reputation` and finds none sets it ({_registry}).
     uint8 private constant NO_REPUTATION_REGISTRY = 2;
     /// @dev {TokenLedger} `flags`: the ledger holds the token's allowance, id and escrowed sum (its {TokenBook} fields
     /// `allowed` and `escrowed` are no longer read); new tasks may use the token.
@@ -253,11 +253,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     function _createTask(bytes32 taskHash, address token, uint256 amount, uint64 duration, address verifier_) private {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
-        uint32 clock = _clockWhenLive($);
-        (TokenLedger storage ledger, uint8 tokenId) = _fundingLedger($, token);
-        _recordTask($, clock, taskHash, token, tokenId, amount, duration, verifier_);
+        uint256 slot0 = _liveSlot0($);
+        (TokenLedger storage ledger, uint8 tokenId, uint120 escrowed_) = _fundingLedger($, token);
+        _recordTask($, slot0, taskHash, token, tokenId, amount, duration, verifier_);
         // Booked before the transfer (checks-effects-interactions); a short delivery reverts it all.
-        ledger.escrowed += SafeCast.toUint120(amount);
+        ledger.escrowed = escrowed_ + SafeCast.toUint120(amount);
         _pull(token, amount);
     }
 
@@ -265,26 +265,27 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint256 count = tasks.length;
         if (count == 0 || count > MAX_BATCH) revert InvalidBatchSize(count, MAX_BATCH);
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
-        uint32 clock = _clockWhenLive($);
+        uint256 slot0 = _liveSlot0($);
         address token = tasks[0].token;
-        (TokenLedger storage ledger, uint8 tokenId) = _fundingLedger($, token);
+        (TokenLedger storage ledger, uint8 tokenId, uint120 escrowed_) = _fundingLedger($, token);
         uint256 total;
         for (uint256 i; i < count; ++i) {
             CreateParams calldata p = tasks[i];
             if (p.token != token) revert BatchTokenMismatch(i, p.token, token);
-            _recordTask($, clock, p.taskHash, token, tokenId, p.amount, p.duration, p.verifier);
+            _recordTask($, slot0, p.taskHash, token, tokenId, p.amount, p.duration, p.verifier);
             // Each amount was checked below 2^96 in _recordTask, and there are at most 20: no overflow.
             unchecked {
                 total += p.amount;
             }
         }
-        ledger.escrowed += SafeCast.toUint120(total);
+        ledger.escrowed = escrowed_ + SafeCast.toUint120(total);
         _pull(token, total);
     }
 
+    /// @param slot0 The namespace's slot 0 ({_liveSlot0}): the clock and `settings`.
     function _recordTask(
         TaskEscrowStorage storage $,
-        uint32 clock,
+        uint256 slot0,
         bytes32 taskHash,
         address token,
         uint8 tokenId,
@@ -300,18 +301,22 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         PackedTask storage t = $.packedTasks[taskHash];
         // A hash is used for good in either layout: {_task} moves a task funded before 3.0.0, it never copies one. A
         // proxy deployed at 4.0.0 or later has no such task, and skips the look-up.
-        if (t.poster != address(0) || ($.settings & NO_LEGACY_TASKS == 0 && $.tasks[taskHash].poster != address(0)))
-            revert TaskHashUsed(taskHash);
+        if (
+            t.poster != address(0) ||
+            (uint8(slot0 >> 240) & NO_LEGACY_TASKS == 0 && $.tasks[taskHash].poster != address(0))
+        ) revert TaskHashUsed(taskHash);
 
         // duration <= 90 days, checked above; the sum is checked and overflows only after the year 2106
-        _storeFunding(t, msg.sender, token, tokenId, amount, clock + SafeCast.toUint32(duration));
+        _storeFunding(t, msg.sender, token, tokenId, amount, _clockOf(slot0) + SafeCast.toUint32(duration));
         if (verifier_ != address(0)) t.verifier = verifier_;
         // Not paused here, so block time and the projected deadline agree.
         emit TaskCreated(taskHash, msg.sender, token, amount, uint64(block.timestamp) + duration, verifier_);
     }
 
     /// @dev Writes what funding fixes: slot 0 of `t`, and slot 3 when the token has no id or the amount needs more
-    /// than 40 bits. `amount` is below 2^96 (checked by every caller).
+    /// than 40 bits. `amount` is below 2^96 (checked by every caller). Slot 0 is empty here (its poster is the existence
+    /// flag, and no field of it is written without one), so it is written whole, once, as {PackedTask} lays it out:
+    /// poster at bit 0, amount at 160, deadline at 200, state 0 (Funded) at 232, rounds 0 at 240, token id at 248.
     function _storeFunding(
         PackedTask storage t,
         address poster,
@@ -320,37 +325,40 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint256 amount,
         uint32 deadline
     ) private {
-        t.poster = poster;
-        t.deadline = deadline;
+        uint256 slot0 = uint256(uint160(poster)) | (uint256(deadline) << 200);
         if (tokenId != 0 && amount <= type(uint40).max) {
-            t.amount = SafeCast.toUint40(amount);
-            t.tokenId = tokenId;
+            slot0 |= (amount << 160) | (uint256(tokenId) << 248);
         } else {
             t.wideToken = token;
             t.wideAmount = SafeCast.toUint96(amount);
         }
+        assembly ("memory-safe") {
+            sstore(t.slot, slot0)
+        }
     }
 
-    /// @dev The ledger of a token new tasks may use (else {TokenNotAllowed}), and the token's id ({_tokenId}).
+    /// @dev The ledger of a token new tasks may use (else {TokenNotAllowed}), with what funding reads of it, read once:
+    /// the token's id for slot 0 of a {PackedTask} (handed out here at the token's first funding since 3.0.0,
+    /// {_newTokenId}) and the escrowed sum the caller adds to.
     function _fundingLedger(
         TaskEscrowStorage storage $,
         address token
-    ) private returns (TokenLedger storage ledger, uint8 id) {
-        ledger = _ledger($, token);
-        if (ledger.flags & LEDGER_ALLOWED == 0) revert TokenNotAllowed(token);
-        id = _tokenId($, token, ledger);
+    ) private returns (TokenLedger storage ledger, uint8 id, uint120 escrowed_) {
+        ledger = $.ledgers[token];
+        TokenLedger memory books = ledger;
+        if (books.flags & LEDGER_OPEN == 0) {
+            _openLedger($, token, ledger);
+            books = ledger;
+        }
+        if (books.flags & LEDGER_ALLOWED == 0) revert TokenNotAllowed(token);
+        id = books.id;
+        if (id == 0) ledger.id = id = _newTokenId($, token);
+        escrowed_ = books.escrowed;
     }
 
-    /// @dev The token's id for slot 0 of a {PackedTask}, kept in its ledger: handed out at the token's first funding
-    /// since 3.0.0 (which also writes `tokensById`, once per token); 0 once all 255 ids are out, and its tasks then
-    /// keep the token in slot 3.
-    function _tokenId(
-        TaskEscrowStorage storage $,
-        address token,
-        TokenLedger storage ledger
-    ) private returns (uint8 id) {
-        id = ledger.id;
-        if (id != 0) return id;
+    /// @dev A new id for `token` (which writes `tokensById`, once per token; the caller keeps it in the token's ledger);
+    /// 0 once all 255 ids are out, and the token's tasks then keep it in slot 3.
+    function _newTokenId(TaskEscrowStorage storage $, address token) private returns (uint8 id) {
         uint8 count = $.tokenCount;
         if (count == type(uint8).max) return 0;
         // count < 255, checked above
@@ -358,7 +366,6 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             id = count + 1;
         }
         $.tokenCount = id;
-        ledger.id = id;
         $.tokensById[id] = token;
     }
 
@@ -404,10 +411,29 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     }
 
     function _pull(address token, uint256 amount) private {
-        uint256 before = IERC20(token).balanceOf(address(this));
+        uint256 before = _balanceOfThis(token);
         IERC20(token).safeTransferFrom(msg.sender, address(this), amount);
-        uint256 received = IERC20(token).balanceOf(address(this)) - before;
+        uint256 received = _balanceOfThis(token) - before;
         if (received < amount) revert TokenDeliveredLess(token, amount, received);
+    }
+
+    /// @dev `IERC20(token).balanceOf(address(this))` in scratch space, without the compiler's memory allocation and
+    /// decoder: it reverts alike (the token's revert data bubbled up; fewer than 32 bytes returned, as from an address
+    /// without code, reverts without data).
+    function _balanceOfThis(address token) private view returns (uint256 held) {
+        assembly ("memory-safe") {
+            mstore(0x00, 0x70a08231) // balanceOf(address)
+            mstore(0x20, address())
+            if iszero(staticcall(gas(), token, 0x1c, 0x24, 0x00, 0x20)) {
+                let data := mload(0x40)
+                returndatacopy(data, 0, returndatasize())
+                revert(data, returndatasize())
+            }
+            if lt(returndatasize(), 0x20) {
+                revert(0, 0)
+            }
+            held := mload(0x00)
+        }
     }
 
     // ------------------------------------------------------------------ life cycle
@@ -498,8 +524,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         unchecked {
             ++round;
         }
-        t.rounds = round;
-        t.state = uint8(Status.Submitted);
+        _submitted(t, round);
         emit EvidenceSubmitted(taskHash, msg.sender, resultHash, round);
     }
 
@@ -566,7 +591,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (workerWins) {
             _payWorker($, taskHash, t, Status.Paid, Ending.DisputeWonByWorker, false, 0);
         } else {
-            (address token, uint256 refund) = _close($, t, Status.Refunded, Ending.DisputeWonByPoster, 0);
+            (address token, uint256 refund) = _fundsOf($, t);
+            _close($, t, Status.Refunded, Ending.DisputeWonByPoster, token, refund, 0);
             if (_vouched(t, refund, false)) {
                 address registry = _registry($);
                 if (registry != address(0)) {
@@ -681,7 +707,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             fee = (amount * $.feeBps) / BPS;
             payout = amount - fee;
         }
-        _close($, t, status, ending, fee);
+        _close($, t, status, ending, token, amount, fee);
         address worker = t.worker;
         if (_vouched(t, amount, scored)) {
             address registry = _registry($);
@@ -705,7 +731,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         Ending ending
     ) private returns (uint256 amount) {
         address token;
-        (token, amount) = _close($, t, status, ending, 0);
+        (token, amount) = _fundsOf($, t);
+        _close($, t, status, ending, token, amount, 0);
         _send($, token, t.poster, amount);
     }
 
@@ -716,10 +743,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         PackedTask storage t,
         Status status,
         Ending ending,
+        address token,
+        uint256 amount,
         uint256 fee
-    ) private returns (address token, uint256 amount) {
+    ) private {
         t.state = _state(status, ending);
-        (token, amount) = _fundsOf($, t);
         TokenLedger storage ledger = _ledger($, token);
         TokenLedger memory books = ledger;
         // A live task's amount is part of escrowed; fee <= amount, so fees + fee stays below escrowed + fees, a sum
@@ -728,8 +756,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             books.escrowed -= uint120(amount);
         }
         books.fees += uint120(fee);
-        ledger.escrowed = books.escrowed;
-        ledger.fees = books.fees;
+        (ledger.escrowed, ledger.fees) = (books.escrowed, books.fees);
     }
 
     /// @dev Whether the marketplace vouches for this outcome, so that the reputation registry records it. Only when
@@ -1052,7 +1079,10 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         address poster = legacy.poster;
         if (poster == address(0)) revert TaskNotFound(taskHash);
         address token = legacy.token;
-        _storeFunding(t, poster, token, _tokenId($, token, _ledger($, token)), legacy.amount, legacy.deadline);
+        TokenLedger storage ledger = _ledger($, token);
+        uint8 tokenId = ledger.id;
+        if (tokenId == 0) ledger.id = tokenId = _newTokenId($, token);
+        _storeFunding(t, poster, token, tokenId, legacy.amount, legacy.deadline);
         t.state = _state(legacy.status, legacy.ending);
         t.rounds = legacy.rounds;
         address worker = legacy.worker;
@@ -1077,6 +1107,16 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         return ($.tokensById[tokenId], t.amount);
     }
 
+    /// @dev Slot 0's state (Submitted) and rounds in one write: bits 232 and 240 of it, as {_storeFunding} lays it out
+    /// (the compiler would store each field with a read and a write of its own).
+    function _submitted(PackedTask storage t, uint8 rounds) private {
+        assembly ("memory-safe") {
+            let slot := t.slot
+            let kept := and(sload(slot), not(shl(232, 0xffff)))
+            sstore(slot, or(kept, or(shl(232, 2), shl(240, rounds)))) // 2: Status.Submitted
+        }
+    }
+
     function _status(PackedTask storage t) private view returns (Status) {
         return Status(t.state & STATUS_MASK);
     }
@@ -1093,10 +1133,13 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (judge == address(0)) judge = $.verifier;
     }
 
-    /// @dev The registry settlements write, or zero: without reading its slot when `settings` says none is set.
-    function _registry(TaskEscrowStorage storage $) private view returns (address) {
-        if ($.settings & NO_REPUTATION_REGISTRY != 0) return address(0);
-        return $.reputation;
+    /// @dev The registry settlements write, or zero: without reading its slot when `settings` says none is set. A proxy
+    /// upgraded without a registry learns it at its first such read, once (a write of the slot 0 just read).
+    function _registry(TaskEscrowStorage storage $) private returns (address registry) {
+        uint8 settings = $.settings;
+        if (settings & NO_REPUTATION_REGISTRY != 0) return address(0);
+        registry = $.reputation;
+        if (registry == address(0)) $.settings = settings | NO_REPUTATION_REGISTRY;
     }
 
     function _requireLive(TaskEscrowStorage storage $) private view {
@@ -1105,10 +1148,24 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     /// @dev Reverts while paused; otherwise the escrow clock: block time minus every finished pause.
     function _clockWhenLive(TaskEscrowStorage storage $) private view returns (uint32) {
-        _requireLive($);
+        return _clockOf(_liveSlot0($));
+    }
+
+    /// @dev Slot 0 of the namespace as one word, read once (the compiler would read it for each field); reverts while
+    /// paused. It holds the verifier at bit 0, the fee at 160, `pausedAt` at 176, `totalPaused` at 208 and `settings`
+    /// at 240; test/escrow/pause.test.ts and the property test hold these reads to the layout.
+    function _liveSlot0(TaskEscrowStorage storage $) private view returns (uint256 slot0) {
+        assembly ("memory-safe") {
+            slot0 := sload($.slot)
+        }
+        if (uint32(slot0 >> 176) != 0) revert EscrowPaused();
+    }
+
+    /// @dev The escrow clock from slot 0 ({_liveSlot0}).
+    function _clockOf(uint256 slot0) private view returns (uint32) {
         // totalPaused only sums past intervals of block time, so it never exceeds block.timestamp
         unchecked {
-            return SafeCast.toUint32(block.timestamp) - $.totalPaused;
+            return SafeCast.toUint32(block.timestamp) - uint32(slot0 >> 208);
         }
     }
 
