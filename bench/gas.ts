@@ -1,11 +1,15 @@
 /**
- * Gas benchmark of the escrow (steady state: accounts already hold tokens, the escrow already holds a balance, and
+ * Gas benchmark of the escrow (steady state, as on a live chain: the poster, the worker, the treasury and the escrow
+ * already hold the token, so no transfer fills a fresh balance slot; the token already has its id and its ledger; and
  * allowances are finite so every funding updates one). Writes bench/gas.json and prints tables:
  *   - the top-level keys: every operation with the mock USDC (no reputation registry set);
  *   - `realUsdc`: the same operations with Circle's USDC (FiatTokenV2_2 behind FiatTokenProxy, deployed as Circle
  *     does), side by side with the mock in the printed table;
  *   - `wholeTask`: a whole task on Circle's USDC (createTask + submitEvidence + a passing verdict) and on the mock,
  *     beside issue 30's goals (whole task <= 220,000 and createTask <= 100,000 on Circle's USDC);
+ *   - `before`: the same on Circle's USDC with the previous release (3.0.0, contracts/test/v3), measured in the same
+ *     run, and `upgradedFromPrevious`: the current version on a proxy deployed at 3.0.0 and upgraded by the upgrade
+ *     code (it keeps looking up tasks funded before 3.0.0, and reads the registry's slot until one is set again);
  *   - `reputation`: each settlement that writes the reputation registry on 1.0.0, on 2.0.0 and on the current version
  *     without a registry, and on the current version with TaskReputation set (a worker's first write, which fills a
  *     fresh storage slot, and a later one), with the gas each write adds;
@@ -19,7 +23,7 @@ import path from "node:path";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import type { ContractTransactionResponse, Signer } from "ethers";
-import { deployEscrow } from "../deploy/escrow";
+import { deployEscrow, upgradeEscrow } from "../deploy/escrow";
 import { deployRegistries } from "../deploy/registries";
 import { USDC_DOMAIN_VERSION, deployUsdc } from "../deploy/usdc";
 import { signPermit } from "../scripts/lib/permit";
@@ -37,6 +41,8 @@ const REPUTATION_WRITE_BAR = 30_000;
 /** Issue 30's goals on Circle's USDC: printed beside the figures; the bars above are the ones that fail the run. */
 const REAL_USDC_GOALS = { createTask: 100_000, wholeTask: 220_000 };
 const WHOLE_TASK = ["createTask", "submitEvidence", "completeVerificationPass"] as const;
+/** The release before the current one, measured beside it: its source as kept in contracts/test/v3. */
+const PREVIOUS = { version: "3.0.0", contract: "TaskEscrowV3" };
 const AMOUNT = 1_000_000n;
 const DAY = 86_400n;
 
@@ -53,13 +59,13 @@ interface BenchToken {
 
 async function signers() {
   const all = await hre.ethers.getSigners();
-  const [admin, verifier, , poster, worker, agentVerifier] = all;
+  const [admin, verifier, treasury, poster, worker, agentVerifier] = all;
   /** One worker per writing settlement, so each one's first write fills a fresh reputation slot. */
   const settlementWorkers = all.slice(9, 13);
-  if (!admin || !verifier || !poster || !worker || !agentVerifier || settlementWorkers.length !== 4) {
+  if (!admin || !verifier || !treasury || !poster || !worker || !agentVerifier || settlementWorkers.length !== 4) {
     throw new Error("needs 13 accounts");
   }
-  return { all, admin, verifier, poster, worker, agentVerifier, settlementWorkers };
+  return { all, admin, verifier, treasury, poster, worker, agentVerifier, settlementWorkers };
 }
 
 async function mockToken(): Promise<BenchToken> {
@@ -93,27 +99,50 @@ const used = async (tx: Promise<ContractTransactionResponse>) => Number((await (
 let hashes = 0;
 const nextHash = () => hre.ethers.id(`bench-${hashes++}`);
 
-/** An escrow taking `token`, in steady state: balances exist and one full cycle has paid the worker and treasury. */
-async function steadyEscrow(token: BenchToken, contract?: string) {
-  const { poster, worker, settlementWorkers, verifier } = await signers();
-  const { escrow, deployment } = await deployEscrow(hre, { save: false, token: token.address, contract });
-  const escrowAddress = await escrow.getAddress();
-  await token.mint(poster.address, 10n ** 15n);
-  for (const account of [worker, ...settlementWorkers]) await token.mint(account.address, 1n);
-  await token.mint(escrowAddress, 1n); // the escrow's balance slot is never fresh in steady state
-  await token.approve(poster, escrowAddress, 10n ** 14n);
+/** One full cycle (fund, assign, deliver, pass): the token's id and ledger exist afterwards, as in steady state. */
+async function cycle(escrow: TaskEscrow, token: BenchToken) {
+  const { poster, worker, verifier } = await signers();
   const warm = nextHash();
   await (await escrow.connect(poster).createTask(warm, token.address, AMOUNT, DAY, hre.ethers.ZeroAddress)).wait();
   await (await escrow.connect(verifier).marketplaceAssign(warm, worker.address)).wait();
   await (await escrow.connect(worker).submitEvidence(warm, hre.ethers.id("r"))).wait();
   await (await escrow.connect(verifier).completeVerification(warm, true, 100)).wait();
+}
+
+/**
+ * An escrow taking `token`, in steady state: the poster, the workers, the treasury and the escrow hold the token (no
+ * transfer fills a fresh balance slot, as on a live chain), and one full cycle has run. `upgrade` deploys `contract`
+ * (the previous release) and upgrades it to the current source with the upgrade code, after a cycle on each.
+ */
+async function steadyEscrow(token: BenchToken, contract?: string, upgrade = false) {
+  const { poster, worker, treasury, settlementWorkers } = await signers();
+  const deployed = await deployEscrow(hre, { save: false, token: token.address, contract });
+  let { escrow } = deployed;
+  const { deployment } = deployed;
+  const escrowAddress = await escrow.getAddress();
+  await token.mint(poster.address, 10n ** 15n);
+  for (const account of [worker, treasury, ...settlementWorkers]) await token.mint(account.address, 1n);
+  await token.mint(escrowAddress, 1n); // the escrow's balance slot is never fresh in steady state
+  await token.approve(poster, escrowAddress, 10n ** 14n);
+  await cycle(escrow, token);
+  // The poster has used a permit before (its nonce slot is not fresh), whichever escrow is measured first.
+  const sig = await token.signPermit(poster, escrowAddress, AMOUNT);
+  const warm = escrow
+    .connect(poster)
+    .createTaskWithPermit(nextHash(), token.address, AMOUNT, DAY, hre.ethers.ZeroAddress, hre.ethers.MaxUint256, sig.v, sig.r, sig.s);
+  await (await warm).wait();
+  await token.approve(poster, escrowAddress, 10n ** 14n);
+  if (upgrade) {
+    ({ escrow } = await upgradeEscrow(hre, { deployment, save: false }));
+    await cycle(escrow, token);
+  }
   return { escrow, deployment };
 }
 
 /** Every operation once, in steady state. */
-async function operations(token: BenchToken): Promise<Gas> {
-  const { poster, worker, verifier, agentVerifier } = await signers();
-  const { escrow } = await steadyEscrow(token);
+async function operations(token: BenchToken, contract?: string, upgrade = false): Promise<Gas> {
+  const { poster, worker, verifier, agentVerifier, treasury } = await signers();
+  const { escrow } = await steadyEscrow(token, contract, upgrade);
   const escrowAddress = await escrow.getAddress();
   const asPoster = escrow.connect(poster);
   const none = hre.ethers.ZeroAddress;
@@ -161,6 +190,8 @@ async function operations(token: BenchToken): Promise<Gas> {
   gas.claimTimeoutEscalate = await used(asPoster.claimTimeout(unjudged));
   await time.increase(14 * 86_400);
   gas.releaseUnjudgedWork = await used(escrow.connect(worker).releaseUnjudgedWork(unjudged));
+  // 4.0.0: the fees kept by the payouts above go to the treasury in one transfer (3.0.0 paid them one by one).
+  if ((await escrow.version()) !== PREVIOUS.version) gas.sweepFees = await used(escrow.connect(treasury).sweepFees(token.address));
   return gas;
 }
 
@@ -205,11 +236,15 @@ async function settlements(escrow: TaskEscrow, token: BenchToken) {
   return gas;
 }
 
-/** Each writing settlement on 1.0.0 and 2.0.0, on the current version without a registry, and with TaskReputation. */
+/**
+ * Each writing settlement on 1.0.0, 2.0.0 and 3.0.0, on the current version without a registry, and with
+ * TaskReputation. Since 4.0.0 a settlement keeps the fee in the escrow instead of transferring it.
+ */
 async function reputationWrites() {
   const token = await mockToken();
   const v1 = await settlements((await steadyEscrow(token, "TaskEscrowV1")).escrow, token);
   const v2 = await settlements((await steadyEscrow(token, "TaskEscrowV2")).escrow, token);
+  const v3 = await settlements((await steadyEscrow(token, PREVIOUS.contract)).escrow, token);
   const unset = await settlements((await steadyEscrow(token)).escrow, token);
   const { escrow: setEscrow, deployment } = await steadyEscrow(token);
   await deployRegistries(hre, { deployment, save: false });
@@ -222,6 +257,7 @@ async function reputationWrites() {
       {
         v1: v1[op],
         v2Unset: v2[op],
+        v3Unset: v3[op],
         unset: unset[op],
         set: laterWrite[op],
         setFirstWrite: firstWrite[op],
@@ -237,18 +273,33 @@ async function reputationWrites() {
 async function main() {
   const machine = machineFigures();
   const mock = await operations(await mockToken());
-  const real = await operations(await realUsdc());
+  const usdc = await realUsdc();
+  const real = await operations(usdc);
+  const previous = await operations(usdc, PREVIOUS.contract);
+  const upgraded = await operations(usdc, PREVIOUS.contract, true);
   const reputation = await reputationWrites();
   const whole = (gas: Gas) => WHOLE_TASK.reduce((sum, op) => sum + (gas[op] ?? NaN), 0);
   const wholeTask = {
     operations: WHOLE_TASK,
     realUsdc: whole(real),
     mockUsdc: whole(mock),
+    realUsdcBefore: whole(previous),
+    realUsdcUpgradedFromPrevious: whole(upgraded),
     goals: { realUsdcWholeTask: REAL_USDC_GOALS.wholeTask, realUsdcCreateTask: REAL_USDC_GOALS.createTask },
   };
   const out = path.join(__dirname, "gas.json");
   // Gas does not depend on the machine; the load and the calibration are written as every bench's are.
-  const figures = { ...mock, realUsdc: real, wholeTask, reputation, loadAverage1m: Math.round(loadavg()[0]! * 100) / 100, machine };
+  const figures = {
+    version: await (await steadyEscrow(await mockToken())).escrow.version(),
+    ...mock,
+    realUsdc: real,
+    wholeTask,
+    before: { version: PREVIOUS.version, realUsdc: previous },
+    upgradedFromPrevious: { from: PREVIOUS.version, realUsdc: upgraded },
+    reputation,
+    loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+    machine,
+  };
   writeFileSync(out, `${JSON.stringify(figures, null, 2)}\n`);
 
   console.table(
@@ -256,6 +307,8 @@ async function main() {
       operation,
       mockUsdc: gasUsed,
       realUsdc: real[operation],
+      [`realUsdc ${PREVIOUS.version}`]: previous[operation] ?? "",
+      [`realUsdc upgraded from ${PREVIOUS.version}`]: upgraded[operation] ?? "",
       bar: BARS[operation] ?? "",
       ok: BARS[operation] === undefined ? "" : gasUsed <= BARS[operation] ? "yes" : "NO",
     })),
@@ -263,6 +316,11 @@ async function main() {
   const goal = (value: number, max: number) => `${value} (goal ${max}: ${value <= max ? "met" : "NOT met"})`;
   console.log(`whole task on Circle's USDC (${WHOLE_TASK.join(" + ")}): ${goal(wholeTask.realUsdc, REAL_USDC_GOALS.wholeTask)}`);
   console.log(`createTask on Circle's USDC: ${goal(real.createTask ?? NaN, REAL_USDC_GOALS.createTask)}`);
+  console.log(`the same on ${PREVIOUS.version}: whole task ${wholeTask.realUsdcBefore}, createTask ${previous.createTask}`);
+  console.log(
+    `on a proxy upgraded from ${PREVIOUS.version}: whole task ${goal(wholeTask.realUsdcUpgradedFromPrevious, REAL_USDC_GOALS.wholeTask)}, ` +
+      `createTask ${goal(upgraded.createTask ?? NaN, REAL_USDC_GOALS.createTask)}`,
+  );
   console.log(`reputation writes (budget ${reputation.gasBudget} gas per write):`);
   console.table(reputation.operations);
   console.log(`written to ${out}`);

@@ -21,7 +21,12 @@ import {ITaskReputation} from "./interfaces/ITaskReputation.sol";
 /// ({PackedTask} in `packedTasks`); a task funded before stays in `tasks` until its first transition after the upgrade
 /// moves it ({_task}), so every rule runs on one layout and a task lives in exactly one of the two mappings. The
 /// reputation registry records only the outcomes the marketplace vouches for ({_vouched}).
-/// @custom:oz-upgrades-from contracts/test/v2/TaskEscrowV2.sol:TaskEscrowV2
+/// 4.0.0 (upgrade of 3.0.0, storage appended): a payout's fee accrues in the token's {TokenLedger} instead of being sent
+/// to the treasury with every payout, and {sweepFees} sends it; the ledger also holds the token's allowance, id and
+/// escrowed sum in the one slot that funding and settlement write anyway (a token's {TokenBook} moves into it at its
+/// first use since the upgrade, {_ledger}); `settings` in slot 0 lets a proxy deployed at 4.0.0 skip the look-up of
+/// tasks funded before 3.0.0 (it has none), and every settlement skip the registry's slot while none is set.
+/// @custom:oz-upgrades-from contracts/test/v3/TaskEscrowV3.sol:TaskEscrowV3
 /// @custom:security-contact security@market.example
 contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
@@ -54,6 +59,16 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// ({marketplaceAssign}); a verifier agent, not the marketplace verifier, judges the task.
     uint8 private constant MARKETPLACE_ASSIGNED = 1;
     uint8 private constant JUDGED_BY_AGENT = 2;
+    /// @dev `settings` (4.0.0): the proxy was deployed at 4.0.0 or later, so `tasks` (the layout before 3.0.0) is empty
+    /// for good; set only by {initialize}, never by an upgrade.
+    uint8 private constant NO_LEGACY_TASKS = 1;
+    /// @dev `settings` (4.0.0): no reputation registry is set (kept by {setReputationRegistry} and {initialize}). Clear
+    /// after an upgrade: the first settlement that reads `reputation` and finds none sets it ({_registry}).
+    uint8 private constant NO_REPUTATION_REGISTRY = 2;
+    /// @dev {TokenLedger} `flags`: the ledger holds the token's allowance, id and escrowed sum (its {TokenBook} fields
+    /// `allowed` and `escrowed` are no longer read); new tasks may use the token.
+    uint8 private constant LEDGER_OPEN = 1;
+    uint8 private constant LEDGER_ALLOWED = 2;
 
     /// @dev A task funded before 3.0.0, in four slots: slots 0 and 1 were written at funding, slot 3 too when there is
     /// a verifier agent. Times are escrow-clock seconds: uint32 lasts until 2106, and the clock never runs ahead of
@@ -98,11 +113,22 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint96 wideAmount;
     }
 
-    /// @dev Per-token book in one slot: whether new tasks may use it, and what the escrow owes in it.
+    /// @dev Per-token book in one slot: whether new tasks may use it, and what the escrow owes in it. Since 4.0.0 only
+    /// `credited` is read once the token's {TokenLedger} is open; {_openLedger} moves the other two into it.
     struct TokenBook {
         bool allowed;
         uint128 escrowed; // sum of live task amounts
         uint120 credited; // sum of credits not yet withdrawn
+    }
+
+    /// @dev (4.0.0) The per-token record every funding and every ending reads and writes, in one slot: funding reads
+    /// the allowance and the token's id and adds to `escrowed`; a payout moves the amount out of `escrowed` and the fee
+    /// into `fees` with the same write. Opened from the token's {TokenBook} at its first use since the upgrade.
+    struct TokenLedger {
+        uint8 flags; // LEDGER_OPEN, LEDGER_ALLOWED
+        uint8 id; // the token's id in {PackedTask} slot 0; 0: none yet (or all 255 handed out)
+        uint120 escrowed; // sum of live task amounts
+        uint120 fees; // fees kept from payouts since the last sweep, owed to the treasury
     }
 
     /// @custom:storage-location erc7201:market.storage.TaskEscrow
@@ -112,6 +138,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint16 feeBps;
         uint32 pausedAt; // block time the current pause began; 0 when not paused
         uint32 totalPaused; // seconds of every finished pause
+        uint8 settings; // (4.0.0, in bytes slot 0 left unused) NO_LEGACY_TASKS, NO_REPUTATION_REGISTRY
         // slot 1
         address admin;
         // slot 2
@@ -130,6 +157,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         mapping(address token => uint8 tokenId) tokenIds;
         // slot 10 (3.0.0)
         mapping(uint8 tokenId => address token) tokensById;
+        // slot 11 (4.0.0)
+        mapping(address token => TokenLedger) ledgers;
     }
 
     // keccak256(abi.encode(uint256(keccak256("market.storage.TaskEscrow")) - 1)) & ~bytes32(uint256(0xff))
@@ -164,7 +193,9 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         $.verifier = marketplaceVerifier;
         $.treasury = treasury_;
         $.feeBps = feeBps_;
-        $.tokens[token_].allowed = true;
+        // A proxy deployed at this version never held a task of the layout before 3.0.0, nor a registry yet.
+        $.settings = NO_LEGACY_TASKS | NO_REPUTATION_REGISTRY;
+        $.ledgers[token_].flags = LEDGER_OPEN | LEDGER_ALLOWED;
         emit AdminTransferred(address(0), admin_);
         emit VerifierUpdated(address(0), marketplaceVerifier);
         emit TreasuryUpdated(address(0), treasury_);
@@ -222,11 +253,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     function _createTask(bytes32 taskHash, address token, uint256 amount, uint64 duration, address verifier_) private {
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
-        uint32 clock = _clockWhenLive($);
-        TokenBook storage book = _allowedBook($, token);
-        _recordTask($, clock, taskHash, token, _tokenId($, token), amount, duration, verifier_);
+        uint256 slot0 = _liveSlot0($);
+        (TokenLedger storage ledger, uint8 tokenId, uint120 escrowed_) = _fundingLedger($, token);
+        _recordTask($, slot0, taskHash, token, tokenId, amount, duration, verifier_);
         // Booked before the transfer (checks-effects-interactions); a short delivery reverts it all.
-        book.escrowed += SafeCast.toUint128(amount);
+        ledger.escrowed = escrowed_ + SafeCast.toUint120(amount);
         _pull(token, amount);
     }
 
@@ -234,27 +265,27 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint256 count = tasks.length;
         if (count == 0 || count > MAX_BATCH) revert InvalidBatchSize(count, MAX_BATCH);
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
-        uint32 clock = _clockWhenLive($);
+        uint256 slot0 = _liveSlot0($);
         address token = tasks[0].token;
-        TokenBook storage book = _allowedBook($, token);
-        uint8 tokenId = _tokenId($, token);
+        (TokenLedger storage ledger, uint8 tokenId, uint120 escrowed_) = _fundingLedger($, token);
         uint256 total;
         for (uint256 i; i < count; ++i) {
             CreateParams calldata p = tasks[i];
             if (p.token != token) revert BatchTokenMismatch(i, p.token, token);
-            _recordTask($, clock, p.taskHash, token, tokenId, p.amount, p.duration, p.verifier);
+            _recordTask($, slot0, p.taskHash, token, tokenId, p.amount, p.duration, p.verifier);
             // Each amount was checked below 2^96 in _recordTask, and there are at most 20: no overflow.
             unchecked {
                 total += p.amount;
             }
         }
-        book.escrowed += SafeCast.toUint128(total);
+        ledger.escrowed = escrowed_ + SafeCast.toUint120(total);
         _pull(token, total);
     }
 
+    /// @param slot0 The namespace's slot 0 ({_liveSlot0}): the clock and `settings`.
     function _recordTask(
         TaskEscrowStorage storage $,
-        uint32 clock,
+        uint256 slot0,
         bytes32 taskHash,
         address token,
         uint8 tokenId,
@@ -268,18 +299,24 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (duration < MIN_DURATION || duration > MAX_DURATION) revert InvalidDuration(duration);
         if (verifier_ == msg.sender) revert VerifierIsPoster(verifier_);
         PackedTask storage t = $.packedTasks[taskHash];
-        // A hash is used for good in either layout: {_task} moves a task funded before 3.0.0, it never copies one.
-        if (t.poster != address(0) || $.tasks[taskHash].poster != address(0)) revert TaskHashUsed(taskHash);
+        // A hash is used for good in either layout: {_task} moves a task funded before 3.0.0, it never copies one. A
+        // proxy deployed at 4.0.0 or later has no such task, and skips the look-up.
+        if (
+            t.poster != address(0) ||
+            (uint8(slot0 >> 240) & NO_LEGACY_TASKS == 0 && $.tasks[taskHash].poster != address(0))
+        ) revert TaskHashUsed(taskHash);
 
         // duration <= 90 days, checked above; the sum is checked and overflows only after the year 2106
-        _storeFunding(t, msg.sender, token, tokenId, amount, clock + SafeCast.toUint32(duration));
+        _storeFunding(t, msg.sender, token, tokenId, amount, _clockOf(slot0) + SafeCast.toUint32(duration));
         if (verifier_ != address(0)) t.verifier = verifier_;
         // Not paused here, so block time and the projected deadline agree.
         emit TaskCreated(taskHash, msg.sender, token, amount, uint64(block.timestamp) + duration, verifier_);
     }
 
     /// @dev Writes what funding fixes: slot 0 of `t`, and slot 3 when the token has no id or the amount needs more
-    /// than 40 bits. `amount` is below 2^96 (checked by every caller).
+    /// than 40 bits. `amount` is below 2^96 (checked by every caller). Slot 0 is empty here (its poster is the existence
+    /// flag, and no field of it is written without one), so it is written whole, once, as {PackedTask} lays it out:
+    /// poster at bit 0, amount at 160, deadline at 200, state 0 (Funded) at 232, rounds 0 at 240, token id at 248.
     function _storeFunding(
         PackedTask storage t,
         address poster,
@@ -288,22 +325,40 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         uint256 amount,
         uint32 deadline
     ) private {
-        t.poster = poster;
-        t.deadline = deadline;
+        uint256 slot0 = uint256(uint160(poster)) | (uint256(deadline) << 200);
         if (tokenId != 0 && amount <= type(uint40).max) {
-            t.amount = SafeCast.toUint40(amount);
-            t.tokenId = tokenId;
+            slot0 |= (amount << 160) | (uint256(tokenId) << 248);
         } else {
             t.wideToken = token;
             t.wideAmount = SafeCast.toUint96(amount);
         }
+        assembly ("memory-safe") {
+            sstore(t.slot, slot0)
+        }
     }
 
-    /// @dev The token's id for slot 0 of a {PackedTask}, handed out at its first funding since 3.0.0 (which writes two
-    /// more slots, once per token); 0 once all 255 ids are out, and its tasks then keep the token in slot 3.
-    function _tokenId(TaskEscrowStorage storage $, address token) private returns (uint8 id) {
-        id = $.tokenIds[token];
-        if (id != 0) return id;
+    /// @dev The ledger of a token new tasks may use (else {TokenNotAllowed}), with what funding reads of it, read once:
+    /// the token's id for slot 0 of a {PackedTask} (handed out here at the token's first funding since 3.0.0,
+    /// {_newTokenId}) and the escrowed sum the caller adds to.
+    function _fundingLedger(
+        TaskEscrowStorage storage $,
+        address token
+    ) private returns (TokenLedger storage ledger, uint8 id, uint120 escrowed_) {
+        ledger = $.ledgers[token];
+        TokenLedger memory books = ledger;
+        if (books.flags & LEDGER_OPEN == 0) {
+            _openLedger($, token, ledger);
+            books = ledger;
+        }
+        if (books.flags & LEDGER_ALLOWED == 0) revert TokenNotAllowed(token);
+        id = books.id;
+        if (id == 0) ledger.id = id = _newTokenId($, token);
+        escrowed_ = books.escrowed;
+    }
+
+    /// @dev A new id for `token` (which writes `tokensById`, once per token; the caller keeps it in the token's ledger);
+    /// 0 once all 255 ids are out, and the token's tasks then keep it in slot 3.
+    function _newTokenId(TaskEscrowStorage storage $, address token) private returns (uint8 id) {
         uint8 count = $.tokenCount;
         if (count == type(uint8).max) return 0;
         // count < 255, checked above
@@ -311,8 +366,38 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             id = count + 1;
         }
         $.tokenCount = id;
-        $.tokenIds[token] = id;
         $.tokensById[id] = token;
+    }
+
+    /// @dev The token's ledger, opened from its {TokenBook} (and the id 3.0.0 gave it) at its first use since 4.0.0.
+    function _ledger(TaskEscrowStorage storage $, address token) private returns (TokenLedger storage ledger) {
+        ledger = $.ledgers[token];
+        if (ledger.flags & LEDGER_OPEN == 0) _openLedger($, token, ledger);
+    }
+
+    /// @dev Moves the allowance and the escrowed sum out of the token's book (which keeps `credited`), once per token.
+    /// An escrowed sum is a sum of live amounts below 2^96 each: 2^120 is out of reach (SafeCast reverts otherwise).
+    function _openLedger(TaskEscrowStorage storage $, address token, TokenLedger storage ledger) private {
+        TokenBook storage book = $.tokens[token];
+        ledger.flags = book.allowed ? LEDGER_OPEN | LEDGER_ALLOWED : LEDGER_OPEN;
+        ledger.id = $.tokenIds[token];
+        ledger.escrowed = SafeCast.toUint120(book.escrowed);
+        book.allowed = false;
+        book.escrowed = 0;
+    }
+
+    /// @dev What a view reads of a token's ledger, opened or not: whether new tasks may use it, the escrowed sum and the
+    /// fees accrued.
+    function _ledgerView(
+        TaskEscrowStorage storage $,
+        address token
+    ) private view returns (bool allowed, uint256 escrowed_, uint256 fees) {
+        TokenLedger memory ledger = $.ledgers[token];
+        if (ledger.flags & LEDGER_OPEN != 0) {
+            return (ledger.flags & LEDGER_ALLOWED != 0, ledger.escrowed, ledger.fees);
+        }
+        TokenBook memory book = $.tokens[token];
+        return (book.allowed, book.escrowed, 0);
     }
 
     /// @dev A permit failure is ignored on purpose: a front-runner may have spent the permit already, and the
@@ -320,15 +405,35 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// the funding fails with {TokenNotAllowed}, and a call to an address without code (`address(0)`) would revert
     /// before try/catch could catch it.
     function _permit(address token, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) private {
-        if (!_getTaskEscrowStorage().tokens[token].allowed) return;
+        (bool allowed, , ) = _ledgerView(_getTaskEscrowStorage(), token);
+        if (!allowed) return;
         try IERC20Permit(token).permit(msg.sender, address(this), value, deadline, v, r, s) {} catch {}
     }
 
     function _pull(address token, uint256 amount) private {
-        uint256 before = IERC20(token).balanceOf(address(this));
+        uint256 before = _balanceOfThis(token);
         IERC20(token).safeTransferFrom(msg.sender, address(this), amount);
-        uint256 received = IERC20(token).balanceOf(address(this)) - before;
+        uint256 received = _balanceOfThis(token) - before;
         if (received < amount) revert TokenDeliveredLess(token, amount, received);
+    }
+
+    /// @dev `IERC20(token).balanceOf(address(this))` in scratch space, without the compiler's memory allocation and
+    /// decoder: it reverts alike (the token's revert data bubbled up; fewer than 32 bytes returned, as from an address
+    /// without code, reverts without data).
+    function _balanceOfThis(address token) private view returns (uint256 held) {
+        assembly ("memory-safe") {
+            mstore(0x00, 0x70a08231) // balanceOf(address)
+            mstore(0x20, address())
+            if iszero(staticcall(gas(), token, 0x1c, 0x24, 0x00, 0x20)) {
+                let data := mload(0x40)
+                returndatacopy(data, 0, returndatasize())
+                revert(data, returndatasize())
+            }
+            if lt(returndatasize(), 0x20) {
+                revert(0, 0)
+            }
+            held := mload(0x00)
+        }
     }
 
     // ------------------------------------------------------------------ life cycle
@@ -419,8 +524,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         unchecked {
             ++round;
         }
-        t.rounds = round;
-        t.state = uint8(Status.Submitted);
+        _submitted(t, round);
         emit EvidenceSubmitted(taskHash, msg.sender, resultHash, round);
     }
 
@@ -487,9 +591,10 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (workerWins) {
             _payWorker($, taskHash, t, Status.Paid, Ending.DisputeWonByWorker, false, 0);
         } else {
-            (address token, uint256 refund) = _close($, t, Status.Refunded, Ending.DisputeWonByPoster);
+            (address token, uint256 refund) = _fundsOf($, t);
+            _close($, t, Status.Refunded, Ending.DisputeWonByPoster, token, refund, 0);
             if (_vouched(t, refund, false)) {
-                address registry = $.reputation;
+                address registry = _registry($);
                 if (registry != address(0)) {
                     bytes memory write = abi.encodeCall(ITaskReputation.recordDispute, (t.worker, taskHash));
                     _recordReputation(registry, taskHash, write);
@@ -563,10 +668,28 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         emit CreditWithdrawn(token, msg.sender, msg.sender, amount);
     }
 
+    /// @inheritdoc ITaskEscrow
+    /// @dev Always to the treasury of the moment, whoever calls: a fee accrued under an earlier treasury goes to the
+    /// current one. A transfer the token refuses reverts the sweep (no credit: nothing is lost, the fees stay accrued).
+    function sweepFees(address token) external nonReentrant {
+        TaskEscrowStorage storage $ = _getTaskEscrowStorage();
+        _requireLive($);
+        address treasury_ = $.treasury;
+        if (msg.sender != treasury_ && msg.sender != $.admin) revert NotFeeSweeper(msg.sender);
+        // Only an open ledger holds fees.
+        TokenLedger storage ledger = $.ledgers[token];
+        uint256 amount = ledger.fees;
+        if (amount == 0) revert NoFeesAccrued(token);
+        ledger.fees = 0;
+        IERC20(token).safeTransfer(treasury_, amount);
+        emit FeesSwept(token, treasury_, amount);
+    }
+
     // ------------------------------------------------------------------ settlement
 
-    /// @dev Ends the task: the fee, read now and rounded down, goes to the treasury and the rest to the worker. The
-    /// completion is recorded (with `score` when `scored`) before the transfers, so the ending event stays last.
+    /// @dev Ends the task: the fee, read now and rounded down, stays in the escrow for the treasury (the token's ledger
+    /// `fees`, swept by {sweepFees}) and the rest goes to the worker. The completion is recorded (with `score` when
+    /// `scored`) before the transfer, so the ending event stays last.
     function _payWorker(
         TaskEscrowStorage storage $,
         bytes32 taskHash,
@@ -576,8 +699,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         bool scored,
         uint8 score
     ) private {
-        (address token, uint256 amount) = _close($, t, status, ending);
-        address worker = t.worker;
+        (address token, uint256 amount) = _fundsOf($, t);
         uint256 fee;
         uint256 payout;
         // amount < 2^96 and feeBps <= 3000: the product fits, and fee <= amount
@@ -585,8 +707,10 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
             fee = (amount * $.feeBps) / BPS;
             payout = amount - fee;
         }
+        _close($, t, status, ending, token, amount, fee);
+        address worker = t.worker;
         if (_vouched(t, amount, scored)) {
-            address registry = $.reputation;
+            address registry = _registry($);
             if (registry != address(0)) {
                 _recordReputation(
                     registry,
@@ -595,7 +719,6 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
                 );
             }
         }
-        _send($, token, $.treasury, fee);
         _send($, token, worker, payout);
         emit TaskCompleted(taskHash, worker, payout, fee, ending);
     }
@@ -608,22 +731,32 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         Ending ending
     ) private returns (uint256 amount) {
         address token;
-        (token, amount) = _close($, t, status, ending);
+        (token, amount) = _fundsOf($, t);
+        _close($, t, status, ending, token, amount, 0);
         _send($, token, t.poster, amount);
     }
 
+    /// @dev Ends the task: its amount leaves the token's escrowed sum, and `fee` (0 for a refund) joins its fees, with
+    /// one write of the token's ledger.
     function _close(
         TaskEscrowStorage storage $,
         PackedTask storage t,
         Status status,
-        Ending ending
-    ) private returns (address token, uint256 amount) {
+        Ending ending,
+        address token,
+        uint256 amount,
+        uint256 fee
+    ) private {
         t.state = _state(status, ending);
-        (token, amount) = _fundsOf($, t);
-        // a live task's amount is part of escrowed
+        TokenLedger storage ledger = _ledger($, token);
+        TokenLedger memory books = ledger;
+        // A live task's amount is part of escrowed; fee <= amount, so fees + fee stays below escrowed + fees, a sum
+        // the funding's SafeCast kept below 2^120 (checked all the same).
         unchecked {
-            $.tokens[token].escrowed -= SafeCast.toUint128(amount);
+            books.escrowed -= uint120(amount);
         }
+        books.fees += uint120(fee);
+        (ledger.escrowed, ledger.fees) = (books.escrowed, books.fees);
     }
 
     /// @dev Whether the marketplace vouches for this outcome, so that the reputation registry records it. Only when
@@ -647,7 +780,7 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     }
 
     /// @dev Writes the reputation registry without letting it block or change the settlement (callers skip the call,
-    /// and the encoding, when no registry is set: that costs one storage read). The call gets exactly REPUTATION_GAS,
+    /// and the encoding, when no registry is set: see {_registry}). The call gets exactly REPUTATION_GAS,
     /// its revert data is cut to MAX_REASON_BYTES, and a failure (revert, out of gas, no code at the address) only
     /// emits {ReputationWriteFailed}. The task is already closed (effects first), every
     /// entry point that moves funds is nonReentrant, and the token transfers come after this call.
@@ -763,12 +896,12 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     /// @inheritdoc ITaskEscrow
     function version() external pure virtual returns (string memory) {
-        return "3.0.0";
+        return "4.0.0";
     }
 
     /// @inheritdoc ITaskEscrow
-    function isAllowedToken(address token) external view returns (bool) {
-        return _getTaskEscrowStorage().tokens[token].allowed;
+    function isAllowedToken(address token) external view returns (bool allowed) {
+        (allowed, , ) = _ledgerView(_getTaskEscrowStorage(), token);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -782,8 +915,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     }
 
     /// @inheritdoc ITaskEscrow
-    function escrowed(address token) external view returns (uint256) {
-        return _getTaskEscrowStorage().tokens[token].escrowed;
+    function escrowed(address token) external view returns (uint256 amount) {
+        (, amount, ) = _ledgerView(_getTaskEscrowStorage(), token);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -794,6 +927,11 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
     /// @inheritdoc ITaskEscrow
     function totalCredited(address token) external view returns (uint256) {
         return _getTaskEscrowStorage().tokens[token].credited;
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function accruedFees(address token) external view returns (uint256) {
+        return _getTaskEscrowStorage().ledgers[token].fees;
     }
 
     /// @inheritdoc ITaskEscrow
@@ -843,7 +981,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _onlyAdmin($);
         if (token == address(0)) revert ZeroAddress();
-        $.tokens[token].allowed = allowed;
+        TokenLedger storage ledger = _ledger($, token);
+        ledger.flags = allowed ? LEDGER_OPEN | LEDGER_ALLOWED : LEDGER_OPEN;
         emit TokenAllowed(token, allowed);
     }
 
@@ -893,8 +1032,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         TaskEscrowStorage storage $ = _getTaskEscrowStorage();
         _onlyAdmin($);
         if (to == address(0)) revert ZeroAddress();
-        TokenBook storage book = $.tokens[token];
-        uint256 owed = uint256(book.escrowed) + book.credited;
+        (, uint256 escrowed_, uint256 fees) = _ledgerView($, token);
+        uint256 owed = escrowed_ + fees + $.tokens[token].credited;
         uint256 balance = IERC20(token).balanceOf(address(this));
         uint256 surplus = balance > owed ? balance - owed : 0;
         if (amount > surplus) revert RescueExceedsSurplus(token, amount, surplus);
@@ -908,6 +1047,8 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         _onlyAdmin($);
         address previous = $.reputation;
         $.reputation = registry;
+        $.settings =
+            registry == address(0) ? $.settings | NO_REPUTATION_REGISTRY : $.settings & ~NO_REPUTATION_REGISTRY;
         emit ReputationRegistryUpdated(previous, registry);
     }
 
@@ -938,7 +1079,10 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         address poster = legacy.poster;
         if (poster == address(0)) revert TaskNotFound(taskHash);
         address token = legacy.token;
-        _storeFunding(t, poster, token, _tokenId($, token), legacy.amount, legacy.deadline);
+        TokenLedger storage ledger = _ledger($, token);
+        uint8 tokenId = ledger.id;
+        if (tokenId == 0) ledger.id = tokenId = _newTokenId($, token);
+        _storeFunding(t, poster, token, tokenId, legacy.amount, legacy.deadline);
         t.state = _state(legacy.status, legacy.ending);
         t.rounds = legacy.rounds;
         address worker = legacy.worker;
@@ -963,6 +1107,16 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         return ($.tokensById[tokenId], t.amount);
     }
 
+    /// @dev Slot 0's state (Submitted) and rounds in one write: bits 232 and 240 of it, as {_storeFunding} lays it out
+    /// (the compiler would store each field with a read and a write of its own).
+    function _submitted(PackedTask storage t, uint8 rounds) private {
+        assembly ("memory-safe") {
+            let slot := t.slot
+            let kept := and(sload(slot), not(shl(232, 0xffff)))
+            sstore(slot, or(kept, or(shl(232, 2), shl(240, rounds)))) // 2: Status.Submitted
+        }
+    }
+
     function _status(PackedTask storage t) private view returns (Status) {
         return Status(t.state & STATUS_MASK);
     }
@@ -979,9 +1133,13 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
         if (judge == address(0)) judge = $.verifier;
     }
 
-    function _allowedBook(TaskEscrowStorage storage $, address token) private view returns (TokenBook storage book) {
-        book = $.tokens[token];
-        if (!book.allowed) revert TokenNotAllowed(token);
+    /// @dev The registry settlements write, or zero: without reading its slot when `settings` says none is set. A proxy
+    /// upgraded without a registry learns it at its first such read, once (a write of the slot 0 just read).
+    function _registry(TaskEscrowStorage storage $) private returns (address registry) {
+        uint8 settings = $.settings;
+        if (settings & NO_REPUTATION_REGISTRY != 0) return address(0);
+        registry = $.reputation;
+        if (registry == address(0)) $.settings = settings | NO_REPUTATION_REGISTRY;
     }
 
     function _requireLive(TaskEscrowStorage storage $) private view {
@@ -990,10 +1148,24 @@ contract TaskEscrow is ITaskEscrow, Initializable, UUPSUpgradeable, ReentrancyGu
 
     /// @dev Reverts while paused; otherwise the escrow clock: block time minus every finished pause.
     function _clockWhenLive(TaskEscrowStorage storage $) private view returns (uint32) {
-        _requireLive($);
+        return _clockOf(_liveSlot0($));
+    }
+
+    /// @dev Slot 0 of the namespace as one word, read once (the compiler would read it for each field); reverts while
+    /// paused. It holds the verifier at bit 0, the fee at 160, `pausedAt` at 176, `totalPaused` at 208 and `settings`
+    /// at 240; test/escrow/pause.test.ts and the property test hold these reads to the layout.
+    function _liveSlot0(TaskEscrowStorage storage $) private view returns (uint256 slot0) {
+        assembly ("memory-safe") {
+            slot0 := sload($.slot)
+        }
+        if (uint32(slot0 >> 176) != 0) revert EscrowPaused();
+    }
+
+    /// @dev The escrow clock from slot 0 ({_liveSlot0}).
+    function _clockOf(uint256 slot0) private view returns (uint32) {
         // totalPaused only sums past intervals of block time, so it never exceeds block.timestamp
         unchecked {
-            return SafeCast.toUint32(block.timestamp) - $.totalPaused;
+            return SafeCast.toUint32(block.timestamp) - uint32(slot0 >> 208);
         }
     }
 

@@ -16,12 +16,13 @@ export const ESCROW_CONTRACT = "TaskEscrow";
 
 /**
  * Where the source of an escrow released earlier lives now, by the contract name and version its deployment record
- * holds: records written by the deploy code of 1.0.0 and of 2.0.0 say `TaskEscrow`, whose sources are now
- * contracts/test/v1/TaskEscrowV1.sol and contracts/test/v2/TaskEscrowV2.sol.
+ * holds: records written by the deploy code of 1.0.0, 2.0.0 and 3.0.0 say `TaskEscrow`, whose sources are now
+ * contracts/test/v1/TaskEscrowV1.sol, contracts/test/v2/TaskEscrowV2.sol and contracts/test/v3/TaskEscrowV3.sol.
  */
 export const RELEASED_ESCROW_SOURCES: Readonly<Record<string, string>> = {
   "TaskEscrow@1.0.0": "TaskEscrowV1",
   "TaskEscrow@2.0.0": "TaskEscrowV2",
+  "TaskEscrow@3.0.0": "TaskEscrowV3",
 };
 
 /** The contract in this checkout whose code a recorded deployment runs. */

@@ -319,6 +319,25 @@ escrowTask<CommonArgs & { token?: string }>(
   },
 ).addOptionalParam("token", "Token address (default: the settlement token)");
 
+escrowTask<CommonArgs & { token?: string }>(
+  "escrow:sweep-fees",
+  "Treasury or admin sends the fees accrued since the last sweep to the treasury (escrow 4.0.0)",
+  async (args, { hre, escrow }) => {
+    const { readDeployment } = await import("../deploy/deployments");
+    const token = args.token ?? readDeployment(hre.network.name)?.token;
+    if (!token) throw new UsageError("no token given (--token) or recorded for this network");
+    const fees = await escrow.accruedFees(token);
+    const treasury = await escrow.treasury();
+    const ok = await send(
+      escrow,
+      "escrow:sweep-fees",
+      () => escrow.sweepFees.staticCall(token),
+      () => escrow.sweepFees(token),
+    );
+    if (ok) console.log(`swept ${fees} of ${token} to the treasury ${treasury}`);
+  },
+).addOptionalParam("token", "Token address (default: the settlement token)");
+
 escrowTask<CommonArgs & { bps: number }>("escrow:set-fee", "Admin sets the fee in basis points (at most 3000)", async (args, { escrow }) => {
   if (
     await send(

@@ -1,7 +1,7 @@
 /**
  * `npm start`: the product on an embedded default. Starts a local Hardhat chain as `arc` on 127.0.0.1:8545 and a
  * second one as `0g` on 127.0.0.1:8546 (`MARKET_0G_CHAIN_PORT`), deploys mock USDC and the escrow on `arc` with the
- * real deploy code, and on `0g` the escrow 3.0.0 with the identity NFT and the reputation registry, wired, with the
+ * real deploy code, and on `0g` the escrow (4.0.0) with the identity NFT and the reputation registry, wired, with the
  * real registries deploy command (deploy/deploy-registries.ts); funds demo accounts with mock USDC on both, starts an
  * indexer per chain and the API on 127.0.0.1:3000 over SQLite (data/local/, reset at every start since the chains are
  * new), prints the addresses and ready API keys for a demo poster and a demo agent, and runs until Ctrl-C.
@@ -301,7 +301,7 @@ Press Ctrl-C to stop.`);
 const ZERO_G_DEPLOYMENTS = DEPLOYMENTS;
 
 /**
- * Puts the escrow 3.0.0, the identity NFT and the reputation registry on the local `0g` chain with the registries
+ * Puts the escrow (4.0.0), the identity NFT and the reputation registry on the local `0g` chain with the registries
  * deploy command, as on the real network (`hardhat run deploy/deploy-registries.ts --network 0g`), and funds the demo
  * accounts with its mock USDC.
  */

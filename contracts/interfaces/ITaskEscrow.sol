@@ -9,7 +9,9 @@ pragma solidity ^0.8.24;
 /// Since 2.0.0: credits are withdrawn only by and to the credited account (`withdrawCreditTo` is gone), and an optional
 /// reputation registry records each worker's completions, scores and lost disputes at settlement. Since 3.0.0: the
 /// registry records only outcomes the marketplace vouches for (the marketplace verifier assigned the worker and, for a
-/// verdict, gave it; a reward of at least 1,000,000 raw units); a task takes one storage slot at funding.
+/// verdict, gave it; a reward of at least 1,000,000 raw units); a task takes one storage slot at funding. Since
+/// 4.0.0: a payout's fee accrues in the escrow ({accruedFees}) instead of being sent to the treasury with every payout,
+/// and the treasury or the admin sweeps it to the treasury ({sweepFees}, {FeesSwept}).
 interface ITaskEscrow {
     /// @notice Life cycle of a task. `Funded`, `Assigned` and `Verified` carry the numbers the deployed escrow uses.
     enum Status {
@@ -139,6 +141,10 @@ interface ITaskEscrow {
     error InsufficientGasForReputation(uint256 available, uint256 required);
     /// @notice A rescue may take only the token balance above what the escrow owes.
     error RescueExceedsSurplus(address token, uint256 requested, uint256 surplus);
+    /// @notice (4.0.0) Only the treasury or the admin sweeps the accrued fees.
+    error NotFeeSweeper(address caller);
+    /// @notice (4.0.0) No fee of this token has accrued since the last sweep.
+    error NoFeesAccrued(address token);
 
     // ------------------------------------------------------------------ events
 
@@ -206,6 +212,8 @@ interface ITaskEscrow {
     event AdminProposed(address indexed admin, address indexed pendingAdmin);
     event AdminTransferred(address indexed previousAdmin, address indexed admin);
     event SurplusRescued(address indexed token, address indexed to, uint256 amount);
+    /// @notice (4.0.0) The fees of `token` accrued since the last sweep went to the treasury of the moment.
+    event FeesSwept(address indexed token, address indexed treasury, uint256 amount);
 
     // ------------------------------------------------------------------ set-up
 
@@ -266,7 +274,8 @@ interface ITaskEscrow {
     /// @notice The worker records a result hash: from Assigned or a failed round, before the deadline, 3 rounds at most.
     function submitEvidence(bytes32 taskHash, bytes32 resultHash) external;
 
-    /// @notice The verdict on submitted evidence. A pass pays the fee to the treasury and the rest to the worker, and
+    /// @notice The verdict on submitted evidence. A pass keeps the fee for the treasury ({accruedFees}) and pays the
+    /// rest to the worker, and
     /// records a completion with `score` in the reputation registry when one is set and the marketplace vouches for it
     /// (see the contract's notes); a fail opens the 3-day appeal window.
     /// @param score 0 to 100.
@@ -292,6 +301,11 @@ interface ITaskEscrow {
     /// @notice Sends the caller's credited funds of `token` to the caller, and only to the caller: while the token
     /// refuses transfers to the caller (a frozen account), the credit stays where it is until the token lets it through.
     function withdrawCredit(address token) external;
+
+    /// @notice (4.0.0) Sends every fee of `token` accrued since the last sweep to the treasury; by the treasury or the
+    /// admin, not while paused. While the token refuses the transfer (a frozen treasury), it reverts with the token's
+    /// error and the fees stay accrued.
+    function sweepFees(address token) external;
 
     // ------------------------------------------------------------------ views
 
@@ -330,6 +344,9 @@ interface ITaskEscrow {
     /// @notice Total of `token` credited to all accounts and not withdrawn.
     function totalCredited(address token) external view returns (uint256);
 
+    /// @notice (4.0.0) Fees of `token` kept from payouts since the last sweep: owed to the treasury.
+    function accruedFees(address token) external view returns (uint256);
+
     /// @notice The reputation registry written at settlement, or zero when none is set.
     function reputationRegistry() external view returns (address);
 
@@ -358,7 +375,7 @@ interface ITaskEscrow {
     /// @notice Second step of the admin handover, by the proposed admin.
     function acceptAdmin() external;
 
-    /// @notice Sends tokens held above what the escrow owes (live tasks plus credits), e.g. sent by mistake.
+    /// @notice Sends tokens held above what the escrow owes (live tasks, credits and accrued fees), e.g. sent by mistake.
     function rescueSurplus(address token, address to, uint256 amount) external;
 
     /// @notice Sets the reputation registry ({ITaskReputation}) that settlements write to; zero stops the writes.

@@ -3,7 +3,7 @@ pragma solidity 0.8.28;
 
 import {TaskEscrow} from "../TaskEscrow.sol";
 
-/// @notice Upgrade test: a later version (4.x) that appends storage in a namespace of its own and keeps every task.
+/// @notice Upgrade test: a later version (5.x) that appends storage in a namespace of its own and keeps every task.
 /// @custom:oz-upgrades-from contracts/TaskEscrow.sol:TaskEscrow
 contract TaskEscrowNextMock is TaskEscrow {
     /// @custom:storage-location erc7201:market.storage.TaskEscrowV3Mock
@@ -29,6 +29,6 @@ contract TaskEscrowNextMock is TaskEscrow {
     }
 
     function version() external pure override returns (string memory) {
-        return "4.0.0-mock";
+        return "5.0.0-mock";
     }
 }

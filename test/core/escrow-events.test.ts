@@ -43,6 +43,7 @@ const TYPED: Record<EscrowEventName, true> = {
   EscrowUnpaused: true,
   EvidenceSubmitted: true,
   FeeUpdated: true,
+  FeesSwept: true,
   Initialized: true,
   ReputationRegistryUpdated: true,
   ReputationWriteFailed: true,

@@ -32,7 +32,7 @@ describe("TaskEscrow admin", function () {
     expect(await escrow.isAllowedToken(token)).to.equal(true);
     expect(await escrow.isAllowedToken(ZERO)).to.equal(false);
     expect(await escrow.paused()).to.equal(false);
-    expect(await escrow.version()).to.equal("3.0.0");
+    expect(await escrow.version()).to.equal("4.0.0");
     expect(deployment.implementation).to.equal(await upgrades.erc1967.getImplementationAddress(await escrow.getAddress()));
     expect([deployment.admin, deployment.verifier, deployment.treasury, deployment.feeBps]).to.deep.equal([
       admin.address,
@@ -66,7 +66,7 @@ describe("TaskEscrow admin", function () {
       writeDeployment({ ...deployment, proxy: ethers.Wallet.createRandom().address }, dir);
       const fresh = await deployEscrow(hre, { save: true, dir });
       expect(fresh.created).to.equal(true);
-      expect(await fresh.escrow.version()).to.equal("3.0.0");
+      expect(await fresh.escrow.version()).to.equal("4.0.0");
 
       // The mock token has code but is no proxy: a stale record on a reused chain must not pass for the escrow.
       writeDeployment({ ...deployment, proxy: deployment.token }, dir);

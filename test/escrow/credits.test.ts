@@ -13,7 +13,7 @@ import {
   extraTokensFixture,
   fundedTaskFixture,
 } from "../fixtures/escrow";
-import { atTime, balancesOf } from "./helpers";
+import { atTime, balancesOf, sweepFees } from "./helpers";
 
 const { ethers } = hre;
 const FEE = AMOUNT / 10n;
@@ -21,7 +21,7 @@ const PAYOUT = AMOUNT - FEE;
 
 describe("TaskEscrow credits", function () {
   describe("a blocked recipient does not hold up the ending", function () {
-    it("credits a blocked worker's payout on a passed verdict, and pays the fee", async function () {
+    it("credits a blocked worker's payout on a passed verdict, and keeps the fee for the treasury", async function () {
       const { escrow, escrowAddress, blocklist, blocklistToken, taskHash, worker, verifier, treasury } =
         await loadFixture(blocklistAssignedTaskFixture);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
@@ -32,23 +32,33 @@ describe("TaskEscrow credits", function () {
         .and.to.emit(escrow, "TaskCompleted")
         .withArgs(taskHash, worker.address, PAYOUT, FEE, Ending.VerificationPassed);
       expect((await escrow.getTask(taskHash)).status).to.equal(Status.Verified);
+      expect(await escrow.accruedFees(blocklistToken)).to.equal(FEE);
+      expect(await sweepFees(escrow, treasury, blocklistToken)).to.equal(FEE);
       expect(await balancesOf(blocklist, [worker, treasury, escrowAddress])).to.deep.equal([0n, FEE, PAYOUT]);
       expect(await escrow.creditOf(blocklistToken, worker.address)).to.equal(PAYOUT);
       expect(await escrow.totalCredited(blocklistToken)).to.equal(PAYOUT);
       expect(await escrow.escrowed(blocklistToken)).to.equal(0n);
     });
 
-    it("credits a blocked treasury's fee and pays the worker", async function () {
+    it("a blocked treasury holds up nothing: the fee accrues, and the sweep waits until the token lets it through", async function () {
       const { escrow, escrowAddress, blocklist, blocklistToken, taskHash, worker, verifier, treasury } =
         await loadFixture(blocklistAssignedTaskFixture);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
       await blocklist.setBlocked(treasury.address, true);
       await expect(escrow.connect(verifier).completeVerification(taskHash, true, 100))
-        .to.emit(escrow, "Credited")
-        .withArgs(blocklistToken, treasury.address, FEE);
+        .to.emit(escrow, "TaskCompleted")
+        .withArgs(taskHash, worker.address, PAYOUT, FEE, Ending.VerificationPassed)
+        .and.not.to.emit(escrow, "Credited");
       expect(await balancesOf(blocklist, [worker, treasury, escrowAddress])).to.deep.equal([PAYOUT, 0n, FEE]);
-      expect(await escrow.creditOf(blocklistToken, treasury.address)).to.equal(FEE);
-      expect(await escrow.totalCredited(blocklistToken)).to.equal(FEE);
+      expect(await escrow.accruedFees(blocklistToken)).to.equal(FEE);
+      expect(await escrow.totalCredited(blocklistToken)).to.equal(0n);
+      // The token refuses the treasury: the sweep reverts with its error and the fee stays accrued.
+      await expect(escrow.connect(treasury).sweepFees(blocklistToken)).to.be.revertedWithCustomError(blocklist, "AccountBlocked");
+      expect(await escrow.accruedFees(blocklistToken)).to.equal(FEE);
+      await blocklist.setBlocked(treasury.address, false);
+      await expect(escrow.connect(treasury).sweepFees(blocklistToken)).to.emit(escrow, "FeesSwept").withArgs(blocklistToken, treasury.address, FEE);
+      expect(await balancesOf(blocklist, [worker, treasury, escrowAddress])).to.deep.equal([PAYOUT, FEE, 0n]);
+      expect(await escrow.accruedFees(blocklistToken)).to.equal(0n);
     });
 
     it("credits a blocked worker on a ruling for the worker and on released unjudged work", async function () {

@@ -16,7 +16,7 @@ import {
   fundedTaskFixture,
   submittedTaskFixture,
 } from "../fixtures/escrow";
-import { atTime, balancesOf } from "./helpers";
+import { atTime, balancesOf, sweepFees } from "./helpers";
 
 const { ethers } = hre;
 const FEE = AMOUNT / 10n; // 1000 bps
@@ -165,6 +165,9 @@ describe("TaskEscrow endings", function () {
           .filter((parsed) => parsed && ENDING_EVENTS.includes(parsed.name));
         expect(endingLogs).to.have.length(1);
 
+        // The fee accrued in the escrow (4.0.0); swept, it reaches the treasury.
+        expect(await escrow.accruedFees(token)).to.equal(scenario.payout ? FEE : 0n);
+        await sweepFees(escrow, treasury, token);
         const [posterBalance, workerBalance, treasuryBalance, escrowBalance] = await balancesOf(usdc, [poster, worker, treasury, escrowAddress]);
         if (scenario.payout) {
           expect(posterBalance).to.equal(POSTER_FUNDS - AMOUNT);

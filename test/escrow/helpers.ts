@@ -1,7 +1,7 @@
 /** Small helpers shared by the escrow tests: exact timing, balances and EIP-2612 signatures. */
 import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { expect } from "chai";
-import type { AddressLike, BaseContract, ContractTransactionResponse } from "ethers";
+import type { AddressLike, BaseContract, ContractTransactionResponse, Signer } from "ethers";
 
 /** The next transaction is mined at exactly `timestamp`. */
 export async function atTime(timestamp: bigint | number): Promise<void> {
@@ -40,6 +40,22 @@ interface BalanceToken {
 /** Token balances of several accounts, in order. */
 export async function balancesOf(token: BalanceToken, accounts: (AddressLike | BaseContract)[]): Promise<bigint[]> {
   return Promise.all(accounts.map((account) => token.balanceOf(account)));
+}
+
+/** An escrow as the sweep needs it. */
+interface FeeEscrow {
+  accruedFees(token: AddressLike): Promise<bigint>;
+  connect(runner: Signer): { sweepFees(token: AddressLike): Promise<ContractTransactionResponse> };
+}
+
+/**
+ * Since 4.0.0 a payout keeps its fee in the escrow: the treasury sweeps what accrued in `token` (nothing when none
+ * did), so a test can then read the balances as they stand once every fee reached the treasury. Answers the sweep.
+ */
+export async function sweepFees(escrow: FeeEscrow, treasury: Signer, token: AddressLike): Promise<bigint> {
+  const fees = await escrow.accruedFees(token);
+  if (fees > 0n) await (await escrow.connect(treasury).sweepFees(token)).wait();
+  return fees;
 }
 
 export { signPermit } from "../../scripts/lib/permit";

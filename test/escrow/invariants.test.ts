@@ -100,6 +100,7 @@ type Command =
   | { kind: "verify"; task: Target; actor: Role; passed: boolean; score: number }
   | { kind: "resolve"; task: Target; actor: Role; workerWins: boolean }
   | { kind: "withdraw"; account: Account; token: TokenName }
+  | { kind: "sweep"; actor: Role | "treasury"; token: TokenName }
   | { kind: "block"; account: Account; blocked: boolean }
   | { kind: "wait"; seconds: bigint }
   | { kind: "pause" | "unpause"; actor: Role }
@@ -279,6 +280,14 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       actor: roleFor("admin"),
       token: fc.constantFrom<TokenName>("usdc", "blocklist"),
       allowed: fc.oneof({ arbitrary: fc.constant(true), weight: 2 }, { arbitrary: fc.constant(false), weight: 1 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("sweep" as const),
+      actor: fc.oneof({ arbitrary: fc.constant<"treasury">("treasury"), weight: 4 }, { arbitrary: fc.constantFrom(...ALL_ROLES), weight: 1 }),
+      token: fc.constantFrom<TokenName>("usdc", "blocklist"),
     }),
   },
   {
@@ -788,6 +797,12 @@ class Run {
         );
         return [];
       }
+      case "sweep": {
+        const sender = cmd.actor === "treasury" ? this.ctx.treasury : this.resolve(cmd.actor, undefined);
+        const token = this.tokens[cmd.token];
+        await this.transact(m.sweepFees(sender.address, token), at, () => escrow.connect(sender).sweepFees(token));
+        return [];
+      }
       case "stray": {
         const contract = cmd.token === "usdc" ? this.ctx.usdc : this.ctx.blocklist;
         await this.transact({ events: [] }, at, () => contract.connect(admin).mint(this.ctx.escrowAddress, cmd.amount));
@@ -813,16 +828,20 @@ class Run {
       [this.tokens.usdc, this.ctx.usdc],
       [this.tokens.blocklist, this.ctx.blocklist],
     ] as const) {
-      const [balance, escrowed, credited] = await Promise.all([
+      const [balance, escrowed, credited, fees] = await Promise.all([
         contract.balanceOf(escrowAddress),
         escrow.escrowed(token),
         escrow.totalCredited(token),
+        escrow.accruedFees(token),
       ]);
       let live = 0n;
       for (const t of this.model.tasks.values()) if (t.token === token && t.ending === Ending.None) live += t.amount;
       expect(escrowed, "escrowed == sum of live task amounts").to.equal(live);
       expect(credited, "totalCredited == sum of credits").to.equal(this.model.totalCredited(token));
-      expect(balance, "balance == escrowed + credited (+ stray surplus)").to.equal(escrowed + credited + this.model.get(this.model.surplus, token));
+      expect(fees, "accruedFees == fees kept since the last sweep").to.equal(this.model.get(this.model.fees, token));
+      expect(balance, "balance == escrowed + credited + accrued fees (+ stray surplus)").to.equal(
+        escrowed + credited + fees + this.model.get(this.model.surplus, token),
+      );
     }
   }
 

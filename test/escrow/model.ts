@@ -76,6 +76,8 @@ export class EscrowModel {
   readonly blocked = new Set<string>();
   readonly escrowed = new Map<string, bigint>();
   readonly surplus = new Map<string, bigint>();
+  /** Fees kept from payouts since the last sweep (4.0.0), per token. */
+  readonly fees = new Map<string, bigint>();
   /** `${token}|${account}` -> amount. */
   readonly credits = new Map<string, bigint>();
   readonly balances = new Map<string, bigint>();
@@ -375,6 +377,18 @@ export class EscrowModel {
     return { events: [{ name: "CreditWithdrawn", args: [token, sender, to, amount] }] };
   }
 
+  /** 4.0.0: every accrued fee of `token` to the treasury, by the treasury or the admin. */
+  sweepFees(sender: string, token: string): Outcome {
+    if (this.paused) return fail("EscrowPaused");
+    if (sender !== this.treasury && sender !== this.admin) return fail("NotFeeSweeper");
+    const amount = this.get(this.fees, token);
+    if (amount === 0n) return fail("NoFeesAccrued");
+    if (this.refusesTransferTo(token, this.treasury)) return fail("AccountBlocked");
+    this.fees.delete(token);
+    this.move(token, this.escrow, this.treasury, amount);
+    return { events: [{ name: "FeesSwept", args: [token, this.treasury, amount] }] };
+  }
+
   // ------------------------------------------------------------------ settlement
 
   private close(t: ModelTask, status: StatusValue, ending: EndingValue) {
@@ -388,7 +402,7 @@ export class EscrowModel {
     const fee = (t.amount * this.feeBps) / BPS;
     const payout = t.amount - fee;
     const events: ExpectedEvent[] = [];
-    this.send(t.token, this.treasury, fee, events);
+    this.add(this.fees, t.token, fee);
     this.send(t.token, t.worker, payout, events);
     events.push({ name: "TaskCompleted", args: [t.hash, t.worker, payout, fee, ending] });
     return events;

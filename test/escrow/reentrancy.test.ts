@@ -3,7 +3,7 @@ import hre from "hardhat";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
 import type { Interface } from "ethers";
 import { AMOUNT, DURATION, POSTER_FUNDS, Status, reentrantTokenFixture } from "../fixtures/escrow";
-import { balancesOf } from "./helpers";
+import { balancesOf, sweepFees } from "./helpers";
 
 const { ethers } = hre;
 const ZERO = ethers.ZeroAddress;
@@ -72,6 +72,8 @@ describe("TaskEscrow reentrancy", function () {
     await expect(escrow.connect(verifier).completeVerification(taskHash, true, 100)).not.to.emit(escrow, "Credited");
     await expectGuardRefusedCallBack(ctx);
     expect(await reentrant.escrowedSeen()).to.equal(0n);
+    expect(await balancesOf(reentrant, [worker, treasury, escrowAddress])).to.deep.equal([AMOUNT - FEE, 0n, FEE]);
+    expect(await sweepFees(escrow, treasury, await reentrant.getAddress())).to.equal(FEE);
     expect(await balancesOf(reentrant, [worker, treasury, escrowAddress])).to.deep.equal([AMOUNT - FEE, FEE, 0n]);
     expect((await escrow.getTask(taskHash)).status).to.equal(Status.Verified);
   });

@@ -1,6 +1,6 @@
 /**
  * deploy/deploy-registries.ts as an operator runs it on the `0g` network (a local node behind CHAIN_0G_RPC_URL):
- * a 1.0.0 escrow recorded by the deploy script is upgraded to 3.0.0, the identity and reputation registries are
+ * a 1.0.0 escrow recorded by the deploy script is upgraded to 4.0.0, the identity and reputation registries are
  * deployed and wired, deployments/0g.json records all three, and a second run sends nothing.
  */
 import { execFile } from "node:child_process";
@@ -49,9 +49,9 @@ describe("deploy/deploy-registries.ts on 0g", function () {
 
     const minter = "0x976EA74026E726554dB657fA54763abd0C3a0aa9"; // account 6 of the node
     const first = await script("deploy/deploy-registries.ts", { IDENTITY_MINTER: minter });
-    expect(first.stdout).to.contain(`escrow ${v1!.proxy} upgraded from 1.0.0 to 3.0.0`);
+    expect(first.stdout).to.contain(`escrow ${v1!.proxy} upgraded from 1.0.0 to 4.0.0`);
     const record = readDeployment("0g", dir)!;
-    expect(record).to.deep.include({ proxy: v1!.proxy, version: "3.0.0", contract: "TaskEscrow" });
+    expect(record).to.deep.include({ proxy: v1!.proxy, version: "4.0.0", contract: "TaskEscrow" });
     expect(record.identity).to.deep.include({ contract: "AgentIdentity", version: "1.0.0", admin: v1!.admin, minters: [minter] });
     expect(record.reputation).to.deep.include({
       contract: "TaskReputation",
@@ -64,7 +64,7 @@ describe("deploy/deploy-registries.ts on 0g", function () {
     const escrow = TaskEscrow__factory.connect(record.proxy, provider);
     const reputation = TaskReputation__factory.connect(record.reputation!.proxy, provider);
     const identity = AgentIdentity__factory.connect(record.identity!.proxy, provider);
-    expect(await escrow.version()).to.equal("3.0.0");
+    expect(await escrow.version()).to.equal("4.0.0");
     expect(await escrow.reputationRegistry()).to.equal(record.reputation!.proxy);
     expect(await reputation.isWriter(record.proxy)).to.equal(true);
     expect(await identity.hasRole(await identity.MINTER_ROLE(), minter)).to.equal(true);

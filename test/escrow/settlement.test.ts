@@ -189,6 +189,31 @@ describe("TaskEscrow settlement commands", function () {
     expect(empty.stderr).to.contain(`escrow:withdraw-credit would revert: NothingToWithdraw(${deployment.token}, ${poster.address})`);
   });
 
+  it("sweep-fees sends the accrued fees to the treasury, from the treasury only", async function () {
+    posterSender.reset();
+    const verifier = new NonceManager(new Wallet(chain.accounts[1]!, provider));
+    const worker = new NonceManager(new Wallet(chain.accounts[4]!, provider));
+    const treasury = new Wallet(chain.accounts[2]!, provider).address;
+    const taskHash = await fundedTask();
+    await (await TaskEscrow__factory.connect(deployment.proxy, verifier).marketplaceAssign(taskHash, await worker.getAddress())).wait();
+    await (await TaskEscrow__factory.connect(deployment.proxy, worker).submitEvidence(taskHash, id("result"))).wait();
+    await (await TaskEscrow__factory.connect(deployment.proxy, verifier).completeVerification(taskHash, true, 90)).wait();
+    const fee = AMOUNT / 10n;
+    const usdc = MockUSDC__factory.connect(deployment.token, provider);
+    const before = await usdc.balanceOf(treasury);
+
+    const refused = await hardhat("escrow:sweep-fees", "--from", poster.address);
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.contain(`escrow:sweep-fees would revert: NotFeeSweeper(${poster.address})`);
+    const swept = await hardhat("escrow:sweep-fees", "--from", treasury);
+    expect(swept.code, swept.stderr).to.equal(0);
+    expect(swept.stdout).to.contain(`swept ${fee} of ${deployment.token} to the treasury ${treasury}`);
+    expect(await usdc.balanceOf(treasury)).to.equal(before + fee);
+    const again = await hardhat("escrow:sweep-fees", "--from", treasury);
+    expect(again.code).to.equal(1);
+    expect(again.stderr).to.contain(`escrow:sweep-fees would revert: NoFeesAccrued(${deployment.token})`);
+  });
+
   it("reports a transaction that fails after a clean simulation, with a non-zero exit", async function () {
     const escrow = TaskEscrow__factory.connect(deployment.proxy, provider);
     const taskHash = id("moved on between simulation and sending");

@@ -11,7 +11,7 @@ import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { AMOUNT, DAY, DURATION, Ending, HOUR, Status, everyStateV2Fixture } from "../fixtures/escrow";
 import { upgradeEscrow } from "../../deploy/escrow";
-import { balancesOf } from "./helpers";
+import { balancesOf, sweepFees } from "./helpers";
 
 const { ethers, upgrades } = hre;
 const WIDE_AMOUNT = 2n ** 40n + 7n; // above slot 0's 40 bits: 3.0.0 keeps it in slot 3
@@ -47,8 +47,8 @@ async function whereLives(escrowAddress: string, taskHash: string): Promise<stri
   return legacy !== 0n && packed === 0n ? "legacy" : packed !== 0n && legacy === 0n ? "packed" : `legacy ${legacy}, packed ${packed}`;
 }
 
-describe("TaskEscrow 2.0.0 -> 3.0.0 (packed tasks) with the upgrade code", function () {
-  it("the upgrades plugin validates 3.0.0 against a deployed 2.0.0 (storage only appended)", async function () {
+describe("TaskEscrow 2.0.0 -> the current version (packed tasks since 3.0.0) with the upgrade code", function () {
+  it("the upgrades plugin validates the current version against a deployed 2.0.0 (storage only appended)", async function () {
     const { escrowAddress, admin, escrow } = await loadFixture(liveV2Fixture);
     expect(await escrow.version()).to.equal("2.0.0");
     await upgrades.validateUpgrade(escrowAddress, await ethers.getContractFactory("TaskEscrow", admin), { kind: "uups" });
@@ -70,8 +70,8 @@ describe("TaskEscrow 2.0.0 -> 3.0.0 (packed tasks) with the upgrade code", funct
     const lines: string[] = [];
     const { escrow, deployment: upgraded } = await upgradeEscrow(hre, { deployment, save: false, log: (line) => lines.push(line) });
     expect(lines).to.include("upgrade to TaskEscrow validated");
-    expect(upgraded).to.deep.include({ contract: "TaskEscrow", version: "3.0.0", proxy: escrowAddress });
-    expect(await escrow.version()).to.equal("3.0.0");
+    expect(upgraded).to.deep.include({ contract: "TaskEscrow", version: "4.0.0", proxy: escrowAddress });
+    expect(await escrow.version()).to.equal("4.0.0");
     // Read through: nothing moved yet, every task reads as before, and the books are the same.
     for (const hash of Object.values(hashes)) expect(await whereLives(escrowAddress, hash)).to.equal("legacy");
     expect(await Promise.all(Object.values(hashes).map(async (h) => Array.from(await escrow.getTask(h))))).to.deep.equal(before);
@@ -155,6 +155,7 @@ describe("TaskEscrow 2.0.0 -> 3.0.0 (packed tasks) with the upgrade code", funct
       .to.emit(escrow, "TaskCompleted")
       .withArgs(hashes.escalated!, worker.address, payout, feeOf(AMOUNT), Ending.UnjudgedWorkReleased);
 
+    await sweepFees(escrow, treasury, token); // 4.0.0 keeps each fee until the treasury sweeps
     const end = await balancesOf(usdc, accounts);
     const paid = 4n * payout + (WIDE_AMOUNT - feeOf(WIDE_AMOUNT));
     const fees = 4n * feeOf(AMOUNT) + feeOf(WIDE_AMOUNT);
@@ -190,6 +191,7 @@ describe("TaskEscrow 2.0.0 -> 3.0.0 (packed tasks) with the upgrade code", funct
     await expect(escrow.connect(verifier).completeVerification(fresh[0]!, true, 100))
       .to.emit(escrow, "TaskCompleted")
       .withArgs(fresh[0]!, worker.address, payout, feeOf(AMOUNT), Ending.VerificationPassed);
+    await sweepFees(escrow, treasury, token);
     expect((await balancesOf(usdc, accounts)).map((b, i) => b - beforeNew[i]!)).to.deep.equal([0n, payout, feeOf(AMOUNT), -AMOUNT]);
     await time.increase(DAY);
     const posterBlocklist = await blocklist.balanceOf(poster.address);

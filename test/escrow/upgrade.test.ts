@@ -4,6 +4,7 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import { AMOUNT, DURATION, DAY, Ending, Status, deployEscrowFixture, everyStateFixture, everyStateV1Fixture } from "../fixtures/escrow";
 import { TaskEscrowV1__factory, TaskEscrowV2__factory, TaskEscrowNextMock__factory, TaskEscrow__factory } from "../../typechain-types";
 import { upgradeEscrow } from "../../deploy/escrow";
+import { sweepFees } from "./helpers";
 import ERC1967Proxy from "@openzeppelin/upgrades-core/artifacts/@openzeppelin/contracts-v5/proxy/ERC1967/ERC1967Proxy.sol/ERC1967Proxy.json";
 
 const { ethers, upgrades } = hre;
@@ -108,7 +109,7 @@ describe("TaskEscrow upgrade", function () {
     const v3 = TaskEscrowNextMock__factory.connect(escrowAddress, admin);
 
     expect(await upgrades.erc1967.getImplementationAddress(escrowAddress)).to.not.equal(oldImplementation);
-    expect(await v3.version()).to.equal("4.0.0-mock");
+    expect(await v3.version()).to.equal("5.0.0-mock");
     expect(await snapshot(ctx)).to.deep.equal(before);
 
     await v3.setUpgradeNote(42n);
@@ -149,9 +150,9 @@ describe("TaskEscrow upgrade", function () {
     await expect(upgrades.upgradeProxy(escrowAddress, next.connect(stranger), { kind: "uups" }))
       .to.be.revertedWithCustomError(escrow, "NotAdmin")
       .withArgs(stranger.address);
-    expect(await escrow.version()).to.equal("3.0.0");
+    expect(await escrow.version()).to.equal("4.0.0");
     await escrow.connect(admin).upgradeToAndCall(implementation, "0x");
-    expect(await escrow.version()).to.equal("4.0.0-mock");
+    expect(await escrow.version()).to.equal("5.0.0-mock");
   });
 
   it("a handed-over admin upgrades; the old one cannot", async function () {
@@ -164,7 +165,7 @@ describe("TaskEscrow upgrade", function () {
       .to.be.revertedWithCustomError(escrow, "NotAdmin")
       .withArgs(admin.address);
     await escrow.connect(newAdmin).upgradeToAndCall(implementation, "0x");
-    expect(await escrow.version()).to.equal("4.0.0-mock");
+    expect(await escrow.version()).to.equal("5.0.0-mock");
   });
 
   describe("upgradeEscrow on a proxy the upgrades plugin never registered", function () {
@@ -174,7 +175,7 @@ describe("TaskEscrow upgrade", function () {
       await expect(
         upgradeEscrow(hre, { deployment: { ...record, contract: "TaskEscrowNextMock" }, contract: "TaskEscrowNextMock" }),
       ).to.be.rejectedWith(`the implementation at ${record.implementation} is not TaskEscrowNextMock as compiled here`);
-      expect(await unregistered.version()).to.equal("3.0.0");
+      expect(await unregistered.version()).to.equal("4.0.0");
       expect(await upgrades.erc1967.getImplementationAddress(record.proxy)).to.equal(record.implementation);
 
       const lines: string[] = [];
@@ -185,12 +186,12 @@ describe("TaskEscrow upgrade", function () {
       });
       expect(lines).to.include(`registering ${record.proxy} with the upgrades plugin as TaskEscrow`);
       expect(lines).to.include("upgrade to TaskEscrowNextMock validated");
-      expect(deployment.version).to.equal("4.0.0-mock");
-      expect(await unregistered.version()).to.equal("4.0.0-mock");
+      expect(deployment.version).to.equal("5.0.0-mock");
+      expect(await unregistered.version()).to.equal("5.0.0-mock");
     });
   });
 
-  describe("from 1.0.0 to 3.0.0 with the upgrade code (upgradeEscrow)", function () {
+  describe("from 1.0.0 to 4.0.0 with the upgrade code (upgradeEscrow)", function () {
     /** 1.0.0 with a task in every state, a paused stretch behind, and two credits of accounts still blocked. */
     async function liveV1Fixture() {
       const ctx = await everyStateV1Fixture();
@@ -203,7 +204,7 @@ describe("TaskEscrow upgrade", function () {
       return ctx;
     }
 
-    it("validates 3.0.0 against a deployed 1.0.0 (storage only appended)", async function () {
+    it("validates 4.0.0 against a deployed 1.0.0 (storage only appended)", async function () {
       const { escrowAddress, admin, escrow } = await loadFixture(liveV1Fixture);
       expect(await escrow.version()).to.equal("1.0.0");
       await upgrades.validateUpgrade(escrowAddress, await ethers.getContractFactory("TaskEscrow", admin), {
@@ -222,14 +223,14 @@ describe("TaskEscrow upgrade", function () {
       const lines: string[] = [];
       const upgraded = await upgradeEscrow(hre, { deployment, save: false, log: (line) => lines.push(line) });
       expect(lines).to.include("upgrade to TaskEscrow validated");
-      expect(upgraded.deployment).to.deep.include({ contract: "TaskEscrow", version: "3.0.0", proxy: escrowAddress });
+      expect(upgraded.deployment).to.deep.include({ contract: "TaskEscrow", version: "4.0.0", proxy: escrowAddress });
       const escrow = upgraded.escrow;
-      expect(await escrow.version()).to.equal("3.0.0");
+      expect(await escrow.version()).to.equal("4.0.0");
       expect(await snapshot(ctx)).to.deep.equal(before);
       expect(await escrow.creditOf(blocklistToken, poster.address)).to.equal(posterCredit);
       expect(await escrow.reputationRegistry()).to.equal(ethers.ZeroAddress);
 
-      // Every live task settles on 3.0.0 (the 2500 bps fee was set on 1.0.0).
+      // Every live task settles on 4.0.0 (the 2500 bps fee was set on 1.0.0).
       const payout = 7_500_000n;
       const fee = AMOUNT - payout;
       const workerBefore = await usdc.balanceOf(worker.address);
@@ -258,6 +259,8 @@ describe("TaskEscrow upgrade", function () {
         .withArgs(taskHashes.escalated!, worker.address, payout, fee, Ending.UnjudgedWorkReleased);
       expect(await usdc.balanceOf(worker.address)).to.equal(workerBefore + 3n * payout);
       expect(await usdc.balanceOf(poster.address)).to.equal(posterBefore + 3n * AMOUNT);
+      // The fees accrued since the upgrade (4.0.0) reach the treasury with its sweep.
+      expect(await sweepFees(escrow, treasury, token)).to.equal(3n * fee);
       expect(await usdc.balanceOf(treasury.address)).to.equal(treasuryBefore + 3n * fee);
       expect(await escrow.escrowed(token)).to.equal(0n);
       expect(await usdc.balanceOf(escrowAddress)).to.equal(0n);
@@ -293,8 +296,8 @@ describe("TaskEscrow upgrade", function () {
       const { deployment } = await upgradeEscrow(hre, { deployment: record, log: (line) => lines.push(line) });
       expect(lines).to.include(`registering ${record.proxy} with the upgrades plugin as TaskEscrowV2`);
       expect(lines).to.include("upgrade to TaskEscrow validated");
-      expect(deployment).to.deep.include({ contract: "TaskEscrow", version: "3.0.0" });
-      expect(await unregistered.version()).to.equal("3.0.0");
+      expect(deployment).to.deep.include({ contract: "TaskEscrow", version: "4.0.0" });
+      expect(await unregistered.version()).to.equal("4.0.0");
     });
 
     it("registers a proxy the plugin never saw from a record that says TaskEscrow 1.0.0, and upgrades it", async function () {
@@ -304,8 +307,8 @@ describe("TaskEscrow upgrade", function () {
       const { deployment } = await upgradeEscrow(hre, { deployment: record, log: (line) => lines.push(line) });
       expect(lines).to.include(`registering ${record.proxy} with the upgrades plugin as TaskEscrowV1`);
       expect(lines).to.include("upgrade to TaskEscrow validated");
-      expect(deployment).to.deep.include({ contract: "TaskEscrow", version: "3.0.0" });
-      expect(await unregistered.version()).to.equal("3.0.0");
+      expect(deployment).to.deep.include({ contract: "TaskEscrow", version: "4.0.0" });
+      expect(await unregistered.version()).to.equal("4.0.0");
     });
   });
 });

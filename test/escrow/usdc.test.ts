@@ -13,7 +13,7 @@ import { AMOUNT, DURATION, FEE_BPS, POSTER_FUNDS, Status } from "../fixtures/esc
 import { ENDING_DRIVES } from "../fixtures/endings";
 import { usdcAssignedTaskFixture, usdcEscrowFixture } from "../fixtures/usdc";
 import { USDC_DOMAIN_VERSION } from "../../deploy/usdc";
-import { balancesOf, signPermit } from "./helpers";
+import { balancesOf, signPermit, sweepFees } from "./helpers";
 
 const { ethers } = hre;
 const FEE = (AMOUNT * FEE_BPS) / 10_000n;
@@ -73,6 +73,9 @@ describe("TaskEscrow with Circle's USDC", function () {
           await expect(tx).to.emit(escrow, drive.event).withArgs(taskHash, poster.address, AMOUNT, drive.ending);
         }
         await expect(tx).not.to.emit(escrow, "Credited");
+        // The fee accrued in the escrow (4.0.0); the treasury's sweep is one more USDC transfer.
+        expect(await escrow.accruedFees(token)).to.equal(drive.payout ? FEE : 0n);
+        await sweepFees(escrow, treasury, token);
         const after = await balancesOf(fiatToken, accounts);
         expect(after.map((b, i) => b - before[i]!)).to.deep.equal(drive.payout ? [0n, PAYOUT, FEE, -AMOUNT] : [AMOUNT, 0n, 0n, -AMOUNT]);
         expect((await escrow.getTask(taskHash)).ending).to.equal(drive.ending);
@@ -92,6 +95,7 @@ describe("TaskEscrow with Circle's USDC", function () {
         .and.to.emit(escrow, "TaskCompleted")
         .withArgs(taskHash, worker.address, PAYOUT, FEE, 1);
       expect((await escrow.getTask(taskHash)).status).to.equal(Status.Verified);
+      expect(await sweepFees(escrow, treasury, token)).to.equal(FEE);
       expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([0n, FEE, PAYOUT]);
       expect(await escrow.creditOf(token, worker.address)).to.equal(PAYOUT);
 
@@ -134,14 +138,17 @@ describe("TaskEscrow with Circle's USDC", function () {
       expect(await balancesOf(fiatToken, [poster.address, escrowAddress])).to.deep.equal([POSTER_FUNDS, 0n]);
     });
 
-    it("credits a blacklisted treasury's fee and still pays the worker", async function () {
+    it("a blacklisted treasury still lets the worker be paid; the fee accrues and is swept after unfreezing", async function () {
       const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury } = await loadFixture(usdcAssignedTaskFixture);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
       await fiatToken.blacklist(treasury.address);
-      await expect(escrow.connect(verifier).completeVerification(taskHash, true, 95))
-        .to.emit(escrow, "Credited")
-        .withArgs(token, treasury.address, FEE);
+      await expect(escrow.connect(verifier).completeVerification(taskHash, true, 95)).not.to.emit(escrow, "Credited");
       expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([PAYOUT, 0n, FEE]);
+      await expect(escrow.connect(treasury).sweepFees(token)).to.be.revertedWith(BLACKLISTED);
+      expect(await escrow.accruedFees(token)).to.equal(FEE);
+      await fiatToken.unBlacklist(treasury.address);
+      await expect(escrow.connect(treasury).sweepFees(token)).to.emit(escrow, "FeesSwept").withArgs(token, treasury.address, FEE);
+      expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([PAYOUT, FEE, 0n]);
     });
 
     it("a blacklisted poster cannot fund", async function () {
@@ -223,24 +230,24 @@ describe("TaskEscrow with Circle's USDC", function () {
       expect(await escrow.escrowed(token)).to.equal(2n * AMOUNT);
     });
 
-    it("at payout: the ending completes, payout and fee are credited, and withdrawn after unpause", async function () {
+    it("at payout: the ending completes, the payout is credited and the fee accrues, both taken after unpause", async function () {
       const { escrow, escrowAddress, fiatToken, token, taskHash, worker, verifier, treasury } = await loadFixture(usdcAssignedTaskFixture);
       await escrow.connect(worker).submitEvidence(taskHash, ethers.id("result"));
       await fiatToken.pause();
       await expect(escrow.connect(verifier).completeVerification(taskHash, true, 90))
         .to.emit(escrow, "Credited")
-        .withArgs(token, treasury.address, FEE)
-        .and.to.emit(escrow, "Credited")
         .withArgs(token, worker.address, PAYOUT)
         .and.to.emit(escrow, "TaskCompleted")
         .withArgs(taskHash, worker.address, PAYOUT, FEE, 1);
       expect((await escrow.getTask(taskHash)).status).to.equal(Status.Verified);
-      expect(await escrow.totalCredited(token)).to.equal(AMOUNT);
+      expect(await escrow.totalCredited(token)).to.equal(PAYOUT);
+      expect(await escrow.accruedFees(token)).to.equal(FEE);
       await expect(escrow.connect(worker).withdrawCredit(token)).to.be.revertedWith(PAUSED);
+      await expect(escrow.connect(treasury).sweepFees(token)).to.be.revertedWith(PAUSED);
 
       await fiatToken.unpause();
       await escrow.connect(worker).withdrawCredit(token);
-      await escrow.connect(treasury).withdrawCredit(token);
+      await escrow.connect(treasury).sweepFees(token);
       expect(await balancesOf(fiatToken, [worker.address, treasury.address, escrowAddress])).to.deep.equal([PAYOUT, FEE, 0n]);
       expect(await escrow.totalCredited(token)).to.equal(0n);
     });

@@ -3,7 +3,7 @@
  * Circle deploys it, and a TaskEscrow 1.0.0 deployed by the deploy script (the `arc` network from CHAIN_ARC_RPC_URL,
  * a deployer key from DEPLOYER_PRIVATE_KEY, roles and the chain's USDC from ESCROW_*), recorded as 1.0.0's deploy
  * code recorded it, with live tasks and a credit on it. The in-process Hardhat network then forks that node; the
- * registries' deploy code (deployRegistries) upgrades the forked proxy to 3.0.0 with the upgrade code, deploys the
+ * registries' deploy code (deployRegistries) upgrades the forked proxy to the current version (4.0.0) with the upgrade code, deploys the
  * identity and reputation registries and wires them; the live tasks settle, the credit is withdrawn, and all eight
  * endings are driven on real USDC and on a mock token with exact balances and the reputation they write.
  */
@@ -31,7 +31,7 @@ const AMOUNT = 12_345_679n; // odd, so the fee rounds down
 const FEE_BPS = 1000n;
 const FEE = (AMOUNT * FEE_BPS) / 10_000n;
 
-describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 3.0.0 with its registries, eight endings on USDC and a mock", function () {
+describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 4.0.0 with its registries, eight endings on USDC and a mock", function () {
   this.timeout(300_000);
   let chain: LocalChain;
   let dir: string;
@@ -147,12 +147,12 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 3.0.0 with 
     const lines: string[] = [];
     const result = await deployRegistries(hre, { deployment, save: false, log: (line) => lines.push(line) });
     expect(lines).to.include(`registering ${deployment.proxy} with the upgrades plugin as TaskEscrowV1`);
-    expect(result.actions).to.include(`escrow ${deployment.proxy} upgraded from 1.0.0 to 3.0.0`);
+    expect(result.actions).to.include(`escrow ${deployment.proxy} upgraded from 1.0.0 to 4.0.0`);
     expect(result.deployment.implementation).to.not.equal(deployment.implementation);
     expect(result.deployment.reputation?.writers).to.deep.equal([deployment.proxy]);
     escrow = result.escrow;
     reputation = result.reputation;
-    expect(await escrow.version()).to.equal("3.0.0");
+    expect(await escrow.version()).to.equal("4.0.0");
     expect(await escrow.reputationRegistry()).to.equal(await reputation.getAddress());
   });
 
@@ -165,7 +165,7 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 3.0.0 with 
 
   const usdcAs = (signer: HardhatEthersSigner): FiatToken => connectUsdc(usdcAddress, signer);
 
-  it("the live tasks of 1.0.0 settle on 3.0.0, writing no reputation (their assigner is unknown), and the credit goes to its owner only", async function () {
+  it("the live tasks of 1.0.0 settle on 4.0.0, writing no reputation (their assigner is unknown), and the credit goes to its owner only", async function () {
     const usdc = usdcAs(poster);
     const before = await usdc.balanceOf(worker.address);
     expect(await escrow.creditOf(usdcAddress, worker.address)).to.equal(AMOUNT - FEE);
@@ -173,7 +173,7 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 3.0.0 with 
     await expect(escrow.connect(poster).cancelTask(live.funded))
       .to.emit(escrow, "TaskCancelled")
       .withArgs(live.funded, poster.address, AMOUNT, Ending.CancelledWhileOpen);
-    // 1.0.0 did not record who assigned a worker, so 3.0.0 does not vouch for these outcomes (docs/escrow.md).
+    // 1.0.0 did not record who assigned a worker, so 3.0.0 and later do not vouch for these outcomes (docs/escrow.md).
     await expect(escrow.connect(admin).resolveDispute(live.disputed, false))
       .to.emit(escrow, "TaskRefunded")
       .withArgs(live.disputed, poster.address, AMOUNT, Ending.DisputeWonByPoster)
@@ -237,6 +237,8 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 3.0.0 with 
       async function expectEnding(drive: EndingDrive) {
         const taskHash = hre.ethers.id(`fork task ${counter++}`);
         await (await escrow.connect(poster).createTask(taskHash, token, AMOUNT, DAY, hre.ethers.ZeroAddress)).wait();
+        // Fees accrued by earlier settlements (the live tasks') go first, so this ending's fee is counted alone.
+        if ((await escrow.accruedFees(token)) > 0n) await (await escrow.connect(treasury).sweepFees(token)).wait();
         const before = await balances();
         const recordBefore = await record();
         const tx = await drive.drive({ escrow, admin, verifier, poster, worker }, taskHash);
@@ -248,6 +250,9 @@ describe("fork: a deployed 1.0.0 escrow with live tasks, upgraded to 3.0.0 with 
           await expect(tx).to.emit(escrow, drive.event).withArgs(taskHash, poster.address, AMOUNT, drive.ending);
         }
         await expect(tx).not.to.emit(escrow, "ReputationWriteFailed");
+        // 4.0.0 keeps the fee in the escrow until the treasury sweeps it.
+        expect(await escrow.accruedFees(token)).to.equal(drive.payout ? FEE : 0n);
+        if (drive.payout) await (await escrow.connect(treasury).sweepFees(token)).wait();
         const after = await balances();
         expect(after.escrow).to.equal(before.escrow - AMOUNT);
         expect(after.poster - before.poster).to.equal(drive.payout ? 0n : AMOUNT);

@@ -4,6 +4,7 @@
  * delivers, is verified and paid on chain; stopped, withdrawn to its owner; its exported key opens with the owner's
  * key to the wallet that was paid. Every log line, answer, prompt and result is checked for secrets.
  */
+import { sweepFeesToTreasury } from "../support/fees";
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { decrypt as eciesDecrypt } from "eciesjs";
@@ -148,7 +149,8 @@ describe("hosted agents: deploy, work, withdraw, export", function () {
       "both tasks verified",
     );
 
-    // Paid on chain, exactly: fee 10% rounded down.
+    // Paid on chain, exactly: fee 10% rounded down (kept in the escrow until the treasury sweeps it).
+    expect(await sweepFeesToTreasury(s)).to.equal(300_000n + 500_000n);
     expect(await s.usdc.balanceOf(agent.address)).to.equal(before.agent + 2_700_000n + 4_500_001n);
     expect(await s.usdc.balanceOf(s.treasury.address)).to.equal(before.treasury + 300_000n + 500_000n);
     for (const taskHash of [publicTask!, privateTask!]) expect(await deliveriesOf(s, taskHash)).to.have.length(1);

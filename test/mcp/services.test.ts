@@ -5,6 +5,7 @@
  * between funding and listing (paid once); the remote /mcp endpoint, which quotes a rental and answers the confirm
  * USE_LOCAL_MCP, and rents from a hosted agent's custodied wallet for its owner (X-Market-Agent).
  */
+import { sweepFeesToTreasury } from "../support/fees";
 import { expect } from "chai";
 import hre from "hardhat";
 import type { Stack } from "../support/stack";
@@ -61,12 +62,15 @@ describe("mcp: services (browse_services, get_service, rent_service)", function 
     await s.close();
   });
 
-  const balances = async () => ({
-    poster: await s.usdc.balanceOf(s.poster.address),
-    agent: await s.usdc.balanceOf(seeded.agent.address),
-    treasury: await s.usdc.balanceOf(s.treasury.address),
-    escrow: await s.usdc.balanceOf(s.escrowAddress),
-  });
+  const balances = async () => {
+    await sweepFeesToTreasury(s);
+    return {
+      poster: await s.usdc.balanceOf(s.poster.address),
+      agent: await s.usdc.balanceOf(seeded.agent.address),
+      treasury: await s.usdc.balanceOf(s.treasury.address),
+      escrow: await s.usdc.balanceOf(s.escrowAddress),
+    };
+  };
   const open = async () => (mcp = await stdioMcp(env));
 
   it("browses and gets services; rents one from quote to output with exact balances; the same call again pays nothing", async function () {

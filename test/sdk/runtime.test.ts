@@ -1,3 +1,4 @@
+import { sweepFeesToTreasury } from "../support/fees";
 import { expect } from "chai";
 import { stackFixture, type Stack } from "../support/stack";
 import { privateKeyOf } from "../server/harness";
@@ -138,7 +139,8 @@ describe("WorkerRuntime end to end", function () {
     for (const e of events.filter((x) => x.type === "task_finalized")) {
       expect(e).to.deep.include({ finalize: { status: "verified", verificationResult: { passed: true, reasons: [] } } });
     }
-    // Fee 10%, rounded down: 300,000 of 3,000,000 and 500,000 of 5,000,001.
+    // Fee 10%, rounded down: 300,000 of 3,000,000 and 500,000 of 5,000,001, kept in the escrow until the treasury sweeps.
+    expect(await sweepFeesToTreasury(s)).to.equal(300_000n + 500_000n);
     expect(await s.usdc.balanceOf(s.worker.address)).to.equal(before.worker + 2_700_000n + 4_500_001n);
     expect(await s.usdc.balanceOf(s.treasury.address)).to.equal(before.treasury + 300_000n + 500_000n);
     expect(await s.usdc.balanceOf(s.poster.address)).to.equal(before.poster - 8_000_001n);

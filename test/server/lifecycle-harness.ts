@@ -3,6 +3,7 @@ import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import type { TestServer } from "./harness";
 import { expectOk } from "./expect";
+import { sweepFeesToTreasury } from "../support/fees";
 import type { Assigned, Delivered, Finalized, SettlementTx, TaskView, UnsignedTx } from "../../core/api";
 
 export type { Finalized } from "../../core/api";
@@ -37,6 +38,7 @@ export function lifecycle(s: TestServer) {
   }
 
   async function balances(...accounts: string[]) {
+    await sweepFeesToTreasury(s);
     return Promise.all([...accounts, s.escrowAddress].map((a) => s.usdc.balanceOf(a)));
   }
 

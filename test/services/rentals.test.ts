@@ -4,6 +4,7 @@
  * the service with its price; a price change applies to the next rental only; the agent takes its rentals first; a
  * deactivated service is refused; and the three ways a rental ends badly, each with its exact refund.
  */
+import { sweepFeesToTreasury } from "../support/fees";
 import { expect } from "chai";
 import hre from "hardhat";
 import { time } from "@nomicfoundation/hardhat-network-helpers";
@@ -52,12 +53,15 @@ describe("services: renting a hosted agent's service", function () {
     await s.close();
   });
 
-  const balances = async () => ({
-    poster: await s.usdc.balanceOf(s.poster.address),
-    agent: await s.usdc.balanceOf(seeded.agent.address),
-    treasury: await s.usdc.balanceOf(s.treasury.address),
-    escrow: await s.usdc.balanceOf(s.escrowAddress),
-  });
+  const balances = async () => {
+    await sweepFeesToTreasury(s);
+    return {
+      poster: await s.usdc.balanceOf(s.poster.address),
+      agent: await s.usdc.balanceOf(seeded.agent.address),
+      treasury: await s.usdc.balanceOf(s.treasury.address),
+      escrow: await s.usdc.balanceOf(s.escrowAddress),
+    };
+  };
   const soldCount = async () => {
     await s.sync();
     return (await poster.getService(seeded.service.id)).sold_count;

@@ -8,7 +8,7 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
-import {ITaskEscrow} from "../../interfaces/ITaskEscrow.sol";
+import {ITaskEscrowV3 as ITaskEscrow} from "../v3/ITaskEscrowV3.sol";
 import {ITaskReputation} from "../../interfaces/ITaskReputation.sol";
 
 /// @title TaskEscrowV2
