@@ -5,9 +5,9 @@
  * the indexer; a replay answers as fast as HTTP on loopback allows, so the catch-up's figure is the indexer's own.
  * Nothing is synthesized: every log and header is one the node served, byte for byte as JSON.
  *
- * Served: eth_chainId, net_version, eth_blockNumber, eth_getBlockByNumber (a number or "latest"/"earliest", without
- * transactions: their hashes, as recorded), eth_getLogs (address: one or several, fromBlock/toBlock, topics), single calls and batches. Anything
- * else is answered with JSON-RPC error -32601.
+ * Served: eth_chainId, net_version, eth_blockNumber, eth_getBlockByNumber (a number or "latest"/"earliest", the
+ * transactions as their hashes), eth_getLogs of the recorded contracts (address: one or several, fromBlock/toBlock,
+ * topics), single calls and batches. Anything else is answered with JSON-RPC error -32601.
  */
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
