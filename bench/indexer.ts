@@ -2,9 +2,9 @@
  * Indexer benchmark. Starts a Hardhat node on a free loopback port (a child process), deploys mock USDC and the
  * escrow with the real deploy code, generates more than 20,000 escrow events (tasks created in batches, assigned,
  * delivered, judged and cancelled), then records the chain: every escrow log and every block header, read once from the
- * node. A catch-up's source is that recording replayed: a JSON-RPC server on loopback answering eth_getLogs,
- * eth_getBlockByNumber and eth_blockNumber from memory in a process of its own (bench/lib/replay-rpc.ts), since the Hardhat node itself serves
- * only 11-18k events/s of eth_getLogs on this machine and would cap the figure. Then
+ * node. A catch-up's source is that recording replayed: a JSON-RPC server on loopback, in a process of its own,
+ * answering eth_getLogs, eth_getBlockByNumber and eth_blockNumber from memory (bench/lib/replay-rpc.ts), since the
+ * Hardhat node itself serves only 9-18k events/s of eth_getLogs on this machine and would cap the figure. Then
  *   - where a catch-up's time goes: one from the replay under the CPU profiler (by category, and the functions with the
  *     most self time);
  *   - the node alone serving the catch-up's reads without storing (the ceiling of any catch-up from it);
@@ -56,7 +56,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 /** What the catch-up figures are measured from, in the JSON beside them. */
 const REPLAY_SOURCE =
   "replay: the escrow logs and block headers of the generated Hardhat chain, recorded once from the node and served from memory by a " +
-  "JSON-RPC server on loopback (bench/lib/replay-rpc.ts); nodeCatchupEventsPerSec is the same catch-up from the live Hardhat node";
+  "JSON-RPC server on loopback in a process of its own (bench/lib/replay-rpc.ts); nodeCatchupEventsPerSec is the same catch-up from the live Hardhat node";
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 1_000); // createTasks of 20: 20,000 TaskCreated
 const BATCH = 20;
 const ASSIGNED = 1_500;
