@@ -191,6 +191,11 @@ async function main() {
       "block → API p99 ms": { unloaded: unloaded.blockToApi.p99Ms, loaded: loaded.blockToApi.p99Ms, ratio: report.ratios.blockToApiP99 },
     });
     console.log("start-up", JSON.stringify(startUpFigures), "load average", machine.loadAverage1m);
+    // Issue 30 item 6: the main figures divided by the machine's calibration, printed beside it.
+    console.log(
+      `per calibration (SHA-256 loop ${machine.calibration.sha256LoopMs} ms, SQLite loop ${machine.calibration.sqliteInsertLoopMs} ms):`,
+      report.normalised,
+    );
     writeFileSync(path.join(__dirname, "sandbox.json"), `${JSON.stringify(report, null, 2)}\n`);
   } finally {
     stack.close();

@@ -28,7 +28,7 @@ import type { PostTaskInput } from "../sdk/src/posting";
 import { DEFAULT_BODY_LIMIT } from "../server/http/transport";
 import { DEFAULT_HOSTED } from "../server/config";
 import { privateKeyOf } from "../test/server/harness";
-import { machineFigures } from "./lib/machine";
+import { calibrated, machineFigures } from "./lib/machine";
 
 const TASKS = Number(process.env.ATTACK_TASKS ?? 12);
 /** Which attacks to run (ATTACK_ITEMS=1,2,4 by default); bench/security.json is written only when all three ran. */
@@ -384,9 +384,18 @@ async function main() {
     item4 = await hangingSlots();
     console.log(`  ${JSON.stringify(json(item4))}`);
   }
+  // Issue 30 item 6: the main latencies divided by the machine's calibration, printed beside it.
+  const perCalibration = calibrated(
+    Object.fromEntries([
+      ...(item2?.runs ?? []).map((run, i) => [`item2Run${i + 1}HealthWorstMs`, { value: run.health.worstMs, kind: "duration" as const }]),
+      ...(item4 ? [["item4HealthWorstMs", { value: item4.health.worstMs, kind: "duration" as const }]] : []),
+    ]),
+    machine,
+  );
   const out = {
     generatedAt: new Date().toISOString(),
     machine,
+    perCalibration,
     loadAverageAtEnd: Math.round(loadavg()[0]! * 100) / 100,
     item1,
     item2,

@@ -207,11 +207,18 @@ export function createIndexer(options: IndexerOptions): Indexer {
       from,
       to,
       async (to) => {
+        if (from === to) {
+          // One block (a new head, live): its header and its logs in one round trip (one batch). Each log names its
+          // block's hash, checked against the header; a block replaced in between shows at the next range, whose
+          // parent hash is not this one.
+          const [anchor, logs] = await Promise.all([header(to), readLogs(provider, addresses, from, to)]);
+          return { anchor, first: anchor, logs };
+        }
         const anchor = await header(to);
-        const first = from === to ? undefined : header(from);
-        void first?.catch(() => undefined); // awaited below, unless the node refuses the logs
+        const first = header(from);
+        void first.catch(() => undefined); // awaited below, unless the node refuses the logs
         const logs = await readLogs(provider, addresses, from, to);
-        return { anchor, first: first ? await first : anchor, logs };
+        return { anchor, first: await first, logs };
       },
       ({ logs }) => logs.length,
     );
@@ -227,6 +234,16 @@ export function createIndexer(options: IndexerOptions): Indexer {
     }
     for (const [n, block] of found) known.set(n, block);
     return { from, to: fetched.to, first, anchor, known, ...decodeLogs(logs, known) };
+  }
+
+  /** The hash of the cursor's block as the node has it now (undefined when it has no such block). */
+  async function cursorBlockHash(number: number): Promise<string | undefined> {
+    try {
+      return (await header(number)).hash;
+    } catch (error) {
+      if (error instanceof ChainMovedError) return undefined;
+      throw error;
+    }
   }
 
   /** Whether the range's first block is the child of the cursor's block. */
@@ -431,7 +448,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
         if (from > target) {
           // Nothing new: still make sure the cursor block is canonical (the chain may have got shorter or swapped
           // its last blocks for as many others).
-          if (cursor && (await provider.getBlock(cursor.number))?.hash !== cursor.hash) {
+          if (cursor && (await cursorBlockHash(cursor.number)) !== cursor.hash) {
             await recoverFrom(cursor);
             continue;
           }
