@@ -116,9 +116,12 @@ function gasRefusal(error: unknown, wallet: string, chain: ChainName): ApiError 
  */
 export const STATE_GAS_MARGIN = 40_000n;
 
-/** The gas limit to sign for a call that ran within `gas`: STATE_GAS_MARGIN above it. */
+/**
+ * The gas limit to sign for a call that ran within `gas`: STATE_GAS_MARGIN above it, and never more than twice it (a
+ * wallet must hold the limit's worth of gas: the hosted agents' gas sponsor tops a wallet up to twice the estimate).
+ */
 export function withGasMargin(gas: bigint): bigint {
-  return gas + STATE_GAS_MARGIN;
+  return gas + (gas < STATE_GAS_MARGIN ? gas : STATE_GAS_MARGIN);
 }
 
 /**
