@@ -164,8 +164,8 @@ async function subtaskDrain(s: Stack, model: ModelServer) {
   const brief = [attacker.address, attackerHosted.address, worker.address].map((to) => `DELEGATE 1000000 TO ${to}`);
   brief.push(`DELEGATE 500000 TO ${worker.address}`, `DELEGATE 1 TO ${worker.address}`);
   const started = performance.now();
-  // A post the loaded node loses (its funding unconfirmed, then its listing refused `TX_REVERTED`) is counted and made
-  // again; what it cost, if anything, is in the attacker's spend.
+  // A post the loaded node loses (its funding unconfirmed, or mined and reverted: `TX_REVERTED`, nothing paid) is
+  // counted and made again; what it cost, if anything, is in the attacker's spend.
   let postsLost = 0;
   for (let i = 0; i < TASKS; i++) {
     const input = { instructions: `Task ${i}.${postsLost}\n${brief.join("\n")}`, amountRaw: PARENT_REWARD, capabilities: ["summarization"] };

@@ -105,6 +105,63 @@ function gasRefusal(error: unknown, wallet: string, chain: ChainName): ApiError 
   );
 }
 
+/**
+ * Gas signed above what the call was found to need (an estimate, or a caller's limit the call ran at). A node's
+ * estimate is the least gas the call needs in the state it ran in, and ethers signs it as it is; another wallet's
+ * transaction mined before this one can make the same call dearer: a storage write that finds its slot zero costs
+ * 20,000 gas where a non-zero one costs 2,900 (EIP-2200, EIP-3529). A funding writes the escrow's balance in the
+ * token: estimated while the escrow held another poster's task and mined after that task was paid out, it needs 17,100
+ * more and runs out of gas (bench/security.ts at load 17: 1 post in 13). Room for two such writes; gas signed but not
+ * used is not paid.
+ */
+export const STATE_GAS_MARGIN = 40_000n;
+
+/**
+ * The gas limit to sign for a call that ran within `gas`: STATE_GAS_MARGIN above it, and never more than twice it (a
+ * wallet must hold the limit's worth of gas: the hosted agents' gas sponsor tops a wallet up to twice the estimate).
+ */
+export function withGasMargin(gas: bigint): bigint {
+  return gas + (gas < STATE_GAS_MARGIN ? gas : STATE_GAS_MARGIN);
+}
+
+/**
+ * TX_REVERTED for a transaction that was mined and reverted (its receipt says so), with the reason when it can be
+ * told: the escrow's or the token's custom error in the node's answer `cause`, else the call run again at the block
+ * before (`reason` is the error's name), or out of gas when it used (nearly) all its limit. Nothing was paid but its gas.
+ */
+export async function minedRevert(
+  provider: JsonRpcApiProvider,
+  receipt: TransactionReceipt,
+  tx: { from: string; to: string; data: string; gasLimit: bigint },
+  cause: unknown,
+  contract: "escrow" | "token",
+): Promise<ApiError> {
+  const decode = (error: unknown) => decodeRevert(escrowInterface, error) ?? decodeRevert(erc20Interface, error);
+  let decoded = cause === undefined ? undefined : decode(cause);
+  // All but 1/64 of the gas left is what a call forwards: a call that ran out inside the token leaves at most that.
+  const outOfGas = !decoded && receipt.gasUsed * 64n >= tx.gasLimit * 63n;
+  if (!decoded && !outOfGas && receipt.blockNumber > 0) {
+    decoded = await provider
+      .call({ ...tx, blockTag: receipt.blockNumber - 1 })
+      .then(() => undefined, decode)
+      .catch(() => undefined);
+  }
+  const what = decoded
+    ? `${decoded.name}(${decoded.args.map(String).join(", ")})`
+    : outOfGas
+      ? `out of gas (used ${receipt.gasUsed} of its limit ${tx.gasLimit})`
+      : "a revert without a reason";
+  const body = decoded
+    ? { reason: decoded.name, revert: { name: decoded.name, args: decoded.args.map(String) } }
+    : outOfGas
+      ? { reason: "OutOfGas" }
+      : {};
+  return clientError("TX_REVERTED", `Transaction ${receipt.hash} was mined and the ${contract} reverted it: ${what}; it paid nothing but its gas.`, {
+    txHash: receipt.hash,
+    ...body,
+  });
+}
+
 /** How long a sent transaction's receipt is awaited before it counts as unconfirmed (`TX_UNCONFIRMED`). */
 export const DEFAULT_CONFIRM_TIMEOUT_MS = 300_000;
 
@@ -157,6 +214,7 @@ export async function connectChain(
     );
     const [ok, nonce, fees] = await Promise.all([ran, call.nonce ?? wallet.getNonce("pending"), provider.getFeeData()]);
     if (!ok) return undefined;
+    gasLimit = withGasMargin(gasLimit);
     const priced =
       fees.maxFeePerGas !== null && fees.maxPriorityFeePerGas !== null
         ? { type: 2, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
@@ -182,13 +240,18 @@ export async function connectChain(
         let populated: TransactionLike<string> | undefined;
         try {
           if (options.gasLimit !== undefined) populated = await populateAtLimit(call, options.gasLimit);
-          populated ??= await wallet.populateTransaction(call);
+          if (!populated) {
+            populated = await wallet.populateTransaction(call);
+            populated.gasLimit = withGasMargin(BigInt(populated.gasLimit!));
+          }
         } catch (cause) {
           // Estimating gas ran the call: a revert is the contract's refusal, nothing was sent.
           throw revertError(cause, expected.to === escrow ? "escrow" : "token") ?? gasRefusal(cause, wallet.address, chain) ?? cause;
         }
         const signed = await wallet.signTransaction(populated);
         const txHash = Transaction.from(signed).hash!;
+        const contract = expected.to === escrow ? "escrow" : "token";
+        const sentTx = { from: wallet.address, to: expected.to, data: expected.data, gasLimit: BigInt(populated.gasLimit!) };
         let receipt: TransactionReceipt | null;
         try {
           // The node's answer to the broadcast, then the receipt at once: a node that mines on receipt (a local
@@ -198,13 +261,18 @@ export async function connectChain(
             (await provider.getTransactionReceipt(txHash)) ??
             (await provider.waitForTransaction(txHash, 1, connection.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS));
         } catch (cause) {
-          // The node refused it for want of gas: it was never sent. Anything else may have been: its hash is reported.
-          throw (
-            gasRefusal(cause, wallet.address, chain) ??
-            clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed: ${plainMessage(cause)}`, { txHash })
-          );
+          // The node refused it for want of gas: it was never sent.
+          const refused = gasRefusal(cause, wallet.address, chain);
+          if (refused) throw refused;
+          // A node that mines on receipt answers a transaction that reverted with an error: its receipt proves it was
+          // mined and reverted. Without a receipt it may still be mined: its hash is reported, never "not sent".
+          const mined = await provider.getTransactionReceipt(txHash).catch(() => null);
+          if (mined && mined.status === 0) throw await minedRevert(provider, mined, sentTx, cause, contract);
+          if (mined && mined.status === 1) return mined;
+          throw clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed: ${plainMessage(cause)}`, { txHash });
         }
-        if (!receipt || receipt.status !== 1) throw clientError("TX_REVERTED", `Transaction ${txHash} reverted.`, { txHash });
+        if (!receipt) throw clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed in time.`, { txHash });
+        if (receipt.status !== 1) throw await minedRevert(provider, receipt, sentTx, undefined, contract);
         return receipt;
       });
       queue = run.catch(() => undefined);

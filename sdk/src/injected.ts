@@ -6,7 +6,17 @@
  */
 import { BrowserProvider, getAddress, isError, type Eip1193Provider, type TransactionReceipt } from "ethers";
 import { clientError } from "./errors";
-import { DEFAULT_CONFIRM_TIMEOUT_MS, guard, plainMessage, revertError, type ChainWallet, type PinnedEscrows, type Settlement } from "./chain";
+import {
+  DEFAULT_CONFIRM_TIMEOUT_MS,
+  guard,
+  minedRevert,
+  plainMessage,
+  revertError,
+  withGasMargin,
+  type ChainWallet,
+  type PinnedEscrows,
+  type Settlement,
+} from "./chain";
 
 export type { Eip1193Provider } from "ethers";
 
@@ -35,6 +45,25 @@ function declined(error: unknown): boolean {
   const code = (error as { code?: unknown; error?: { code?: unknown }; info?: { error?: { code?: unknown } } }).code;
   const inner = (error as { info?: { error?: { code?: unknown } } }).info?.error?.code;
   return code === USER_REJECTED || inner === USER_REJECTED || isError(error, "ACTION_REJECTED");
+}
+
+/** Blocks searched for a transaction the wallet may have sent while it answered the request with an error. */
+const SENT_SEARCH_BLOCKS = 20;
+
+/**
+ * The receipt of the transaction from `address` at `nonce` mined after block `after` (at most SENT_SEARCH_BLOCKS
+ * searched), or `unknown` when that nonce is used but its transaction was not found; undefined when it is not used:
+ * nothing was sent at that nonce.
+ */
+async function sentAt(provider: BrowserProvider, address: string, nonce: number, after: number): Promise<TransactionReceipt | "unknown" | undefined> {
+  if ((await provider.getTransactionCount(address, "latest")) <= nonce) return undefined;
+  const latest = await provider.getBlockNumber();
+  for (let n = latest; n > after && n > latest - SENT_SEARCH_BLOCKS; n--) {
+    const block = await provider.getBlock(n, true);
+    const tx = block?.prefetchedTransactions.find((t) => getAddress(t.from) === address && t.nonce === nonce);
+    if (tx) return (await provider.getTransactionReceipt(tx.hash)) ?? "unknown";
+  }
+  return "unknown";
 }
 
 /**
@@ -76,7 +105,7 @@ export async function connectInjected(settlement: Settlement, injected: Injected
         let gas: bigint;
         try {
           // Runs the call at the pending block: a refusal is the contract's, found before anything is sent.
-          gas = options.gasLimit ?? (await provider.estimateGas(call));
+          gas = withGasMargin(options.gasLimit ?? (await provider.estimateGas(call)));
         } catch (cause) {
           throw revertError(cause, expected.to === escrow ? "escrow" : "token") ?? cause;
         }
@@ -89,15 +118,25 @@ export async function connectInjected(settlement: Settlement, injected: Injected
           chainId: hex(settlement.chainId),
           ...(options.nonce === undefined ? {} : { nonce: hex(options.nonce) }),
         };
+        const contract = expected.to === escrow ? "escrow" : "token";
+        // Where the wallet stands before it sends: a wallet over a node that mines on receipt answers a transaction that
+        // reverted with an error, though it was mined (its nonce is then used).
+        const [before, block] = await Promise.all([options.nonce ?? provider.getTransactionCount(address, "pending"), provider.getBlockNumber()]);
         let txHash: string;
         try {
           txHash = (await ethereum.request({ method: "eth_sendTransaction", params: [request] })) as string;
         } catch (cause) {
           if (declined(cause)) throw clientError("TX_REJECTED", "The wallet declined the transaction; nothing was sent.");
-          throw (
-            revertError(cause, expected.to === escrow ? "escrow" : "token") ??
-            clientError("TX_REJECTED", `The wallet did not send the transaction: ${plainMessage(cause)}`)
-          );
+          const sent = await sentAt(provider, address, before, block).catch(() => "unknown" as const);
+          if (sent === "unknown") {
+            throw clientError(
+              "TX_UNCONFIRMED",
+              `The wallet's transaction at nonce ${before} may have been sent; its hash is unknown: ${plainMessage(cause)}`,
+            );
+          }
+          if (sent?.status === 1) return sent;
+          if (sent) throw await minedRevert(provider, sent, { ...call, gasLimit: gas }, cause, contract);
+          throw revertError(cause, contract) ?? clientError("TX_REJECTED", `The wallet did not send the transaction: ${plainMessage(cause)}`);
         }
         let receipt: TransactionReceipt | null;
         try {
@@ -108,7 +147,7 @@ export async function connectInjected(settlement: Settlement, injected: Injected
           throw clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed: ${plainMessage(cause)}`, { txHash });
         }
         if (!receipt) throw clientError("TX_UNCONFIRMED", `Transaction ${txHash} was sent but not confirmed in time.`, { txHash });
-        if (receipt.status !== 1) throw clientError("TX_REVERTED", `Transaction ${txHash} reverted.`, { txHash });
+        if (receipt.status !== 1) throw await minedRevert(provider, receipt, { ...call, gasLimit: gas }, undefined, contract);
         return receipt;
       });
       queue = run.catch(() => undefined);

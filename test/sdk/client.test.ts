@@ -9,7 +9,7 @@ import { inspect } from "node:util";
 import { createServer as createHttpServer } from "node:http";
 import type { PostTaskInput } from "../../sdk/src/posting";
 import { encryptBrief, privateTaskHash, publicKeyFromPrivateKey, publicTaskHash, resultHash, wrapBriefKey } from "../../core/crypto";
-import { escrowInterface } from "../../sdk/src/chain";
+import { escrowInterface, STATE_GAS_MARGIN } from "../../sdk/src/chain";
 
 /** A fetch that lets a test rewrite the API's answer to one route (the service misbehaving). */
 function tampering(path: RegExp, rewrite: (data: Record<string, unknown>) => void): typeof fetch {
@@ -443,7 +443,7 @@ describe("MarketClient", function () {
       expect((await s.escrow.getTask(publicTaskHash(briefs[2]!))).poster).to.equal(hre.ethers.ZeroAddress);
     });
 
-    it("signs each funding after the first with the gas of the one before (a quarter more), running it once instead of estimating", async function () {
+    it("signs each funding after the first with the gas of the one before (a quarter more, and the margin), running it once instead of estimating", async function () {
       const estimates: string[] = [];
       const rpc = await countingRpc(s.rpcUrl, (call) => {
         if (call.method === "eth_estimateGas") estimates.push(String((call.params[0] as { to?: string }).to).toLowerCase());
@@ -458,21 +458,21 @@ describe("MarketClient", function () {
         expect(estimates.filter((to) => to === s.escrowAddress.toLowerCase())).to.have.length(1);
         for (let i = 1; i < funded.length; i++) {
           const previous = await hre.ethers.provider.getTransactionReceipt(funded[i - 1]!);
-          expect((await hre.ethers.provider.getTransaction(funded[i]!))!.gasLimit).to.equal((previous!.gasUsed * 5n) / 4n);
+          expect((await hre.ethers.provider.getTransaction(funded[i]!))!.gasLimit).to.equal((previous!.gasUsed * 5n) / 4n + STATE_GAS_MARGIN);
         }
       } finally {
         await rpc.close();
       }
     });
 
-    it("ChainWallet.send with a gasLimit: signs with it once the call runs at it; estimates when too low; a refusal sends nothing", async function () {
+    it("ChainWallet.send with a gasLimit: signs with it (and the margin) once the call runs at it; estimates when too low; a refusal sends nothing", async function () {
       const wallet = await new MarketClient(base).wallet();
       const create = (brief: string) => ({
         to: s.escrowAddress,
         data: escrowInterface.encodeFunctionData("createTask", [publicTaskHash(brief), s.token, 1_000n, 86_400n, hre.ethers.ZeroAddress]),
       });
       const enough = await wallet.send(null, create("gas limit: enough"), { gasLimit: 400_000n });
-      expect((await hre.ethers.provider.getTransaction(enough.hash))!.gasLimit).to.equal(400_000n);
+      expect((await hre.ethers.provider.getTransaction(enough.hash))!.gasLimit).to.equal(400_000n + STATE_GAS_MARGIN);
       // Too little to run the call: estimated instead, and mined.
       const estimated = await wallet.send(null, create("gas limit: too little"), { gasLimit: 30_000n });
       expect(estimated.status).to.equal(1);

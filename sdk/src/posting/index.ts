@@ -266,7 +266,12 @@ async function settleSendFailure(chunk: readonly PreparedRow[], e: ApiError, tal
   const failure = { code: e.code, message: e.message };
   if (e.code === "TX_UNCONFIRMED") {
     // Sent, fate unknown: the rows may be paid. They come back unlisted with their indexParams (indexTask lists
-    // them once the transaction is mined); posting them again could pay twice.
+    // them once the transaction is mined); posting them again could pay twice. A browser wallet that answered with an
+    // error may have sent it without telling its hash: the rows are unlisted without one (injected.ts).
+    if (e.body.txHash === undefined) {
+      for (const r of chunk) await tally.settle({ ...base(r.checked), status: "unlisted", taskHash: r.params.taskHash, error: failure });
+      return;
+    }
     const sentHash = String(e.body.txHash);
     for (const r of chunk) {
       const indexParams = { ...r.params, txHash: sentHash };
