@@ -404,7 +404,8 @@ function sandboxFromEnv(env: NodeJS.ProcessEnv): SandboxConfig {
     scratchBytes: Math.max(1, integer(env.SANDBOX_SCRATCH_MB, d.scratchBytes / mb, "SANDBOX_SCRATCH_MB")) * mb,
     maxOutputBytes: Math.max(1024, integer(env.SANDBOX_MAX_OUTPUT_BYTES, d.maxOutputBytes, "SANDBOX_MAX_OUTPUT_BYTES")),
     cpuWeight: Math.min(10_000, Math.max(1, integer(env.SANDBOX_CPU_WEIGHT, d.cpuWeight ?? 10, "SANDBOX_CPU_WEIGHT"))),
-    cpuIdle: env.SANDBOX_CPU_IDLE?.trim() ? env.SANDBOX_CPU_IDLE.trim() !== "0" && env.SANDBOX_CPU_IDLE.trim() !== "false" : (d.cpuIdle ?? true),
+    // SANDBOX_CPU_IDLE=0 (or false): the weighted cgroup instead of the idle one.
+    cpuIdle: !["0", "false"].includes(env.SANDBOX_CPU_IDLE?.trim() ?? "") && (d.cpuIdle ?? true),
   };
 }
 

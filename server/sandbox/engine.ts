@@ -14,10 +14,11 @@
  *   open files and file size. RLIMIT_NPROC is counted per user inside the sandbox's own user namespace, but the kernel
  *   ignores it for the host's root user: a server running as root drops to `sandboxUid` (`setpriv`) before `bwrap`;
  * - SCHED_IDLE, the idle I/O class and `nice 19`, which no process of the run can undo (RLIMIT_NICE 0), and, where the
- *   cpu cgroup is writable, a shared cgroup of low CPU weight (priority.ts): the API and the indexer get the CPU
- *   first (bench/sandbox.json measures it);
- * - a wall-clock timeout that kills `bwrap`; `--die-with-parent` then kills the sandbox's PID 1, and with it the
- *   kernel kills every process of its PID namespace (nothing outlives the run);
+ *   cpu cgroup is writable, a shared cgroup that is SCHED_IDLE as a group, or of low CPU weight (priority.ts): the API
+ *   and the indexer get the CPU first (bench/sandbox.json measures it);
+ * - a wall-clock timeout (or an abort) that kills the sandbox's PID 1, whose pid bwrap tells on `--info-fd` before
+ *   the run's command can start, and with it the kernel kills every process of its PID namespace (nothing outlives
+ *   the run); then `bwrap`. `--die-with-parent` is the backstop should the server itself die;
  * - stdout read up to `maxOutputBytes` (stderr up to `maxStderrBytes`): past that the run is killed, never buffered.
  */
 import { spawn } from "node:child_process";
