@@ -12,9 +12,9 @@
  * delegated), every run also enters one shared cgroup:
  * - `market-sandbox-idle` with `cpu.idle` 1 (Linux 5.15 and later; the default, `SANDBOX_CPU_IDLE`): the group is
  *   SCHED_IDLE as a whole. The server's threads (the API, the indexer, the chain client) preempt a sandbox the moment
- *   they wake, and a busy server leaves sandboxes the idle weight only (3 against a default group's 1024). Without it,
- *   a woken API thread waited for the sandboxes' group to use up its protected slice or for the next scheduler tick
- *   (4 ms at HZ=250) at each hop of a request, which is what loaded the indexer's block → API delay (bench/sandbox.ts);
+ *   they wake, and a busy server leaves sandboxes the idle weight only (3 against a default group's 1024). In a
+ *   weighted group a woken server thread may wait for the sandboxes' group to use up its protected slice, or for the
+ *   next scheduler tick (4 ms at HZ=250), at each hop of a request (bench/sandbox.ts measures both groups);
  * - or, with `SANDBOX_CPU_IDLE=0` or where the kernel has no `cpu.idle`, `market-sandbox-w<weight>` whose CPU weight is
  *   a fraction of a default group's (`SANDBOX_CPU_WEIGHT`, on the v2 scale 1–10000 where 100 is the default; v1 shares
  *   are that × 10.24): sandboxes progress on a busy server, and the API waits a little longer for the CPU.
