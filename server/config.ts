@@ -112,6 +112,8 @@ export interface SandboxConfig {
   maxOutputBytes: number;
   /** CPU weight of the sandboxes' shared cgroup where one is writable (v2 scale, 100 = a default group; issue 26). */
   cpuWeight?: number;
+  /** The sandboxes' shared cgroup is SCHED_IDLE (`cpu.idle` 1) where the kernel has it; false: weighted by cpuWeight. */
+  cpuIdle?: boolean;
 }
 
 export const DEFAULT_SANDBOX: SandboxConfig = {
@@ -126,6 +128,7 @@ export const DEFAULT_SANDBOX: SandboxConfig = {
   scratchBytes: 64 * 1024 * 1024,
   maxOutputBytes: 64 * 1024,
   cpuWeight: 10,
+  cpuIdle: true,
 };
 
 /** Uploads (docs/security.md): a quota and a rate per account, and the collection of blobs nothing references. */
@@ -381,7 +384,7 @@ function hostedFromEnv(env: NodeJS.ProcessEnv): HostedConfig {
 /**
  * `SANDBOX_BWRAP`, `SANDBOX_UID`, `SANDBOX_CONCURRENCY`, `SANDBOX_RUNS_PER_MINUTE`, `SANDBOX_DAILY_SECONDS`,
  * `SANDBOX_DEFAULT_TIMEOUT_SECONDS`, `SANDBOX_MEMORY_MB`, `SANDBOX_PROCESSES`, `SANDBOX_SCRATCH_MB`,
- * `SANDBOX_MAX_OUTPUT_BYTES`, `SANDBOX_CPU_WEIGHT` (issue 26).
+ * `SANDBOX_MAX_OUTPUT_BYTES`, `SANDBOX_CPU_WEIGHT`, `SANDBOX_CPU_IDLE` (issue 26).
  */
 function sandboxFromEnv(env: NodeJS.ProcessEnv): SandboxConfig {
   const d = DEFAULT_SANDBOX;
@@ -401,6 +404,8 @@ function sandboxFromEnv(env: NodeJS.ProcessEnv): SandboxConfig {
     scratchBytes: Math.max(1, integer(env.SANDBOX_SCRATCH_MB, d.scratchBytes / mb, "SANDBOX_SCRATCH_MB")) * mb,
     maxOutputBytes: Math.max(1024, integer(env.SANDBOX_MAX_OUTPUT_BYTES, d.maxOutputBytes, "SANDBOX_MAX_OUTPUT_BYTES")),
     cpuWeight: Math.min(10_000, Math.max(1, integer(env.SANDBOX_CPU_WEIGHT, d.cpuWeight ?? 10, "SANDBOX_CPU_WEIGHT"))),
+    // SANDBOX_CPU_IDLE=0 (or false): the weighted cgroup instead of the idle one.
+    cpuIdle: !["0", "false"].includes(env.SANDBOX_CPU_IDLE?.trim() ?? "") && (d.cpuIdle ?? true),
   };
 }
 

@@ -14,13 +14,15 @@
  *   open files and file size. RLIMIT_NPROC is counted per user inside the sandbox's own user namespace, but the kernel
  *   ignores it for the host's root user: a server running as root drops to `sandboxUid` (`setpriv`) before `bwrap`;
  * - SCHED_IDLE, the idle I/O class and `nice 19`, which no process of the run can undo (RLIMIT_NICE 0), and, where the
- *   cpu cgroup is writable, a shared cgroup of low CPU weight (priority.ts): the API and the indexer get the CPU
- *   first (bench/sandbox.json measures it);
- * - a wall-clock timeout that kills `bwrap`; `--die-with-parent` then kills the sandbox's PID 1, and with it the
- *   kernel kills every process of its PID namespace (nothing outlives the run);
+ *   cpu cgroup is writable, a shared cgroup that is SCHED_IDLE as a group, or of low CPU weight (priority.ts): the API
+ *   and the indexer get the CPU first (bench/sandbox.json measures it);
+ * - a wall-clock timeout (or an abort) that kills the sandbox's PID 1, whose pid bwrap tells on `--info-fd` before
+ *   the run's command can start, and with it the kernel kills every process of its PID namespace (nothing outlives
+ *   the run); then `bwrap`. `--die-with-parent` is the backstop should the server itself die;
  * - stdout read up to `maxOutputBytes` (stderr up to `maxStderrBytes`): past that the run is killed, never buffered.
  */
 import { spawn } from "node:child_process";
+import type { Readable } from "node:stream";
 import { realpathSync, existsSync } from "node:fs";
 import { priorityPrefix, sandboxPriority, type SandboxPriority } from "./priority";
 
@@ -85,8 +87,10 @@ export interface SandboxEngineOptions {
   bwrap?: string;
   /** Uid and gid the sandbox runs as when the server runs as root (default 65534, nobody). */
   sandboxUid?: number;
-  /** CPU weight of the sandboxes' cgroup, v2 scale (priority.ts; default DEFAULT_SANDBOX_CPU_WEIGHT). */
+  /** CPU weight of the sandboxes' cgroup, v2 scale, when it is not an idle one (priority.ts; default DEFAULT_SANDBOX_CPU_WEIGHT). */
   cpuWeight?: number;
+  /** Runs share a SCHED_IDLE cgroup (`cpu.idle` 1) where the kernel has one (priority.ts; default true). */
+  cpuIdle?: boolean;
 }
 
 function nodeBinds(): string[] {
@@ -155,6 +159,9 @@ export function bwrapArgs(limits: SandboxLimits): string[] {
   ];
 }
 
+/** The descriptor bwrap writes the sandbox's PID 1 to (`--info-fd`). */
+const INFO_FD = 3;
+
 export interface SandboxEngine {
   run(run: SandboxRun): Promise<SandboxResult>;
   /** How runs yield the CPU here (the cgroup used, or why none). */
@@ -167,7 +174,7 @@ export function createSandboxEngine(options: SandboxEngineOptions = {}): Sandbox
   const uid = options.sandboxUid ?? 65534;
   const asRoot = typeof process.geteuid === "function" && process.geteuid() === 0;
   let found: SandboxPriority | undefined;
-  const priority = () => (found ??= sandboxPriority(options.cpuWeight));
+  const priority = () => (found ??= sandboxPriority(options.cpuWeight, options.cpuIdle ?? true));
 
   function run({ argv, stdin, limits, signal }: SandboxRun): Promise<SandboxResult> {
     const started = Date.now();
@@ -177,18 +184,51 @@ export function createSandboxEngine(options: SandboxEngineOptions = {}): Sandbox
       bwrap,
     ];
     return new Promise<SandboxResult>((resolve, reject) => {
-      // `sh`, `chrt`, `ionice`, `nice` and `setpriv` exec into their successor: the pid is bwrap's, whose death ends
-      // the sandbox.
-      const child = spawn(program, [...prefix, ...bwrapArgs(limits), ...argv], {
+      // `sh`, `chrt`, `ionice`, `nice` and `setpriv` exec into their successor: the pid is bwrap's. bwrap writes the
+      // pid of the sandbox's PID 1 (its child in the new namespaces) to fd 3 (`--info-fd`), before that child goes on.
+      const child = spawn(program, [...prefix, "--info-fd", String(INFO_FD), ...bwrapArgs(limits), ...argv], {
         cwd: "/",
         env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
-        stdio: ["pipe", "pipe", "pipe"],
+        stdio: ["pipe", "pipe", "pipe", "pipe"],
       });
       let killed: SandboxResult["killed"] = null;
-      const kill = (why: NonNullable<SandboxResult["killed"]>) => {
-        if (killed === null) killed = why;
+      // The sandbox's PID 1 is held as bwrap's child (its pid not reusable) until bwrap exits.
+      let sandboxPid: number | null = null;
+      let infoDone = false;
+      let bwrapExited = false;
+      const killAll = () => {
+        // SIGKILL to the namespace's PID 1 ends every process of the namespace. bwrap's --die-with-parent would do it
+        // when bwrap dies, but bwrap arms it only after its mounts: a stop landing during start-up would orphan a
+        // sandbox that goes on to run its command. So the engine kills PID 1 itself, then bwrap.
+        if (sandboxPid !== null && !bwrapExited) {
+          try {
+            process.kill(sandboxPid, "SIGKILL");
+          } catch {
+            // Already gone.
+          }
+        }
         child.kill("SIGKILL");
       };
+      const kill = (why: NonNullable<SandboxResult["killed"]>) => {
+        if (killed === null) killed = why;
+        // Until bwrap has told the sandbox's pid (or closed fd 3 without it: no sandbox was made), the stop waits for
+        // it: killing bwrap in between would leave the child it just cloned waiting forever, holding our pipes. Nothing
+        // of the run's command runs before bwrap has written it.
+        if (infoDone) killAll();
+      };
+      const info: Buffer[] = [];
+      const infoStream = child.stdio[INFO_FD] as Readable;
+      infoStream.on("data", (chunk: Buffer) => info.push(chunk));
+      infoStream.on("error", () => undefined);
+      infoStream.on("close", () => {
+        const pid = /"child-pid"\s*:\s*(\d+)/.exec(Buffer.concat(info).toString("utf8"))?.[1];
+        if (pid !== undefined) sandboxPid = Number(pid);
+        infoDone = true;
+        if (killed !== null) killAll();
+      });
+      child.on("exit", () => {
+        bwrapExited = true;
+      });
       const out: Buffer[] = [];
       let outBytes = 0;
       let outputCut = false;

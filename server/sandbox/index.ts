@@ -60,7 +60,8 @@ function createSlots(limit: number) {
 }
 
 export function createSandbox({ db, config, now, engine }: { db: Db; config: SandboxConfig; now: () => number; engine?: SandboxEngine }) {
-  const sandbox = engine ?? createSandboxEngine({ bwrap: config.bwrap, sandboxUid: config.uid, cpuWeight: config.cpuWeight });
+  const sandbox =
+    engine ?? createSandboxEngine({ bwrap: config.bwrap, sandboxUid: config.uid, cpuWeight: config.cpuWeight, cpuIdle: config.cpuIdle });
   const caps: SandboxCaps = createSandboxCaps({ db, now, runsPerMinute: config.runsPerMinute, dailySeconds: config.dailySeconds });
   const slots = createSlots(config.concurrency);
 

@@ -3,15 +3,26 @@
  *   `chrt --idle 0` (SCHED_IDLE), `ionice -c 3` (the idle I/O class) and `nice -n 19`,
  * which its processes inherit. They cannot leave SCHED_IDLE or lower the nice value (RLIMIT_NICE 0 inside the
  * sandbox); they can move themselves to the best-effort I/O class (Linux lets any process), which matters little with
- * a read-only system and a tmpfs scratch. Where the kernel groups each session into a scheduler autogroup, a per-process priority counts
- * only inside the run's own session, which competes with the API's at the default weight: so, where this process may
- * write the CPU controller of its cgroup hierarchy (v1 `cpu`, or v2 with `cpu` delegated), every run also enters one
- * shared cgroup, `market-sandbox-w<weight>`, whose CPU weight is a fraction of a default group's (`SANDBOX_CPU_WEIGHT`, on the
- * v2 scale 1–10000 where 100 is the default; v1 shares are that × 10.24). Processes of a cgroup other than the root
- * one leave autogroups out, and a run cannot leave the cgroup (no /sys in its mount namespace, and an unprivileged
- * user on the host). Where no cgroup is writable, the run goes on with the per-process priorities alone.
+ * a read-only system and a tmpfs scratch.
+ *
+ * A per-process policy counts only among the processes of one scheduler group. Where the server sits in the root
+ * cgroup, the kernel groups each session into an autogroup, and a sandbox's session competes with the API's as an equal
+ * group whatever its processes' policy; in a cgroup, the sandboxes' group competes with the server's by the group's own
+ * settings. So, where this process may write the CPU controller of its cgroup hierarchy (v1 `cpu`, or v2 with `cpu`
+ * delegated), every run also enters one shared cgroup:
+ * - `market-sandbox-idle` with `cpu.idle` 1 (Linux 5.15 and later; the default, `SANDBOX_CPU_IDLE`): the group is
+ *   SCHED_IDLE as a whole. The server's threads (the API, the indexer, the chain client) preempt a sandbox the moment
+ *   they wake, and a busy server leaves sandboxes the idle weight only (3 against a default group's 1024). In a
+ *   weighted group a woken server thread may wait for the sandboxes' group to use up its protected slice, or for the
+ *   next scheduler tick (4 ms at HZ=250), at each hop of a request (bench/sandbox.ts measures both groups);
+ * - or, with `SANDBOX_CPU_IDLE=0` or where the kernel has no `cpu.idle`, `market-sandbox-w<weight>` whose CPU weight is
+ *   a fraction of a default group's (`SANDBOX_CPU_WEIGHT`, on the v2 scale 1–10000 where 100 is the default; v1 shares
+ *   are that × 10.24): sandboxes progress on a busy server, and the API waits a little longer for the CPU.
+ * Processes of a cgroup other than the root one leave autogroups out, and a run cannot leave the cgroup (no /sys in its
+ * mount namespace, and an unprivileged user on the host). Where no cgroup is writable, the run goes on with the
+ * per-process priorities alone.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 export interface SandboxPriority {
@@ -19,15 +30,18 @@ export interface SandboxPriority {
   cgroupProcs: string | null;
   /** "v1" or "v2" when a cgroup is used. */
   cgroupVersion: "v1" | "v2" | null;
-  /** The group's CPU weight on the v2 scale (100 = a default group), when a cgroup is used. */
+  /** The group is SCHED_IDLE as a whole (`cpu.idle` 1): the server's threads preempt its runs at once. */
+  cpuIdle: boolean;
+  /** The group's CPU weight on the v2 scale (100 = a default group), when a weighted cgroup is used (not an idle one). */
   cpuWeight: number | null;
   /** Why no cgroup is used (null when one is). */
   cgroupReason: string | null;
 }
 
-/** Default `SANDBOX_CPU_WEIGHT`: a tenth of a default group, so four burning sandboxes weigh less than one API. */
+/** Default `SANDBOX_CPU_WEIGHT` (used with `SANDBOX_CPU_IDLE=0`): a tenth of a default group, so four burning sandboxes weigh less than one API. */
 export const DEFAULT_SANDBOX_CPU_WEIGHT = 10;
-/** One cgroup per weight (`market-sandbox-w10`): servers and tests of other weights on the machine leave it alone. */
+/** One cgroup per setting (`market-sandbox-idle`, `market-sandbox-w10`): servers and tests of other settings leave it alone. */
+const IDLE_GROUP = "market-sandbox-idle";
 const groupName = (weight: number) => `market-sandbox-w${weight}`;
 
 interface Mount {
@@ -66,23 +80,59 @@ function makeGroup(dir: string) {
   }
 }
 
+/** Makes the idle group under `parent` (`cpu.idle` 1); null when this kernel has no `cpu.idle` (before Linux 5.15). */
+function idleGroup(parent: string): string | null {
+  const dir = path.join(parent, IDLE_GROUP);
+  makeGroup(dir);
+  if (!existsSync(path.join(dir, "cpu.idle"))) {
+    rmdirSync(dir);
+    return null;
+  }
+  if (readFileSync(path.join(dir, "cpu.idle"), "utf8").trim() !== "1") writeFileSync(path.join(dir, "cpu.idle"), "1");
+  return dir;
+}
+
 /**
- * Finds or makes the `market-sandbox-w<weight>` cgroup and sets its CPU weight; answers where runs go. Never throws: any
- * failure (no controller, a read-only hierarchy, not allowed) is the reason no cgroup is used.
+ * Finds or makes the sandboxes' cgroup (`market-sandbox-idle` when `cpuIdle` and the kernel has `cpu.idle`, else
+ * `market-sandbox-w<weight>`) and sets it up; answers where runs go. Never throws: any failure (no controller, a
+ * read-only hierarchy, not allowed) is the reason no cgroup is used.
  */
-export function sandboxPriority(cpuWeight = DEFAULT_SANDBOX_CPU_WEIGHT): SandboxPriority {
+export function sandboxPriority(cpuWeight = DEFAULT_SANDBOX_CPU_WEIGHT, cpuIdle = true): SandboxPriority {
   const weight = Math.min(10_000, Math.max(1, Math.round(cpuWeight)));
-  const none = (reason: string): SandboxPriority => ({ cgroupProcs: null, cgroupVersion: null, cpuWeight: null, cgroupReason: reason });
+  const none = (reason: string): SandboxPriority => ({
+    cgroupProcs: null,
+    cgroupVersion: null,
+    cpuIdle: false,
+    cpuWeight: null,
+    cgroupReason: reason,
+  });
+  const idle = (dir: string, version: "v1" | "v2"): SandboxPriority => ({
+    cgroupProcs: path.join(dir, "cgroup.procs"),
+    cgroupVersion: version,
+    cpuIdle: true,
+    cpuWeight: null,
+    cgroupReason: null,
+  });
+  const weighted = (dir: string, version: "v1" | "v2"): SandboxPriority => ({
+    cgroupProcs: path.join(dir, "cgroup.procs"),
+    cgroupVersion: version,
+    cpuIdle: false,
+    cpuWeight: weight,
+    cgroupReason: null,
+  });
   try {
     const all = mounts();
     const own = ownCgroups();
     const v1 = all.find((m) => m.type === "cgroup" && m.options.includes("cpu"));
     if (v1 && own.v1Cpu !== null) {
       // v1: a child of this process's own cpu cgroup, competing with the server's processes inside it.
-      const dir = path.join(v1.dir, own.v1Cpu, groupName(weight));
+      const parent = path.join(v1.dir, own.v1Cpu);
+      const idleDir = cpuIdle ? idleGroup(parent) : null;
+      if (idleDir !== null) return idle(idleDir, "v1");
+      const dir = path.join(parent, groupName(weight));
       makeGroup(dir);
       writeFileSync(path.join(dir, "cpu.shares"), String(Math.max(2, Math.round(weight * 10.24))));
-      return { cgroupProcs: path.join(dir, "cgroup.procs"), cgroupVersion: "v1", cpuWeight: weight, cgroupReason: null };
+      return weighted(dir, "v1");
     }
     const v2 = all.find((m) => m.type === "cgroup2");
     if (v2 && own.v2 !== null) {
@@ -92,10 +142,12 @@ export function sandboxPriority(cpuWeight = DEFAULT_SANDBOX_CPU_WEIGHT): Sandbox
         return none(`the cpu controller is not available in ${parent}`);
       const subtree = path.join(parent, "cgroup.subtree_control");
       if (!readFileSync(subtree, "utf8").split(/\s+/).includes("cpu")) writeFileSync(subtree, "+cpu");
+      const idleDir = cpuIdle ? idleGroup(parent) : null;
+      if (idleDir !== null) return idle(idleDir, "v2");
       const dir = path.join(parent, groupName(weight));
       makeGroup(dir);
       writeFileSync(path.join(dir, "cpu.weight"), String(weight));
-      return { cgroupProcs: path.join(dir, "cgroup.procs"), cgroupVersion: "v2", cpuWeight: weight, cgroupReason: null };
+      return weighted(dir, "v2");
     }
     return none("no cgroup hierarchy with the cpu controller is mounted");
   } catch (error) {

@@ -12,7 +12,7 @@ import path from "node:path";
 import { startStack, type Stack } from "../support/stack";
 import { TEST_MASTER_KEY } from "../server/harness";
 import { DEFAULT_SANDBOX } from "../../server/config";
-import { bwrapArgs, DEFAULT_SANDBOX_LIMITS } from "../../server/sandbox";
+import { bwrapArgs, createSandboxEngine, DEFAULT_SANDBOX_LIMITS } from "../../server/sandbox";
 import { spawnSync } from "node:child_process";
 import type { JsEvalTool, SandboxTool } from "../../core/api";
 
@@ -77,9 +77,10 @@ describe("sandbox: attacks fail cleanly and the API keeps answering", function (
           processes: 16,
           memoryBytes: 128 * 1024 * 1024,
           maxOutputBytes: 16 * 1024,
-          // A default group's CPU weight: the 2 s runs here start in time on a busy shared machine (the default weight
-          // yields to everything else; test/sandbox/priority.test.ts).
+          // A default group's CPU weight rather than the idle group: the 2 s runs here start in time on a busy shared
+          // machine (the default yields to everything else; test/sandbox/priority.test.ts).
           cpuWeight: 100,
+          cpuIdle: false,
         },
       },
     });
@@ -287,6 +288,25 @@ describe("sandbox: attacks fail cleanly and the API keeps answering", function (
     // The PID namespace died with its init: nothing of either run is left on the host.
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(hostProcesses("sleep 7777")).to.deep.equal([]);
+  });
+
+  it("leaves nothing behind when a run is stopped while bwrap still sets its sandbox up", async function () {
+    // bwrap arms --die-with-parent in the sandbox's PID 1 only once its mounts are done: a run stopped before that (a
+    // timeout or an abort landing during start-up, a window that grows when the machine is busy) must still end all
+    // of it. Stops land at 0-40 ms, across the start-up; every run must end and leave no process.
+    const engine = createSandboxEngine({ cpuWeight: 100, cpuIdle: false });
+    const limits = { ...DEFAULT_SANDBOX_LIMITS, timeoutMs: 60_000 };
+    const runs = Array.from({ length: 12 }, async (_, i) => {
+      const stop = new AbortController();
+      setTimeout(() => stop.abort(), (i * 40) / 12);
+      return engine.run({ argv: ["/bin/sh", "-c", "sleep 77781", "early-stop"], limits, signal: stop.signal });
+    });
+    const ended = await Promise.race([Promise.all(runs), new Promise<null>((resolve) => setTimeout(() => resolve(null), 20_000))]);
+    const left = hostProcesses("77781");
+    for (const line of left) process.kill(Number(line.split(":")[0]), "SIGKILL");
+    expect(left, "no process of a stopped run is left").to.deep.equal([]);
+    expect(ended, "every stopped run ended").to.not.equal(null);
+    expect(ended!.map((r) => r.killed)).to.deep.equal(Array(12).fill("aborted"));
   });
 
   it("{input} with shell metacharacters is one inert argument", async function () {

@@ -87,9 +87,10 @@ describe("sandbox tools of hosted agents", function () {
 
   describe("caps per agent", function () {
     let s: TestServer;
-    // A default group's CPU weight: at the default one a run may start late on a busy shared machine and use up the
-    // 1 s daily cap before the runs the rate counts (test/sandbox/priority.test.ts tests the default's yielding).
-    const config = { ...DEFAULT_SANDBOX, runsPerMinute: 2, dailySeconds: 1, cpuWeight: 100 };
+    // A default group's CPU weight rather than the idle group: at the default a run may start late on a busy shared
+    // machine and use up the 1 s daily cap before the runs the rate counts (test/sandbox/priority.test.ts tests the
+    // default's yielding).
+    const config = { ...DEFAULT_SANDBOX, runsPerMinute: 2, dailySeconds: 1, cpuWeight: 100, cpuIdle: false };
     const quick: SandboxTool = { type: "sandbox", name: "quick", description: "d", command: "echo {input}", timeoutSeconds: 5 };
     const slow: SandboxTool = { type: "sandbox", name: "slow", description: "d", command: "sleep 3; echo done", timeoutSeconds: 5 };
     const signal = new AbortController().signal;

@@ -25,7 +25,7 @@ import { createBlobStore, type BlobStore } from "../../server/storage/blob-store
 import { createIndexer } from "../../server/indexer";
 import { defaultProjections } from "../../server/projections";
 import { createOutbox } from "../../server/outbox";
-import { DEFAULT_HOSTED, type AbuseConfig, type ChainConfig, type HostedConfig, type ServerConfig } from "../../server/config";
+import { DEFAULT_HOSTED, DEFAULT_SANDBOX, type AbuseConfig, type ChainConfig, type HostedConfig, type ServerConfig } from "../../server/config";
 import { createHosting, type Hosting } from "../../server/hosted";
 import { createAgentTokens } from "../../server/auth";
 import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
@@ -300,6 +300,9 @@ async function startServer(base: EscrowDeployment, images: ServerImages, options
     masterKey: TEST_MASTER_KEY,
     allowPrivateNetworks: true,
     browseIntervalMs: 100,
+    // Sandboxes in the weighted cgroup, not the default idle one: on a busy shared machine an idle-group run may not
+    // start within its timeout (test/sandbox/priority.test.ts tests the idle group; bench/sandbox.ts measures it).
+    sandbox: { ...DEFAULT_SANDBOX, cpuIdle: false },
     ...options.hosted,
   };
   // Runners log through the app's logger, which exists once the app is built.
