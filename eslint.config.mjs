@@ -6,7 +6,9 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "sdk/dist/", "cli/dist/", "dist/", "web/dist/", "coverage/"] },
+  {
+    ignores: ["node_modules/", "artifacts/", "cache/", "typechain-types/", "core/dist/", "sdk/dist/", "cli/dist/", "dist/", "web/dist/", "coverage/"],
+  },
   {
     files: ["**/*.ts"],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],

@@ -64,8 +64,9 @@ describe("architecture", function () {
     beforeEach(function () {
       dir = mkdtempSync(path.join(tmpdir(), "market-layers-"));
       write("package.json", JSON.stringify({ name: "market", dependencies: { ethers: "6" } }));
-      write("sdk/package.json", JSON.stringify({ name: "@market/sdk", dependencies: { ethers: "6" } }));
-      write("cli/package.json", JSON.stringify({ name: "@market/cli", dependencies: { ethers: "6" } }));
+      write("core/package.json", JSON.stringify({ name: "@market/core", dependencies: { ethers: "6" } }));
+      write("sdk/package.json", JSON.stringify({ name: "@market/sdk", dependencies: { "@market/core": "0", ethers: "6" } }));
+      write("cli/package.json", JSON.stringify({ name: "@market/cli", dependencies: { "@market/core": "0", ethers: "6" } }));
       write("core/money.ts", "export const unit = 1n;\n");
       write("sdk/src/index.ts", 'export { unit } from "../../core/money";\nexport { client } from "./client";\n');
       write("sdk/src/client.ts", "export const client = 1;\n");

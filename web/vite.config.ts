@@ -8,8 +8,14 @@ export default defineConfig({
   root: __dirname,
   plugins: [react()],
   // The SDK's posting engine runs in the page (bulk posting): core/crypto's node:crypto calls on @noble (web/src/node).
-  // (the `buffer` package it brings reads Node's `global`).
-  resolve: { alias: { "node:crypto": path.join(__dirname, "src/node/crypto.ts") } },
+  // (the `buffer` package it brings reads Node's `global`). @market/core is bundled from its TypeScript sources (core/),
+  // as web/tsconfig.json's "paths" type it, not from its CommonJS build.
+  resolve: {
+    alias: [
+      { find: "node:crypto", replacement: path.join(__dirname, "src/node/crypto.ts") },
+      { find: /^@market\/core\//, replacement: `${path.join(__dirname, "..", "core")}/` },
+    ],
+  },
   define: { global: "globalThis" },
   build: {
     outDir: path.join(__dirname, "dist"),

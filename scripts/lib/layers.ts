@@ -16,9 +16,13 @@ import { cycles, shortestCycle } from "./import-graph";
  *
  * scripts/, bench/, deploy/, examples/ and test/ sit above them and may import any of them; nothing in a layer imports
  * them (but the server's one deployment record). Over all of it: no import cycle between files (type-only imports
- * count). core imports no module that does I/O. Each folder's packages are declared by the package that owns it:
- * sdk/src and core (compiled into the SDK) by sdk/package.json; cli/src, and the SDK and core it compiles in, by
- * cli/package.json (@market/cli, built by its own cli/tsconfig.json); everything else by the root package.json.
+ * count). core imports no module that does I/O and uses no global that does (`process`, `fetch`...).
+ *
+ * core is the package @market/core (core/package.json, built into core/dist): every folder but core itself imports it
+ * by that name (`@market/core/escrow`), never by a relative path into core/, and core's own files import each other by
+ * relative path. Each folder's packages are declared by the package that owns it: core by core/package.json; sdk/src
+ * by sdk/package.json; cli/src, and the SDK it compiles in, by cli/package.json (@market/cli, built by its own
+ * cli/tsconfig.json); everything else by the root package.json (whose workspaces, @market/*, need no declaration).
  */
 export const LAYERS = ["core", "sdk", "cli", "server", "web"] as const;
 export type Layer = (typeof LAYERS)[number];
@@ -40,6 +44,12 @@ const BINDINGS = "typechain-types";
 /** The SDK's entry files the server may import: the package, the MCP tools, the journaled engine, its Node helpers. */
 export const SERVER_SDK_ENTRIES = ["sdk/src/index.ts", "sdk/src/mcp/index.ts", "sdk/src/posting/journal/index.ts", "sdk/src/node/index.ts"];
 
+/** The package core is, as the other folders import it. */
+export const CORE_PACKAGE = "@market/core";
+
+/** The layers the other workspaces are, imported by name. */
+const WORKSPACE_LAYERS: Record<string, Layer> = { "@market/sdk": "sdk", "@market/cli": "cli" };
+
 /** Modules that do I/O, which core/ never imports. */
 const IO_MODULES = new Set([
   "fs",
@@ -57,6 +67,9 @@ const IO_MODULES = new Set([
   "cluster",
   "os",
 ]);
+
+/** Globals that do I/O or reach the process, which core/ never uses. */
+const IO_GLOBALS = new Set(["process", "fetch", "XMLHttpRequest", "WebSocket", "EventSource", "navigator", "localStorage"]);
 
 /**
  * Packages a folder uses without declaring them, each with the reason: Hardhat's toolbox brings its plugins' helpers
@@ -119,6 +132,31 @@ export function moduleSpecifiers(file: string, text: string): string[] {
   return found;
 }
 
+/** The I/O globals `text` uses (an identifier read as a value, not a property name or a declaration of its own). */
+export function ioGlobals(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const found = new Set<string>();
+  const visit = (node: ts.Node) => {
+    if (ts.isIdentifier(node) && IO_GLOBALS.has(node.text)) {
+      const parent = node.parent;
+      const isName =
+        (ts.isPropertyAccessExpression(parent) && parent.name === node) ||
+        ((ts.isPropertyAssignment(parent) || ts.isPropertySignature(parent) || ts.isPropertyDeclaration(parent) || ts.isMethodDeclaration(parent)) &&
+          parent.name === node) ||
+        (ts.isVariableDeclaration(parent) && parent.name === node) ||
+        (ts.isParameter(parent) && parent.name === node) ||
+        ts.isBindingElement(parent) ||
+        ts.isImportSpecifier(parent) ||
+        ts.isTypeReferenceNode(parent) ||
+        ts.isQualifiedName(parent);
+      if (!isName) found.add(node.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return [...found].sort();
+}
+
 function packageOf(specifier: string): string {
   const parts = specifier.split("/");
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
@@ -146,9 +184,10 @@ export function layerProblems(rootDir: string): string[] {
   const layerOf = (name: string): Layer | undefined => LAYERS.find((l) => name === LAYER_FOLDERS[l] || name.startsWith(`${LAYER_FOLDERS[l]}/`));
 
   const rootPackages = declared(path.join(root, "package.json"));
+  const corePackages = declared(path.join(root, "core/package.json"));
   const sdkPackages = declared(path.join(root, "sdk/package.json"));
   const cliPackages = declared(path.join(root, "cli/package.json"));
-  const workspaces = new Set(["@market/sdk", "@market/cli"]);
+  const workspaces = new Set([CORE_PACKAGE, "@market/sdk", "@market/cli"]);
   const options: ts.CompilerOptions = { moduleResolution: ts.ModuleResolutionKind.Node10, allowJs: false };
 
   const problems: string[] = [];
@@ -156,11 +195,23 @@ export function layerProblems(rootDir: string): string[] {
   for (const source of sources) {
     const targets = new Set<string>();
     imports.set(source.file, targets);
-    for (const fileName of moduleSpecifiers(source.file, readFileSync(source.file, "utf8"))) {
-      if (fileName.startsWith(".")) {
-        const resolved = ts.resolveModuleName(fileName, source.file, options, ts.sys).resolvedModule?.resolvedFileName;
-        const target = resolved ? path.resolve(resolved) : path.resolve(path.dirname(source.file), fileName);
+    const text = readFileSync(source.file, "utf8");
+    if (source.layer === "core") for (const name of ioGlobals(source.file, text)) problems.push(`${source.name} uses ${name}: core/ does no I/O`);
+    for (const fileName of moduleSpecifiers(source.file, text)) {
+      const corePath = fileName === CORE_PACKAGE || fileName.startsWith(`${CORE_PACKAGE}/`) ? fileName.slice(CORE_PACKAGE.length) : undefined;
+      if (corePath !== undefined) {
+        if (source.layer === "core") problems.push(`${source.name} imports ${fileName}: core's own files import each other by relative path`);
+        if (source.layer === "sdk" && !sdkPackages.has(CORE_PACKAGE))
+          problems.push(`${source.name} imports ${CORE_PACKAGE}, which sdk/package.json does not declare`);
+        if ((source.layer === "sdk" || source.layer === "cli") && !cliPackages.has(CORE_PACKAGE))
+          problems.push(`${source.name} imports ${CORE_PACKAGE}, which cli/package.json does not declare`);
+      }
+      if (fileName.startsWith(".") || corePath !== undefined) {
+        const request = corePath === undefined ? fileName : path.join(root, "core", corePath);
+        const resolved = ts.resolveModuleName(request, source.file, options, ts.sys).resolvedModule?.resolvedFileName;
+        const target = resolved ? path.resolve(resolved) : path.resolve(path.dirname(source.file), request);
         const targetName = rel(target);
+        if (corePath !== undefined && !resolved) problems.push(`${source.name} imports ${fileName}, which is no module of core/`);
         if (byFile.has(target)) targets.add(target);
         if (!source.layer) continue;
         if (targetName.startsWith(`${BINDINGS}/`)) continue;
@@ -186,15 +237,15 @@ export function layerProblems(rootDir: string): string[] {
         if (source.layer === "core" && IO_MODULES.has(bare)) problems.push(`${source.name} imports ${fileName}: core/ does no I/O`);
         continue;
       }
+      const workspaceLayer = WORKSPACE_LAYERS[pkg];
+      if (source.layer && workspaceLayer && workspaceLayer !== source.layer && !MAY_IMPORT[source.layer].includes(workspaceLayer))
+        problems.push(`${source.name} imports ${pkg}: ${source.layer} may not import ${workspaceLayer}`);
       if (workspaces.has(pkg) || PROVIDED[pkg]) continue;
       if (source.layer === "cli" && !cliPackages.has(pkg)) problems.push(`${source.name} imports ${pkg}, which cli/package.json does not declare`);
       if (source.layer === "sdk" && !sdkPackages.has(pkg)) problems.push(`${source.name} imports ${pkg}, which sdk/package.json does not declare`);
       if (source.layer === "sdk" && !cliPackages.has(pkg))
         problems.push(`${source.name} imports ${pkg}, which cli/package.json must declare too (the CLI compiles the SDK in)`);
-      if (source.layer === "core" && (!sdkPackages.has(pkg) || !cliPackages.has(pkg) || !rootPackages.has(pkg)))
-        problems.push(
-          `${source.name} imports ${pkg}, which sdk/package.json, cli/package.json and the root package.json must all declare (core is in each)`,
-        );
+      if (source.layer === "core" && !corePackages.has(pkg)) problems.push(`${source.name} imports ${pkg}, which core/package.json does not declare`);
       if ((source.layer === "server" || source.layer === "web" || !source.layer) && !rootPackages.has(pkg))
         problems.push(`${source.name} imports ${pkg}, which the root package.json does not declare`);
     }

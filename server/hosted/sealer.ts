@@ -4,7 +4,6 @@
  * loop stalled every route. One worker thread per process, started on first use and never keeping the process alive,
  * seals them with the same code as everywhere else (core/crypto `sealToPublicKey`).
  */
-import path from "node:path";
 import { Worker } from "node:worker_threads";
 
 const BOOTSTRAP = `
@@ -28,7 +27,8 @@ const pending = new Map<number, { resolve(sealed: string[]): void; reject(error:
 
 function thread(): Worker {
   if (worker) return worker;
-  const crypto = path.join(__dirname, "..", "..", "core", `crypto${path.extname(__filename)}`);
+  // core/crypto.ts under ts-node (scripts/lib/core-sources.js), the package's build under plain Node.
+  const crypto = require.resolve("@market/core/crypto");
   const started = new Worker(BOOTSTRAP, {
     eval: true,
     workerData: { crypto, tsNode: crypto.endsWith(".ts") ? require.resolve("ts-node") : null },

@@ -12,6 +12,7 @@ import { stackFixture, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt } from "../support/cli";
 
 const ROOT = path.resolve(__dirname, "../..");
+const CORE = path.join(ROOT, "core");
 const SDK = path.join(ROOT, "sdk");
 const CLI = path.join(ROOT, "cli");
 
@@ -40,12 +41,14 @@ describe("@market/sdk installed in another folder", function () {
   before(function () {
     ensureCliBuilt();
     app = mkdtempSync(path.join(tmpdir(), "market-app-"));
-    // The tarballs npm would publish (@market/sdk, and @market/cli with the `market` bin), unpacked where
-    // `npm install <tarball>` puts them, with their declared dependencies only (as an install from the registry would
-    // bring them) and the bin link.
+    // The tarballs npm would publish (@market/core, which the other two depend on, @market/sdk, and @market/cli with
+    // the `market` bin), unpacked where `npm install <tarball>` puts them, with their declared dependencies only (as an
+    // install from the registry would bring them; @market/core is the packed one, never this repository's core/) and the
+    // bin link.
     const tarballs: Record<string, string> = {};
     mkdirSync(path.join(app, "node_modules/.bin"), { recursive: true });
     for (const [name, folder] of [
+      ["@market/core", CORE],
       ["@market/sdk", SDK],
       ["@market/cli", CLI],
     ] as const) {

@@ -1,8 +1,8 @@
 /**
  * Runs the built `market` CLI as a child process against the live stack (test/support/stack.ts), the way a user
- * runs it: its own process, configured by the environment, no terminal. `ensureCliBuilt` builds the SDK and the
- * CLI package (@market/cli, cli/) when their output is missing or older than the sources; `npm test` builds first
- * anyway (pretest).
+ * runs it: its own process, configured by the environment, no terminal. `ensureCliBuilt` builds @market/core, then
+ * the SDK and the CLI package (@market/cli, cli/) when their output is missing or older than the sources; `npm test`
+ * builds first anyway (pretest).
  */
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -14,30 +14,32 @@ import type { Stack } from "./stack";
 const ROOT = path.resolve(__dirname, "../..");
 export const CLI_MAIN = path.join(ROOT, "cli/dist/cli/src/main.js");
 const SDK_MAIN = path.join(ROOT, "sdk/dist/sdk/src/index.js");
+const CORE_MAIN = path.join(ROOT, "core/dist/core/errors.js");
 const PAUSED_CLI = path.join(__dirname, "paused-cli.ts");
 
 function newestMtime(directory: string): number {
   let newest = 0;
   for (const entry of readdirSync(directory, { withFileTypes: true })) {
     const full = path.join(directory, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
+    if (entry.isDirectory()) newest = entry.name === "dist" ? newest : Math.max(newest, newestMtime(full));
     else if (entry.name.endsWith(".ts")) newest = Math.max(newest, statSync(full).mtimeMs);
   }
   return newest;
 }
 
-/** Builds the SDK and the CLI (each by its own tsconfig.json) unless both builds are newer than every source. */
+/** Builds core, the SDK and the CLI (each by its own tsconfig.json) unless the builds are newer than every source. */
 export function ensureCliBuilt() {
   const sources = Math.max(...["cli/src", "sdk/src", "core"].map((d) => newestMtime(path.join(ROOT, d))));
-  const built = [CLI_MAIN, SDK_MAIN].map((file) => (existsSync(file) ? statSync(file).mtimeMs : 0));
+  const built = [CLI_MAIN, SDK_MAIN, CORE_MAIN].map((file) => (existsSync(file) ? statSync(file).mtimeMs : 0));
   if (Math.min(...built) >= sources) return;
   try {
-    // The two packages build side by side (each by its own tsc).
-    const both = "npm run build -w @market/sdk & sdk=$!; npm run build -w @market/cli; cli=$?; wait $sdk && exit $cli";
-    execFileSync("sh", ["-c", both], { cwd: ROOT, stdio: "pipe" });
+    // core first (the other two compile against its declarations), then the SDK and the CLI side by side.
+    const all =
+      "npm run build -w @market/core && { npm run build -w @market/sdk & sdk=$!; npm run build -w @market/cli; cli=$?; wait $sdk && exit $cli; }";
+    execFileSync("sh", ["-c", all], { cwd: ROOT, stdio: "pipe" });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`building the SDK and the CLI failed:\n${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}`, { cause: error });
+    throw new Error(`building core, the SDK and the CLI failed:\n${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}`, { cause: error });
   }
 }
 
