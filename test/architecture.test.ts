@@ -1,9 +1,13 @@
 import { expect } from "chai";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { serverImportProblems } from "../scripts/lib/import-graph";
 import { layerProblems } from "../scripts/lib/layers";
+import { ensureCliBuilt } from "./support/cli";
+
+const ROOT = path.resolve(__dirname, "..");
 
 describe("architecture", function () {
   it("server/ is a DAG: no import cycle between files or folders (type-only imports count), and no module imports app.ts", function () {
@@ -55,6 +59,17 @@ describe("architecture", function () {
     expect(layerProblems(path.resolve(__dirname, ".."))).to.deep.equal([]);
   });
 
+  it("@market/core is core's sources under ts-node (the tests, the server, the scripts) and its build, core/dist, under plain Node", function () {
+    this.timeout(300_000);
+    expect(require.resolve("@market/core/escrow")).to.equal(path.join(ROOT, "core/escrow/index.ts"));
+    expect(require.resolve("@market/core/errors")).to.equal(path.join(ROOT, "core/errors.ts"));
+    ensureCliBuilt();
+    const resolve = (name: string) =>
+      execFileSync(process.execPath, ["-p", `require.resolve(${JSON.stringify(name)})`], { cwd: ROOT, encoding: "utf8" }).trim();
+    expect(resolve("@market/core/escrow")).to.equal(path.join(ROOT, "core/dist/core/escrow/index.js"));
+    expect(resolve("@market/core/verification/criteria")).to.equal(path.join(ROOT, "core/dist/core/verification/criteria.js"));
+  });
+
   describe("the layering check itself", function () {
     let dir: string;
     const write = (file: string, text: string) => {
@@ -68,10 +83,13 @@ describe("architecture", function () {
       write("sdk/package.json", JSON.stringify({ name: "@market/sdk", dependencies: { "@market/core": "0", ethers: "6" } }));
       write("cli/package.json", JSON.stringify({ name: "@market/cli", dependencies: { "@market/core": "0", ethers: "6" } }));
       write("core/money.ts", "export const unit = 1n;\n");
-      write("sdk/src/index.ts", 'export { unit } from "../../core/money";\nexport { client } from "./client";\n');
+      write("sdk/src/index.ts", 'export { unit } from "@market/core/money";\nexport { client } from "./client";\n');
       write("sdk/src/client.ts", "export const client = 1;\n");
       write("cli/src/main.ts", 'import { client } from "../../sdk/src/client";\nexport const main = client;\n');
-      write("server/app.ts", 'import { client } from "../sdk/src";\nimport { unit } from "../core/money";\nexport const app = [client, unit];\n');
+      write(
+        "server/app.ts",
+        'import { client } from "../sdk/src";\nimport { unit } from "@market/core/money";\nexport const app = [client, unit];\n',
+      );
     });
     afterEach(function () {
       rmSync(dir, { recursive: true, force: true });
@@ -99,11 +117,30 @@ describe("architecture", function () {
       ]);
     });
 
+    it("finds core imported by path outside core/, core importing itself by name, a missing module, and I/O globals in core", function () {
+      write("core/limits.ts", 'import { unit } from "@market/core/money";\nexport const max = [unit, process.env.MAX];\n');
+      write("core/fetcher.ts", "export const get = (url: string) => fetch(url);\nexport const label = { process: 1 }.process;\n");
+      write("server/app.ts", 'import { unit } from "../core/money";\nimport { gone } from "@market/core/gone";\nexport const app = [unit, gone];\n');
+      write("test/money.test.ts", 'import { unit } from "../core/money";\nexport const t = unit;\n');
+      expect(layerProblems(dir)).to.deep.equal([
+        "core/fetcher.ts uses fetch: core/ does no I/O",
+        "core/limits.ts uses process: core/ does no I/O",
+        "core/limits.ts imports @market/core/money: core's own files import each other by relative path",
+        "server/app.ts imports core/money.ts by path: outside core/, import it as @market/core/money (scripts/codemod-core-imports.ts rewrites these)",
+        "server/app.ts imports @market/core/gone, which is no module of core/",
+        "test/money.test.ts imports core/money.ts by path: outside core/, import it as @market/core/money (scripts/codemod-core-imports.ts rewrites these)",
+      ]);
+    });
+
     it("finds a package the folder's own package does not declare", function () {
       write("server/app.ts", 'import { Wallet } from "ethers";\nimport { Command } from "commander";\nexport const app = [Wallet, Command];\n');
       write("package.json", JSON.stringify({ name: "market", dependencies: {} }));
       write("cli/src/main.ts", 'import { Command } from "commander";\nexport const main = Command;\n');
+      write("core/money.ts", 'import { Type } from "@sinclair/typebox";\nexport const unit = Type.String();\n');
+      write("sdk/package.json", JSON.stringify({ name: "@market/sdk", dependencies: { ethers: "6" } }));
       expect(layerProblems(dir)).to.deep.equal([
+        "core/money.ts imports @sinclair/typebox, which core/package.json does not declare",
+        "sdk/src/index.ts imports @market/core, which sdk/package.json does not declare",
         "cli/src/main.ts imports commander, which cli/package.json does not declare",
         "server/app.ts imports ethers, which the root package.json does not declare",
         "server/app.ts imports commander, which the root package.json does not declare",

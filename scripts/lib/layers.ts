@@ -213,6 +213,15 @@ export function layerProblems(rootDir: string): string[] {
         const targetName = rel(target);
         if (corePath !== undefined && !resolved) problems.push(`${source.name} imports ${fileName}, which is no module of core/`);
         if (byFile.has(target)) targets.add(target);
+        if (corePath === undefined && source.layer !== "core" && layerOf(targetName) === "core") {
+          const subpath = targetName
+            .replace(/^core\//, "")
+            .replace(/\.tsx?$/, "")
+            .replace(/(^|\/)index$/, "");
+          problems.push(
+            `${source.name} imports ${targetName} by path: outside core/, import it as ${CORE_PACKAGE}/${subpath} (scripts/codemod-core-imports.ts rewrites these)`,
+          );
+        }
         if (!source.layer) continue;
         if (targetName.startsWith(`${BINDINGS}/`)) continue;
         const targetLayer = layerOf(targetName);

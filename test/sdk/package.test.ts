@@ -102,16 +102,23 @@ describe("@market/sdk installed in another folder", function () {
     expect(JSON.parse(tasks.stdout)).to.deep.equal({ role: "poster", tasks: [], more: false });
   });
 
-  it("a script in that folder imports @market/sdk and calls the API", async function () {
+  it("a script in that folder imports @market/sdk (and through it the packed @market/core) and calls the API", async function () {
     const env = await cliEnv(s, s.poster, { apiKey: posterKey });
     writeFileSync(
       path.join(app, "whoami.js"),
       `const { MarketClient, WorkerRuntime, formatUsdc } = require("@market/sdk");
        const client = new MarketClient({ apiKey: process.env.MARKET_API_KEY, baseUrl: process.env.MARKET_API_URL });
-       client.whoami().then((address) => console.log(JSON.stringify({ address, runtime: typeof WorkerRuntime, usdc: formatUsdc(2500000n) })));`,
+       const core = require("node:path").relative(process.cwd(), require.resolve("@market/core/errors"));
+       client.whoami().then((address) => console.log(JSON.stringify({ address, runtime: typeof WorkerRuntime, usdc: formatUsdc(2500000n), core })));`,
     );
     const script = await run(process.execPath, ["whoami.js"], { cwd: app, env });
     expect(script.status, script.stderr).to.equal(0);
-    expect(JSON.parse(script.stdout)).to.deep.equal({ address: s.poster.address, runtime: "function", usdc: "2.5" });
+    // @market/core is the packed one, through its package.json "exports".
+    expect(JSON.parse(script.stdout)).to.deep.equal({
+      address: s.poster.address,
+      runtime: "function",
+      usdc: "2.5",
+      core: "node_modules/@market/core/dist/core/errors.js",
+    });
   });
 });
