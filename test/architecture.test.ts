@@ -79,7 +79,14 @@ describe("architecture", function () {
     beforeEach(function () {
       dir = mkdtempSync(path.join(tmpdir(), "market-layers-"));
       write("package.json", JSON.stringify({ name: "market", dependencies: { ethers: "6" } }));
-      write("core/package.json", JSON.stringify({ name: "@market/core", dependencies: { ethers: "6" } }));
+      write(
+        "core/package.json",
+        JSON.stringify({
+          name: "@market/core",
+          exports: { "./*": { types: "./dist/core/*.d.ts", default: "./dist/core/*.js" } },
+          dependencies: { ethers: "6" },
+        }),
+      );
       write("sdk/package.json", JSON.stringify({ name: "@market/sdk", dependencies: { "@market/core": "0", ethers: "6" } }));
       write("cli/package.json", JSON.stringify({ name: "@market/cli", dependencies: { "@market/core": "0", ethers: "6" } }));
       write("core/money.ts", "export const unit = 1n;\n");
@@ -117,17 +124,20 @@ describe("architecture", function () {
       ]);
     });
 
-    it("finds core imported by path outside core/, core importing itself by name, a missing module, and I/O globals in core", function () {
+    it("finds core imported by path outside core/, core importing itself by name, a missing or unexported module, and I/O globals in core", function () {
       write("core/limits.ts", 'import { unit } from "@market/core/money";\nexport const max = [unit, process.env.MAX];\n');
       write("core/fetcher.ts", "export const get = (url: string) => fetch(url);\nexport const label = { process: 1 }.process;\n");
       write("server/app.ts", 'import { unit } from "../core/money";\nimport { gone } from "@market/core/gone";\nexport const app = [unit, gone];\n');
       write("test/money.test.ts", 'import { unit } from "../core/money";\nexport const t = unit;\n');
+      write("core/tasks/index.ts", "export const draft = 1;\n");
+      write("web/src/draft.ts", 'import { draft } from "@market/core/tasks";\nexport const d = draft;\n');
       expect(layerProblems(dir)).to.deep.equal([
         "core/fetcher.ts uses fetch: core/ does no I/O",
         "core/limits.ts uses process: core/ does no I/O",
         "core/limits.ts imports @market/core/money: core's own files import each other by relative path",
         "server/app.ts imports core/money.ts by path: outside core/, import it as @market/core/money (scripts/codemod-core-imports.ts rewrites these)",
         "server/app.ts imports @market/core/gone, which is no module of core/",
+        'web/src/draft.ts imports @market/core/tasks, which core/package.json "exports" does not map to core/tasks/index.ts (a folder needs its own entry)',
         "test/money.test.ts imports core/money.ts by path: outside core/, import it as @market/core/money (scripts/codemod-core-imports.ts rewrites these)",
       ]);
     });

@@ -157,6 +157,27 @@ export function ioGlobals(file: string, text: string): string[] {
   return [...found].sort();
 }
 
+/**
+ * The source file core/package.json's "exports" sends `@market/core<subpath>` to once built (`./dist/core/x.js` is
+ * core/x.ts), or undefined when no entry matches: what a packed @market/core offers.
+ */
+export function exportedCoreSource(exportsMap: Record<string, unknown>, subpath: string): string | undefined {
+  const key = `.${subpath}`;
+  const targetOf = (entry: unknown) => (typeof entry === "string" ? entry : ((entry as { default?: string } | undefined)?.default ?? undefined));
+  let target = key in exportsMap ? targetOf(exportsMap[key]) : undefined;
+  if (target === undefined)
+    for (const [pattern, entry] of Object.entries(exportsMap)) {
+      const star = pattern.indexOf("*");
+      if (star < 0) continue;
+      const [prefix, suffix] = [pattern.slice(0, star), pattern.slice(star + 1)];
+      if (key.length > prefix.length + suffix.length && key.startsWith(prefix) && key.endsWith(suffix)) {
+        target = targetOf(entry)?.replace("*", key.slice(prefix.length, key.length - suffix.length));
+        break;
+      }
+    }
+  return target?.replace(/^\.\/dist\//, "").replace(/\.js$/, ".ts");
+}
+
 function packageOf(specifier: string): string {
   const parts = specifier.split("/");
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
@@ -188,6 +209,7 @@ export function layerProblems(rootDir: string): string[] {
   const sdkPackages = declared(path.join(root, "sdk/package.json"));
   const cliPackages = declared(path.join(root, "cli/package.json"));
   const workspaces = new Set([CORE_PACKAGE, "@market/sdk", "@market/cli"]);
+  const coreExports = (JSON.parse(readFileSync(path.join(root, "core/package.json"), "utf8")) as { exports?: Record<string, unknown> }).exports ?? {};
   const options: ts.CompilerOptions = { moduleResolution: ts.ModuleResolutionKind.Node10, allowJs: false };
 
   const problems: string[] = [];
@@ -212,6 +234,13 @@ export function layerProblems(rootDir: string): string[] {
         const target = resolved ? path.resolve(resolved) : path.resolve(path.dirname(source.file), request);
         const targetName = rel(target);
         if (corePath !== undefined && !resolved) problems.push(`${source.name} imports ${fileName}, which is no module of core/`);
+        else if (corePath !== undefined && source.layer !== "core") {
+          const exported = exportedCoreSource(coreExports, corePath);
+          if (exported === undefined || path.join(root, exported) !== target)
+            problems.push(
+              `${source.name} imports ${fileName}, which core/package.json "exports" does not map to ${targetName} (a folder needs its own entry)`,
+            );
+        }
         if (byFile.has(target)) targets.add(target);
         if (corePath === undefined && source.layer !== "core" && layerOf(targetName) === "core") {
           const subpath = targetName
