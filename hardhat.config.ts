@@ -4,7 +4,7 @@ import type { HardhatUserConfig } from "hardhat/config";
 import "@nomicfoundation/hardhat-toolbox";
 import "@openzeppelin/hardhat-upgrades";
 import "./scripts/settlement";
-import { CHAIN_NAMES, chainEnvPrefix } from "./core/chains";
+import { CHAIN_NAMES, chainEnvPrefix } from "@market/core/chains";
 
 const SOLC_VERSION = "0.8.28";
 const ESCROW_OPTIMIZER_RUNS = 2_000;

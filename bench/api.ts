@@ -16,9 +16,9 @@ import { CONNECTIONS, loadRoute, serveBenchApi, type LoadRun } from "./lib/api-l
 import { calibrated, machineFigures } from "./lib/machine";
 import { createDatabase, migrateToLatest } from "../server/db";
 import type { EscrowTasksTable, ListingCapabilitiesTable, ListingsTable } from "../server/db/schema";
-import { CAPABILITY_TAGS } from "../core/capabilities";
-import { publicTaskHash } from "../core/crypto";
-import { EscrowStatus, Ending } from "../core/escrow";
+import { CAPABILITY_TAGS } from "@market/core/capabilities";
+import { publicTaskHash } from "@market/core/crypto";
+import { EscrowStatus, Ending } from "@market/core/escrow";
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);

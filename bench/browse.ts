@@ -17,7 +17,7 @@ import { CompiledQuery, sql } from "kysely";
 import { CONNECTIONS, loadRoute, serveBenchApi } from "./lib/api-load";
 import { createDatabase, migrateToLatest, type Db } from "../server/db";
 import { createTaskQueries } from "../server/tasks/queries";
-import { BROWSE_PAGE_SIZE } from "../core/limits";
+import { BROWSE_PAGE_SIZE } from "@market/core/limits";
 import { startBenchPostgres } from "./lib/postgres";
 import { calibrated, machineFigures } from "./lib/machine";
 import { SEED_TOKEN as TOKEN, seedBrowseTasks, seedPinned, seedPoster as poster, seedTags } from "./lib/browse-seed";

@@ -22,7 +22,7 @@ import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { startStack, type Stack } from "../test/support/stack";
 import { startModelServer, briefOf, type ModelRequest, type ModelServer } from "../test/support/model-server";
 import { agentOptions, clientOf, extraSigner, fundGas, keyedClientOf, startedAgent, statusOf, until } from "../test/hosted/helpers";
-import { publicKeyFromPrivateKey } from "../core/crypto";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import type { MarketClient } from "../sdk/src/client";
 import type { PostTaskInput } from "../sdk/src/posting";
 import { DEFAULT_BODY_LIMIT } from "../server/http/transport";

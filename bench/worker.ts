@@ -15,7 +15,7 @@ import { Wallet } from "ethers";
 import { MockUSDC__factory, TaskEscrow__factory } from "../typechain-types";
 import { MarketClient } from "../sdk/src/client";
 import { WorkerRuntime } from "../sdk/src/runtime";
-import { EscrowStatus } from "../core/escrow";
+import { EscrowStatus } from "@market/core/escrow";
 import { cpuMeter } from "./lib/cpu";
 import { calibrated, machineFigures } from "./lib/machine";
 import { startBenchStack } from "./lib/stack";

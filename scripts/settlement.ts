@@ -82,7 +82,7 @@ export async function send(
   simulate: () => Promise<unknown>,
   submit: () => Promise<ContractTransactionResponse>,
 ): Promise<boolean> {
-  const { describeRevert } = await import("../core/revert");
+  const { describeRevert } = await import("@market/core/revert");
   const refuse = (what: string, error: unknown) => {
     console.error(`${label} ${what}: ${describeRevert(escrow.interface, error)}`);
     process.exitCode = 1;
@@ -119,7 +119,7 @@ async function tokenAmount(escrow: TaskEscrow, token: string, amount: bigint): P
 }
 
 async function printTask(escrow: TaskEscrow, taskHash: string) {
-  const { statusName, endingName } = await import("../core/escrow");
+  const { statusName, endingName } = await import("@market/core/escrow");
   const t = await escrow.getTask(taskHash);
   if (t.poster === "0x0000000000000000000000000000000000000000") {
     console.log(`task ${taskHash}: not found`);
@@ -244,7 +244,7 @@ escrowTask<CommonArgs & { fromBlock?: number }>(
   "escrow:disputes",
   "Lists disputed and escalated tasks awaiting the admin's ruling, most urgent first (the admin's duty: rule before the window ends)",
   async (args, { hre, escrow }) => {
-    const { actsOn, EscrowStatus, statusName, toEscrowStatus } = await import("../core/escrow");
+    const { actsOn, EscrowStatus, statusName, toEscrowStatus } = await import("@market/core/escrow");
     const { readDeployment } = await import("../deploy/deployments");
     const provider = hre.ethers.provider;
     const start = args.fromBlock ?? readDeployment(hre.network.name)?.block ?? 0;

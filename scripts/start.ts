@@ -26,8 +26,8 @@ import { lockDirectory, portIsFree, startLocalChain, whenStartersDie, type Local
 import { loadConfig, startServer } from "../server";
 import { createAuth } from "../server/auth";
 import { createAgentRegistry } from "../server/agents";
-import { CAPABILITY_TAGS } from "../core/capabilities";
-import { publicKeyFromPrivateKey } from "../core/crypto";
+import { CAPABILITY_TAGS } from "@market/core/capabilities";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import { MarketClient } from "../sdk/src/client";
 import { mcpClientConfig } from "../cli/src/mcp-config";
 import { webBuilt } from "../server/web";

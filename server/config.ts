@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { getAddress } from "ethers";
 import { readDeployment } from "../deploy/deployments";
-import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "../core/chains";
-import { DEFAULT_ASSIGNMENT_CAP, DEFAULT_CREDIT_RULE, type AssignmentCapRule, type CreditRule } from "../core/reputation";
-import { ACCEPTS_PER_MINUTE, BLOB_GC_GRACE_MS, BLOB_GC_INTERVAL_MS, UPLOAD_BYTES_PER_MINUTE, UPLOAD_QUOTA_BYTES } from "../core/limits";
+import { CHAIN_NAMES, chainEnvPrefix, isChainName, type ChainName } from "@market/core/chains";
+import { DEFAULT_ASSIGNMENT_CAP, DEFAULT_CREDIT_RULE, type AssignmentCapRule, type CreditRule } from "@market/core/reputation";
+import { ACCEPTS_PER_MINUTE, BLOB_GC_GRACE_MS, BLOB_GC_INTERVAL_MS, UPLOAD_BYTES_PER_MINUTE, UPLOAD_QUOTA_BYTES } from "@market/core/limits";
 
 /** One chain the server follows: its RPC, its escrow and settlement token. */
 export interface ChainConfig {

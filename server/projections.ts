@@ -6,7 +6,7 @@ import { createIdentityProjection } from "./identity/projection";
 import { createServiceSalesProjection } from "./services/projection";
 import { createEventLogProjection } from "./events/projection";
 import { creditRuleFromEnv } from "./config";
-import type { CreditRule } from "../core/reputation";
+import type { CreditRule } from "@market/core/reputation";
 
 /**
  * The read models every indexer keeps, in apply order (rolled back in reverse). Reputation comes first: it reads who

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { errorDocs } from "../scripts/lib/error-docs";
-import { parseBulkFile } from "../core/bulk";
+import { parseBulkFile } from "@market/core/bulk";
 
 const ERRORS_MD = path.resolve(__dirname, "..", "docs", "errors.md");
 

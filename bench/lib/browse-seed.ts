@@ -4,8 +4,8 @@
  */
 import { sql } from "kysely";
 import type { Db } from "../../server/db";
-import { CAPABILITY_TAGS } from "../../core/capabilities";
-import { EscrowStatus, Ending } from "../../core/escrow";
+import { CAPABILITY_TAGS } from "@market/core/capabilities";
+import { EscrowStatus, Ending } from "@market/core/escrow";
 
 export const SEED_TOKEN = "0x3600000000000000000000000000000000000000";
 const POSTERS = 50;

@@ -6,7 +6,7 @@
  */
 import { createCipheriv, createECDH, ECDH, hkdfSync, randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
-import { encryptBrief, publicKeyFromPrivateKey, wrapBriefKey, wrapBriefKeys } from "../../core/crypto";
+import { encryptBrief, publicKeyFromPrivateKey, wrapBriefKey, wrapBriefKeys } from "@market/core/crypto";
 
 const P = 2n ** 256n - 2n ** 32n - 977n; // secp256k1 field prime
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n; // group order

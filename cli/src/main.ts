@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { ApiError } from "../../sdk/src/errors";
-import { parseUsdcDecimal } from "../../core/money";
+import { parseUsdcDecimal } from "@market/core/money";
 import { readConfig, redact, secretsOf, type CliConfig, type GlobalFlags } from "./config";
 import { postTasksCommand, type PostTasksFlags, type PostTasksHooks } from "./post-tasks";
 import { finishPostsCommand, type FinishPostsFlags } from "./finish-posts";
@@ -34,7 +34,7 @@ import { mcpClientConfig } from "./mcp-config";
 import { rentCommand, servicesCommand, type RentFlags, type ServicesFlags } from "./services";
 import { createTerminal, type Terminal } from "./terminal";
 import { importOpenApiCommand, type ImportOpenApiFlags } from "./tools";
-import { TASK_STATUSES } from "../../core/status";
+import { TASK_STATUSES } from "@market/core/status";
 
 export const ExitStatus = { ok: 0, failed: 1, usage: 2, notAllPosted: 3 } as const;
 

@@ -19,7 +19,7 @@ import {
   type PostTasksHooks,
   type Sorted,
 } from "../../sdk/src/posting/journal";
-import { formatUsdc } from "../../core/money";
+import { formatUsdc } from "@market/core/money";
 import { publicClientOptions, type CliConfig } from "./config";
 import { journalPathFor, readJournal } from "./journal";
 import { chainParts, eachChain, endOfRun, openFileRun, resultsPathFor, summarize, type ChainPart } from "./run";

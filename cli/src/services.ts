@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { MarketClient } from "../../sdk/src/client";
 import { clientError } from "../../sdk/src/errors";
-import { formatUsdc } from "../../core/money";
+import { formatUsdc } from "@market/core/money";
 import { clientOptions, publicClientOptions, type CliConfig } from "./config";
 import type { Terminal } from "./terminal";
 

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { MarketClient } from "../../sdk/src/client";
 import { clientError } from "../../sdk/src/errors";
-import type { CreateSkillBody } from "../../core/api";
+import type { CreateSkillBody } from "@market/core/api";
 import { clientOptions, publicClientOptions, type CliConfig } from "./config";
 import type { Terminal } from "./terminal";
 

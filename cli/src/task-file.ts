@@ -5,7 +5,7 @@
  */
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
-import { bulkFormatOf, BulkRowIssue, parseBulkFile, type RowIssue } from "../../core/bulk";
+import { bulkFormatOf, BulkRowIssue, parseBulkFile, type RowIssue } from "@market/core/bulk";
 import { clientError, type RowError } from "../../sdk/src/errors";
 import { keyedRows, type RunRow } from "../../sdk/src/posting/journal";
 

@@ -4,10 +4,10 @@
  */
 import { MarketClient, type TaskView } from "../../sdk/src/client";
 import { clientError } from "../../sdk/src/errors";
-import { formatDecimalAmount } from "../../core/money";
-import { TASK_STATUSES, type TaskStatus } from "../../core/status";
-import { MAX_SUBMISSIONS } from "../../core/limits";
-import type { AssignedTaskView } from "../../core/api";
+import { formatDecimalAmount } from "@market/core/money";
+import { TASK_STATUSES, type TaskStatus } from "@market/core/status";
+import { MAX_SUBMISSIONS } from "@market/core/limits";
+import type { AssignedTaskView } from "@market/core/api";
 import { clientOptions, type CliConfig } from "./config";
 import { requireTaskHash } from "./task-hash";
 import type { Terminal } from "./terminal";

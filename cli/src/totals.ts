@@ -1,6 +1,6 @@
 /** The totals shown before a run asks to pay (spec: "Bulk run behaviour", step 2), as the CLI says them. */
 export { totalsOf, type Totals } from "../../sdk/src/posting/journal";
-import { formatUsdc } from "../../core/money";
+import { formatUsdc } from "@market/core/money";
 import type { Totals } from "../../sdk/src/posting/journal";
 import type { FileRow } from "./task-file";
 import type { Terminal } from "./terminal";

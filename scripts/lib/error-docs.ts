@@ -6,12 +6,12 @@ import {
   type ErrorCode,
   type ErrorCodeAlias,
   type ErrorCodeInfo,
-} from "../../core/errors";
-import { BulkRowIssue } from "../../core/bulk";
-import { CAPABILITY_TAGS } from "../../core/capabilities";
-import { AmountIssue } from "../../core/money";
-import { TaskFieldIssue } from "../../core/task-fields";
-import { CriteriaIssue } from "../../core/verification/criteria";
+} from "@market/core/errors";
+import { BulkRowIssue } from "@market/core/bulk";
+import { CAPABILITY_TAGS } from "@market/core/capabilities";
+import { AmountIssue } from "@market/core/money";
+import { TaskFieldIssue } from "@market/core/task-fields";
+import { CriteriaIssue } from "@market/core/verification/criteria";
 
 type CodesOf<T extends Record<string, string>> = T[keyof T];
 

@@ -10,14 +10,14 @@ import {
 } from "ethers";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
 import { TaskEscrow__factory } from "../../typechain-types/factories/contracts/TaskEscrow__factory";
-import type { ChainName } from "../../core/chains";
-import { CHAIN_NAMES } from "../../core/chains";
+import type { ChainName } from "@market/core/chains";
+import { CHAIN_NAMES } from "@market/core/chains";
 import { clientError, type ApiError } from "./errors";
-import { decodeRevert, isCallRevert } from "../../core/revert";
-import type { Settlement, UnsignedTx } from "../../core/api";
+import { decodeRevert, isCallRevert } from "@market/core/revert";
+import type { Settlement, UnsignedTx } from "@market/core/api";
 
 /** One chain as GET /api/v1/health/settlement reports it, and a transaction the API builds: the API's own types. */
-export type { Settlement, UnsignedTx } from "../../core/api";
+export type { Settlement, UnsignedTx } from "@market/core/api";
 
 export type RpcUrls = Partial<Record<ChainName, string>>;
 export type PinnedEscrows = Partial<Record<ChainName, string>>;

@@ -32,7 +32,7 @@ import type {
   UpdateServiceBody,
   VerdictAnswer,
   Withdrawal,
-} from "../../core/api";
+} from "@market/core/api";
 import { ClientCore, type MarketClientOptions } from "./client/core";
 import * as agents from "./client/agents";
 import * as hosted from "./client/hosted";
@@ -49,7 +49,7 @@ export { decryptExportedKey, type DeployAgentOptions } from "./client/hosted";
 export type { SettleAction, Settled } from "./client/settling";
 export type { Rental, RentalProgress, RentalState, RentServiceOptions } from "./rentals";
 /** The API's own answer types (core/api), under the names the SDK has always exported. */
-export type { AgentProfile, AssignedTaskView, Finalized, TaskView } from "../../core/api";
+export type { AgentProfile, AssignedTaskView, Finalized, TaskView } from "@market/core/api";
 export type {
   ServiceList,
   ServiceView,
@@ -61,7 +61,7 @@ export type {
   HostedAgentView,
   OwnedAgentView,
   Withdrawal,
-} from "../../core/api";
+} from "@market/core/api";
 
 /**
  * The marketplace client: post tasks (one or a spreadsheet of them), take and deliver tasks as a self-run agent, and

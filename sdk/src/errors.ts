@@ -1,4 +1,4 @@
-import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorCodeInfo } from "../../core/errors";
+import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorCodeInfo } from "@market/core/errors";
 
 /**
  * The code of every `ApiError`: one of the error codes of core/errors.ts (docs/errors.md), `HTTP_<status>` when the

@@ -1,7 +1,7 @@
-import type { EventPage, EventType, MarketEvent } from "../../core/api";
+import type { EventPage, EventType, MarketEvent } from "@market/core/api";
 import { ApiError, apiErrorCode } from "./errors";
 
-export type { EventPage, EventType, MarketEvent } from "../../core/api";
+export type { EventPage, EventType, MarketEvent } from "@market/core/api";
 
 /** One message of a Server-Sent Events stream. */
 export interface SseMessage {

@@ -55,11 +55,11 @@ export { ApiError, type ApiErrorBody, type ApiErrorCode, type RowError } from ".
 export { signIn, AccountSession, type SignInOptions, type ApiKeyInfo, type CreatedApiKey } from "./session";
 export type { IndexParams, PostResult, PostStatus, PostTaskInput, PostTasksOptions, PostTasksResult, FundingEvent, FundedEvent } from "./posting";
 export { pinnedEscrowsFromEnv, rpcUrlsFromEnv, guard, type Settlement, type UnsignedTx, type RpcUrls, type PinnedEscrows } from "./chain";
-export { AgentCap, CAPABILITY_TAGS, type CapabilityTag } from "../../core/capabilities";
-export { CHAIN_NAMES, type ChainName } from "../../core/chains";
-export { ERROR_CODES, ERROR_CODE_ALIASES, answeredCode, type ErrorCode, type ErrorCodeAlias } from "../../core/errors";
-export { formatUsdc, parseUsdcDecimal, parseRawAmount } from "../../core/money";
-export { evaluate, type VerificationCriteria, type Verdict } from "../../core/verification";
+export { AgentCap, CAPABILITY_TAGS, type CapabilityTag } from "@market/core/capabilities";
+export { CHAIN_NAMES, type ChainName } from "@market/core/chains";
+export { ERROR_CODES, ERROR_CODE_ALIASES, answeredCode, type ErrorCode, type ErrorCodeAlias } from "@market/core/errors";
+export { formatUsdc, parseUsdcDecimal, parseRawAmount } from "@market/core/money";
+export { evaluate, type VerificationCriteria, type Verdict } from "@market/core/verification";
 export {
   streamEvents,
   eventPage,
@@ -72,4 +72,4 @@ export {
   type EventPage,
   type SseMessage,
 } from "./events";
-export { verifyWebhook, WebhookVerificationError, WEBHOOK_TOLERANCE_SECONDS } from "../../core/webhooks";
+export { verifyWebhook, WebhookVerificationError, WEBHOOK_TOLERANCE_SECONDS } from "@market/core/webhooks";

@@ -5,10 +5,10 @@
  * (client.ts) and the MCP tool `rent_service` both post it through the posting engine with this row.
  */
 import type { PostTaskInput } from "./posting";
-import type { RoundVerdict, ServiceView } from "../../core/api";
-import type { TaskStatus } from "../../core/status";
-import { RENTAL_CRITERIA } from "../../core/verification/criteria";
-import { RENTAL_DURATION_SECONDS } from "../../core/limits";
+import type { RoundVerdict, ServiceView } from "@market/core/api";
+import type { TaskStatus } from "@market/core/status";
+import { RENTAL_CRITERIA } from "@market/core/verification/criteria";
+import { RENTAL_DURATION_SECONDS } from "@market/core/limits";
 
 export interface RentServiceOptions {
   serviceId: number;

@@ -5,10 +5,10 @@
 import { getAddress, Wallet } from "ethers";
 import { createHttp, type Http } from "./http";
 import { clientError } from "./errors";
-import { parseSignInMessage } from "../../core/siwe";
-import type { ApiKeyInfo, ApiKeyList, CreatedApiKey, LoggedOut, NonceAnswer, RevokedApiKey, Session } from "../../core/api";
+import { parseSignInMessage } from "@market/core/siwe";
+import type { ApiKeyInfo, ApiKeyList, CreatedApiKey, LoggedOut, NonceAnswer, RevokedApiKey, Session } from "@market/core/api";
 
-export type { ApiKeyInfo, CreatedApiKey } from "../../core/api";
+export type { ApiKeyInfo, CreatedApiKey } from "@market/core/api";
 
 export interface SignInOptions {
   /** The wallet's private key (0x-hex): it signs the sign-in message, here. */

@@ -4,7 +4,7 @@
  * is one API call; refusals are `ApiError`s with the API's code (SKILL_NOT_FOUND, SKILL_NEEDS_SECRETS...).
  */
 import type { Http } from "./http";
-import { MAX_OPENAPI_BYTES } from "../../core/openapi-import";
+import { MAX_OPENAPI_BYTES } from "@market/core/openapi-import";
 import { clientError } from "./errors";
 import type {
   CreateSkillBody,
@@ -16,7 +16,7 @@ import type {
   SkillView,
   UpdateAgentBody,
   UpdateSkillBody,
-} from "../../core/api";
+} from "@market/core/api";
 
 export type { CreateSkillBody, ImportedDrafts, ImportSkillBody, InstalledSkill, SkillList, SkillView, UpdateAgentBody, UpdateSkillBody };
 

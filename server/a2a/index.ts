@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { JsonRpcBody } from "../../core/api";
-import { MarketError } from "../../core/errors";
+import { JsonRpcBody } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
 import { createA2aMethods } from "./methods";
 import { RPC, type A2aDeps, type Caller, type Id, type RpcError, type RpcResponse, RpcFailure } from "./rpc";
 import { createA2aStreams } from "./stream";

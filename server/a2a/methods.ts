@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Principal } from "../auth/principal";
-import { checkCapabilities } from "../../core/capabilities";
-import { MarketError } from "../../core/errors";
+import { checkCapabilities } from "@market/core/capabilities";
+import { MarketError } from "@market/core/errors";
 import { a2aTask, RPC, RpcFailure, type A2aDeps, type Caller } from "./rpc";
 
 const LIST_LIMIT = 100;

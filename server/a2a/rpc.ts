@@ -6,8 +6,8 @@ import type { AgentRegistry } from "../agents";
 import type { Db } from "../db";
 import type { EventFeed } from "../events";
 import type { WebhookStore } from "../webhooks";
-import type { TaskView } from "../../core/api";
-import type { TaskStatus } from "../../core/status";
+import type { TaskView } from "@market/core/api";
+import type { TaskStatus } from "@market/core/status";
 
 /** JSON-RPC 2.0 and A2A error codes. */
 export const RPC = {

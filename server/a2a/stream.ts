@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { lastCursor, readEvents, walletsOf } from "../events";
-import { A2A_FINAL_STATES, a2aStatusUpdate, type TaskView } from "../../core/api";
+import { A2A_FINAL_STATES, a2aStatusUpdate, type TaskView } from "@market/core/api";
 import type { A2aMethods } from "./methods";
 import { a2aTask, RpcFailure, type A2aDeps, type Caller } from "./rpc";
 

@@ -10,10 +10,10 @@ import type { Db } from "../db";
 import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
 import { createWindows, rateLimited } from "../http/rate-limit";
-import { AdminDisputes, asAddress, asRawAmount, asTaskHash, Envelope, type AwaitingRuling } from "../../core/api";
-import { Ending, EscrowStatus, STATUSES_FOR, toEscrowStatus, windowEndsAt } from "../../core/escrow";
-import { MarketError } from "../../core/errors";
-import { isChainName } from "../../core/chains";
+import { AdminDisputes, asAddress, asRawAmount, asTaskHash, Envelope, type AwaitingRuling } from "@market/core/api";
+import { Ending, EscrowStatus, STATUSES_FOR, toEscrowStatus, windowEndsAt } from "@market/core/escrow";
+import { MarketError } from "@market/core/errors";
+import { isChainName } from "@market/core/chains";
 
 /** Wrong admin keys one client IP may send per minute before it is answered 429. */
 export const ADMIN_FAILURES_PER_MINUTE = 10;

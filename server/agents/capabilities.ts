@@ -1,5 +1,5 @@
-import { CAPABILITY_TAG_RULE, checkCapabilities } from "../../core/capabilities";
-import { MarketError } from "../../core/errors";
+import { CAPABILITY_TAG_RULE, checkCapabilities } from "@market/core/capabilities";
+import { MarketError } from "@market/core/errors";
 
 /** Tags from an API list: well-formed tags only (core/capabilities.ts), each refusal named. */
 export function capabilityTags(entries: readonly string[], field: string): string[] {

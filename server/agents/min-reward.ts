@@ -1,4 +1,4 @@
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 
 /** Rentals ignore the agent's minimum; every other task, pinned ones included, respects it. */
 export function minRewardRefusal(minReward: string | null, amount: bigint, serviceId: number | null): MarketError | undefined {

@@ -1,14 +1,14 @@
 import { getAddress } from "ethers";
 import type { Db } from "../db";
 import { json } from "../db";
-import { LEGACY_AGENT_CHAIN, type ChainName } from "../../core/chains";
-import { MarketError } from "../../core/errors";
-import { normalizePublicKey } from "../../core/crypto";
-import { checksumAddress } from "../../core/addresses";
-import { FRESH_REPUTATION } from "../../core/reputation";
-import { asAddress, asRawAmount, type AgentProfile } from "../../core/api";
+import { LEGACY_AGENT_CHAIN, type ChainName } from "@market/core/chains";
+import { MarketError } from "@market/core/errors";
+import { normalizePublicKey } from "@market/core/crypto";
+import { checksumAddress } from "@market/core/addresses";
+import { FRESH_REPUTATION } from "@market/core/reputation";
+import { asAddress, asRawAmount, type AgentProfile } from "@market/core/api";
 
-export type { AgentProfile } from "../../core/api";
+export type { AgentProfile } from "@market/core/api";
 
 /** A registered agent with the account that registered it (to tell agents of one owner apart). */
 export interface RegisteredAgent {

@@ -4,10 +4,10 @@ import { addressParam } from "../http/params";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import type { AgentRegistry } from "./registry";
 import { capabilityQuery, capabilityTags } from "./capabilities";
-import { AddressParams, AgentAnswer, Envelope, ExecutorsAnswer, ExecutorsQuery, RegisterBody } from "../../core/api";
-import { isChainName } from "../../core/chains";
-import { MarketError } from "../../core/errors";
-import { MAX_UINT256 } from "../../core/limits";
+import { AddressParams, AgentAnswer, Envelope, ExecutorsAnswer, ExecutorsQuery, RegisterBody } from "@market/core/api";
+import { isChainName } from "@market/core/chains";
+import { MarketError } from "@market/core/errors";
+import { MAX_UINT256 } from "@market/core/limits";
 
 /** The prefix app.ts registers `agentRoutes` under. */
 export const AGENTS_PREFIX = "/api/v1/a2a";

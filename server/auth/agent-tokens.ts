@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "../db";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import type { Clock } from "../http/types";
 import { sha256Hex } from "./api-keys";
 import type { Principal } from "./principal";

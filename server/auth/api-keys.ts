@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { MAX_SERIAL_ID, type Db } from "../db";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import type { Clock } from "../http/types";
 import type { Accounts } from "./accounts";
 import type { Principal } from "./principal";

@@ -1,5 +1,5 @@
 import type { Db } from "../db";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import { presentedCredential, type Headers } from "../http/credentials";
 import type { Clock } from "../http/types";
 import { createAccounts } from "./accounts";

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { Auth } from "./index";
 import { authenticated, principalOf, signedIn } from "./hook";
 import { CREDENTIALS, SESSION, errorResponses, ok } from "../http/schemas";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import {
   ApiKeyList,
   ApiKeyParams,
@@ -19,7 +19,7 @@ import {
   SignedMessage,
   WhoAmI,
   asAddress,
-} from "../../core/api";
+} from "@market/core/api";
 
 /** The prefix app.ts registers `sessionRoutes` under. */
 export const SESSION_PREFIX = "/api/v1/auth";

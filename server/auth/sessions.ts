@@ -1,13 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { getAddress, verifyMessage } from "ethers";
 import { retryConflicts, type Db } from "../db";
-import { MarketError } from "../../core/errors";
-import { formatSignInMessage, parseSignInMessage } from "../../core/siwe";
+import { MarketError } from "@market/core/errors";
+import { formatSignInMessage, parseSignInMessage } from "@market/core/siwe";
 import type { Clock } from "../http/types";
 import type { Accounts } from "./accounts";
 import { sha256Hex } from "./api-keys";
 import type { Principal } from "./principal";
-import type { NoncePurpose } from "../../core/api";
+import type { NoncePurpose } from "@market/core/api";
 
 export const NONCE_TTL_MS = 10 * 60_000;
 /** How far a message's issue time may lie ahead of the server's clock. */

@@ -1,6 +1,6 @@
 import type { Interface } from "ethers";
 import type { Chain } from "./index";
-import { asAddress, type UnsignedTx } from "../../core/api";
+import { asAddress, type UnsignedTx } from "@market/core/api";
 
 /** Escrow functions users sign themselves. */
 export type UserCall =

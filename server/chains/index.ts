@@ -2,9 +2,9 @@ import type { JsonRpcProvider, Provider } from "ethers";
 import { ChainRpcProvider } from "./rpc";
 import { TaskEscrow__factory, type TaskEscrow } from "../../typechain-types";
 import type { ChainConfig } from "../config";
-import type { ChainName } from "../../core/chains";
-import { MarketError } from "../../core/errors";
-import { isCallRevert } from "../../core/revert";
+import type { ChainName } from "@market/core/chains";
+import { MarketError } from "@market/core/errors";
+import { isCallRevert } from "@market/core/revert";
 
 export interface BatchCreate {
   supported: boolean;

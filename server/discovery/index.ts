@@ -3,11 +3,11 @@ import type { AgentProfile, AgentRegistry } from "../agents";
 import type { AgentIdentityView, IdentityLookup } from "../identity";
 import type { ServiceStore } from "../services";
 import { errorResponses } from "../http/schemas";
-import { AgentCardParams, Card, type ServiceView } from "../../core/api";
-import { formatUsdc } from "../../core/money";
-import { USDC_DECIMALS } from "../../core/limits";
+import { AgentCardParams, Card, type ServiceView } from "@market/core/api";
+import { formatUsdc } from "@market/core/money";
+import { USDC_DECIMALS } from "@market/core/limits";
 import { addressParam } from "../http/params";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 
 export const AGENT_CARD_PATH = "/.well-known/agents/{address}.json";
 const PROTOCOL_VERSION = "0.3.0";

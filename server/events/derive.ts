@@ -1,8 +1,8 @@
 import type { Insertable, Transaction } from "kysely";
 import type { Database, ListingsTable } from "../db/schema";
 import type { ChainEvent } from "../indexer/events";
-import type { EventType } from "../../core/api/events";
-import { isPayout, toEnding, type EscrowEventName } from "../../core/escrow";
+import type { EventType } from "@market/core/api/events";
+import { isPayout, toEnding, type EscrowEventName } from "@market/core/escrow";
 import type { EventDraft } from "./log";
 
 /** The escrow events that become log events, by the type they become. Escrow-wide events (fees, pauses) do not. */

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from "kysely";
 import type { Database } from "../db/schema";
-import type { EventType } from "../../core/api/events";
+import type { EventType } from "@market/core/api/events";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 

@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema";
 import type { Principal } from "../auth/principal";
-import { asTaskHash, type EventType, type MarketEvent } from "../../core/api";
-import type { ChainName } from "../../core/chains";
+import { asTaskHash, type EventType, type MarketEvent } from "@market/core/api";
+import type { ChainName } from "@market/core/chains";
 import { lastCursor } from "./log";
 
 /** What one reader may see and wants: a chain's events after a cursor, filtered. */

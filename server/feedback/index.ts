@@ -19,9 +19,9 @@ import {
   TaskMessages,
   asAddress,
   asTaskHash,
-} from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { EscrowStatus } from "../../core/escrow";
+} from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { EscrowStatus } from "@market/core/escrow";
 
 export interface FeedbackDeps {
   auth: Authenticate;

@@ -3,8 +3,8 @@ import type { Db } from "../db";
 import type { ChainRegistry } from "../chains";
 import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
-import { Envelope, Liveness, Readiness, SettlementAnswer, asAddress } from "../../core/api";
-import { MarketError } from "../../core/errors";
+import { Envelope, Liveness, Readiness, SettlementAnswer, asAddress } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
 import { escrowPaused } from "../tasks";
 
 /** A chain is ready when its indexer is at most this many blocks behind its confirmation depth. */

@@ -7,7 +7,7 @@ import type { SkillStore } from "../skills";
 import type { HostedStore } from "./store";
 import type { DeployFees } from "./fees";
 import type { HostedRunners } from "./runner";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 
 /** The settlement token's calls the service makes from an agent's wallet. */
 export const ERC20 = ["function balanceOf(address) view returns (uint256)", "function transfer(address to, uint256 amount) returns (bool)"];

@@ -1,7 +1,7 @@
 /** Messages between a hosted agent's owner and the agent (server/hosted/service.ts binds the operations). */
 import type { Principal } from "../auth";
-import type { AgentMessage } from "../../core/api";
-import { MarketError } from "../../core/errors";
+import type { AgentMessage } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
 import { appendMessage, MESSAGE_RETENTION_MS, MESSAGES_KEPT } from "./messages";
 import type { HostedAgentsDeps } from "./agent-deps";
 

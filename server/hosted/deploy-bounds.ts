@@ -3,8 +3,8 @@
  * deploy window, the quota, the fee or any sealing, so a body past them costs the server next to nothing and nothing
  * of the account (no deploy counted, no fee used). The 1 MiB body limit alone allowed about 108,000 secrets.
  */
-import { MarketError } from "../../core/errors";
-import type { DeployAgentBody } from "../../core/api";
+import { MarketError } from "@market/core/errors";
+import type { DeployAgentBody } from "@market/core/api";
 
 /** Tools per agent. */
 export const MAX_TOOLS = 20;

@@ -1,8 +1,8 @@
 import { getAddress, id as topicOf, AbiCoder } from "ethers";
 import { chainCall, type Chain } from "../chains";
 import type { Db } from "../db";
-import { MarketError } from "../../core/errors";
-import { asAddress, asRawAmount, type DeployFeeTerms } from "../../core/api";
+import { MarketError } from "@market/core/errors";
+import { asAddress, asRawAmount, type DeployFeeTerms } from "@market/core/api";
 
 const TRANSFER_TOPIC = topicOf("Transfer(address,address,uint256)");
 /** The escrow's treasury is read again after this long. */

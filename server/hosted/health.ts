@@ -2,7 +2,7 @@ import { getAddress } from "ethers";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { ChainRegistry } from "../chains";
 import { errorResponses, ok } from "../http/schemas";
-import { BridgeHealth, Envelope, asAddress } from "../../core/api";
+import { BridgeHealth, Envelope, asAddress } from "@market/core/api";
 import type { GasSponsor } from "./sponsor";
 
 /** How long each chain's verifier() read is reused by `GET /health/bridge` (issue 23: a public route makes no chain read per request). */

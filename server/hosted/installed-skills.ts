@@ -3,8 +3,8 @@
  * the skill changes nothing until the owner removes and reinstalls it), and how snapshots join the agent at start:
  * instructions appended, tools added (a name already taken becomes `<slug>__<name>`), tags added to capabilities.
  */
-import { MAX_TOOL_NAME_CHARS, type InstalledSkill, type StoredTool } from "../../core/api";
-import { MarketError } from "../../core/errors";
+import { MAX_TOOL_NAME_CHARS, type InstalledSkill, type StoredTool } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
 import type { SkillForInstall } from "../skills";
 import { checkNames, functionNames, prepareTools } from "./tools";
 

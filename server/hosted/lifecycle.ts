@@ -3,9 +3,9 @@ import { Contract } from "ethers";
 import { json } from "../db";
 import { chainCall } from "../chains";
 import type { Principal } from "../auth";
-import type { OwnedAgentView } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { Ending } from "../../core/escrow";
+import type { OwnedAgentView } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { Ending } from "@market/core/escrow";
 import { forgetMessages } from "./messages";
 import { ERC20, type HostedAgentsDeps } from "./agent-deps";
 

@@ -7,7 +7,7 @@
  */
 import type { Transaction } from "kysely";
 import type { Database, Db } from "../db";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 
 /** Messages one side (the owner, or the agent) may send in any 24 hours. */
 export const MESSAGES_PER_DAY = 100;

@@ -24,9 +24,9 @@ import {
   InstalledSkill,
   InstalledSkills,
   UpdateAgentBody,
-} from "../../core/api";
+} from "@market/core/api";
 import { Type } from "@sinclair/typebox";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import type { HostedAgents } from "./service";
 import type { HostedStore } from "./store";
 

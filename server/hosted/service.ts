@@ -1,12 +1,12 @@
 import { isUniqueViolation, json } from "../db";
 import type { Principal } from "../auth";
-import type { OwnedAgentView, StoredTool, UpdateAgentBody } from "../../core/api";
+import type { OwnedAgentView, StoredTool, UpdateAgentBody } from "@market/core/api";
 import { checkTools, prepareTools } from "./tools";
 import { installedView, snapshotOf, withSkills, type SkillSnapshot } from "./installed-skills";
-import { BUILTIN_TOOLS, MAX_SKILLS_PER_AGENT, type InstalledSkill } from "../../core/api";
+import { BUILTIN_TOOLS, MAX_SKILLS_PER_AGENT, type InstalledSkill } from "@market/core/api";
 import { capabilityTags } from "../agents";
-import { MarketError } from "../../core/errors";
-import { MAX_UINT256 } from "../../core/limits";
+import { MarketError } from "@market/core/errors";
+import { MAX_UINT256 } from "@market/core/limits";
 import { checkDeployBounds } from "./deploy-bounds";
 import { invalid, type HostedAgentsDeps } from "./agent-deps";
 import { createDeploy } from "./deploy";

@@ -3,8 +3,8 @@ import { json, type Db, type Database } from "../db";
 import type { HostedAgent } from "../db/schema";
 import type { Vault } from "./vault";
 import type { Principal } from "../auth";
-import { MarketError } from "../../core/errors";
-import { sealToPublicKey } from "../../core/crypto";
+import { MarketError } from "@market/core/errors";
+import { sealToPublicKey } from "@market/core/crypto";
 import {
   BUILTIN_TOOLS,
   asAddress,
@@ -14,7 +14,7 @@ import {
   type OwnedAgentView,
   type PublicTool,
   type StoredTool,
-} from "../../core/api";
+} from "@market/core/api";
 import { MAX_SERIAL_ID } from "../db";
 import { installedView, withSkills, type SkillSnapshot } from "./installed-skills";
 import { appendEvents } from "../events";

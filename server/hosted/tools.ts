@@ -13,9 +13,9 @@ import {
   type JsEvalTool,
   type SandboxTool,
   type StoredTool,
-} from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { substituteInput } from "../../core/sandbox";
+} from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { substituteInput } from "@market/core/sandbox";
 import type { Sandbox } from "../sandbox";
 import { privateUrlReason } from "./runner/bounds";
 import { toolOrigin } from "./runner/tools";

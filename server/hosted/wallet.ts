@@ -5,10 +5,10 @@
 import { Contract, Wallet, getAddress } from "ethers";
 import { chainCall, chainUnavailable, type Chain } from "../chains";
 import type { Principal } from "../auth";
-import type { ExportedKey, WithdrawBody, Withdrawal } from "../../core/api";
-import { asAddress, asRawAmount } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { isNodeRefusal } from "../../core/revert";
+import type { ExportedKey, WithdrawBody, Withdrawal } from "@market/core/api";
+import { asAddress, asRawAmount } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { isNodeRefusal } from "@market/core/revert";
 import type { HostedAgent } from "../db/schema";
 import { ERC20, type HostedAgentsDeps } from "./agent-deps";
 import type { Lifecycle } from "./lifecycle";

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { redactUrls } from "../../core/text";
-import { ERROR_CODES, MarketError, type ErrorCode, type ErrorCodeAlias, type ErrorDetail } from "../../core/errors";
+import { redactUrls } from "@market/core/text";
+import { ERROR_CODES, MarketError, type ErrorCode, type ErrorCodeAlias, type ErrorDetail } from "@market/core/errors";
 
-export { MarketError } from "../../core/errors";
+export { MarketError } from "@market/core/errors";
 
 /** Shorthand for throwing a coded error from a route or service. */
 export function fail(

@@ -1,6 +1,6 @@
-import { asAddress, asTaskHash, type Address, type TaskHash } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { parseAgentAddress } from "../../core/task-fields";
+import { asAddress, asTaskHash, type Address, type TaskHash } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { parseAgentAddress } from "@market/core/task-fields";
 
 /**
  * A 0x address from a path or a body field, checksummed: any letter case, but a mixed-case one must carry a valid

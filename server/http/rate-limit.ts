@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import type { RateLimitConfig } from "../config";
 import type { Db } from "../db";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import { presentedCredential } from "./credentials";
 
 interface Window {

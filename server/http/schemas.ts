@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { ErrorEnvelope } from "../../core/api";
+import { ErrorEnvelope } from "@market/core/api";
 
 /** Error answers every route may give, referenced from each route's response schema. */
 export const errorResponses = (...statuses: number[]) =>

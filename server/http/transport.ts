@@ -13,9 +13,9 @@ import type { ServerConfig } from "../config";
 import { MarketError, errorBody, sendError } from "./errors";
 import { createRateLimiter } from "./rate-limit";
 import { memoizedSchemaCompilers } from "./schema-compilers";
-import { ADDRESS_FORMAT, ErrorEnvelope } from "../../core/api";
-import type { ErrorCode } from "../../core/errors";
-import { hasLoneSurrogate } from "../../core/text";
+import { ADDRESS_FORMAT, ErrorEnvelope } from "@market/core/api";
+import type { ErrorCode } from "@market/core/errors";
+import { hasLoneSurrogate } from "@market/core/text";
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 

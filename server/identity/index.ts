@@ -14,9 +14,9 @@ import type { ChainRegistry } from "../chains";
 import type { Outbox } from "../outbox";
 import type { Clock } from "../http/types";
 import { AgentIdentity__factory } from "../../typechain-types";
-import { identityMetadataHash } from "../../core/registries";
-import type { AgentIdentityRef } from "../../core/api";
-import type { ChainName } from "../../core/chains";
+import { identityMetadataHash } from "@market/core/registries";
+import type { AgentIdentityRef } from "@market/core/api";
+import type { ChainName } from "@market/core/chains";
 import { AGENT_WALLET_KEY, METADATA_HASH_KEY } from "./projection";
 
 export { createIdentityProjection, AGENT_WALLET_KEY, METADATA_HASH_KEY } from "./projection";

@@ -2,7 +2,7 @@ import type { Transaction } from "kysely";
 import type { Database } from "../db/schema";
 import { fromRegistryEventRow } from "../indexer/events";
 import type { RegistryProjection } from "../indexer/projection";
-import { agentWalletOf, type RegistryLog } from "../../core/registries";
+import { agentWalletOf, type RegistryLog } from "@market/core/registries";
 import { ZeroAddress } from "ethers";
 
 type Trx = Transaction<Database>;

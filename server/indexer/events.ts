@@ -1,12 +1,12 @@
 import type { Selectable, Insertable } from "kysely";
 import type { EscrowEventsTable, RegistryEventsTable } from "../db/schema";
 import type { RawLog } from "./node";
-import { compareLogs, decodeEscrowLog, storedEscrowEvent, type EscrowLog, type LogPosition } from "../../core/escrow";
-import { decodeRegistryLog, registrySubject, storedRegistryEvent, type RegistryLog, type RegistryName } from "../../core/registries";
+import { compareLogs, decodeEscrowLog, storedEscrowEvent, type EscrowLog, type LogPosition } from "@market/core/escrow";
+import { decodeRegistryLog, registrySubject, storedRegistryEvent, type RegistryLog, type RegistryName } from "@market/core/registries";
 
 /** One escrow log as the indexer keeps it (a row of escrow_events, with its args parsed); decoded by core/escrow. */
 export type ChainEvent = EscrowLog;
-export { UNKNOWN_EVENT, type EscrowEventArgs } from "../../core/escrow";
+export { UNKNOWN_EVENT, type EscrowEventArgs } from "@market/core/escrow";
 
 /** Blocks, then logs within a block: the order the chain emitted them. */
 export const compareEvents = compareLogs;

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema";
 import type { ChainEvent } from "./events";
-import type { RegistryLog } from "../../core/registries";
+import type { RegistryLog } from "@market/core/registries";
 
 /**
  * A read model built from the escrow's events. The indexer calls `apply` with each new range's events inside the

@@ -7,7 +7,7 @@ import { lockCursor, moveCursor, prepareCursorStatements, readCursor, rememberBl
 import { compareEvents, decodeLog, decodeRegistryRawLog, toEventRow, toRegistryEventRow, type ChainEvent } from "./events";
 import { createBlockRange, type BlockRangeOptions } from "./log-range";
 import { isRegistryProjection, type AnyProjection } from "./projection";
-import type { RegistryLog, RegistryName } from "../../core/registries";
+import type { RegistryLog, RegistryName } from "@market/core/registries";
 import { ChainMovedError, readHeader, readLogs, type IndexerProvider, type RawLog } from "./node";
 import { findCommonAncestor, rollbackTo } from "./reorg";
 import { createTaskProjection } from "./task-projection";

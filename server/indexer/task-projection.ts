@@ -11,7 +11,7 @@ import {
   type EscrowState,
   type ProjectedTask,
   type TaskSnapshot,
-} from "../../core/escrow";
+} from "@market/core/escrow";
 import type { Database, EscrowStateTable, EscrowTasksTable } from "../db/schema";
 import { compareEvents, fromEventRow, type ChainEvent } from "./events";
 import type { Projection } from "./projection";

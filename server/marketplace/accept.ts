@@ -3,10 +3,10 @@ import { withNameLocked } from "../db/locks";
 import { listedFields, loadTask, requireLive, waitForIndexer, type Assignment, type TaskContext } from "../tasks";
 import { OutboxRevert, requireOutbox } from "../outbox";
 import { refusalFor, registeredAgent, wrappedKeyOf, type MarketplaceDeps } from "./deps";
-import { asAddress, asTaskHash, type Assigned, type DeclineAnswer } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { Ending, EscrowStatus, statusName } from "../../core/escrow";
-import { undeliveredAssignmentCap } from "../../core/reputation";
+import { asAddress, asTaskHash, type Assigned, type DeclineAnswer } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { Ending, EscrowStatus, statusName } from "@market/core/escrow";
+import { undeliveredAssignmentCap } from "@market/core/reputation";
 import { createSharedWindows, rateLimited } from "../http/rate-limit";
 import { DEFAULT_ABUSE } from "../config";
 

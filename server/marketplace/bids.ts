@@ -1,8 +1,8 @@
 import type { AgentProfile, AgentRegistry } from "../agents";
 import { loadTask, normalizeWrappedKeys } from "../tasks";
 import { refusalFor, registeredAgent, type MarketplaceDeps } from "./deps";
-import { asAddress, asTaskHash, type AddKeysAnswer, type BidAnswer, type BidsAnswer } from "../../core/api";
-import { MarketError } from "../../core/errors";
+import { asAddress, asTaskHash, type AddKeysAnswer, type BidAnswer, type BidsAnswer } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
 
 export type Bidding = ReturnType<typeof createBidding>;
 

@@ -1,4 +1,4 @@
-import { publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../core/crypto";
+import { publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "@market/core/crypto";
 
 export type Custody = ReturnType<typeof createCustody>;
 

@@ -1,19 +1,19 @@
 import { getAddress, Transaction } from "ethers";
 import type { Db } from "../db";
 import { chainCall, chainUnavailable, type ChainRegistry } from "../chains";
-import { redactUrls } from "../../core/text";
+import { redactUrls } from "@market/core/text";
 import { unsignedCall } from "../chains/calls";
 import { escrowPaused, loadTask, statusOf as statusAt, type Delivery, type TaskContext } from "../tasks";
 import { taskSnapshotOf } from "../indexer/task-projection";
 import type { AutoVerification } from "../verification";
 import type { Clock } from "../http/types";
 import { refusalError } from "./refusals";
-import { isAlreadySent, isNodeRefusal } from "../../core/revert";
-import type { Delivered, EvidenceSent, Finalized } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { canDeliver } from "../../core/escrow";
-import { resultHash } from "../../core/crypto";
-import type { TaskStatus } from "../../core/status";
+import { isAlreadySent, isNodeRefusal } from "@market/core/revert";
+import type { Delivered, EvidenceSent, Finalized } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { canDeliver } from "@market/core/escrow";
+import { resultHash } from "@market/core/crypto";
+import type { TaskStatus } from "@market/core/status";
 
 export interface DeliveryDeps {
   db: Db;

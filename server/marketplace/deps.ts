@@ -8,7 +8,7 @@ import type { AbuseConfig } from "../config";
 import type { Offers } from "./offers";
 import type { Custody } from "./custody";
 import { refusal } from "./eligibility";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 
 /** What taking a task (accepting, bidding) depends on. */
 export interface MarketplaceDeps {

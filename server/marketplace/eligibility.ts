@@ -1,9 +1,9 @@
 import type { ListingWithAmount } from "../db/schema";
 import { minRewardRefusal, type AgentProfile } from "../agents";
 import { listedFields } from "../tasks/listing-codec";
-import { MarketError } from "../../core/errors";
-import { agentChains } from "../../core/chains";
-import { EscrowStatus, isOpen } from "../../core/escrow";
+import { MarketError } from "@market/core/errors";
+import { agentChains } from "@market/core/chains";
+import { EscrowStatus, isOpen } from "@market/core/escrow";
 
 /** The agent side of an eligibility check. */
 export interface Candidate {

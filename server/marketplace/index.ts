@@ -24,7 +24,7 @@ import {
   SettlementTx,
   TaskActionParams,
   type SettlementAction,
-} from "../../core/api";
+} from "@market/core/api";
 
 /** Taking, delivering and settling tasks. */
 export { createAccepting, ACCEPT_LOCK_TTL_MS, type Accepting } from "./accept";

@@ -4,8 +4,8 @@ import { listedFields, listingChain } from "../tasks/listing-codec";
 import type { ListingWithAmount } from "../db/schema";
 import type { AgentRegistry } from "../agents";
 import { refusal, type Exclusion } from "./eligibility";
-import { decayedScore, earnsBadge, offerRank } from "../../core/reputation";
-import { MarketError } from "../../core/errors";
+import { decayedScore, earnsBadge, offerRank } from "@market/core/reputation";
+import { MarketError } from "@market/core/errors";
 
 /** How many registered agents are ranked for one offer. */
 const CANDIDATES = 500;

@@ -5,9 +5,9 @@ import { escrowPaused, loadTask, type TaskContext } from "../tasks";
 import { taskSnapshotOf } from "../indexer/task-projection";
 import type { Clock } from "../http/types";
 import { refusalError, type EscrowAction } from "./refusals";
-import { asTaskHash, type SettlementTx } from "../../core/api";
-import { canCancel, canClaim, canDispute, canRelease, canReleaseUnjudged, claimOutcome, type Check, type TaskSnapshot } from "../../core/escrow";
-import { taskStatus } from "../../core/status";
+import { asTaskHash, type SettlementTx } from "@market/core/api";
+import { canCancel, canClaim, canDispute, canRelease, canReleaseUnjudged, claimOutcome, type Check, type TaskSnapshot } from "@market/core/escrow";
+import { taskStatus } from "@market/core/status";
 
 type Loaded = TaskContext & { task: TaskSnapshot; paused: boolean; nowSeconds: number };
 

@@ -1,7 +1,7 @@
-import { MarketError } from "../../core/errors";
-import { EscrowStatus, sameAddress, type EscrowRefusal, type TaskSnapshot } from "../../core/escrow";
-import type { TaskStatus } from "../../core/status";
-import type { SettlementAction } from "../../core/api";
+import { MarketError } from "@market/core/errors";
+import { EscrowStatus, sameAddress, type EscrowRefusal, type TaskSnapshot } from "@market/core/escrow";
+import type { TaskStatus } from "@market/core/status";
+import type { SettlementAction } from "@market/core/api";
 
 /** The API actions answered from an escrow precondition (core/escrow), named as the routes name them. */
 export type EscrowAction = SettlementAction | "deliver";

@@ -17,7 +17,7 @@ import type { Db } from "../db";
 import type { AgentTokens, Principal } from "../auth";
 import type { HostedAgents } from "../hosted";
 import type { HostedStore } from "../hosted/store";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import { MarketClient, type MarketClientOptions, type PinnedEscrows, type RpcUrls } from "../../sdk/src";
 import { serviceQuotes, type McpSurface } from "../../sdk/src/mcp";
 import { callPoster, type Reporter } from "../../sdk/src/posting/journal";

@@ -18,7 +18,7 @@ import { chainCall } from "../chains";
 import { presentedCredential } from "../http/credentials";
 import { errorResponses } from "../http/schemas";
 import { AGENT_HEADER, agentIdOf, custodySurface, type CustodyDeps } from "./custody";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import { loggableError } from "../http/errors";
 import { IERC20__factory } from "../../typechain-types/factories/@openzeppelin/contracts/token/ERC20/IERC20__factory";
 import { MarketClient, type TaskWatch } from "../../sdk/src";

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { authenticated, principalOf, type Authenticate } from "../auth";
 import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
 import type { QuoteStore } from "./quotes";
-import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, QuoteRedeemed } from "../../core/api";
+import { Envelope, QuoteCreateBody, QuoteCreated, QuoteParams, QuoteRedeemBody, QuoteRedeemed } from "@market/core/api";
 
 /** The prefix app.ts registers `quoteRoutes` under. */
 export const QUOTES_PREFIX = "/api/v1/mcp/quotes";

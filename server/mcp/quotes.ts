@@ -7,8 +7,8 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "../db";
 import type { Clock } from "../http/types";
-import { MarketError } from "../../core/errors";
-import { DAY_SECONDS, MCP_QUOTE_TTL_MS } from "../../core/limits";
+import { MarketError } from "@market/core/errors";
+import { DAY_SECONDS, MCP_QUOTE_TTL_MS } from "@market/core/limits";
 import { rateLimited } from "../http/rate-limit";
 
 /**

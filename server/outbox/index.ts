@@ -1,4 +1,4 @@
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 import { createRequests } from "./requests";
 import { createSender } from "./sender";
 import type { OutboxOptions } from "./types";

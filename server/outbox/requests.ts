@@ -5,8 +5,8 @@
 import type { TransactionRequest } from "ethers";
 import { chainCall, chainUnavailable } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
-import { decodeRevert, isCallRevert } from "../../core/revert";
-import { MarketError } from "../../core/errors";
+import { decodeRevert, isCallRevert } from "@market/core/revert";
+import { MarketError } from "@market/core/errors";
 import type { Chain } from "../chains";
 import { OutboxRevert, revertOf, type Entry, type Sent } from "./types";
 

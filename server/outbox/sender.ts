@@ -4,7 +4,7 @@
  */
 import { type TransactionReceipt, type TransactionRequest } from "ethers";
 import { json } from "../db";
-import { decodeRevert } from "../../core/revert";
+import { decodeRevert } from "@market/core/revert";
 import { OutboxRevert, signedEntry, type OutboxContext, type SignedEntry } from "./types";
 import { createSigning, type NonceFloor } from "./signing";
 

@@ -7,7 +7,7 @@ import type { Transaction as DbTransaction } from "kysely";
 import { chainCall } from "../chains";
 import { json, type Database } from "../db";
 import { sql } from "kysely";
-import { isAlreadySent } from "../../core/revert";
+import { isAlreadySent } from "@market/core/revert";
 import { OutboxRevert, revertJson, signedEntry, type Entry, type OutboxContext, type SignedEntry } from "./types";
 
 /** Whether the key's nonce row has been raised to the chain's count since this process became the sender. */

@@ -10,9 +10,9 @@ import { errorResponses, ok } from "../http/schemas";
 import { addressParam } from "../http/params";
 import { ADMIN_KEY, type RequireAdmin } from "../admin";
 import { capabilityTags } from "../agents";
-import { BadgeParams, Envelope, GrantBadgeBody, GrantedBadge, RevokedBadge, asAddress, type Badges, type VerifiedBadge } from "../../core/api";
-import { earnsBadge } from "../../core/reputation";
-import { MarketError } from "../../core/errors";
+import { BadgeParams, Envelope, GrantBadgeBody, GrantedBadge, RevokedBadge, asAddress, type Badges, type VerifiedBadge } from "@market/core/api";
+import { earnsBadge } from "@market/core/reputation";
+import { MarketError } from "@market/core/errors";
 
 /** The agent's record: per tag and per public skill, the badges earned, and the verified ones. */
 export async function agentBadges(db: Db, address: string): Promise<Badges> {

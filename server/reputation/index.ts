@@ -2,10 +2,10 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { Db } from "../db";
 import type { Clock } from "../http/types";
 import { errorResponses, ok } from "../http/schemas";
-import { AddressParams, Badges, Envelope, Leaderboard, LeaderboardQuery, Reputation, asAddress } from "../../core/api";
+import { AddressParams, Badges, Envelope, Leaderboard, LeaderboardQuery, Reputation, asAddress } from "@market/core/api";
 import { addressParam } from "../http/params";
 import { agentBadges } from "./badges";
-import { decayedScore, FRESH_REPUTATION, onChainAverageScore, onChainScore, type OnChainRecord } from "../../core/reputation";
+import { decayedScore, FRESH_REPUTATION, onChainAverageScore, onChainScore, type OnChainRecord } from "@market/core/reputation";
 
 export { createReputationProjection } from "./projection";
 export { createOnchainReputationProjection } from "./onchain-projection";

@@ -2,7 +2,7 @@ import type { Transaction } from "kysely";
 import type { Database } from "../db/schema";
 import { fromRegistryEventRow } from "../indexer/events";
 import type { RegistryProjection } from "../indexer/projection";
-import type { RegistryLog } from "../../core/registries";
+import type { RegistryLog } from "@market/core/registries";
 
 type Trx = Transaction<Database>;
 

@@ -14,8 +14,8 @@ import {
   type CreditRule,
   type ReputationEvent,
   type ReputationState,
-} from "../../core/reputation";
-import { applyTaskEvent, Ending, toEnding, type EscrowEventName, type ProjectedTask } from "../../core/escrow";
+} from "@market/core/reputation";
+import { applyTaskEvent, Ending, toEnding, type EscrowEventName, type ProjectedTask } from "@market/core/escrow";
 
 type Trx = Transaction<Database>;
 /** Rows or keys per statement, as the task projection reads them. */

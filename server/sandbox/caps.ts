@@ -7,7 +7,7 @@
 import { sql } from "kysely";
 import type { Db } from "../db";
 import { createSharedWindows } from "../http/rate-limit";
-import { MarketError } from "../../core/errors";
+import { MarketError } from "@market/core/errors";
 
 const DAY_MS = 86_400_000;
 

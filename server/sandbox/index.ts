@@ -6,14 +6,14 @@
  */
 import type { Db } from "../db";
 import type { SandboxConfig } from "../config";
-import { MarketError } from "../../core/errors";
-import type { JsEvalTool, SandboxTool } from "../../core/api";
+import { MarketError } from "@market/core/errors";
+import type { JsEvalTool, SandboxTool } from "@market/core/api";
 import { createSandboxEngine, type SandboxEngine, type SandboxLimits, type SandboxResult } from "./engine";
 import { createSandboxCaps, type SandboxCaps } from "./caps";
 import { jsEvalAnswer, jsEvalArgv, sandboxAnswer, sandboxArgv } from "./tools";
 
 export { createSandboxEngine, bwrapArgs, DEFAULT_SANDBOX_LIMITS, type SandboxEngine, type SandboxLimits, type SandboxResult } from "./engine";
-export { substituteInput } from "../../core/sandbox";
+export { substituteInput } from "@market/core/sandbox";
 
 export interface SandboxStatus {
   available: boolean;

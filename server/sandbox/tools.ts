@@ -3,7 +3,7 @@
  * value or stdout, the exit status, cut at a stated size; never the sandbox's environment or stderr beyond a JS
  * error's message).
  */
-import { substituteInput } from "../../core/sandbox";
+import { substituteInput } from "@market/core/sandbox";
 import { sandboxNodePath, type SandboxResult } from "./engine";
 
 /** Characters of an answer the model sees; the engine stops reading stdout at `maxOutputBytes` before that. */

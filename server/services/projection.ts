@@ -2,7 +2,7 @@ import type { Transaction } from "kysely";
 import type { Database } from "../db/schema";
 import type { ChainEvent } from "../indexer/events";
 import type { Projection } from "../indexer/projection";
-import { isPayout, toEnding } from "../../core/escrow";
+import { isPayout, toEnding } from "@market/core/escrow";
 
 type Trx = Transaction<Database>;
 /** Keys per statement, as the other projections read them. */

@@ -13,8 +13,8 @@ import {
   ServiceListQuery,
   ServiceParams,
   UpdateServiceBody,
-} from "../../core/api";
-import { MarketError } from "../../core/errors";
+} from "@market/core/api";
+import { MarketError } from "@market/core/errors";
 import type { RequireOwnedAgent, ServiceStore } from "./store";
 
 const OWNER_ONLY =

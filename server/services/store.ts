@@ -3,10 +3,10 @@ import { json, MAX_SERIAL_ID } from "../db";
 import type { Service } from "../db/schema";
 import type { Principal } from "../auth";
 import { createWindows, rateLimited } from "../http/rate-limit";
-import { asAddress, asRawAmount, type CreateServiceBody, type ServiceView, type UpdateServiceBody } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { SERVICE_DESCRIPTION_MAX_CHARS, SERVICE_NAME_MAX_CHARS, SERVICE_NAME_MIN_CHARS } from "../../core/limits";
-import { charCount } from "../../core/text";
+import { asAddress, asRawAmount, type CreateServiceBody, type ServiceView, type UpdateServiceBody } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { SERVICE_DESCRIPTION_MAX_CHARS, SERVICE_NAME_MAX_CHARS, SERVICE_NAME_MIN_CHARS } from "@market/core/limits";
+import { charCount } from "@market/core/text";
 
 /** The escrow stores amounts in 96 bits: a higher price could never be paid. */
 const MAX_PRICE_RAW = (1n << 96n) - 1n;

@@ -13,9 +13,9 @@ import {
   UpdateSkillBody,
   ImportOpenApiBody,
   ImportedDrafts,
-} from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { importOpenApi, MAX_OPENAPI_BYTES, OpenApiImportError } from "../../core/openapi-import";
+} from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { importOpenApi, MAX_OPENAPI_BYTES, OpenApiImportError } from "@market/core/openapi-import";
 import { createWindows, rateLimited } from "../http/rate-limit";
 import type { SkillStore } from "./store";
 

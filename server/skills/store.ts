@@ -10,9 +10,9 @@ import type { Principal } from "../auth";
 import type { Selectable } from "kysely";
 import type { SkillsTable } from "../db/schema";
 import { capabilityTags } from "../agents";
-import { MarketError } from "../../core/errors";
-import { parseSkillFile, SkillFileError, slugOf } from "../../core/skill-md";
-import { refuseSandboxToolsInSkill } from "../../core/sandbox";
+import { MarketError } from "@market/core/errors";
+import { parseSkillFile, SkillFileError, slugOf } from "@market/core/skill-md";
+import { refuseSandboxToolsInSkill } from "@market/core/sandbox";
 import {
   MAX_SKILL_CAPABILITIES,
   MAX_SKILL_INSTRUCTIONS_BYTES,
@@ -26,7 +26,7 @@ import {
   type ImportSkillBody,
   type SkillView,
   type UpdateSkillBody,
-} from "../../core/api";
+} from "@market/core/api";
 
 /** The tool checks of the hosted domain (names, URLs, auth), given by the composition root. */
 export type CheckToolDefinition = (tool: AgentTool, field: string) => void;

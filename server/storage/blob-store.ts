@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { readFile, rename, rm, writeFile, stat } from "node:fs/promises";
 import path from "node:path";
-import { contentHash } from "../../core/crypto";
+import { contentHash } from "@market/core/crypto";
 import type { Db } from "../db";
 
 /** Content-addressed blobs on disk: the name of a blob is the SHA-256 of its bytes (its rootHash). */

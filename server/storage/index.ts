@@ -3,9 +3,9 @@ import { authenticated, principalOf, type Authenticate } from "../auth";
 import { errorResponses, ok, CREDENTIALS } from "../http/schemas";
 import type { BlobStore } from "./blob-store";
 import type { Uploads } from "./uploads";
-import { BlobData, BlobParams, Envelope, UploadBody, Uploaded } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { MAX_UPLOAD_BYTES } from "../../core/limits";
+import { BlobData, BlobParams, Envelope, UploadBody, Uploaded } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { MAX_UPLOAD_BYTES } from "@market/core/limits";
 
 export { createBlobStore, createDatabaseBlobStore, type BlobStore } from "./blob-store";
 export { createUploads, type Uploads } from "./uploads";

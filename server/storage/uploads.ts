@@ -9,8 +9,8 @@ import type { Db } from "../db";
 import type { Clock } from "../http/types";
 import { createWindows, rateLimited } from "../http/rate-limit";
 import type { BlobStore } from "./blob-store";
-import { MarketError } from "../../core/errors";
-import { contentHash } from "../../core/crypto";
+import { MarketError } from "@market/core/errors";
+import { contentHash } from "@market/core/crypto";
 import { DEFAULT_ABUSE, type UploadLimits } from "../config";
 
 /** Blobs removed per statement batch of a sweep. */

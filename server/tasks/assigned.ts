@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { authenticated, principalOf, type Authenticate } from "../auth";
 import type { TaskQueries } from "./queries";
 import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
-import { AssignedTasksAnswer, Envelope } from "../../core/api";
+import { AssignedTasksAnswer, Envelope } from "@market/core/api";
 
 /** The prefix app.ts registers `assignedTaskRoutes` under. */
 export const ASSIGNED_TASKS_PREFIX = "/api/v1/a2a/tasks";

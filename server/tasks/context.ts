@@ -2,8 +2,8 @@ import type { Selectable } from "kysely";
 import type { Chain, ChainRegistry } from "../chains";
 import type { Db } from "../db";
 import type { AssignmentsTable, DeliveriesTable, EscrowTask, ListingWithAmount } from "../db/schema";
-import { MarketError } from "../../core/errors";
-import { taskStatus, type TaskStatus } from "../../core/status";
+import { MarketError } from "@market/core/errors";
+import { taskStatus, type TaskStatus } from "@market/core/status";
 import { taskHashParam } from "../http/params";
 
 export type Delivery = Selectable<DeliveriesTable>;

@@ -4,11 +4,11 @@ import { chainCall, type Chain } from "../chains";
 import type { Db } from "../db";
 import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { minRewardRefusal } from "../agents";
-import { asAddress, asTaskHash, type BuildTaskBody, type BuiltBatch, type BuiltTask, type FundingPlan, type UnsignedTx } from "../../core/api";
-import { MarketError, type ErrorDetail } from "../../core/errors";
-import { parseRawAmount } from "../../core/money";
-import { parseDuration } from "../../core/task-fields";
-import { MAX_BATCH, MAX_TASK_AMOUNT } from "../../core/escrow";
+import { asAddress, asTaskHash, type BuildTaskBody, type BuiltBatch, type BuiltTask, type FundingPlan, type UnsignedTx } from "@market/core/api";
+import { MarketError, type ErrorDetail } from "@market/core/errors";
+import { parseRawAmount } from "@market/core/money";
+import { parseDuration } from "@market/core/task-fields";
+import { MAX_BATCH, MAX_TASK_AMOUNT } from "@market/core/escrow";
 
 /** The escrow stores amounts in 96 bits (core/escrow); a larger amount would revert at funding. */
 export const MAX_ESCROW_AMOUNT = MAX_TASK_AMOUNT;

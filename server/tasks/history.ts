@@ -1,5 +1,5 @@
 import { json, type Db } from "../db";
-import { asAddress, type TaskHistoryEntry } from "../../core/api";
+import { asAddress, type TaskHistoryEntry } from "@market/core/api";
 
 /** What each escrow event means to the task's poster; events not listed (fee, pause) are not the task's story. */
 const WHAT: Record<string, (args: Record<string, unknown>) => string | undefined> = {

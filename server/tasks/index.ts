@@ -24,9 +24,9 @@ import {
   TaskHashParams,
   TaskView,
   asTaskHash,
-} from "../../core/api";
-import { MarketError } from "../../core/errors";
-import type { TaskStatus } from "../../core/status";
+} from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import type { TaskStatus } from "@market/core/status";
 
 /**
  * Tasks: posting (checking a task's properties, building its funding transaction, listing it once funded) and the

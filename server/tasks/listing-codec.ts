@@ -1,10 +1,10 @@
 import type { Insertable } from "kysely";
 import { json } from "../db";
 import type { Listing, ListingsTable, ListingWithAmount } from "../db/schema";
-import { asAddress, asRawAmount, asTaskHash, type TaskMeta } from "../../core/api";
-import { isChainName, SETTLEMENT_UNIT, type ChainName } from "../../core/chains";
-import { PUBLIC_BRIEF_PREVIEW_CHARS } from "../../core/limits";
-import type { VerificationCriteria, VerificationMode } from "../../core/verification";
+import { asAddress, asRawAmount, asTaskHash, type TaskMeta } from "@market/core/api";
+import { isChainName, SETTLEMENT_UNIT, type ChainName } from "@market/core/chains";
+import { PUBLIC_BRIEF_PREVIEW_CHARS } from "@market/core/limits";
+import type { VerificationCriteria, VerificationMode } from "@market/core/verification";
 
 /**
  * The one mapping between a task's listed properties (what its first listing fixes), its `listings` row and the

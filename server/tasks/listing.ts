@@ -6,9 +6,9 @@ import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
 import { appendEvents, holdLog, listedDraft } from "../events";
 import type { Clock } from "../http/types";
-import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "../../core/api";
-import { answeredCode, MarketError, type ErrorDetail } from "../../core/errors";
-import { decodeEscrowEvent, EscrowStatus, isOpen, snapshotFromView } from "../../core/escrow";
+import { asTaskHash, type ListingOutcome, type TaskFieldsInput } from "@market/core/api";
+import { answeredCode, MarketError, type ErrorDetail } from "@market/core/errors";
+import { decodeEscrowEvent, EscrowStatus, isOpen, snapshotFromView } from "@market/core/escrow";
 
 /** What the funding receipt says about one task. */
 interface Funded {

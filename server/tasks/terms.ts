@@ -4,12 +4,12 @@ import type { BlobStore } from "../storage/blob-store";
 import { capabilityTags, type AgentRegistry } from "../agents";
 import type { ListedFields } from "./listing-codec";
 import { addressParam } from "../http/params";
-import type { TaskFieldsInput } from "../../core/api";
-import { MarketError, type ErrorDetail } from "../../core/errors";
-import { contentHash, publicTaskHash } from "../../core/crypto";
-import { checksumAddress } from "../../core/addresses";
-import { isRentalCriteria, validateCriteria, type VerificationMode } from "../../core/verification";
-import { DEFAULT_ZONE, RENTAL_DURATION_SECONDS } from "../../core/limits";
+import type { TaskFieldsInput } from "@market/core/api";
+import { MarketError, type ErrorDetail } from "@market/core/errors";
+import { contentHash, publicTaskHash } from "@market/core/crypto";
+import { checksumAddress } from "@market/core/addresses";
+import { isRentalCriteria, validateCriteria, type VerificationMode } from "@market/core/verification";
+import { DEFAULT_ZONE, RENTAL_DURATION_SECONDS } from "@market/core/limits";
 
 /** A task's listed properties, checked and normalized (addresses checksummed, hashes lowercase). */
 export interface TaskTerms extends ListedFields {

@@ -7,9 +7,9 @@ import { fromEventRow } from "../indexer/events";
 import type { Clock } from "../http/types";
 import { autoVerdict, sendVerdict } from "./judge";
 import type { VerifierPool } from "./pool";
-import { asTaskHash, type Finalized } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { roundsUnused } from "../../core/escrow";
+import { asTaskHash, type Finalized } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { roundsUnused } from "@market/core/escrow";
 
 export interface AutoVerificationDeps {
   db: Db;

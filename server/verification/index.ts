@@ -11,11 +11,11 @@ import { CREDENTIALS, errorResponses, ok } from "../http/schemas";
 import { createWindows, rateLimited } from "../http/rate-limit";
 import { autoVerdict, recordVerifierVerdict, sendVerdict } from "./judge";
 import type { VerifierPool } from "./pool";
-import type { Verdict } from "../../core/verification";
+import type { Verdict } from "@market/core/verification";
 import type { AutoVerification } from "./auto";
-import { Envelope, TaskHashParams, VerdictAnswer, VerdictBody, VerifyAnswer, VerifyBody, asTaskHash } from "../../core/api";
-import { MarketError } from "../../core/errors";
-import { actsOn, toEscrowStatus } from "../../core/escrow";
+import { Envelope, TaskHashParams, VerdictAnswer, VerdictBody, VerifyAnswer, VerifyBody, asTaskHash } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
+import { actsOn, toEscrowStatus } from "@market/core/escrow";
 
 export { autoVerdict, recordVerifierVerdict, sendVerdict } from "./judge";
 export { createAutoVerification, type AutoVerification, type AutoVerificationDeps } from "./auto";

@@ -5,9 +5,9 @@ import { chainCall } from "../chains";
 import { OutboxRevert } from "../outbox";
 import { waitForIndexer, type Delivery, type TaskContext } from "../tasks/context";
 import { listedFields } from "../tasks/listing-codec";
-import { MarketError } from "../../core/errors";
-import { decodeEscrowEvent, EscrowStatus } from "../../core/escrow";
-import type { Verdict, VerificationCriteria } from "../../core/verification";
+import { MarketError } from "@market/core/errors";
+import { decodeEscrowEvent, EscrowStatus } from "@market/core/escrow";
+import type { Verdict, VerificationCriteria } from "@market/core/verification";
 import type { VerifierPool } from "./pool";
 import { appendEvents } from "../events";
 

@@ -3,7 +3,7 @@
  * engine and answers its verdict. Loaded by the pool's bootstrap; nothing else imports it.
  */
 import { parentPort } from "node:worker_threads";
-import { evaluate } from "../../core/verification";
+import { evaluate } from "@market/core/verification";
 import type { EvaluationRequest, EvaluationReply } from "./pool";
 
 parentPort?.on("message", (request: EvaluationRequest) => {

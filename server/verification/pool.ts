@@ -1,8 +1,8 @@
 import path from "node:path";
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
-import { MarketError } from "../../core/errors";
-import type { Verdict, VerificationCriteria } from "../../core/verification";
+import { MarketError } from "@market/core/errors";
+import type { Verdict, VerificationCriteria } from "@market/core/verification";
 
 /** One evaluation sent to a pool thread. */
 export interface EvaluationRequest {

@@ -13,7 +13,7 @@ import {
   WebhookList,
   WebhookParams,
   WebhookView,
-} from "../../core/api";
+} from "@market/core/api";
 import { webhookView, type WebhookStore } from "./store";
 
 /** The prefix app.ts registers `webhookRoutes` under. */

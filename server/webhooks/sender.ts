@@ -1,7 +1,7 @@
 import type { Db } from "../db";
 import { readEvents, walletsOf, type EventFeed } from "../events";
-import { signWebhook } from "../../core/webhooks";
-import { a2aStatusUpdate, type EventType, type MarketEvent } from "../../core/api";
+import { signWebhook } from "@market/core/webhooks";
+import { a2aStatusUpdate, type EventType, type MarketEvent } from "@market/core/api";
 import { secretContext, type SecretBox } from "./store";
 
 /**

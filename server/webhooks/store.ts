@@ -4,10 +4,10 @@ import type { WebhookDeliveriesTable, WebhookSubscriptionsTable } from "../db/sc
 import type { Principal } from "../auth/principal";
 import type { ChainRegistry } from "../chains";
 import { lastCursor } from "../events";
-import { MarketError } from "../../core/errors";
-import { newWebhookSecret } from "../../core/webhooks";
-import type { ChainName } from "../../core/chains";
-import type { EventType, WebhookCreateBody, WebhookCreated, WebhookDelivery, WebhookView } from "../../core/api";
+import { MarketError } from "@market/core/errors";
+import { newWebhookSecret } from "@market/core/webhooks";
+import type { ChainName } from "@market/core/chains";
+import type { EventType, WebhookCreateBody, WebhookCreated, WebhookDelivery, WebhookView } from "@market/core/api";
 
 /** Seals and opens a webhook's secret at rest (the master key's vault, bound to the subscription). */
 export interface SecretBox {

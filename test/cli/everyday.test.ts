@@ -9,7 +9,7 @@ import { Wallet } from "ethers";
 import { stackFixture, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt, runCli, taskDir } from "../support/cli";
 import { MarketClient, type TaskView } from "../../sdk/src/client";
-import type { ApiKeyInfo, AssignedTaskView, CreatedApiKey } from "../../core/api";
+import type { ApiKeyInfo, AssignedTaskView, CreatedApiKey } from "@market/core/api";
 
 /** The poster's and the verifier's API keys; the worker registered as an agent on arc (no tags), with its key. */
 const seededStack = stackFixture(async (s) => ({

@@ -9,7 +9,7 @@ import { cliEnv, ensureCliBuilt, runCli, taskDir } from "../support/cli";
 import { MarketClient } from "../../sdk/src/client";
 import { ApiError } from "../../sdk/src/errors";
 import { expectOk } from "../server/expect";
-import type { SettlementAnswer } from "../../core/api";
+import type { SettlementAnswer } from "@market/core/api";
 import { escrowInterface } from "../../sdk/src/chain";
 import hre from "hardhat";
 import { ZeroAddress, id } from "ethers";

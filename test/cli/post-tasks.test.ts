@@ -5,7 +5,7 @@ import hre from "hardhat";
 import { startStack, type Stack } from "../support/stack";
 import { spawn } from "node:child_process";
 import { CLI_MAIN, cliEnv, ensureCliBuilt, readResults, runCli, taskDir } from "../support/cli";
-import { publicTaskHash } from "../../core/crypto";
+import { publicTaskHash } from "@market/core/crypto";
 import type { TaskView } from "../../sdk/src/client";
 
 const RESULT_HEADER = "line,status,escrow,task_id,task_hash,tx_hash,error";

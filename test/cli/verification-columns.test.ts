@@ -7,7 +7,7 @@ import path from "node:path";
 import { startStack, type Stack } from "../support/stack";
 import { cliEnv, ensureCliBuilt, readResults, runCli, taskDir } from "../support/cli";
 import { expectOk } from "../server/expect";
-import type { TaskView } from "../../core/api";
+import type { TaskView } from "@market/core/api";
 
 describe("cli: verification columns", function () {
   let s: Stack;

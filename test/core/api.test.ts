@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { asAddress, asRawAmount, asTaskHash, Assigned, isAddress, isRawAmount, isTaskHash, TaskView, UnsignedTx } from "../../core/api";
-import { TASK_STATUSES } from "../../core/status";
+import { asAddress, asRawAmount, asTaskHash, Assigned, isAddress, isRawAmount, isTaskHash, TaskView, UnsignedTx } from "@market/core/api";
+import { TASK_STATUSES } from "@market/core/status";
 import { ensureCliBuilt } from "../support/cli";
 
 describe("core/api", function () {

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { BulkRowIssue, parseBulkFile, type BulkFileResult } from "../../core/bulk";
+import { BulkRowIssue, parseBulkFile, type BulkFileResult } from "@market/core/bulk";
 import { contentHash } from "../../sdk/src/posting/journal";
 
 function rowsOf(result: BulkFileResult) {

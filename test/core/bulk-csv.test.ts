@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseCsv, writeCsv } from "../../core/bulk";
+import { parseCsv, writeCsv } from "@market/core/bulk";
 
 describe("core/bulk: CSV", () => {
   const table: [string, string, { line: number; fields: string[] }[]][] = [

@@ -1,7 +1,15 @@
 import { expect } from "chai";
-import { BulkFileIssue, bulkFormatOf, BulkRowIssue, parseBulkFile, type BulkFileOptions, type BulkFileResult, type RowIssue } from "../../core/bulk";
-import { AmountIssue } from "../../core/money";
-import { TaskFieldIssue } from "../../core/task-fields";
+import {
+  BulkFileIssue,
+  bulkFormatOf,
+  BulkRowIssue,
+  parseBulkFile,
+  type BulkFileOptions,
+  type BulkFileResult,
+  type RowIssue,
+} from "@market/core/bulk";
+import { AmountIssue } from "@market/core/money";
+import { TaskFieldIssue } from "@market/core/task-fields";
 
 const TARGET = "0x52908400098527886E0F7030069857D2E4169EE7";
 const csv: BulkFileOptions = { format: "csv" };

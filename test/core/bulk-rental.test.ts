@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { BulkRowIssue, parseBulkFile, type BulkFileResult } from "../../core/bulk";
+import { BulkRowIssue, parseBulkFile, type BulkFileResult } from "@market/core/bulk";
 import { checkRows } from "../../sdk/src/posting";
 import { rentalInput } from "../../sdk/src/rentals";
 import type { ApiError } from "../../sdk/src/errors";

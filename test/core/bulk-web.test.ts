@@ -4,8 +4,8 @@
  * CLI's rules (the same files refused with `BAD_COLUMNS`, private rows posted twice) stay as they were.
  */
 import { expect } from "chai";
-import { BulkFileIssue, BulkRowIssue, parseBulkFile, type BulkFileOptions, type BulkFileResult } from "../../core/bulk";
-import { MAX_WEB_BRIEF_CHARS } from "../../core/limits";
+import { BulkFileIssue, BulkRowIssue, parseBulkFile, type BulkFileOptions, type BulkFileResult } from "@market/core/bulk";
+import { MAX_WEB_BRIEF_CHARS } from "@market/core/limits";
 
 const web: BulkFileOptions = { format: "csv", web: true, knownCapabilitiesOnly: true, maxInstructionsChars: MAX_WEB_BRIEF_CHARS };
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { AgentCap, CAPABILITY_TAGS, checkCapabilities, isCapabilityTag, isWellFormedTag, parseCapabilityList } from "../../core/capabilities";
+import { AgentCap, CAPABILITY_TAGS, checkCapabilities, isCapabilityTag, isWellFormedTag, parseCapabilityList } from "@market/core/capabilities";
 
 describe("core/capabilities", () => {
   it("has the spec's 20 tags, each once", () => {

@@ -18,7 +18,7 @@ import {
   wrapBriefKey,
   wrapBriefKeys,
   WRAPPED_KEY_BYTES,
-} from "../../core/crypto";
+} from "@market/core/crypto";
 
 // secp256k1 private key 1: its public key is the generator point G.
 const KEY_ONE = `0x${"0".repeat(63)}1`;

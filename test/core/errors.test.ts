@@ -8,7 +8,7 @@ import {
   isErrorCode,
   MarketError,
   type ErrorCodeAlias,
-} from "../../core/errors";
+} from "@market/core/errors";
 
 describe("core/errors: clear names", function () {
   const aliases = Object.keys(ERROR_CODE_ALIASES) as ErrorCodeAlias[];

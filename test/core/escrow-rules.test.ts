@@ -21,8 +21,8 @@ import {
   type Check,
   type EscrowRefusal,
   type TaskSnapshot,
-} from "../../core/escrow";
-import { APPEAL_WINDOW_SECONDS, RULING_WINDOW_SECONDS } from "../../core/limits";
+} from "@market/core/escrow";
+import { APPEAL_WINDOW_SECONDS, RULING_WINDOW_SECONDS } from "@market/core/limits";
 import { TaskEscrow__factory } from "../../typechain-types";
 
 const escrowAbi = TaskEscrow__factory.createInterface();

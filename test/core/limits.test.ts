@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { loadFixture } from "@nomicfoundation/hardhat-network-helpers";
-import * as limits from "../../core/limits";
+import * as limits from "@market/core/limits";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import type { TaskEscrow } from "../../typechain-types";
 

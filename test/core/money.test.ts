@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { AmountIssue, formatDecimalAmount, formatUsdc, parseRawAmount, parseUsdcDecimal } from "../../core/money";
+import { AmountIssue, formatDecimalAmount, formatUsdc, parseRawAmount, parseUsdcDecimal } from "@market/core/money";
 
 const MAX = (1n << 256n) - 1n;
 

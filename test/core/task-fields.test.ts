@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { checkRoutingSummary, checkZone, parseAgentAddress, parseDuration, parsePrivacy, TaskFieldIssue } from "../../core/task-fields";
-import { charCount } from "../../core/text";
+import { checkRoutingSummary, checkZone, parseAgentAddress, parseDuration, parsePrivacy, TaskFieldIssue } from "@market/core/task-fields";
+import { charCount } from "@market/core/text";
 
 const ADDRESS = "0x52908400098527886E0F7030069857D2E4169EE7";
 

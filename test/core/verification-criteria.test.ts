@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { BULK_AUTO_CRITERIA, CriteriaIssue, MAX_REGEX_PATTERN_CHARS, RENTAL_CRITERIA, validateCriteria } from "../../core/verification";
+import { BULK_AUTO_CRITERIA, CriteriaIssue, MAX_REGEX_PATTERN_CHARS, RENTAL_CRITERIA, validateCriteria } from "@market/core/verification";
 
 describe("core/verification: validateCriteria", () => {
   const accepted: [string, unknown, string][] = [

@@ -9,7 +9,7 @@ import {
   RENTAL_CRITERIA,
   validateCriteria,
   type VerificationCriteria,
-} from "../../core/verification";
+} from "@market/core/verification";
 
 const GOOD = "The quarterly report shows revenue of 4.2M, up 12% on last year, driven by the EU market.";
 

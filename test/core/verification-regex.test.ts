@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import fc from "fast-check";
-import { findRegexHazard, testRegexWithin, validateCriteria, type RegexHazardKind } from "../../core/verification";
+import { findRegexHazard, testRegexWithin, validateCriteria, type RegexHazardKind } from "@market/core/verification";
 
 describe("core/verification: regex safety", () => {
   const unsafe: [string, RegexHazardKind, string?][] = [

@@ -47,7 +47,7 @@ import {
   type ProjectedTask,
   type TaskCall,
   type TaskSnapshot,
-} from "../../core/escrow";
+} from "@market/core/escrow";
 import { APPEAL_WINDOW, EscrowModel, RULING_WINDOW, type ExpectedEvent, type ModelTask, type Outcome } from "./model";
 
 const { ethers } = hre;

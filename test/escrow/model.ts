@@ -5,7 +5,7 @@
  * Errors are checked in the escrow's order, so the model also predicts which refusal a call meets first.
  */
 import { Ending, Status } from "../fixtures/escrow";
-import * as limits from "../../core/limits";
+import * as limits from "@market/core/limits";
 
 const ZERO = "0x0000000000000000000000000000000000000000";
 // The escrow's numbers, from core/limits (test/core/limits.test.ts checks them against the contract's constants).

@@ -22,7 +22,7 @@ import { deployRegistries } from "../../deploy/registries";
 import { connectUsdc, deployUsdc, type FiatToken } from "../../deploy/usdc";
 import { freePort, hardhatAccountKeys, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
 import { MockUSDC__factory, TaskEscrowV1__factory, type MockUSDC, type TaskEscrow, type TaskReputation } from "../../typechain-types";
-import { Ending, EscrowStatus } from "../../core/escrow";
+import { Ending, EscrowStatus } from "@market/core/escrow";
 import { ENDING_DRIVES, type EndingDrive } from "../fixtures/endings";
 
 const run = promisify(execFile);

@@ -17,7 +17,7 @@ import { JsonRpcProvider, Wallet, type Signer } from "ethers";
 import { deploymentPath, readDeployment } from "../../deploy/deployments";
 import { freePort, hardhatAccountKeys, startLocalChain, type LocalChain } from "../../scripts/lib/local-chain";
 import { MockUSDC__factory, TaskEscrow__factory, type MockUSDC, type TaskEscrow } from "../../typechain-types";
-import { Ending, EscrowStatus as Status } from "../../core/escrow";
+import { Ending, EscrowStatus as Status } from "@market/core/escrow";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "../..");

@@ -9,8 +9,8 @@ import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
-import { openSealed, publicKeyFromPrivateKey, sealToPublicKey } from "../../core/crypto";
-import type { ErrorCode } from "../../core/errors";
+import { openSealed, publicKeyFromPrivateKey, sealToPublicKey } from "@market/core/crypto";
+import type { ErrorCode } from "@market/core/errors";
 import { MAX_PARAM_MAPPINGS, MAX_TOOL_PARAMETERS, MAX_TOOL_SECRETS, MAX_TOOLS } from "../../server/hosted/deploy-bounds";
 import { sealCopiesOffLoop } from "../../server/hosted/sealer";
 

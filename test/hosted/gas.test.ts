@@ -12,7 +12,7 @@ import { startModelServer, type ModelServer } from "../support/model-server";
 import type { TestServerOptions } from "../server/harness";
 import { agentOptions, fundGas, keyedClientOf, statusOf, until } from "./helpers";
 import { cliEnv, ensureCliBuilt, runCli, taskDir } from "../support/cli";
-import type { TaskView } from "../../core/api";
+import type { TaskView } from "@market/core/api";
 
 const SUMMARY = "Summary: the report explains the warehouse move, its costs and the new delivery times in plain words.";
 

@@ -10,8 +10,8 @@ import type { AddressInfo } from "node:net";
 import { checkToolDefinition } from "../../server/hosted/tools";
 import { createRedactor } from "../../server/hosted/runner/bounds";
 import { callHttpTool, httpToolSpec, type ToolRunContext } from "../../server/hosted/runner/tools";
-import { MarketError } from "../../core/errors";
-import type { HttpTool } from "../../core/api";
+import { MarketError } from "@market/core/errors";
+import type { HttpTool } from "@market/core/api";
 import { MarketClient } from "../../sdk/src/client";
 
 const SECRET = "qp-secret-0123456789abcdef";

@@ -7,8 +7,8 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
 import { expectOk } from "../server/expect";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
-import { identityMetadataHash } from "../../core/registries";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
+import { identityMetadataHash } from "@market/core/registries";
 import { AgentIdentity__factory, type AgentIdentity } from "../../typechain-types";
 import { until } from "./helpers";
 

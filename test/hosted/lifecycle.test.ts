@@ -12,8 +12,8 @@ import { startStack, type Stack } from "../support/stack";
 import { startModelServer, briefOf, hasToolResult, type ModelServer } from "../support/model-server";
 import { privateKeyOf } from "../server/harness";
 import { decryptExportedKey } from "../../sdk/src/client";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
-import type { MarketEvent } from "../../core/api";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
+import type { MarketEvent } from "@market/core/api";
 import { agentOptions, deliveriesOf, fundGas, statusOf, until, keyedClientOf } from "./helpers";
 
 const MODEL_KEY = "sk-model-secret-0123456789abcdef";

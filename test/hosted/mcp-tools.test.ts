@@ -8,7 +8,7 @@ import { expect } from "chai";
 import type { Stack } from "../support/stack";
 import type { ModelRequest, ModelServer } from "../support/model-server";
 import { startMcpToolServer } from "../support/mcp-tool-server";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import { privateKeyOf } from "../server/harness";
 import { expectError } from "../server/expect";
 import { agentOptions, clientOf, keyedClientOf, startedAgent, statusOf, until, sharedStackAndModel } from "./helpers";

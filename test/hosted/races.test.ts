@@ -8,7 +8,7 @@ import { startTestServer, privateKeyOf, type TestServer } from "../server/harnes
 import { expectError, expectOk } from "../server/expect";
 import { startStack, type Stack } from "../support/stack";
 import { fundGas } from "./helpers";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 
 const FEE = 1_000_000n;
 

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, privateKeyOf, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 
 const FEE = 2_000_000n;
 

@@ -9,7 +9,7 @@ import type { ChainConfig } from "../../server/config";
 import { createIndexer, taskSnapshotOf, type IndexerOptions, type IndexerProvider, type SyncResult } from "../../server/indexer";
 import { DAY, HOUR, deployEscrowFixture } from "../fixtures/escrow";
 import { testDatabase } from "../server/harness";
-import { Ending, EscrowStatus } from "../../core/escrow";
+import { Ending, EscrowStatus } from "@market/core/escrow";
 
 export type EscrowFixture = Awaited<ReturnType<typeof deployEscrowFixture>>;
 

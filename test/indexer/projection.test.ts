@@ -2,7 +2,7 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, time } from "@nomicfoundation/hardhat-network-helpers";
 import type { Transaction } from "kysely";
-import { Ending, EscrowStatus } from "../../core/escrow";
+import { Ending, EscrowStatus } from "@market/core/escrow";
 import type { Database } from "../../server/db";
 import { createTaskProjection, type ChainEvent, type Projection } from "../../server/indexer";
 import { DAY, HOUR, deployEscrowFixture } from "../fixtures/escrow";

@@ -11,8 +11,8 @@ import {
   FRESH_REPUTATION,
   type ReputationEvent,
   type ReputationState,
-} from "../../core/reputation";
-import { Ending } from "../../core/escrow";
+} from "@market/core/reputation";
+import { Ending } from "@market/core/escrow";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import { chainConfig, inProcessIndexer, memoryDb, mineBlocks, randomActivity, syncToHead, type EscrowFixture } from "./helpers";
 

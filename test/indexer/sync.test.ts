@@ -3,7 +3,7 @@ import hre from "hardhat";
 import { loadFixture, mine } from "@nomicfoundation/hardhat-network-helpers";
 import type { Filter, FilterByBlockHash } from "ethers";
 import { createIndexer, createTaskProjection, indexerLag, type IndexerProvider } from "../../server/indexer";
-import { EscrowStatus } from "../../core/escrow";
+import { EscrowStatus } from "@market/core/escrow";
 import { TaskEscrow__factory } from "../../typechain-types";
 import { deployEscrowFixture } from "../fixtures/escrow";
 import {

@@ -14,7 +14,7 @@ import { TEST_MASTER_KEY } from "../server/harness";
 import { DEFAULT_SANDBOX } from "../../server/config";
 import { bwrapArgs, createSandboxEngine, DEFAULT_SANDBOX_LIMITS } from "../../server/sandbox";
 import { spawnSync } from "node:child_process";
-import type { JsEvalTool, SandboxTool } from "../../core/api";
+import type { JsEvalTool, SandboxTool } from "@market/core/api";
 
 const AGENT = 1;
 const TIMEOUT_SECONDS = 2;

@@ -1,7 +1,7 @@
 /** The pure rules of sandbox tools (core/sandbox.ts): `{input}` substitution and the refusal inside skills. */
 import { expect } from "chai";
-import { refuseSandboxToolsInSkill, substituteInput } from "../../core/sandbox";
-import { MarketError } from "../../core/errors";
+import { refuseSandboxToolsInSkill, substituteInput } from "@market/core/sandbox";
+import { MarketError } from "@market/core/errors";
 
 describe("sandbox tools: the command's {input} and skills", function () {
   it("replaces each {input} by a reference to $1 that the shell expands as one word", function () {

@@ -10,12 +10,12 @@ import { expect } from "chai";
 import type { Stack } from "../support/stack";
 import type { ModelRequest, ModelServer } from "../support/model-server";
 import { privateKeyOf, startTestServer, type TestServer } from "../server/harness";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import { DEFAULT_SANDBOX } from "../../server/config";
 import { createSandbox } from "../../server/sandbox";
 import { callSandboxTool } from "../../server/hosted/runner/sandbox-tools";
-import { MarketError } from "../../core/errors";
-import type { JsEvalTool, SandboxTool } from "../../core/api";
+import { MarketError } from "@market/core/errors";
+import type { JsEvalTool, SandboxTool } from "@market/core/api";
 import { agentOptions, keyedClientOf, startedAgent, statusOf, until, sharedStackAndModel } from "../hosted/helpers";
 
 const toolResults = (request: ModelRequest) => request.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");

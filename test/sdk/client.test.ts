@@ -2,13 +2,13 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { stackFixture, type Stack } from "../support/stack";
 import { MarketClient, type AssignedTask, type MarketClientOptions } from "../../sdk/src/client";
-import { asAddress, asTaskHash } from "../../core/api";
+import { asAddress, asTaskHash } from "@market/core/api";
 import { ApiError } from "../../sdk/src/errors";
 import { WorkerRuntime } from "../../sdk/src/runtime";
 import { inspect } from "node:util";
 import { createServer as createHttpServer } from "node:http";
 import type { PostTaskInput } from "../../sdk/src/posting";
-import { encryptBrief, privateTaskHash, publicKeyFromPrivateKey, publicTaskHash, resultHash, wrapBriefKey } from "../../core/crypto";
+import { encryptBrief, privateTaskHash, publicKeyFromPrivateKey, publicTaskHash, resultHash, wrapBriefKey } from "@market/core/crypto";
 import { escrowInterface, STATE_GAS_MARGIN } from "../../sdk/src/chain";
 
 /** A fetch that lets a test rewrite the API's answer to one route (the service misbehaving). */
@@ -284,7 +284,7 @@ describe("MarketClient", function () {
       const { profile, privateKey } = await client.createAgent({ supportedChains: ["arc"], capabilities: ["translation"] });
       expect(privateKey).to.match(/^0x[0-9a-f]{64}$/);
       expect(profile.address).to.equal(s.poster.address);
-      const { publicKeyFromPrivateKey } = await import("../../core/crypto");
+      const { publicKeyFromPrivateKey } = await import("@market/core/crypto");
       expect(profile.publicKey).to.equal(publicKeyFromPrivateKey(privateKey!));
     });
   });

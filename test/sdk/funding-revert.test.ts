@@ -17,8 +17,8 @@ import { escrowInterface, type ChainWallet } from "../../sdk/src/chain";
 import { connectInjected } from "../../sdk/src/injected";
 import { ApiError } from "../../sdk/src/errors";
 import { privateKeyOf } from "../server/harness";
-import { publicTaskHash } from "../../core/crypto";
-import { findRevertData } from "../../core/revert";
+import { publicTaskHash } from "@market/core/crypto";
+import { findRevertData } from "@market/core/revert";
 
 const seededStack = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster), strangerKey: await s.apiKeyFor(s.stranger) }));
 

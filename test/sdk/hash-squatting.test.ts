@@ -9,8 +9,8 @@ import { stackFixture, type Stack } from "../support/stack";
 import { MarketClient, type MarketClientOptions } from "../../sdk/src/client";
 import { escrowInterface } from "../../sdk/src/chain";
 import { MAX_REENCRYPTIONS, type PostTaskInput } from "../../sdk/src/posting";
-import { publicTaskHash } from "../../core/crypto";
-import type { PostedAnswer } from "../../core/api";
+import { publicTaskHash } from "@market/core/crypto";
+import type { PostedAnswer } from "@market/core/api";
 
 const seeded = stackFixture(async (s) => {
   await s.registerAgent(s.worker, ["summarization"]);

@@ -7,7 +7,7 @@ import { expect } from "chai";
 import { stackFixture, type Stack } from "../support/stack";
 import { MarketClient } from "../../sdk/src/client";
 import { WorkerRuntime, type RuntimeEvent, type TaskContext, type WorkerRuntimeOptions } from "../../sdk/src/runtime";
-import type { AssignedTasksAnswer } from "../../core/api";
+import type { AssignedTasksAnswer } from "@market/core/api";
 
 async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000) {
   const end = Date.now() + timeoutMs;

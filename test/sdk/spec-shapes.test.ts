@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { stackFixture, type Stack } from "../support/stack";
 import { MarketClient } from "../../sdk/src/client";
 import { ApiError, type ApiErrorCode } from "../../sdk/src/errors";
-import { isErrorCode } from "../../core/errors";
+import { isErrorCode } from "@market/core/errors";
 
 /** The poster's API key; the worker registered as an agent on arc (no tags), with its API key. */
 const seededStack = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster), workerKey: await s.registerAgent(s.worker, []) }));

@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { stackFixture, type Stack } from "../support/stack";
 import { WorkerRuntime, type RuntimeEvent } from "../../sdk/src/runtime";
-import { unsatisfiable } from "../../core/verification/criteria";
+import { unsatisfiable } from "@market/core/verification/criteria";
 
 const seededStack = stackFixture(async (s) => ({ posterKey: await s.apiKeyFor(s.poster), workerKey: await s.apiKeyFor(s.worker) }));
 

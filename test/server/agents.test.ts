@@ -7,7 +7,7 @@ import { Wallet } from "ethers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { privateKeyOf, startTestServer, type Answer, type TestServer } from "./harness";
 import type { AgentProfile } from "../../server/agents";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 
 function expectError(answer: Answer, status: number, code: string) {
   expect(answer.body.error?.code, JSON.stringify(answer.body)).to.equal(code);

@@ -6,7 +6,7 @@ import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signers";
 import { startTestServer, PUBLIC_URL, type Answer, type TestServer } from "./harness";
 import { AUTH_SWEEP_INTERVAL_MS, EXPIRED_SESSION_KEPT_MS, NONCE_TTL_MS, SESSION_TTL_MS } from "../../server/auth";
-import { formatSignInMessage, parseSignInMessage, type SignInMessage } from "../../core/siwe";
+import { formatSignInMessage, parseSignInMessage, type SignInMessage } from "@market/core/siwe";
 
 interface Nonce {
   nonce: string;

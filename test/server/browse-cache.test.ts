@@ -8,7 +8,7 @@ import { expect } from "chai";
 import type { KyselyPlugin } from "kysely";
 import type { Db } from "../../server/db";
 import { createTaskQueries } from "../../server/tasks/queries";
-import { EscrowStatus, Ending } from "../../core/escrow";
+import { EscrowStatus, Ending } from "@market/core/escrow";
 import { testDatabase } from "./harness";
 
 const POSTER = "0x00000000000000000000000000000000000000a1";

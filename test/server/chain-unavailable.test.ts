@@ -9,8 +9,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { chainCall, createChains } from "../../server/chains";
 import { sendError } from "../../server/http/errors";
-import { MarketError } from "../../core/errors";
-import { redactUrls } from "../../core/text";
+import { MarketError } from "@market/core/errors";
+import { redactUrls } from "@market/core/text";
 import { toolError, UNEXPECTED_TOOL_ERROR } from "../../sdk/src/mcp/tools";
 
 const KEY = "k3y-0123456789abcdef";

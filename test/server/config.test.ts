@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Wallet } from "ethers";
 import { creditRuleFromEnv, DEFAULT_ABUSE, DEFAULT_OFFER_WINDOW_MS, DEFAULT_RATE_LIMIT, loadConfig } from "../../server/config";
-import { DEFAULT_CREDIT_RULE } from "../../core/reputation";
+import { DEFAULT_CREDIT_RULE } from "@market/core/reputation";
 import { writeDeployment, type EscrowDeployment } from "../../deploy/deployments";
 
 describe("server: configuration", function () {

@@ -10,7 +10,7 @@ import { expectError, expectOk } from "./expect";
 import { CRITERIA, PASSING, brief, steps } from "./lifecycle/helpers";
 import { eventPage, streamEvents } from "../../sdk/src/events";
 import { MarketClient } from "../../sdk/src/client";
-import type { EventPage, MarketEvent } from "../../core/api";
+import type { EventPage, MarketEvent } from "@market/core/api";
 
 const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
 

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import type { Answer } from "./harness";
-import { ERROR_CODES, type ErrorCode } from "../../core/errors";
+import { ERROR_CODES, type ErrorCode } from "@market/core/errors";
 
 /** The answer is the error envelope with this code and the status the code table gives it. */
 export function expectError(answer: Answer, code: ErrorCode, status: number = ERROR_CODES[code].status) {

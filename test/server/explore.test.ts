@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { serverFixture, type TestServer } from "./harness";
-import type { ExploreAnswer, SettlementTx } from "../../core/api";
+import type { ExploreAnswer, SettlementTx } from "@market/core/api";
 
 const seeded = serverFixture(async (s) => {
   const key = await s.apiKeyFor(s.poster);

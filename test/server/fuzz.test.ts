@@ -11,9 +11,9 @@ import { Wallet } from "ethers";
 import { sql } from "kysely";
 import { startTestServer, privateKeyOf, type TestServer } from "./harness";
 import { openApiPath, pathParams, registeredRoutes, type RegisteredRoute } from "./registered-routes";
-import { ERROR_CODES } from "../../core/errors";
-import { CAPABILITY_TAGS } from "../../core/capabilities";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { ERROR_CODES } from "@market/core/errors";
+import { CAPABILITY_TAGS } from "@market/core/capabilities";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 
 /** The only 5xx a route may answer, and only when a chain or the indexer really is down (not here). */
 const ALLOWED_5XX = new Set(["CHAIN_UNAVAILABLE", "NOT_READY"]);

@@ -13,8 +13,8 @@ import { DEFAULT_BODY_LIMIT } from "../../server/app";
 import { READY_LAG_BLOCKS } from "../../server/health";
 import { createChains } from "../../server/chains";
 import type { BlobStore } from "../../server/storage/blob-store";
-import { ERROR_CODES } from "../../core/errors";
-import { MAX_UPLOAD_BYTES } from "../../core/limits";
+import { ERROR_CODES } from "@market/core/errors";
+import { MAX_UPLOAD_BYTES } from "@market/core/limits";
 
 function expectError(answer: Answer, status: number, code: string) {
   expect(answer.body.error?.code, JSON.stringify(answer.body).slice(0, 500)).to.equal(code);

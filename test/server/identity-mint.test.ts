@@ -12,8 +12,8 @@ import { privateKeyOf, startTestServer, type TestServer } from "./harness";
 import { createChains, type ChainRegistry } from "../../server/chains";
 import { createOutbox, type Outbox } from "../../server/outbox";
 import { createIdentityMinting, type IdentityMinting, type MintRequest } from "../../server/identity";
-import { identityMetadataHash } from "../../core/registries";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { identityMetadataHash } from "@market/core/registries";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import { AgentIdentity__factory, type AgentIdentity } from "../../typechain-types";
 import { ChainRpcProvider } from "../../server/chains/rpc";
 

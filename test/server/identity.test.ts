@@ -10,11 +10,11 @@ import { serverFixture, type TestServer } from "./harness";
 import { expectOk } from "./expect";
 import { AMOUNT, brief, CRITERIA, FAILING, PASSING, steps, type Steps } from "./lifecycle/helpers";
 import { AgentIdentity__factory, TaskReputation__factory, type AgentIdentity, type TaskReputation } from "../../typechain-types";
-import { onChainAverageScore, onChainScore } from "../../core/reputation";
-import { identityMetadataHash } from "../../core/registries";
-import { publicKeyFromPrivateKey } from "../../core/crypto";
+import { onChainAverageScore, onChainScore } from "@market/core/reputation";
+import { identityMetadataHash } from "@market/core/registries";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import { privateKeyOf } from "./harness";
-import type { TaskView } from "../../core/api";
+import type { TaskView } from "@market/core/api";
 
 interface OnChainAnswer {
   tasksCompleted: number;

@@ -4,9 +4,9 @@ import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signer
 import type { TestServer } from "./harness";
 import { expectOk } from "./expect";
 import { sweepFeesToTreasury } from "../support/fees";
-import type { Assigned, Delivered, Finalized, SettlementTx, TaskView, UnsignedTx } from "../../core/api";
+import type { Assigned, Delivered, Finalized, SettlementTx, TaskView, UnsignedTx } from "@market/core/api";
 
-export type { Finalized } from "../../core/api";
+export type { Finalized } from "@market/core/api";
 
 export function lifecycle(s: TestServer) {
   /** Signs and sends an API-built transaction from `signer`; waits for the indexer. */

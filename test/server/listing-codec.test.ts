@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { createDatabase, migrateToLatest, type Db } from "../../server/db";
 import { listedFields, listingMeta, listingRow, type ListedFields, type ListingOrigin } from "../../server/tasks/listing-codec";
-import { PUBLIC_BRIEF_PREVIEW_CHARS } from "../../core/limits";
+import { PUBLIC_BRIEF_PREVIEW_CHARS } from "@market/core/limits";
 
 describe("server: the listing codec (listed fields <-> listings row <-> task metadata)", function () {
   let db: Db;

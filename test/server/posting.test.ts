@@ -4,9 +4,9 @@ import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { privateKeyOf, serverFixture, startTestServer, type TestServer } from "./harness";
 import { expectError, expectOk } from "./expect";
 import { BlocklistToken__factory, TaskEscrow__factory } from "../../typechain-types";
-import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "../../core/crypto";
-import type { ErrorCode } from "../../core/errors";
-import type { BuiltTask } from "../../core/api";
+import { encryptBrief, publicKeyFromPrivateKey, publicTaskHash, wrapBriefKey } from "@market/core/crypto";
+import type { ErrorCode } from "@market/core/errors";
+import type { BuiltTask } from "@market/core/api";
 
 const ZERO_HASH = `0x${"0".repeat(64)}`;
 const escrowInterface = TaskEscrow__factory.createInterface();

@@ -11,7 +11,7 @@ import { expect } from "chai";
 import { startTestServer, type TestServer } from "./harness";
 import { registeredRoutes } from "./registered-routes";
 import { expectOk } from "./expect";
-import { SETTLEMENT_ACTIONS } from "../../core/api";
+import { SETTLEMENT_ACTIONS } from "@market/core/api";
 
 type Security = Array<Record<string, string[]>>;
 interface OpenApiDoc {

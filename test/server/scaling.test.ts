@@ -27,7 +27,7 @@ import { lockSqliteFile } from "../../server/db/sqlite-lock";
 import { createSharedWindows } from "../../server/http/rate-limit";
 import { createBlobStore, createDatabaseBlobStore } from "../../server/storage/blob-store";
 import { loadConfig, startServer } from "../../server";
-import { contentHash } from "../../core/crypto";
+import { contentHash } from "@market/core/crypto";
 import { AMOUNT, assignCall, fundedTasks, verifierNonce, verifierOutbox } from "./lifecycle/helpers";
 import { waitFor } from "../indexer/helpers";
 import { startStack, type Stack } from "../support/stack";

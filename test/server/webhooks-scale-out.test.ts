@@ -17,7 +17,7 @@ import { apiKeyOver, postJson, serverEnv, startServerProcess, type ServerProcess
 import { webhookReceiver } from "../support/webhook-receiver";
 import { WEBHOOKS_LEASE } from "../../server/webhooks";
 import { readCursor } from "../../server/indexer";
-import type { EventPage, WebhookCreated } from "../../core/api";
+import type { EventPage, WebhookCreated } from "@market/core/api";
 
 async function activityFixture() {
   const fixture = await deployEscrowFixture();

@@ -11,8 +11,8 @@ import { brief, CRITERIA } from "./lifecycle/helpers";
 import { webhookReceiver, until, type WebhookReceiver } from "../support/webhook-receiver";
 import { webhookOutbound } from "../../server/app";
 import { createWebhookSender, type WebhookSender } from "../../server/webhooks";
-import { verifyWebhook, WebhookVerificationError } from "../../core/webhooks";
-import type { EventPage, MarketEvent, Redelivered, WebhookCreated, WebhookDeliveries, WebhookList, WebhookView } from "../../core/api";
+import { verifyWebhook, WebhookVerificationError } from "@market/core/webhooks";
+import type { EventPage, MarketEvent, Redelivered, WebhookCreated, WebhookDeliveries, WebhookList, WebhookView } from "@market/core/api";
 
 const seeded = serverFixture(async (s) => ({
   posterKey: await s.apiKeyFor(s.poster),

@@ -9,10 +9,10 @@ import hre from "hardhat";
 import { Wallet } from "ethers";
 import { serverFixture, type TestServer } from "../server/harness";
 import { expectError, expectOk } from "../server/expect";
-import { publicTaskHash } from "../../core/crypto";
+import { publicTaskHash } from "@market/core/crypto";
 import { BlocklistToken__factory } from "../../typechain-types";
-import type { BuiltTask, ServiceList, ServiceView } from "../../core/api";
-import type { ErrorCode } from "../../core/errors";
+import type { BuiltTask, ServiceList, ServiceView } from "@market/core/api";
+import type { ErrorCode } from "@market/core/errors";
 
 const PRICE = 1_500_000n;
 

@@ -35,7 +35,7 @@ import type {
   SkillList,
   TaskView,
   WhoAmI,
-} from "../../core/api";
+} from "@market/core/api";
 
 export { ApiError } from "../../sdk/src/errors";
 

@@ -6,7 +6,7 @@
  * whole ABI would weigh more than the app). A refused prompt changes nothing.
  */
 import { createPublicClient, custom, encodeFunctionData, getAddress, parseAbi, sha256, toBytes, type Hex } from "viem";
-import type { Settlement, UnsignedTx } from "../../core/api";
+import type { Settlement, UnsignedTx } from "@market/core/api";
 import { api } from "./api";
 import { WalletError, walletClient } from "./wallet";
 

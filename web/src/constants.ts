@@ -1,7 +1,7 @@
 /** Lists the pages offer, from core/ (the one place they are defined). */
-import type { TaskStatus } from "../../core/status";
-export { CAPABILITY_TAGS as CAPABILITIES } from "../../core/capabilities";
-export { CHAIN_NAMES as CHAINS } from "../../core/chains";
+import type { TaskStatus } from "@market/core/status";
+export { CAPABILITY_TAGS as CAPABILITIES } from "@market/core/capabilities";
+export { CHAIN_NAMES as CHAINS } from "@market/core/chains";
 
 /**
  * The task browser's status filter: core/status.ts TASK_STATUSES but `awaiting_verification` (one filter with

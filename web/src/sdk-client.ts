@@ -7,7 +7,7 @@
 import { MarketClient } from "../../sdk/src/client";
 import { createHttp } from "../../sdk/src/http";
 import { watchTask, type TaskWatch } from "../../sdk/src/events";
-import type { Settlement, SettlementAnswer } from "../../core/api";
+import type { Settlement, SettlementAnswer } from "@market/core/api";
 
 /** What the service settles on, and the custody key web posts wrap a copy of each private brief key to. */
 export async function settlementTerms(): Promise<{ settlement: Settlement; custodyPublicKey: string | null }> {

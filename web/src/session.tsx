@@ -3,7 +3,7 @@
  * keeps it, and dropped when it expires, on sign-out, or when the API answers INVALID_TOKEN.
  */
 import { createContext, useCallback, useContext, useMemo, useState, type ReactNode } from "react";
-import type { Session } from "../../core/api";
+import type { Session } from "@market/core/api";
 import { api } from "./api";
 import { signInWithWallet } from "./wallet";
 

@@ -1,7 +1,7 @@
 /** Small pieces every page uses: loading data, showing an error in words with its code, amounts, times, statuses. */
 import { useCallback, useEffect, useState, type ReactNode } from "react";
-import { ERROR_CODES, isErrorCode } from "../../core/errors";
-import { formatDecimalAmount } from "../../core/money";
+import { ERROR_CODES, isErrorCode } from "@market/core/errors";
+import { formatDecimalAmount } from "@market/core/money";
 
 /** What a failure shows: the code, the API's message, and the code table's description of it. */
 export function describeError(error: unknown): { code: string; message: string; description?: string } {

@@ -5,7 +5,7 @@
 import { createWalletClient, custom, getAddress, type EIP1193Provider, type WalletClient } from "viem";
 import { parseSiweMessage } from "viem/siwe";
 import { api } from "./api";
-import type { Session } from "../../core/api";
+import type { Session } from "@market/core/api";
 
 declare global {
   interface Window {

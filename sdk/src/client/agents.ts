@@ -2,8 +2,8 @@
 import { Wallet } from "ethers";
 import { clientError } from "../errors";
 import { escrowInterface } from "../chain";
-import { decryptBrief, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "../../../core/crypto";
-import type { ChainName } from "../../../core/chains";
+import { decryptBrief, privateTaskHash, publicKeyFromPrivateKey, resultHash, unwrapBriefKey } from "@market/core/crypto";
+import type { ChainName } from "@market/core/chains";
 import type {
   AgentAnswer,
   AgentProfile,
@@ -15,7 +15,7 @@ import type {
   Delivered,
   Finalized,
   PostedAnswer,
-} from "../../../core/api";
+} from "@market/core/api";
 import type { ClientCore } from "./core";
 
 /** What `accept` answers: the brief (or how to open it) and how the result is judged. */

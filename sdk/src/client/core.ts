@@ -6,9 +6,9 @@ import { getAddress, isHexString, Wallet } from "ethers";
 import { createHttp, type Http } from "../http";
 import { ApiError, clientError } from "../errors";
 import { connectChain, pinnedEscrowsFromEnv, type ChainWallet, type PinnedEscrows, type RpcUrls, type Settlement } from "../chain";
-import type { ChainName } from "../../../core/chains";
+import type { ChainName } from "@market/core/chains";
 import { connectInjected, injectedAccount, type InjectedWallet } from "../injected";
-import type { SettlementAnswer, TaskView, WhoAmI } from "../../../core/api";
+import type { SettlementAnswer, TaskView, WhoAmI } from "@market/core/api";
 
 export interface MarketClientOptions {
   apiKey: string;

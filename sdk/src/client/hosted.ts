@@ -1,7 +1,7 @@
 /** The client's hosted-agents area: the deploy fee, deploy, lifecycle, the agent's key and funds, and its messages. */
 import { clientError } from "../errors";
 import { erc20Interface } from "../chain";
-import { openSealed, publicKeyFromPrivateKey } from "../../../core/crypto";
+import { openSealed, publicKeyFromPrivateKey } from "@market/core/crypto";
 import type {
   AgentMessage,
   DeployAgentBody,
@@ -11,7 +11,7 @@ import type {
   HostedAgentView,
   OwnedAgentView,
   Withdrawal,
-} from "../../../core/api";
+} from "@market/core/api";
 import type { ClientCore } from "./core";
 
 /** `deployAgent`'s parameters: the deploy body, with the owner key and the fee payment filled in when left out. */

@@ -10,9 +10,9 @@ import {
   type PostTasksOptions,
   type PostTasksResult,
 } from "../posting";
-import type { ListingOutcome, SettlementAnswer } from "../../../core/api";
+import type { ListingOutcome, SettlementAnswer } from "@market/core/api";
 import type { ClientCore } from "./core";
-import { MAX_BULK_ROWS } from "../../../core/limits";
+import { MAX_BULK_ROWS } from "@market/core/limits";
 
 /** The posting chain: `chain` when given (checked against GET /api/v1/health/settlement), else the first postable one. */
 export async function postingContext(core: ClientCore, chain?: string) {

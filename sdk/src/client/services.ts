@@ -2,7 +2,7 @@
 import { ApiError, apiErrorCode, clientError, statusOfCode } from "../errors";
 import { checkRows, postRows } from "../posting";
 import { RENTAL_DONE_STATUSES, rentalInput, type Rental, type RentalProgress, type RentalState, type RentServiceOptions } from "../rentals";
-import type { CreateServiceBody, ServiceAnswer, ServiceList, ServiceView, TaskView, UpdateServiceBody } from "../../../core/api";
+import type { CreateServiceBody, ServiceAnswer, ServiceList, ServiceView, TaskView, UpdateServiceBody } from "@market/core/api";
 import { sleep, type ClientCore } from "./core";
 import { watchTask, type TaskWatch } from "../events";
 import { postingContext } from "./posting";

@@ -1,8 +1,8 @@
 /** The client's judging and settling area: a verdict, a cancel or refund, and the poster's or worker's settlement calls. */
 import { ApiError, clientError } from "../errors";
 import { escrowInterface } from "../chain";
-import { canCancel, hasEnded, snapshotFromView } from "../../../core/escrow";
-import type { SettlementAction, SettlementOutcome, SettlementTx, TaskView, VerdictAnswer } from "../../../core/api";
+import { canCancel, hasEnded, snapshotFromView } from "@market/core/escrow";
+import type { SettlementAction, SettlementOutcome, SettlementTx, TaskView, VerdictAnswer } from "@market/core/api";
 import { TaskEscrow__factory } from "../../../typechain-types/factories/contracts/TaskEscrow__factory";
 import { sleep, type ClientCore } from "./core";
 

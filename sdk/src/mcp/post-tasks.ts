@@ -9,8 +9,8 @@ import { checkRows, findRecipients, type CheckedRow, type PostTaskInput, type Wr
 import { chunkSizeFor } from "../posting/fund";
 import type { MarketClient } from "../client";
 import type { Settlement } from "../chain";
-import type { McpTaskRow } from "../../../core/api";
-import { MAX_MCP_BULK_ROWS } from "../../../core/limits";
+import type { McpTaskRow } from "@market/core/api";
+import { MAX_MCP_BULK_ROWS } from "@market/core/limits";
 
 /** What a quote shows, computed the same way at the quote and at the confirm. */
 export interface PostFacts {

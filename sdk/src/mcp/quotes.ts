@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Http } from "../http";
-import type { QuoteCreated, QuoteRedeemed } from "../../../core/api";
+import type { QuoteCreated, QuoteRedeemed } from "@market/core/api";
 
 /** JSON with object keys sorted, so the same arguments always hash alike. */
 export function canonicalJson(value: unknown): string {

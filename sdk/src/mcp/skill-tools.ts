@@ -4,7 +4,7 @@
  * caller's key, so the API's checks apply unchanged: a private skill of another author is `SKILL_NOT_FOUND`, an agent
  * of another account `NOT_AGENT_OWNER`, a skill needing secrets the agent lacks `SKILL_NEEDS_SECRETS`. None spends.
  */
-import { AgentSkillArgs, GetSkillArgs, ListSkillsArgs, type SkillView } from "../../../core/api";
+import { AgentSkillArgs, GetSkillArgs, ListSkillsArgs, type SkillView } from "@market/core/api";
 import { checkArgs } from "./schema";
 import type { MarketClient } from "../client";
 

@@ -10,7 +10,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ApiError, apiErrorCode, clientError, statusOfCode } from "../errors";
-import { ERROR_CODES, isErrorCode } from "../../../core/errors";
+import { ERROR_CODES, isErrorCode } from "@market/core/errors";
 import type { MarketClient } from "../client";
 import type { TaskWatch } from "../events";
 import { checkArgs, zodArgs } from "./schema";
@@ -31,11 +31,11 @@ import {
   type McpQuote,
   type ServiceView,
   type TaskView,
-} from "../../../core/api";
-import { formatUsdc } from "../../../core/money";
-import { redactUrls } from "../../../core/text";
-import { agentChains } from "../../../core/chains";
-import { MCP_QUOTE_TTL_MS, MCP_RENT_WAIT_SECONDS_DEFAULT } from "../../../core/limits";
+} from "@market/core/api";
+import { formatUsdc } from "@market/core/money";
+import { redactUrls } from "@market/core/text";
+import { agentChains } from "@market/core/chains";
+import { MCP_QUOTE_TTL_MS, MCP_RENT_WAIT_SECONDS_DEFAULT } from "@market/core/limits";
 
 /** What a surface gives the tools. */
 export interface McpSurface {
@@ -91,7 +91,7 @@ function requireSigner(surface: McpSurface, what: string) {
 
 // ------------------------------------------------------------------ post_tasks
 
-const postTasks = tool<import("../../../core/api").PostTasksArgs>({
+const postTasks = tool<import("@market/core/api").PostTasksArgs>({
   name: "post_tasks",
   title: "Post tasks (escrowed USDC rewards)",
   description:
@@ -199,7 +199,7 @@ function runSummary(r: PostRunResult): string {
 
 // ------------------------------------------------------------------ tasks after posting
 
-const pollTaskResult = tool<import("../../../core/api").PollTaskResultArgs>({
+const pollTaskResult = tool<import("@market/core/api").PollTaskResultArgs>({
   name: "poll_task_result",
   title: "Poll a task's status and result",
   description:
@@ -234,7 +234,7 @@ function taskResult(task: TaskView) {
 
 const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}...` : text);
 
-const cancelTask = tool<import("../../../core/api").TaskHashArgs>({
+const cancelTask = tool<import("@market/core/api").TaskHashArgs>({
   name: "cancel_task",
   title: "Cancel an open task (full refund)",
   description:
@@ -260,7 +260,7 @@ const cancelTask = tool<import("../../../core/api").TaskHashArgs>({
   },
 });
 
-const claimTimeout = tool<import("../../../core/api").TaskHashArgs>({
+const claimTimeout = tool<import("@market/core/api").TaskHashArgs>({
   name: "claim_timeout",
   title: "Claim a task back after its deadline",
   description:
@@ -277,7 +277,7 @@ const claimTimeout = tool<import("../../../core/api").TaskHashArgs>({
 
 // ------------------------------------------------------------------ services and rentals
 
-const browseServices = tool<import("../../../core/api").BrowseServicesArgs>({
+const browseServices = tool<import("@market/core/api").BrowseServicesArgs>({
   name: "browse_services",
   title: "Browse services to rent",
   description:
@@ -298,7 +298,7 @@ const browseServices = tool<import("../../../core/api").BrowseServicesArgs>({
   },
 });
 
-const getService = tool<import("../../../core/api").GetServiceArgs>({
+const getService = tool<import("@market/core/api").GetServiceArgs>({
   name: "get_service",
   title: "Get one service",
   description:
@@ -334,7 +334,7 @@ function serviceSummary(s: ServiceView): string {
   return `Service #${s.id} ${s.name} (${s.service_type}), ${usdc(s.price_raw)} per call, by ${s.agent_name} (${s.agent_address}); ${state}; sold ${s.sold_count}.${s.description ? `\n${s.description}` : ""}`;
 }
 
-const rentService = tool<import("../../../core/api").RentServiceArgs>({
+const rentService = tool<import("@market/core/api").RentServiceArgs>({
   name: "rent_service",
   title: "Rent a service (one fixed-price call, escrowed)",
   description:
@@ -404,7 +404,7 @@ const rentService = tool<import("../../../core/api").RentServiceArgs>({
 
 // ------------------------------------------------------------------ working
 
-const bidOnTask = tool<import("../../../core/api").BidOnTaskArgs>({
+const bidOnTask = tool<import("@market/core/api").BidOnTaskArgs>({
   name: "bid_on_task",
   title: "Bid on a private task",
   description:

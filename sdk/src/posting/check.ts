@@ -1,9 +1,9 @@
 /** The first phase of posting: every row checked by the service's own rules before anything is sent. */
 import { clientError, type RowError } from "../errors";
-import { checkBulkRows, type BulkColumn, type BulkRow, type RowValues } from "../../../core/bulk";
-import { BULK_AUTO_CRITERIA, validateCriteria, type VerificationCriteria } from "../../../core/verification/criteria";
-import { parseAgentAddress } from "../../../core/task-fields";
-import { MAX_BULK_ROWS } from "../../../core/limits";
+import { checkBulkRows, type BulkColumn, type BulkRow, type RowValues } from "@market/core/bulk";
+import { BULK_AUTO_CRITERIA, validateCriteria, type VerificationCriteria } from "@market/core/verification/criteria";
+import { parseAgentAddress } from "@market/core/task-fields";
+import { MAX_BULK_ROWS } from "@market/core/limits";
 import type { PostTaskInput } from "./types";
 
 /** A row checked and typed, before its brief is encrypted or anything is sent. */

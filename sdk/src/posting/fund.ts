@@ -6,8 +6,8 @@
 import { ZeroAddress } from "ethers";
 import { ApiError } from "../errors";
 import { erc20Interface, escrowInterface, type Settlement, type UnsignedTx } from "../chain";
-import { BATCH_CHUNK_SIZE } from "../../../core/limits";
-import type { BuiltBatch, BuiltTask } from "../../../core/api";
+import { BATCH_CHUNK_SIZE } from "@market/core/limits";
+import type { BuiltBatch, BuiltTask } from "@market/core/api";
 import type { PostingContext } from "./context";
 import type { PreparedRow } from "./prepare";
 

@@ -2,7 +2,7 @@
 import { ApiError } from "../errors";
 import type { PostingContext } from "./context";
 import type { IndexParams } from "./types";
-import type { IndexAnswer, ListingOutcome } from "../../../core/api";
+import type { IndexAnswer, ListingOutcome } from "@market/core/api";
 
 export type ListOutcome = { ok: true; status: "listed" | "already_listed" } | { ok: false; error: { code: string; message: string } };
 type Listed = ListingOutcome;

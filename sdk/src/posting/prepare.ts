@@ -3,8 +3,8 @@
  * set), and per row its task hash and, for a private brief, the ciphertext uploaded and the key wrapped to each of them.
  */
 import { clientError } from "../errors";
-import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKeys } from "../../../core/crypto";
-import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "../../../core/api";
+import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKeys } from "@market/core/crypto";
+import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "@market/core/api";
 import type { CheckedRow } from "./check";
 import type { PostingContext } from "./context";
 import type { IndexParams, PostTasksOptions, WrapTo } from "./types";

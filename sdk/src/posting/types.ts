@@ -1,5 +1,5 @@
-import type { IndexTaskBody } from "../../../core/api";
-import type { VerificationCriteria } from "../../../core/verification/criteria";
+import type { IndexTaskBody } from "@market/core/api";
+import type { VerificationCriteria } from "@market/core/verification/criteria";
 
 /** One task to post (a row of `postTasks`, or `postTask`'s argument). */
 export interface PostTaskInput {

@@ -1,4 +1,4 @@
-import type { ChainName } from "../../../core/chains";
+import type { ChainName } from "@market/core/chains";
 import { EVIDENCE_GAS, type ChainWallet } from "../chain";
 import { clientError, type ApiError } from "../errors";
 import type { Clock } from "./schedule";

@@ -1,18 +1,18 @@
 import { MarketClient, type AgentProfile, type AssignedTask, type Finalized, type TaskView } from "../client";
-import type { AgentAnswer } from "../../../core/api";
-import type { TaskStatus } from "../../../core/status";
+import type { AgentAnswer } from "@market/core/api";
+import type { TaskStatus } from "@market/core/status";
 import { ApiError, clientError } from "../errors";
 import type { PinnedEscrows, RpcUrls } from "../chain";
 import { planAfterRefusal, systemClock, type Clock, type WrapState } from "./schedule";
 import { after, sleep, untilAborted } from "./timers";
 import { createGasGate } from "./gas";
 import { eventPage, streamEvents } from "../events";
-import { CHAIN_NAMES, type ChainName } from "../../../core/chains";
-import { RUNTIME_BROWSE_INTERVAL_MS } from "../../../core/limits";
-import { roundsUnused } from "../../../core/escrow";
-import { unsatisfiable, type VerificationCriteria } from "../../../core/verification/criteria";
-import { formatDecimalAmount } from "../../../core/money";
-import { publicKeyFromPrivateKey } from "../../../core/crypto";
+import { CHAIN_NAMES, type ChainName } from "@market/core/chains";
+import { RUNTIME_BROWSE_INTERVAL_MS } from "@market/core/limits";
+import { roundsUnused } from "@market/core/escrow";
+import { unsatisfiable, type VerificationCriteria } from "@market/core/verification/criteria";
+import { formatDecimalAmount } from "@market/core/money";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 
 export { needsWrapDelay, planAfterRefusal, systemClock, type Clock } from "./schedule";
 

@@ -3,7 +3,7 @@ import {
   NEEDS_WRAP_FAST_RETRY_WINDOW_MS,
   NEEDS_WRAP_MAX_BACKOFF_MS,
   NEEDS_WRAP_RETRY_INTERVAL_MS,
-} from "../../../core/limits";
+} from "@market/core/limits";
 import { isRetryableCode } from "../errors";
 
 /** Timers the runtime uses; tests pass a fake clock. */

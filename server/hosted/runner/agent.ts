@@ -11,7 +11,7 @@ import type { HostedConfig } from "../../config";
 import type { RunningConfig, OpenedSecrets } from "../store";
 import type { GasSponsor } from "../sponsor";
 import { createWindows } from "../../http/rate-limit";
-import { redactUrls } from "../../../core/text";
+import { redactUrls } from "@market/core/text";
 import { createRedactor, redactFields, runWithinBudget, type Semaphore } from "./bounds";
 import { modelClient, runToolLoop, ModelFailure } from "./model";
 import { builtinToolSpecs, builtinTools } from "./tools";

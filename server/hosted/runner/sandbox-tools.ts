@@ -4,8 +4,8 @@
  * refusals (SANDBOX_UNAVAILABLE, SANDBOX_RATE_LIMITED, SANDBOX_DAILY_CAP) reach the model as `Error: CODE: message`.
  */
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
-import type { JsEvalTool, SandboxTool } from "../../../core/api";
-import { MarketError } from "../../../core/errors";
+import type { JsEvalTool, SandboxTool } from "@market/core/api";
+import { MarketError } from "@market/core/errors";
 import type { Sandbox } from "../../sandbox";
 
 const DEFAULT_INPUT = { input: { type: "string", description: "The tool's input." } };

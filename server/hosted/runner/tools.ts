@@ -5,12 +5,12 @@
  */
 import { getAddress, isAddress } from "ethers";
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
-import type { HttpTool } from "../../../core/api";
+import type { HttpTool } from "@market/core/api";
 import { ApiError, type MarketClient } from "../../../sdk/src";
 import type { Sandbox } from "../../sandbox";
-import { wrapBriefKey } from "../../../core/crypto";
+import { wrapBriefKey } from "@market/core/crypto";
 import { boundedFetch, truncate } from "./bounds";
-import { redactUrls } from "../../../core/text";
+import { redactUrls } from "@market/core/text";
 
 /** Largest HTTP tool answer read (bytes). */
 export const MAX_TOOL_RESPONSE_BYTES = 256 * 1024;

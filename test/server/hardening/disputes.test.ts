@@ -8,8 +8,8 @@ import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { AMOUNT, brief, CRITERIA, DAY, PASSING, steps, type Steps } from "../lifecycle/helpers";
 import { ADMIN_FAILURES_PER_MINUTE } from "../../../server/admin";
-import { Ending } from "../../../core/escrow";
-import type { AdminDisputes } from "../../../core/api";
+import { Ending } from "@market/core/escrow";
+import type { AdminDisputes } from "@market/core/api";
 
 const ADMIN_KEY = "admin-key-for-tests-0123456789abcdef0123456789";
 

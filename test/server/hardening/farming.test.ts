@@ -10,8 +10,8 @@ import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signer
 import { startTestServer, type TestServer, type TestServerOptions } from "../harness";
 import { expectOk } from "../expect";
 import { brief, CRITERIA, DAY, PASSING, steps, type Steps } from "../lifecycle/helpers";
-import { DEFAULT_CREDIT_RULE } from "../../../core/reputation";
-import type { NonceAnswer, Session } from "../../../core/api";
+import { DEFAULT_CREDIT_RULE } from "@market/core/reputation";
+import type { NonceAnswer, Session } from "@market/core/api";
 
 interface Reputation {
   reputation: number;

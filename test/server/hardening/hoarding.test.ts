@@ -8,7 +8,7 @@ import hre from "hardhat";
 import { startTestServer, type TestServer, type TestServerOptions } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { AMOUNT, brief, CRITERIA, DAY, steps, type Steps } from "../lifecycle/helpers";
-import { undeliveredAssignmentCap } from "../../../core/reputation";
+import { undeliveredAssignmentCap } from "@market/core/reputation";
 
 interface Reputation {
   reputation: number;

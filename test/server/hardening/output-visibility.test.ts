@@ -4,7 +4,7 @@
  * so it cannot dispute a result whose evidence never lands; the worker reads what it stored.
  */
 import { expect } from "chai";
-import type { TaskView, VerifyAnswer } from "../../../core/api";
+import type { TaskView, VerifyAnswer } from "@market/core/api";
 import type { TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { partiesServer, PASSING, steps } from "../lifecycle/helpers";

@@ -10,9 +10,9 @@ import { expectError, expectOk } from "../expect";
 import { brief } from "../lifecycle/helpers";
 import { createTaskQueries, MAX_CACHED_TOTALS } from "../../../server/tasks/queries";
 import { createLru } from "../../../server/http/lru";
-import { publicTaskHash } from "../../../core/crypto";
+import { publicTaskHash } from "@market/core/crypto";
 import { checkRows } from "../../../sdk/src/posting";
-import type { TaskView } from "../../../core/api";
+import type { TaskView } from "@market/core/api";
 
 describe("hardening: smaller findings", function () {
   let s: TestServer | undefined;

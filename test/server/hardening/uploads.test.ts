@@ -10,7 +10,7 @@ import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { brief } from "../lifecycle/helpers";
 import { DEFAULT_ABUSE, type UploadLimits } from "../../../server/config";
-import type { BuiltTask, Uploaded } from "../../../core/api";
+import type { BuiltTask, Uploaded } from "@market/core/api";
 
 const KB = 1024;
 

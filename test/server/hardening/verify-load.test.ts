@@ -11,9 +11,9 @@ import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/signer
 import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { AMOUNT, brief, steps } from "../lifecycle/helpers";
-import { MAX_OUTPUT_CHARS, type VerifyAnswer } from "../../../core/api";
+import { MAX_OUTPUT_CHARS, type VerifyAnswer } from "@market/core/api";
 import { ADVISORY_VERIFY_PER_IP_PER_MINUTE, createVerifierPool } from "../../../server/verification";
-import { MarketError } from "../../../core/errors";
+import { MarketError } from "@market/core/errors";
 
 const WALLETS = 20;
 const CALLS_PER_WALLET = 3;

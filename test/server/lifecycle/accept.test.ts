@@ -8,7 +8,7 @@ import { time } from "@nomicfoundation/hardhat-network-helpers";
 import { privateKeyOf, serverFixture, startTestServer, type TestServer, type TestServerOptions } from "../harness";
 import { ACCEPT_LOCK_TTL_MS } from "../../../server/marketplace/accept";
 import { expectError, expectOk } from "../expect";
-import { decryptBrief, publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../../core/crypto";
+import { decryptBrief, publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "@market/core/crypto";
 import { AMOUNT, brief, CRITERIA, DAY, EscrowStatus, PASSING, steps, type Steps } from "./helpers";
 
 /** The poster's API key, for the tests on the default server. */

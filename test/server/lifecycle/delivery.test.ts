@@ -7,7 +7,7 @@ import hre from "hardhat";
 import { Transaction } from "ethers";
 import { privateKeyOf, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
-import { resultHash } from "../../../core/crypto";
+import { resultHash } from "@market/core/crypto";
 import { DAY, Ending, EscrowStatus, FAILING, partiesAndStrangerServer, PASSING, steps, type Steps } from "./helpers";
 
 describe("lifecycle: delivery", function () {

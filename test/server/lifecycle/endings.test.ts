@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
-import { resultHash } from "../../../core/crypto";
+import { resultHash } from "@market/core/crypto";
 import { AMOUNT, DAY, Ending, EscrowStatus, FAILING, FEE, partiesServer, PASSING, PAYOUT, steps, type Balances, type Steps } from "./helpers";
 
 describe("lifecycle: the eight endings", function () {

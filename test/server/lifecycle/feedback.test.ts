@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { privateKeyOf, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
-import { publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "../../../core/crypto";
+import { publicKeyFromPrivateKey, unwrapBriefKey, wrapBriefKey } from "@market/core/crypto";
 import { AMOUNT, brief, partiesServer, PASSING, steps, type Steps } from "./helpers";
 
 interface Message {

@@ -12,8 +12,8 @@ import type { Chain } from "../../../server/chains";
 import { createOutbox, type Outbox, type OutboxOptions } from "../../../server/outbox";
 import { lifecycle, type Finalized } from "../lifecycle-harness";
 import { expectOk } from "../expect";
-import { Ending, EscrowStatus } from "../../../core/escrow";
-import type { Assigned, Delivered, PostedAnswer, SettlementTx } from "../../../core/api";
+import { Ending, EscrowStatus } from "@market/core/escrow";
+import type { Assigned, Delivered, PostedAnswer, SettlementTx } from "@market/core/api";
 
 export const DAY = 86_400;
 /** An odd reward, so the 10% fee rounds down: fee 500,000, payout 4,500,003. */
@@ -26,7 +26,7 @@ export const FAILING = "Too short.";
 /** Criteria that PASSING meets and FAILING does not. */
 export const CRITERIA = { min_length: 40, contains_keywords: ["Hamlet"] };
 
-export type { UnsignedTx } from "../../../core/api";
+export type { UnsignedTx } from "@market/core/api";
 
 export interface Balances {
   poster: bigint;

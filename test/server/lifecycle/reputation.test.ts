@@ -14,7 +14,7 @@ import { migrations } from "../../../server/db/migrations";
 import { createIndexer, type BlockRangeOptions, type ChainEvent } from "../../../server/indexer";
 import { defaultProjections } from "../../../server/projections";
 import { createReputationProjection } from "../../../server/reputation/projection";
-import { Ending, EscrowStatus } from "../../../core/escrow";
+import { Ending, EscrowStatus } from "@market/core/escrow";
 import {
   applyReputation,
   decayedScore,
@@ -23,7 +23,7 @@ import {
   FRESH_REPUTATION,
   offerRank,
   type ReputationState,
-} from "../../../core/reputation";
+} from "@market/core/reputation";
 import { AMOUNT, brief, CRITERIA, DAY, FAILING, partiesServer, PASSING, PAYOUT, steps, type Steps } from "./helpers";
 
 const WEEK = 7 * DAY;

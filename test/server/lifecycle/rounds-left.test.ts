@@ -3,7 +3,7 @@
  * the task's deadline answers the rounds left that the worker's task list shows for it, none (issue 24, item 4).
  */
 import { expect } from "chai";
-import type { AssignedTasksAnswer } from "../../../core/api";
+import type { AssignedTasksAnswer } from "@market/core/api";
 import { type TestServer } from "../harness";
 import { expectOk } from "../expect";
 import { DAY, EscrowStatus, FAILING, partiesServer, steps, type Steps } from "./helpers";

@@ -10,8 +10,8 @@
 import { expect } from "chai";
 import { expectError, expectOk } from "../expect";
 import { serverFixture, type TestServer } from "../harness";
-import { bestMatchingSkill } from "../../../core/reputation";
-import { publicKeyFromPrivateKey } from "../../../core/crypto";
+import { bestMatchingSkill } from "@market/core/reputation";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import { privateKeyOf } from "../harness";
 import { AMOUNT, brief, CRITERIA, parties, PASSING, steps, type Steps } from "./helpers";
 

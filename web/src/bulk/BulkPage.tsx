@@ -6,9 +6,9 @@
  * reload or a closed tab finishes its run without paying twice.
  */
 import { useEffect, useMemo, useState } from "react";
-import { formatUsdc } from "../../../core/money";
+import { formatUsdc } from "@market/core/money";
 import { totalsOf } from "../../../sdk/src/posting/journal/totals";
-import type { Settlement } from "../../../core/api";
+import type { Settlement } from "@market/core/api";
 import type { Eip1193Provider } from "../../../sdk/src/injected";
 import { browserRuns, type BrowserRunInfo } from "../../../sdk/src/posting/journal/browser";
 import type { RunRow } from "../../../sdk/src/posting/journal/rows";

@@ -4,8 +4,8 @@
  * unknown columns ignored and listed once, identical rows refused, only the known capability tags, briefs up to
  * 20,000 characters, 1,000 rows at most. No network: the totals need only the settlement's batch terms.
  */
-import { bulkFormatOf, parseBulkFile, type BulkFormat, type FileIssue, type RowIssue } from "../../../core/bulk";
-import { MAX_BULK_ROWS, MAX_WEB_BRIEF_CHARS } from "../../../core/limits";
+import { bulkFormatOf, parseBulkFile, type BulkFormat, type FileIssue, type RowIssue } from "@market/core/bulk";
+import { MAX_BULK_ROWS, MAX_WEB_BRIEF_CHARS } from "@market/core/limits";
 import { keyedRows, type RunRow } from "../../../sdk/src/posting/journal/rows";
 
 /** One line of the file as the page shows it: a postable row, or a flagged one with its issues. */

@@ -12,8 +12,8 @@ import { useSession } from "../session";
 import { sessionClient } from "../sdk-client";
 import { Amount, ErrorBox, Page, useLoad } from "../ui";
 import { SignInPrompt } from "../pages/SignInPrompt";
-import { parseUsdcDecimal } from "../../../core/money";
-import type { AgentTool } from "../../../core/api";
+import { parseUsdcDecimal } from "@market/core/money";
+import type { AgentTool } from "@market/core/api";
 import { deriveOwnerKey } from "./owner-key";
 
 export default function DeployPage() {

@@ -13,8 +13,8 @@ import { useSession } from "../session";
 import { sessionClient, settlementTerms } from "../sdk-client";
 import { Amount, ErrorBox, Loading, Page, formatTime, useLoad } from "../ui";
 import { SignInPrompt } from "../pages/SignInPrompt";
-import { formatUsdc, parseUsdcDecimal } from "../../../core/money";
-import type { OwnedAgentView, Withdrawal } from "../../../core/api";
+import { formatUsdc, parseUsdcDecimal } from "@market/core/money";
+import type { OwnedAgentView, Withdrawal } from "@market/core/api";
 import { deriveOwnerKey } from "./owner-key";
 import { ServicesPanel } from "./ServicesPanel";
 

@@ -6,8 +6,8 @@
 import { useState } from "react";
 import { sessionClient } from "../sdk-client";
 import { Amount, ErrorBox, Loading, useLoad } from "../ui";
-import { parseUsdcDecimal } from "../../../core/money";
-import type { ServiceView } from "../../../core/api";
+import { parseUsdcDecimal } from "@market/core/money";
+import type { ServiceView } from "@market/core/api";
 
 type Session = { token: string; address: string };
 

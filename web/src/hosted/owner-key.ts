@@ -7,7 +7,7 @@
  * never stored. It lives in the page only while a deploy or an export needs it.
  */
 import { getAddress, hexToBigInt, keccak256, toHex, type Hex } from "viem";
-import { publicKeyFromPrivateKey } from "../../../core/crypto";
+import { publicKeyFromPrivateKey } from "@market/core/crypto";
 import { WalletError, walletClient } from "../wallet";
 
 /** The order of secp256k1: a private key is in [1, n - 1]. */

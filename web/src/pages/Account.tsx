@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api } from "../api";
-import type { CreatedApiKey } from "../../../core/api";
+import type { CreatedApiKey } from "@market/core/api";
 import { useSession } from "../session";
 import { ErrorBox, Loading, Page, formatTime, useLoad } from "../ui";
 import { SignInPrompt } from "./SignInPrompt";

@@ -6,8 +6,8 @@ import { navigate } from "../router";
 import { useSession } from "../session";
 import { ErrorBox, Page } from "../ui";
 import { SignInPrompt } from "./SignInPrompt";
-import { parseUsdcDecimal } from "../../../core/money";
-import type { BuildTaskBody } from "../../../core/api";
+import { parseUsdcDecimal } from "@market/core/money";
+import type { BuildTaskBody } from "@market/core/api";
 
 /**
  * One task: the brief, the reward (escrowed from the wallet), the capabilities an agent needs, the deadline and how the

@@ -1,7 +1,7 @@
 import { api } from "../api";
 import { ErrorBox, useLoad } from "../ui";
-import { formatDecimalAmount } from "../../../core/money";
-import type { Address } from "../../../core/api";
+import { formatDecimalAmount } from "@market/core/money";
+import type { Address } from "@market/core/api";
 
 const DAYS = 30;
 const DAY_MS = 86_400_000;

@@ -6,7 +6,7 @@ import { Link } from "../router";
 import { useSession } from "../session";
 import { useTaskEvents } from "../events";
 import { Amount, ErrorBox, Loading, Page, Status, formatTime, useLoad } from "../ui";
-import type { TaskView } from "../../../core/api";
+import type { TaskView } from "@market/core/api";
 
 /** One task: its public terms, its state, and its timeline (the poster sees the full history and the output). */
 export default function Task({ taskHash }: { taskHash: string }) {

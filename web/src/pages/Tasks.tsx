@@ -3,8 +3,8 @@ import { api } from "../api";
 import { Link, navigate, useLocation } from "../router";
 import { Amount, ErrorBox, Loading, Page, Status, formatTime, shortHex, useLoad } from "../ui";
 import { CAPABILITIES, CHAINS, STATUSES } from "../constants";
-import { parseUsdcDecimal } from "../../../core/money";
-import type { ExploreQuery } from "../../../core/api";
+import { parseUsdcDecimal } from "@market/core/money";
+import type { ExploreQuery } from "@market/core/api";
 
 const FILTERS = ["status", "chain", "capability", "min", "max"] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;

@@ -13,7 +13,7 @@ import { useSession } from "../session";
 import { sessionClient } from "../sdk-client";
 import { Amount, ErrorBox, Loading, Page, Status, shortHex, useLoad } from "../ui";
 import type { RentalState } from "../../../sdk/src/rentals";
-import type { ServiceView } from "../../../core/api";
+import type { ServiceView } from "@market/core/api";
 
 type Phase =
   | { step: "paying" }

@@ -11,7 +11,7 @@ import { erc20Interface } from "../../chain";
 import type { MarketClient } from "../../client";
 import type { CheckedRow } from "../check";
 import type { WrapTo } from "../types";
-import { BULK_AUTO_CRITERIA, type VerificationCriteria } from "../../../../core/verification/criteria";
+import { BULK_AUTO_CRITERIA, type VerificationCriteria } from "@market/core/verification/criteria";
 import { canonicalJson } from "../../mcp/quotes";
 import { factsOf, type McpRowStatus, type Poster, type PostRunResult } from "../../mcp/post-tasks";
 import { foldEntries } from "./entries";

@@ -5,7 +5,7 @@
  */
 import { clientError } from "../../errors";
 import type { ChainWallet } from "../../chain";
-import { sameAddress, snapshotFromView } from "../../../../core/escrow";
+import { sameAddress, snapshotFromView } from "@market/core/escrow";
 import { TaskEscrow__factory } from "../../../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { JournalBinding } from "./entries";
 import type { Run } from "./types";

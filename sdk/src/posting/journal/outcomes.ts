@@ -8,8 +8,8 @@
  * brief's text), set as soon as it is known, also for a row refused before payment; `task_id` is the id of the task
  * that exists on chain for the row (the same hash), set only once the row is paid for (`posted`, `paid, not listed`).
  */
-import { writeCsv } from "../../../../core/bulk";
-import { formatUsdc } from "../../../../core/money";
+import { writeCsv } from "@market/core/bulk";
+import { formatUsdc } from "@market/core/money";
 import type { OutcomeSink } from "./ports";
 import type { RunRow } from "./rows";
 

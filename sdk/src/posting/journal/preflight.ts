@@ -10,7 +10,7 @@ import { findRecipients } from "../prepare";
 import type { CheckedRow } from "../check";
 import type { WrapTo } from "../types";
 import type { MarketClient } from "../../client";
-import { publicTaskHash } from "../../../../core/crypto";
+import { publicTaskHash } from "@market/core/crypto";
 import { RowStatus } from "./outcomes";
 import type { Sorted } from "./run";
 import type { RunRow } from "./rows";

@@ -13,8 +13,8 @@
 import { zeroPadValue } from "ethers";
 import { ApiError, clientError } from "../../errors";
 import { escrowInterface, type ChainWallet } from "../../chain";
-import { taskStatus } from "../../../../core/status";
-import { sameAddress, snapshotFromView, type TaskSnapshot } from "../../../../core/escrow";
+import { taskStatus } from "@market/core/status";
+import { sameAddress, snapshotFromView, type TaskSnapshot } from "@market/core/escrow";
 import { TaskEscrow__factory } from "../../../../typechain-types/factories/contracts/TaskEscrow__factory";
 import type { Attempt, JournalError, RowJournal } from "./entries";
 

@@ -4,7 +4,7 @@
  * chain. `market post-tasks` shows them and pays for them again only when the user says so.
  */
 import { clientError } from "../../errors";
-import { sameAddress, snapshotFromView } from "../../../../core/escrow";
+import { sameAddress, snapshotFromView } from "@market/core/escrow";
 import { TaskEscrow__factory } from "../../../../typechain-types/factories/contracts/TaskEscrow__factory";
 import { eachLimited } from "./claims";
 import type { FundedRow } from "./ports";

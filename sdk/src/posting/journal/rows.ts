@@ -4,8 +4,8 @@
  * hand them to the engine as they are, with no file written and read back.
  */
 import { sha256, toUtf8Bytes } from "ethers";
-import type { BulkRow } from "../../../../core/bulk";
-import { BULK_AUTO_CRITERIA } from "../../../../core/verification/criteria";
+import type { BulkRow } from "@market/core/bulk";
+import { BULK_AUTO_CRITERIA } from "@market/core/verification/criteria";
 import type { CheckedRow } from "../check";
 import type { PostTaskInput } from "../types";
 

@@ -1,5 +1,5 @@
 /** The totals shown before a run asks to pay (spec: "Bulk run behaviour", step 2), for every host of the engine. */
-import { BATCH_CHUNK_SIZE } from "../../../../core/limits";
+import { BATCH_CHUNK_SIZE } from "@market/core/limits";
 import type { Settlement } from "../../chain";
 import type { RunRow } from "./rows";
 

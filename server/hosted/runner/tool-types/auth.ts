@@ -4,7 +4,7 @@
  * spec: `query_param` is accepted and never sent). Undefined when the secret is missing (the call fails with
  * `authentication failed`).
  */
-import type { ToolAuth } from "../../../../core/api";
+import type { ToolAuth } from "@market/core/api";
 
 export function authHeaders(auth: ToolAuth | undefined, secret: (name: string) => string | undefined): Record<string, string> | undefined {
   if (!auth || (auth.type !== "bearer" && auth.type !== "header")) return {};

@@ -4,7 +4,7 @@
  * Sandbox in ../sandbox-tools.ts). A sandbox run's answer is redacted (the agent's secrets) like every tool's.
  */
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
-import type { StoredTool } from "../../../../core/api";
+import type { StoredTool } from "@market/core/api";
 import { callHttpTool, httpToolSpec, MAX_TOOL_WAIT_MS, type ToolRunContext } from "../tools";
 import { callMcpTool, mcpToolSpecs } from "./mcp";
 import { callManualMcpTool, manualMcpToolSpec } from "./manual-mcp";

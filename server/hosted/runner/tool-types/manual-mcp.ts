@@ -4,7 +4,7 @@
  * parameters, else its free-form `input` text. Same fetch as HTTP tools: private networks refused, answers bounded.
  */
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
-import type { ManualMcpTool } from "../../../../core/api";
+import type { ManualMcpTool } from "@market/core/api";
 import { boundedFetch, truncate } from "../bounds";
 import { authHeaders } from "./auth";
 import type { McpCallContext } from "./mcp";

@@ -7,7 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
-import type { McpListedTool, StoredMcpTool } from "../../../../core/api";
+import type { McpListedTool, StoredMcpTool } from "@market/core/api";
 import { boundedFetch, truncate } from "../bounds";
 import { authHeaders } from "./auth";
 
