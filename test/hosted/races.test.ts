@@ -117,7 +117,13 @@ describe("hosted agents: withdraws racing", function () {
         withdraw(agent.id),
         s.call<{ agent: { state: string } }>("POST", `/api/v1/agents/${agent.id}/start`, { key: ownerKey }),
       ]);
-      if (withdrawn.status === 200) {
+      // On a loaded machine the start can arrive after the withdrawal has ended: both then succeed, one after the
+      // other (the wallet emptied, then the agent running). Never both at once.
+      const after = withdrawn.status === 200 && started.status === 200;
+      if (after) {
+        expect(expectOk(started).agent.state).to.equal("running");
+        expect(await s.usdc.balanceOf(agent.address)).to.equal(0n);
+      } else if (withdrawn.status === 200) {
         expectError(started, "WITHDRAWAL_IN_PROGRESS");
         expect(await s.usdc.balanceOf(agent.address)).to.equal(0n);
       } else {
@@ -126,7 +132,7 @@ describe("hosted agents: withdraws racing", function () {
         expect(await s.usdc.balanceOf(agent.address)).to.equal(1_000_000n);
       }
       const row = await s.db.selectFrom("hosted_agents").select("state").where("id", "=", agent.id).executeTakeFirstOrThrow();
-      expect(row.state).to.equal(withdrawn.status === 200 ? "stopped" : "running");
+      expect(row.state).to.equal(withdrawn.status === 200 && !after ? "stopped" : "running");
     }
   });
 });
