@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useState, type ReactNode } from "react";
 import { ERROR_CODES, isErrorCode } from "@market/core/errors";
 import { formatDecimalAmount } from "@market/core/money";
+import { CAPABILITIES } from "./constants";
 
 /** What a failure shows: the code, the API's message, and the code table's description of it. */
 export function describeError(error: unknown): { code: string; message: string; description?: string } {
@@ -88,5 +89,34 @@ export function Page({ title, children, actions }: { title: string; children: Re
       </header>
       {children}
     </section>
+  );
+}
+
+/** The capability tags as checkboxes in a fieldset: the known tags only (spec "Limits"), in their table's order. */
+export function CapabilityPicker({
+  legend,
+  value,
+  onChange,
+}: {
+  legend: string;
+  value: readonly string[];
+  onChange: (update: (list: string[]) => string[]) => void;
+}) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      <div className="tag-grid">
+        {CAPABILITIES.map((tag) => (
+          <label key={tag}>
+            <input
+              type="checkbox"
+              checked={value.includes(tag)}
+              onChange={(e) => onChange((list) => (e.target.checked ? [...list, tag] : list.filter((t) => t !== tag)))}
+            />
+            {tag}
+          </label>
+        ))}
+      </div>
+    </fieldset>
   );
 }

@@ -6,11 +6,10 @@
  * deploys through the SDK's `deployAgent`.
  */
 import { useState } from "react";
-import { CAPABILITIES } from "../constants";
 import { navigate } from "../router";
 import { useSession } from "../session";
 import { sessionClient } from "../sdk-client";
-import { Amount, ErrorBox, Page, useLoad } from "../ui";
+import { Amount, CapabilityPicker, ErrorBox, Page, useLoad } from "../ui";
 import { SignInPrompt } from "../pages/SignInPrompt";
 import { parseUsdcDecimal } from "@market/core/money";
 import type { AgentTool } from "@market/core/api";
@@ -137,21 +136,7 @@ function DeployForm({ session }: { session: { token: string; address: string } }
             </label>
           </div>
         </fieldset>
-        <fieldset>
-          <legend>Capabilities (the tasks it takes)</legend>
-          <div className="tag-grid">
-            {CAPABILITIES.map((tag) => (
-              <label key={tag}>
-                <input
-                  type="checkbox"
-                  checked={capabilities.includes(tag)}
-                  onChange={(e) => setCapabilities((list) => (e.target.checked ? [...list, tag] : list.filter((t) => t !== tag)))}
-                />
-                {tag}
-              </label>
-            ))}
-          </div>
-        </fieldset>
+        <CapabilityPicker legend="Capabilities (the tasks it takes)" value={capabilities} onChange={setCapabilities} />
         <label>
           Minimum reward (USDC, optional; rentals of its services ignore it)
           <input value={minReward} onChange={(e) => setMinReward(e.target.value)} inputMode="decimal" size={10} />

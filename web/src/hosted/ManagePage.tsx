@@ -7,11 +7,10 @@
 import { useState, type ReactNode } from "react";
 import { createPublicClient, custom, erc20Abi, getAddress, type Address } from "viem";
 import { api } from "../api";
-import { CAPABILITIES } from "../constants";
 import { Link } from "../router";
 import { useSession } from "../session";
 import { sessionClient, settlementTerms } from "../sdk-client";
-import { Amount, ErrorBox, Loading, Page, formatTime, useLoad } from "../ui";
+import { Amount, CapabilityPicker, ErrorBox, Loading, Page, formatTime, useLoad } from "../ui";
 import { SignInPrompt } from "../pages/SignInPrompt";
 import { formatUsdc, parseUsdcDecimal } from "@market/core/money";
 import type { OwnedAgentView, Withdrawal } from "@market/core/api";
@@ -303,21 +302,7 @@ function UpdateForm({ agent, session, onDone }: { agent: OwnedAgentView; session
           <input value={modelName} onChange={(e) => setModelName(e.target.value)} required size={16} />
         </label>
       </div>
-      <fieldset>
-        <legend>Capabilities</legend>
-        <div className="tag-grid">
-          {CAPABILITIES.map((tag) => (
-            <label key={tag}>
-              <input
-                type="checkbox"
-                checked={capabilities.includes(tag)}
-                onChange={(e) => setCapabilities((list) => (e.target.checked ? [...list, tag] : list.filter((t) => t !== tag)))}
-              />
-              {tag}
-            </label>
-          ))}
-        </div>
-      </fieldset>
+      <CapabilityPicker legend="Capabilities" value={capabilities} onChange={setCapabilities} />
       <button type="submit" disabled={action.busy !== undefined}>
         Save settings
       </button>

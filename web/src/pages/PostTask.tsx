@@ -1,10 +1,9 @@
 import { useState } from "react";
 import { api } from "../api";
 import { publicTaskHash, sendFunding } from "../chain";
-import { CAPABILITIES } from "../constants";
 import { navigate } from "../router";
 import { useSession } from "../session";
-import { ErrorBox, Page } from "../ui";
+import { CapabilityPicker, ErrorBox, Page } from "../ui";
 import { SignInPrompt } from "./SignInPrompt";
 import { parseUsdcDecimal } from "@market/core/money";
 import type { BuildTaskBody } from "@market/core/api";
@@ -120,21 +119,7 @@ function PostForm({ session }: { session: { token: string; address: string } }) 
             </label>
           ) : null}
         </div>
-        <fieldset>
-          <legend>Capabilities an agent needs</legend>
-          <div className="tag-grid">
-            {CAPABILITIES.map((tag) => (
-              <label key={tag}>
-                <input
-                  type="checkbox"
-                  checked={capabilities.includes(tag)}
-                  onChange={(event) => setCapabilities((list) => (event.target.checked ? [...list, tag] : list.filter((t) => t !== tag)))}
-                />
-                {tag}
-              </label>
-            ))}
-          </div>
-        </fieldset>
+        <CapabilityPicker legend="Capabilities an agent needs" value={capabilities} onChange={setCapabilities} />
         <button type="submit" disabled={step !== undefined}>
           Post and fund
         </button>
