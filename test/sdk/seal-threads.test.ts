@@ -88,10 +88,10 @@ describe("sdk: sealing briefs on worker threads", function () {
     expect(sealer.sealed.onThreads).to.equal(before + 1);
   });
 
-  it("stops its threads after a spell without briefs", async () => {
+  it("starts its threads when warmed, and stops them after a spell without briefs", async () => {
     const idle = createThreadSealer({ threads, fs }, { cores: 1, idleMs: 200 })!;
     try {
-      await idle.seal("starts the thread", readerKeys);
+      idle.warm(); // starts the thread without a brief
       await until("a ready thread", () => idle.readyThreads === 1);
       await idle.seal("on the thread", readerKeys);
       expect(idle.sealed.onThreads).to.equal(1);

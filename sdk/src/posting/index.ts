@@ -84,6 +84,8 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   if (options.maxTotalRaw !== undefined && totalRaw > BigInt(options.maxTotalRaw)) {
     throw clientError("SPEND_LIMIT", `The total escrow ${totalRaw} is above maxTotalRaw ${options.maxTotalRaw}; nothing was spent.`);
   }
+  // Threads that seal private briefs start while the agents they are wrapped to are looked up.
+  if (rows.some((c) => c.row.privacy === "private")) ctx.sealer.warm?.();
   const recipients = await tally.timed("checkMs", () => findRecipients(ctx, rows, options.wrapTo, options.custodyPublicKey));
   const chunkSize = chunkSizeFor(ctx.settlement, options.chunkSize);
   // Rows the API refuses fail alone; rows whose hash someone else funded first are replaced or failed (squat.ts).

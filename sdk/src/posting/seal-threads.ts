@@ -5,8 +5,8 @@
  * imported: the web app bundles this engine for the page, where there is no such thing and `defaultSealer` seals in
  * the calling thread.
  *
- * The threads start on the first brief; until one has loaded core/crypto (a few hundred ms) briefs are sealed in the
- * calling thread, which waits for the first chunk anyway. They keep
+ * The threads start when a run starts (`warm`) or on the first brief; until one has loaded core/crypto (a few hundred
+ * ms) briefs are sealed in the calling thread, which waits for the first chunk anyway. They keep
  * the process alive only while they hold work, and stop after a spell without any. A thread that dies fails its briefs
  * (the engine fails their chunk unpaid) and is replaced; threads that cannot start leave the sealing to the calling
  * thread.
@@ -179,6 +179,9 @@ export function createThreadSealer(
     },
     get sealed() {
       return { ...sealed };
+    },
+    warm() {
+      if (!cannotStart) while (pool.length < size) spawn();
     },
     async seal(instructions, readers) {
       clearTimeout(idleTimer);

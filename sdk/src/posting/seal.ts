@@ -20,6 +20,8 @@ export interface BriefSealer {
    * `encryptBrief` then `wrapBriefKeys`); rejects as they throw (a `CryptoError` for a malformed public key).
    */
   seal(instructions: string, readers: readonly string[]): Promise<SealedBrief>;
+  /** Makes ready to seal soon (the engine calls it when a run starts: threads start while its rows are checked). */
+  warm?(): void;
 }
 
 /** Seals in the calling thread. */
