@@ -166,6 +166,8 @@ async function main() {
       };
       /** One run of the four loads, with the load average and the machine's calibration before it. */
       const round = async (round: number) => {
+        // The load generator's thread of the load before has wound down (calibrating beside it crashed the process).
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
         const machine = machineFigures();
         const loadBefore = loadavg()[0]!;
         const browse = await load(`${base}/api/v1/a2a/tasks`, {}, SECONDS);
