@@ -71,6 +71,8 @@ export interface ThreadSealer extends BriefSealer {
   readonly readyThreads: number;
   /** Briefs sealed so far on the threads, and in the calling thread while none was ready. */
   readonly sealed: { onThreads: number; here: number };
+  /** Starts the threads now, without a brief. */
+  warm(): void;
   /** Stops the threads now (briefs in flight are refused); the next brief starts them again. */
   close(): Promise<void>;
 }
