@@ -2,7 +2,8 @@
  * Bulk posting benchmark: a 1,000-row task file (half public, half private briefs wrapped to 20 agents) posted end to
  * end on the local stack through the same path as `market post-tasks` (the CLI's file reader, then
  * MarketClient.postTasks with batch funding). Runs a Hardhat node and the API server as child processes on loopback,
- * stops them at the end, and writes bench/bulk.json.
+ * stops them at the end, and writes bench/bulk.json. BENCH_RUNS=5 runs it five times, each on a fresh stack: the JSON
+ * holds every run (`runs`, each with its load average and the machine's calibration) and the median run's figures.
  *   npm run bench:bulk
  *   BENCH_CPU_PROFILE_DIR=<dir>  the API server's CPU profiles, and this process's over the posting (bulk-client.cpuprofile)
  *   BENCH_RPC_COUNT=1            the client's and the API's JSON-RPC calls by method, printed (bench/bulk.json untouched)
@@ -21,13 +22,35 @@ import { calibrated, machineFigures } from "./lib/machine";
 import { startBenchStack } from "./lib/stack";
 import { wrapRates } from "./lib/wrap-rates";
 import { profiled } from "./lib/profile";
+import { defaultSealer, type ThreadSealer } from "../sdk/src/posting/seal-threads";
 import { rpcMeter, type RpcMeter } from "./lib/rpc-meter";
 
 const ROWS = 1_000;
 const AGENTS = 20;
 const BAR_SECONDS = 40;
+const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 
 async function main() {
+  const runs: Array<NonNullable<Awaited<ReturnType<typeof run>>>> = [];
+  for (let i = 0; i < RUNS; i++) {
+    const figures = await run();
+    if (!figures) return; // a run counting RPC calls
+    runs.push(figures);
+    console.log(`run ${i + 1} of ${RUNS}: ${figures.totalSeconds} s at load ${figures.loadAverage1m}`);
+  }
+  const totals = runs.map((r) => r.totalSeconds).sort((a, b) => a - b);
+  const median = runs.find((r) => r.totalSeconds === totals[Math.floor((totals.length - 1) / 2)])!;
+  const out = path.join(__dirname, "bulk.json");
+  writeFileSync(out, `${JSON.stringify({ ...median, runs: RUNS > 1 ? runs : undefined }, null, 2)}\n`);
+  console.log(`written to ${out}${RUNS > 1 ? ` (the median of ${RUNS} runs: ${totals.join(", ")} s)` : ""}`);
+  if (median.totalSeconds > BAR_SECONDS) {
+    console.error(`total ${median.totalSeconds.toFixed(1)} s is over the ${BAR_SECONDS} s bar`);
+    process.exitCode = 1;
+  }
+}
+
+/** One run on a fresh stack: its figures, or nothing for a run counting RPC calls. */
+async function run() {
   // BENCH_RPC_COUNT=1: the client's and the API's JSON-RPC calls counted by method, through a proxy each (which costs
   // this process some CPU: the timed figures of such a run are not comparable).
   const meters: { client?: RpcMeter; api?: RpcMeter } = {};
@@ -73,6 +96,9 @@ async function main() {
       escrows: { arc: deployment.proxy },
     });
     let transactions = 0;
+    // The client's default sealer in Node: worker threads (sdk/src/posting/seal-threads.ts).
+    const sealer = defaultSealer() as Partial<ThreadSealer>;
+    const sealedBefore = sealer.sealed ?? { onThreads: 0, here: 0 };
     const machine = machineFigures();
     const loadBefore = loadavg()[0]!;
     meters.api?.reset();
@@ -107,6 +133,7 @@ async function main() {
     lap("listSeconds");
     const totalSeconds = (performance.now() - started) / 1000;
     const cpuSeconds = cpu.stop();
+    const sealedAfter = sealer.sealed ?? { onThreads: 0, here: 0 };
     const rpcCalls = counting ? { client: meters.client!.counts(), api: meters.api!.counts() } : undefined;
     if (result.posted !== ROWS)
       throw new Error(`posted ${result.posted} of ${ROWS}: ${JSON.stringify(result.results.find((r) => r.status !== "posted"))}`);
@@ -120,6 +147,8 @@ async function main() {
       fundingTransactions: transactions,
       checkSeconds: seconds(fileCheckMs + result.timings.checkMs),
       encryptSeconds: seconds(result.timings.prepareMs),
+      // Private briefs sealed on the sealer's worker threads, and in the posting thread while none was ready yet.
+      sealedBriefs: { onThreads: sealedAfter.onThreads - sealedBefore.onThreads, postingThread: sealedAfter.here - sealedBefore.here },
       fundSeconds: seconds(result.timings.fundMs),
       listSeconds: seconds(result.timings.listMs),
       totalSeconds: Math.round(totalSeconds * 100) / 100,
@@ -151,16 +180,11 @@ async function main() {
     console.log(
       "(the next chunk is encrypted and its funding built while the current one is funded, and listed while the next one is, so phases add up to more than the total)",
     );
-    if (counting) console.log("(a run counting RPC calls through proxies: bench/bulk.json is left as it was)");
-    else {
-      const out = path.join(__dirname, "bulk.json");
-      writeFileSync(out, `${JSON.stringify(figures, null, 2)}\n`);
-      console.log(`written to ${out}`);
+    if (counting) {
+      console.log("(a run counting RPC calls through proxies: bench/bulk.json is left as it was)");
+      return undefined;
     }
-    if (totalSeconds > BAR_SECONDS) {
-      console.error(`total ${totalSeconds.toFixed(1)} s is over the ${BAR_SECONDS} s bar`);
-      process.exitCode = 1;
-    }
+    return figures;
   } finally {
     meters.client?.close();
     meters.api?.close();

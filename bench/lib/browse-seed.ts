@@ -2,6 +2,7 @@
  * The tasks bench/browse.ts browses: open, listed public tasks written straight into the tables in SQL
  * (generate_series, PostgreSQL), as bench/api.ts seeds SQLite.
  */
+import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import type { Db } from "../../server/db";
 import { CAPABILITY_TAGS } from "@market/core/capabilities";
@@ -65,4 +66,66 @@ async function seedChunk(db: Db, tasks: number, from: number, to: number, nowMs:
       null, null, null, null, null, 1 + i / 20, funding_tx, 1 + i / 20
     from ${rows}
   `.execute(db);
+}
+
+/**
+ * Lists one more open public task (seed number `i`, beyond the seeded ones), newest of all at `nowMs`: its listing and
+ * its escrow task in one transaction, as a funding indexed and listed at once would write them.
+ */
+export async function seedListedTask(db: Db, i: number, nowMs: number): Promise<void> {
+  const brief = `Task ${i}: a task listed while the bench browses.`;
+  const taskHash = `0x${createHash("sha256").update(brief).digest("hex")}`;
+  const poster = seedPoster(i % POSTERS);
+  const fundingTx = `0x${(i + 1).toString(16).padStart(64, "0")}`;
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto("listings")
+      .values({
+        task_hash: taskHash,
+        chain: "arc",
+        poster,
+        privacy: "public",
+        public_brief: brief,
+        routing_summary: null,
+        root_hash: null,
+        verification_mode: "auto",
+        verification_criteria: '{"min_length":50,"contains_keywords":["quarter"],"pass_threshold":60}',
+        required_capabilities: "[]",
+        location_zone: "global",
+        target_executor: null,
+        target_executor_type: null,
+        service_id: null,
+        verifier_address: null,
+        key_custody_blob: null,
+        token: SEED_TOKEN,
+        funding_tx: fundingTx,
+        listed_at: nowMs,
+      })
+      .execute();
+    await trx
+      .insertInto("escrow_tasks")
+      .values({
+        chain: "arc",
+        task_hash: taskHash,
+        poster,
+        token: SEED_TOKEN,
+        amount: "1000000",
+        verifier: null,
+        worker: null,
+        assigned_by: null,
+        deadline: Math.floor(nowMs / 1000) + 30 * 86_400,
+        status: EscrowStatus.Funded,
+        rounds: 0,
+        ending: Ending.None,
+        result_hash: null,
+        phase_at: null,
+        last_score: null,
+        payout: null,
+        fee: null,
+        created_block: 1 + Math.floor(i / 20),
+        created_tx: fundingTx,
+        updated_block: 1 + Math.floor(i / 20),
+      })
+      .execute();
+  });
 }

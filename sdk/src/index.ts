@@ -54,6 +54,7 @@ export {
 export { ApiError, type ApiErrorBody, type ApiErrorCode, type RowError } from "./errors";
 export { signIn, AccountSession, type SignInOptions, type ApiKeyInfo, type CreatedApiKey } from "./session";
 export type { IndexParams, PostResult, PostStatus, PostTaskInput, PostTasksOptions, PostTasksResult, FundingEvent, FundedEvent } from "./posting";
+export { inlineSealer, type BriefSealer, type SealedBrief } from "./posting";
 export { pinnedEscrowsFromEnv, rpcUrlsFromEnv, guard, type Settlement, type UnsignedTx, type RpcUrls, type PinnedEscrows } from "./chain";
 export { AgentCap, CAPABILITY_TAGS, type CapabilityTag } from "@market/core/capabilities";
 export { CHAIN_NAMES, type ChainName } from "@market/core/chains";

@@ -162,8 +162,8 @@ export const taskRoutes: FastifyPluginAsyncTypebox<TaskRouteDeps> = async (app, 
         description:
           "A task is listed only when every capability it requires is in `capabilities` (tasks requiring none always are). " +
           "At most 100 per call, newest first. Pinned tasks show only to their agent. `total` counts every matching open " +
-          "task; when the page is full it is the latest count, recounted once it is 2 seconds old, or ten times as long as that count took " +
-          "(while the recount runs, the previous one is answered).",
+          "task; when the page is full it is the latest count, recounted once it is 2 seconds old, or ten times as long as that count took, " +
+          "if a task was listed, changed or expired since (while the recount runs, the previous one is answered).",
         querystring: BrowseQuery,
         security: OPTIONAL_CREDENTIALS,
         response: { 200: Envelope(BrowseAnswer), ...errorResponses(401) },

@@ -9,6 +9,7 @@ import { BROWSE_PAGE_SIZE } from "@market/core/limits";
 import type { Clock } from "../http/types";
 import { createLru } from "../http/lru";
 import { taskHistory } from "./history";
+import { createBrowseVersions } from "./browse-version";
 
 type ListingRow = Selectable<ListingsTable>;
 type ChainRow = Pick<
@@ -108,7 +109,9 @@ const ESCROW_STATUS_OF: Record<TaskStatus, EscrowStatus> = {
 export type BrowsePage = BrowseAnswer;
 
 export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; maxCached?: { pages: number; totals: number } }) {
-  const totals = createLru<string, { total: number; at: number; tookMs: number }>(maxCached?.totals ?? MAX_CACHED_TOTALS);
+  const totals = createLru<string, { total: number; firstDeadline: number; version: string; at: number; tookMs: number }>(
+    maxCached?.totals ?? MAX_CACHED_TOTALS,
+  );
 
   /**
    * Listings joined with their on-chain state; a task shows once the indexer has seen its funding. Written as a cross
@@ -142,24 +145,16 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
       });
   }
 
+  /** The count the browse `total` comes from, with the earliest deadline among the tasks it counts. */
+  function openCount(capabilities: readonly string[], caller: string | undefined) {
+    return openFor(capabilities, caller)
+      .clearSelect()
+      .select((eb) => [eb.fn.countAll<number | string>().as("n"), eb.fn.min("t.deadline").as("first_deadline")]);
+  }
+
   const pages = createLru<string, { version: string; at: number; page: BrowsePage }>(maxCached?.pages ?? MAX_CACHED_PAGES);
   const sqlite = db.getExecutor().adapter.constructor.name === "SqliteAdapter";
-
-  /**
-   * Changes whenever a write commits. SQLite: `data_version` counts other connections' commits, `total_changes()` this
-   * connection's. PostgreSQL: the current snapshot (the next transaction id and those in progress) changes whenever a
-   * writing transaction starts or ends, on any connection of any process.
-   */
-  async function dataVersion(): Promise<string> {
-    if (!sqlite) {
-      const snapshot = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
-      return snapshot.rows[0]?.v ?? "";
-    }
-    const { rows } = await sql<{ v: number; c: number }>`select (select data_version from pragma_data_version()) as v, total_changes() as c`.execute(
-      db,
-    );
-    return `${rows[0]?.v}:${rows[0]?.c}`;
-  }
+  const versions = createBrowseVersions({ db, now });
 
   /**
    * The page queries under way, by filter and data version (issue 30): the requests that find the database changed
@@ -167,18 +162,25 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
    */
   const querying = new Map<string, Promise<BrowsePage>>();
 
-  /** Open tasks for a caller, newest first; answered from memory while the database is unchanged (see PAGE_TTL_MS). */
+  /**
+   * Open tasks for a caller, newest first; answered from memory while nothing a browse reads was written since
+   * (browse-version.ts) and for at most PAGE_TTL_MS.
+   */
   async function browse(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
     const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}|${filter.limit ?? ""}`;
-    const version = await dataVersion();
     const cached = pages.get(key);
+    const fresh = cached && now() - cached.at < PAGE_TTL_MS ? cached : undefined;
+    const { version, changed } = await versions.read(fresh?.version);
     const at = now();
-    if (cached && cached.version === version && at - cached.at < PAGE_TTL_MS) return cached.page;
+    if (fresh && !changed && at - fresh.at < PAGE_TTL_MS) return fresh.page;
+    // Read meanwhile by a request that saw this same version.
+    const latest = pages.get(key);
+    if (latest && latest.version === version && at - latest.at < PAGE_TTL_MS) return latest.page;
     // A query started after this version was read sees every write the version counts.
     const shared = `${key}#${version}`;
     let running = querying.get(shared);
     if (!running) {
-      running = browseUncached(filter)
+      running = browseUncached(filter, version)
         .then((page) => {
           pages.set(key, { version, at, page });
           return page;
@@ -189,7 +191,7 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     return running;
   }
 
-  async function browseUncached(filter: { capabilities: string[]; caller?: string; limit?: number }): Promise<BrowsePage> {
+  async function browseUncached(filter: { capabilities: string[]; caller?: string; limit?: number }, version: string): Promise<BrowsePage> {
     const limit = Math.min(filter.limit ?? BROWSE_PAGE_SIZE, BROWSE_PAGE_SIZE);
     const rows = await openFor(filter.capabilities, filter.caller)
       .orderBy("l.listed_at", "desc")
@@ -200,11 +202,8 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
     let total = rows.length;
     if (rows.length === limit) {
       const key = `${[...filter.capabilities].sort().join(",")}|${filter.caller ?? ""}`;
-      total = await totalOf(key, at, async () => {
-        const count = openFor(filter.capabilities, filter.caller)
-          .clearSelect()
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .compile();
+      total = await totalOf(key, at, version, async () => {
+        const count = openCount(filter.capabilities, filter.caller).compile();
         // PostgreSQL would count a million open tasks with parallel workers: hashing on three processes, four times the
         // CPU of one process merging its index-only scans (bench/browse.json), taken from the requests being served.
         const { rows } = sqlite
@@ -213,7 +212,8 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
               await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
               return trx.executeQuery(count);
             });
-        return Number(rows[0]?.n ?? 0);
+        const first = rows[0]?.first_deadline;
+        return { total: Number(rows[0]?.n ?? 0), firstDeadline: first === null || first === undefined ? Infinity : Number(first) };
       });
     }
     return { tasks: rows.map((row) => toTaskView(row, at)), total };
@@ -224,19 +224,28 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
 
   /**
    * A full page's `total`: the filter's last count while it is under TOTAL_TTL_MS old (or COUNTS_APART times as long as
-   * that count took: counting a million open tasks takes most of a second on PostgreSQL, bench/browse.json). An older
-   * one is still answered while a single count of the filter runs in the background, so no request waits for a count
-   * but the first of a filter, which waits for the one count in flight.
+   * that count took: counting a million open tasks takes most of a second on PostgreSQL, bench/browse.json), and after
+   * that for as long as nothing a browse reads was written and no counted task's deadline passed (issue 30: what it
+   * counted is still there). Else one count of the filter runs while the old total is still answered, so no request
+   * waits for a count but the first of a filter, which waits for the one count in flight. `version` was read before
+   * any count this call may start.
    */
-  async function totalOf(key: string, at: number, count: () => Promise<number>): Promise<number> {
+  async function totalOf(key: string, at: number, version: string, count: () => Promise<{ total: number; firstDeadline: number }>): Promise<number> {
     const cached = totals.get(key);
     if (cached && at - cached.at < Math.max(TOTAL_TTL_MS, COUNTS_APART * cached.tookMs)) return cached.total;
+    if (cached && Math.floor(at / 1000) < cached.firstDeadline && !counting.has(key)) {
+      const since = await versions.read(cached.version);
+      if (!since.changed) {
+        totals.set(key, { ...cached, version: since.version, at });
+        return cached.total;
+      }
+    }
     let running = counting.get(key);
     if (!running) {
       const started = performance.now();
       running = count()
-        .then((total) => {
-          totals.set(key, { total, at, tookMs: performance.now() - started });
+        .then(({ total, firstDeadline }) => {
+          totals.set(key, { total, firstDeadline, version, at, tookMs: performance.now() - started });
           return total;
         })
         .finally(() => counting.delete(key));
@@ -427,5 +436,5 @@ export function createTaskQueries({ db, now, maxCached }: { db: Db; now: Clock; 
   /** How many browse pages and totals are kept in memory (each bounded). */
   const cached = () => ({ pages: pages.size, totals: totals.size });
 
-  return { browse, explore, posted, get, view, assigned, listed, openFor, cached };
+  return { browse, explore, posted, get, view, assigned, listed, openFor, openCount, cached };
 }

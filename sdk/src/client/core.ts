@@ -9,6 +9,8 @@ import { connectChain, pinnedEscrowsFromEnv, type ChainWallet, type PinnedEscrow
 import type { ChainName } from "@market/core/chains";
 import { connectInjected, injectedAccount, type InjectedWallet } from "../injected";
 import type { SettlementAnswer, TaskView, WhoAmI } from "@market/core/api";
+import type { BriefSealer } from "../posting/seal";
+import { defaultSealer } from "../posting/seal-threads";
 
 export interface MarketClientOptions {
   apiKey: string;
@@ -34,6 +36,11 @@ export interface MarketClientOptions {
   fetch?: typeof fetch;
   /** Per request (ms). */
   timeoutMs?: number;
+  /**
+   * What encrypts private briefs and wraps their keys when posting. Default: worker threads, one per core, in Node; the
+   * calling thread elsewhere (sdk/src/posting/seal.ts).
+   */
+  sealer?: BriefSealer;
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -69,6 +76,11 @@ export class ClientCore {
   /** The executor's private key, when the client has one (it signs and opens locally; it is never sent). */
   get executorKey(): string | undefined {
     return this.#options.executor?.privateKey;
+  }
+
+  /** What seals private briefs when this client posts (MarketClientOptions `sealer`). */
+  get sealer(): BriefSealer {
+    return this.#options.sealer ?? defaultSealer();
   }
 
   async whoami(): Promise<string> {

@@ -34,7 +34,7 @@ export async function postingContext(core: ClientCore, chain?: string) {
       { reason: "EscrowPaused" },
     );
   }
-  return { http: core.http, settlement, chain: await core.wallet(settlement.chain) };
+  return { http: core.http, settlement, chain: await core.wallet(settlement.chain), sealer: core.sealer };
 }
 
 export async function postTask(core: ClientCore, input: PostTaskInput, options: Pick<PostTasksOptions, "chain">): Promise<PostResult> {

@@ -9,7 +9,7 @@ import type { PostingContext } from "./context";
 import { approveEscrow, chunkSizeFor, expectedFunding, type Funding } from "./fund";
 import { chunkBuilder, mayBeSquatted, type ChunkBuilder } from "./squat";
 import { listFunded } from "./list";
-import { findRecipients, prepareRow, type PreparedRow, type Recipients } from "./prepare";
+import { findRecipients, prepareRow, type PreparedRow } from "./prepare";
 import type { FundedEvent, PostResult, PostStatus, PostTasksOptions, PostTasksResult } from "./types";
 
 export { checkRows, checkedRow, type CheckedRow } from "./check";
@@ -17,6 +17,7 @@ export type { PostingContext } from "./context";
 export { listFunded } from "./list";
 export { findRecipients } from "./prepare";
 export { MAX_REENCRYPTIONS } from "./squat";
+export { inlineSealer, type BriefSealer, type SealedBrief } from "./seal";
 export type * from "./types";
 
 type Phase = keyof PostTasksResult["timings"];
@@ -83,6 +84,8 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   if (options.maxTotalRaw !== undefined && totalRaw > BigInt(options.maxTotalRaw)) {
     throw clientError("SPEND_LIMIT", `The total escrow ${totalRaw} is above maxTotalRaw ${options.maxTotalRaw}; nothing was spent.`);
   }
+  // Threads that seal private briefs start while the agents they are wrapped to are looked up.
+  if (rows.some((c) => c.row.privacy === "private")) ctx.sealer.warm?.();
   const recipients = await tally.timed("checkMs", () => findRecipients(ctx, rows, options.wrapTo, options.custodyPublicKey));
   const chunkSize = chunkSizeFor(ctx.settlement, options.chunkSize);
   // Rows the API refuses fail alone; rows whose hash someone else funded first are replaced or failed (squat.ts).
@@ -108,9 +111,26 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
     lastGas ? (lastGas.used * BigInt(Math.max(rows, lastGas.rows)) * 5n) / (4n * BigInt(lastGas.rows)) : undefined;
 
   // The next chunk is staged (briefs encrypted, uploaded and keys wrapped, then its funding built by the API) while the
-  // current one is approved, funded and listed: staging pays nothing, and the client's CPU work and the API's checks
-  // overlap the chain's mining and the listing.
-  const stage = (start: number) => stageChunk(ctx, rows.slice(start, start + chunkSize), recipients, tally, builder, options.onBriefKey);
+  // current one is approved, funded and listed, and the one after it is prepared as soon as the next one is: staging
+  // pays nothing, and the sealing (on the sealer's threads in Node), the uploads and the API's checks overlap the
+  // chain's mining and the listing.
+  const preparing = new Map<number, Promise<PreparedRow[]>>();
+  let closing = false;
+  const prepare = (start: number): Promise<PreparedRow[]> => {
+    let prepared = preparing.get(start);
+    if (!prepared) {
+      const chunkRows = rows.slice(start, start + chunkSize);
+      prepared = tally.timed("prepareMs", () => Promise.all(chunkRows.map((checked) => prepareRow(ctx, checked, recipients, options.onBriefKey))));
+      prepared.catch(() => undefined); // its stage reports it
+      preparing.set(start, prepared);
+    }
+    return prepared;
+  };
+  const stage = (start: number) => {
+    const prepared = prepare(start);
+    if (start + chunkSize < rows.length) void prepared.then(() => (closing ? undefined : prepare(start + chunkSize))).catch(() => undefined);
+    return stageChunk(ctx, prepared, tally, builder);
+  };
   let next = rows.length > 0 ? stage(0) : undefined;
   const readNonce = () => ctx.chain.provider.getTransactionCount(ctx.chain.wallet.address, "pending");
   for (let start = 0; start < rows.length && !stopped; start += chunkSize) {
@@ -142,7 +162,8 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
           stopped = true;
           break;
         }
-        funding = { unsignedTx: built.unsignedTx, expected: expectedFunding(ctx, chunk), nonce, gasLimit: gasLimitFor(chunk.length) };
+        const expected = built === staged.built && staged.expected ? staged.expected : expectedFunding(ctx, chunk);
+        funding = { unsignedTx: built.unsignedTx, expected, nonce, gasLimit: gasLimitFor(chunk.length) };
         await options.onFunding?.({
           rows: chunk.map((r) => ({ index: r.checked.index, taskHash: r.params.taskHash, indexParams: r.params })),
           nonce,
@@ -199,27 +220,27 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
   // stop: it pays nothing; its refusals are settled before the tally closes, the rest skipped.
   if (!(await listing)) stopped = true;
   await next;
+  // A chunk prepared ahead of a stop: nothing more is sent for it.
+  closing = true;
+  await Promise.allSettled(preparing.values());
   for (const checked of rows) if (!tally.settled(checked.index)) await tally.settle({ ...base(checked), status: "skipped" });
   return tally.summary(totalRaw, stopped);
 }
 
-/** A chunk made ready to fund: prepared, then its funding built (with the rows the API refused dropped). */
-type Staged = { prepared: PreparedRow[]; built?: Awaited<ReturnType<ChunkBuilder["build"]>>; error?: unknown };
+/**
+ * A chunk made ready to fund: prepared, then its funding built (with the rows the API refused dropped), and the call
+ * the client expects it to be (computed here, off the path from one funding to the next).
+ */
+type Built = Awaited<ReturnType<ChunkBuilder["build"]>>;
+type Staged = { prepared: PreparedRow[]; built?: Built; expected?: Funding["expected"]; error?: unknown };
 
-/** Prepares and builds a chunk; never rejects (a failure comes back as `error`, with the rows prepared so far). */
-async function stageChunk(
-  ctx: PostingContext,
-  rows: readonly CheckedRow[],
-  recipients: Recipients,
-  tally: Tally,
-  builder: ChunkBuilder,
-  onBriefKey: PostTasksOptions["onBriefKey"],
-): Promise<Staged> {
+/** Builds a chunk once prepared; never rejects (a failure comes back as `error`, with the rows prepared so far). */
+async function stageChunk(ctx: PostingContext, preparing: Promise<PreparedRow[]>, tally: Tally, builder: ChunkBuilder): Promise<Staged> {
   let prepared: PreparedRow[] = [];
   try {
-    prepared = await tally.timed("prepareMs", () => Promise.all(rows.map((checked) => prepareRow(ctx, checked, recipients, onBriefKey))));
+    prepared = await preparing;
     const built = await tally.timed("fundMs", () => builder.build(prepared));
-    return { prepared, built };
+    return { prepared, built, ...(built.unsignedTx ? { expected: expectedFunding(ctx, built.rows) } : {}) };
   } catch (error) {
     return { prepared, error };
   }

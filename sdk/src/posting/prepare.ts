@@ -3,7 +3,7 @@
  * set), and per row its task hash and, for a private brief, the ciphertext uploaded and the key wrapped to each of them.
  */
 import { clientError } from "../errors";
-import { encryptBrief, privateTaskHash, publicTaskHash, wrapBriefKeys } from "@market/core/crypto";
+import { privateTaskHash, publicTaskHash } from "@market/core/crypto";
 import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "@market/core/api";
 import type { CheckedRow } from "./check";
 import type { PostingContext } from "./context";
@@ -99,15 +99,6 @@ export async function prepareRow(
     return { checked, params: { taskHash: publicTaskHash(row.instructions), privacy: "public", publicBrief: row.instructions, ...common } };
   }
   const verifier = checked.verifierAddress;
-  const encrypted = encryptBrief(row.instructions);
-  // The task hash is the client's own SHA-256 of the ciphertext, never the storage's word for it.
-  const taskHash = privateTaskHash(encrypted.ciphertext);
-  const { rootHash } = await ctx.http.post<Uploaded>("/api/v1/storage/upload", { data: Buffer.from(encrypted.ciphertext).toString("base64") });
-  const rootHex = rootHash.replace(/^0x/i, "").toLowerCase();
-  if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
-    throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
-  }
-  onBriefKey?.({ index: checked.index, taskHash, key: encrypted.key });
   const readers: Array<{ address: string; publicKey: string }> = recipientsOf(checked, recipients).map((agent) => ({
     address: agent.address,
     publicKey: agent.publicKey!,
@@ -117,7 +108,20 @@ export async function prepareRow(
     if (!verifierKey) throw clientError("INVALID_ROWS", `The verifier ${verifier} has no public key.`);
     readers.push({ address: verifier, publicKey: verifierKey });
   }
-  const wraps = wrapBriefKeys(encrypted.key, [...readers.map((reader) => reader.publicKey), ...(recipients.custody ? [recipients.custody] : [])]);
+  // Encrypted and its key wrapped off this thread where the engine runs in Node (seal.ts).
+  const sealed = await ctx.sealer.seal(row.instructions, [
+    ...readers.map((reader) => reader.publicKey),
+    ...(recipients.custody ? [recipients.custody] : []),
+  ]);
+  // The task hash is the client's own SHA-256 of the ciphertext, never the storage's word for it.
+  const taskHash = privateTaskHash(sealed.ciphertext);
+  const { rootHash } = await ctx.http.post<Uploaded>("/api/v1/storage/upload", { data: Buffer.from(sealed.ciphertext).toString("base64") });
+  const rootHex = rootHash.replace(/^0x/i, "").toLowerCase();
+  if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
+    throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
+  }
+  onBriefKey?.({ index: checked.index, taskHash, key: sealed.key });
+  const wraps = sealed.wrappedKeys;
   const wrappedKeys = Object.fromEntries(readers.map((reader, i) => [reader.address, wraps[i]!]));
   const custody = recipients.custody ? { keyCustodyBlob: wraps[readers.length]! } : {};
   return { checked, params: { taskHash, privacy: "private", rootHash, wrappedKeys, ...custody, ...common } };

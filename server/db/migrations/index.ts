@@ -18,6 +18,7 @@ import * as eventLog from "./2026-11-27T13-00-00_event-log";
 import * as webhooks from "./2026-11-27T13-30-00_webhooks";
 import * as skillStats from "./2026-11-28T00-00-00_skill-stats";
 import * as listingAmount from "./2026-11-28T01-00-00_listing-amount";
+import * as browseChanges from "./2026-11-28T02-30-00_browse-changes";
 
 /** Every migration, keyed by its timestamped name; Kysely runs them in name order. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-27T13-30-00_webhooks": webhooks,
   "2026-11-28T00-00-00_skill-stats": skillStats,
   "2026-11-28T01-00-00_listing-amount": listingAmount,
+  "2026-11-28T02-30-00_browse-changes": browseChanges,
 };
