@@ -55,7 +55,17 @@ export { ApiError, type ApiErrorBody, type ApiErrorCode, type RowError } from ".
 export { signIn, AccountSession, type SignInOptions, type ApiKeyInfo, type CreatedApiKey } from "./session";
 export type { IndexParams, PostResult, PostStatus, PostTaskInput, PostTasksOptions, PostTasksResult, FundingEvent, FundedEvent } from "./posting";
 export { inlineSealer, type BriefSealer, type SealedBrief } from "./posting";
-export { pinnedEscrowsFromEnv, rpcUrlsFromEnv, guard, type Settlement, type UnsignedTx, type RpcUrls, type PinnedEscrows } from "./chain";
+export {
+  pinnedEscrowsFromEnv,
+  rpcUrlsFromEnv,
+  guard,
+  withGasMargin,
+  STATE_GAS_MARGIN,
+  type Settlement,
+  type UnsignedTx,
+  type RpcUrls,
+  type PinnedEscrows,
+} from "./chain";
 export { AgentCap, CAPABILITY_TAGS, type CapabilityTag } from "@market/core/capabilities";
 export { CHAIN_NAMES, type ChainName } from "@market/core/chains";
 export { ERROR_CODES, ERROR_CODE_ALIASES, answeredCode, type ErrorCode, type ErrorCodeAlias } from "@market/core/errors";

@@ -7,6 +7,7 @@ import { chainCall, chainUnavailable } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
 import { decodeRevert, isCallRevert } from "@market/core/revert";
 import { MarketError } from "@market/core/errors";
+import { withGasMargin } from "../../sdk/src";
 import type { Chain } from "../chains";
 import { OutboxRevert, revertOf, type Entry, type Sent } from "./types";
 
@@ -43,10 +44,17 @@ export function createRequests({
       .executeTakeFirst();
   }
 
-  /** The call's gas limit, or OutboxRevert when the escrow would refuse it (CHAIN_UNAVAILABLE when the node fails). */
+  /**
+   * The call's gas limit, or OutboxRevert when the escrow would refuse it (CHAIN_UNAVAILABLE when the node fails): the
+   * estimate with a fifth more, and never less than the SDK's state margin above it (a storage slot another transaction
+   * empties between the estimate and the mining costs 17,100 more: withGasMargin).
+   */
   async function simulate(purpose: string, request: TransactionRequest): Promise<bigint> {
     try {
-      return ((await provider.estimateGas(request)) * 12n) / 10n;
+      const estimate = await provider.estimateGas(request);
+      const proportional = (estimate * 12n) / 10n;
+      const margined = withGasMargin(estimate);
+      return margined > proportional ? margined : proportional;
     } catch (error) {
       const revert = decodeRevert(chain.escrow.interface, error);
       if (!revert && !isCallRevert(error)) throw chainUnavailable(error, chain.name);

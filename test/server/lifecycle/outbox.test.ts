@@ -11,6 +11,7 @@ import { privateKeyOf, startTestServer, type TestServer } from "../harness";
 import { expectOk } from "../expect";
 import { createChains, type Chain } from "../../../server/chains";
 import { createOutbox, OutboxRevert, type OutboxOptions } from "../../../server/outbox";
+import { STATE_GAS_MARGIN, withGasMargin } from "../../../sdk/src";
 import { AMOUNT, assignCall, brief, fundedTasks, steps, verifierNonce, verifierOutbox } from "./helpers";
 
 const send = (method: string, params: unknown[] = []) => hre.network.provider.send(method, params);
@@ -130,6 +131,19 @@ describe("lifecycle: the verifier key's outbox", function () {
     expect((await outbox().send(purpose, s.escrowAddress, assignCall(s, task!))).txHash).to.equal(first.txHash);
     expect(await rows()).to.have.length(1);
     expect(await verifierNonce(s)).to.equal(base + 1);
+  });
+
+  it("signs a call with at least the state margin above its estimate (a slot emptied before it is mined costs 17,100 more)", async function () {
+    const [task] = await fundedTasks(s, 1, "outbox");
+    const box = outbox();
+    const data = assignCall(s, task!);
+    const estimate = await hre.ethers.provider.estimateGas({ from: s.verifier.address, to: s.escrowAddress, data });
+    // An assignment needs far less than 200,000 gas, where a fifth more is less than the margin.
+    expect(estimate < 200_000n).to.equal(true);
+    await box.send(`assign:test:${task}`, s.escrowAddress, data);
+    const [entry] = await rows();
+    expect(BigInt(entry!.gas_limit!)).to.equal(withGasMargin(estimate));
+    expect(BigInt(entry!.gas_limit!) - estimate >= STATE_GAS_MARGIN).to.equal(true);
   });
 
   it("a dropped transaction is broadcast again and mined", async function () {
