@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvide
 import type { Database } from "./schema";
 import { migrations } from "./migrations";
 import { cachingStatements } from "./statement-cache";
+import { checkpointInBackground } from "./checkpointer";
 
 export type Db = Kysely<Database>;
 export type { Database } from "./schema";
@@ -31,7 +32,17 @@ export function createDatabase(options: DatabaseOptions): Db {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
+  const database = cachingStatements(sqlite);
+  if (!options.sqliteImage && file !== ":memory:") {
+    // WAL checkpoints on a thread of the file's own, not inside this connection's commits (checkpointer.ts).
+    const release = checkpointInBackground(sqlite, path.resolve(file));
+    const close = database.close.bind(database);
+    database.close = () => {
+      release();
+      close();
+    };
+  }
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
 }
 
 function postgresDialect(connectionString: string): PostgresDialect {
