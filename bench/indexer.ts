@@ -27,20 +27,20 @@ import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { AddressInfo } from "node:net";
 import { sql } from "kysely";
-import { toQuantity } from "ethers";
 import { freePort, startLocalChain } from "../scripts/lib/local-chain";
 import type { ChainConfig } from "../server/config";
 import { createDatabase, migrateToLatest, type Db } from "../server/db";
-import { createIndexer, startIndexerWorker } from "../server/indexer";
+import { startIndexerWorker } from "../server/indexer";
 import { ChainRpcProvider } from "../server/chains/rpc";
 import { readHeader, readLogs } from "../server/indexer/node";
 import { createChains } from "../server/chains";
 import { createBlobStore } from "../server/storage/blob-store";
 import { buildApp } from "../server/app";
-import { profiled, type Categories } from "./lib/profile";
+import type { Categories } from "./lib/profile";
 import { startBenchPostgres, type BenchPostgres } from "./lib/postgres";
 import { calibrated, machineFigures, type MachineFigures } from "./lib/machine";
 import { recordChain, startReplayProcess } from "./lib/replay-rpc";
+import { startCatchUpThread, type CatchUp, type CatchUpThread } from "./lib/catchup";
 
 /** A single stall shows in the maximum, hardly in the p99 (848 ms and 41 ms before transactions were bounded). */
 const BARS = {
@@ -341,6 +341,7 @@ async function main() {
       for (let run = 1; run <= RUNS; run++) runs.push(await oneRun(run, { replayed, chain, work, pg, live }));
     } finally {
       pg?.stop();
+      await thread?.close();
       await replay.close();
     }
 
@@ -436,20 +437,6 @@ interface Run {
   polled: LiveDelay & { loadAverage1m: number };
   perCalibration: Record<string, number>;
 }
-interface CatchUp {
-  eventsPerSec: number;
-  seconds: number;
-  /**
-   * Events per second of this process's CPU time (user + system, every thread; the source and the PostgreSQL server
-   * are processes of their own): what the catch-up costs, which the machine's other load changes far less than its
-   * wall-clock rate.
-   */
-  eventsPerCpuSecond: number;
-  cpuSeconds: number;
-  events: number;
-  ranges: number;
-  transactions: number;
-}
 interface LiveDelay {
   p99Ms: number;
   p50Ms: number;
@@ -475,21 +462,22 @@ async function oneRun(
   const db = createDatabase({ sqlitePath });
   await migrateToLatest(db);
   let load = load1m();
-  const sqlite = { ...(await catchUp(db, replayed)), loadAverage1m: load };
+  const sqlite = { ...(await catchUpThread().catchUp({ sqlitePath }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
 
   let postgres: Run["postgres"];
   if (pg) {
     const admin = createDatabase({ databaseUrl: pg.url });
     await sql.raw(`create database bench_run_${run}`).execute(admin);
     await admin.destroy();
-    const pgDb = createDatabase({ databaseUrl: pg.url.replace(/\/postgres$/, `/bench_run_${run}`) });
+    const databaseUrl = pg.url.replace(/\/postgres$/, `/bench_run_${run}`);
+    const pgDb = createDatabase({ databaseUrl });
     try {
       await migrateToLatest(pgDb);
-      load = load1m();
-      postgres = { ...(await catchUp(pgDb, replayed)), loadAverage1m: load };
     } finally {
       await pgDb.destroy();
     }
+    load = load1m();
+    postgres = { ...(await catchUpThread().catchUp({ databaseUrl }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
   }
 
   let node: Run["node"] | undefined;
@@ -500,8 +488,8 @@ async function oneRun(
     const nodeDb = createDatabase({ sqlitePath: nodePath });
     await migrateToLatest(nodeDb);
     load = load1m();
-    node = { ...(await catchUp(nodeDb, chain)), loadAverage1m: load };
     await nodeDb.destroy();
+    node = { ...(await catchUpThread().catchUp({ sqlitePath: nodePath }, chain, POLL_INTERVAL_MS)), loadAverage1m: load };
     rmSync(nodePath, { force: true });
     load = load1m();
     subscribed = { ...(await live(db, sqlitePath, true, run)), loadAverage1m: load };
@@ -544,68 +532,30 @@ function runLine(r: Run) {
   };
 }
 
-/** A fresh indexer of `source` into `db` (migrated, empty) until it has caught up, checked against the source's logs. */
-async function catchUp(db: Db, source: ChainConfig): Promise<CatchUp> {
-  const provider = new ChainRpcProvider(source);
-  let ranges = 0;
-  let transactions = 0;
-  const started = performance.now();
-  const cpuBefore = process.cpuUsage();
-  const indexer = createIndexer({
-    db,
-    chain: source,
-    provider,
-    pollIntervalMs: POLL_INTERVAL_MS,
-    onStep: (step) => void (step === "range-fetched" && ranges++),
-    onProgress: () => transactions++,
-  });
-  let events = 0;
-  let to: number;
-  for (;;) {
-    const result = await indexer.syncOnce();
-    events += result.events;
-    to = result.to;
-    if (result.caughtUp) break;
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpuBefore);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  const logs = (await provider.send("eth_getLogs", [
-    { address: source.escrow, fromBlock: toQuantity(source.startBlock), toBlock: toQuantity(to) },
-  ])) as unknown[];
-  provider.destroy();
-  const { count } = await db
-    .selectFrom("escrow_events")
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  if (Number(count) !== events || events !== logs.length) {
-    throw new Error(`indexed ${events} events, stored ${count}, the source has ${logs.length}`);
-  }
-  return {
-    eventsPerSec: Math.round(events / seconds),
-    seconds: Number(seconds.toFixed(3)),
-    eventsPerCpuSecond: Math.round(events / cpuSeconds),
-    cpuSeconds: Number(cpuSeconds.toFixed(3)),
-    events,
-    ranges,
-    transactions,
-  };
-}
-
 /** A catch-up from `source` into a fresh SQLite file under the CPU profiler (BENCH_CPU_PROFILE_DIR gets the profile). */
 async function profiledCatchUp(source: ChainConfig, work: string) {
   const file = path.join(work, "profiled.sqlite");
   const db = createDatabase({ sqlitePath: file });
   await migrateToLatest(db);
+  await db.destroy();
   const profileFile = process.env.BENCH_CPU_PROFILE_DIR ? path.join(process.env.BENCH_CPU_PROFILE_DIR, "indexer-catchup.cpuprofile") : undefined;
   try {
-    const { ms, top, result } = await profiled(() => catchUp(db, source), CATCHUP_CATEGORIES, profileFile);
-    return { ms, top, eventsPerSec: result.eventsPerSec, eventsPerCpuSecond: result.eventsPerCpuSecond };
+    const { ms, top, eventsPerSec, eventsPerCpuSecond } = await catchUpThread().profiled(
+      { sqlitePath: file },
+      source,
+      POLL_INTERVAL_MS,
+      CATCHUP_CATEGORIES,
+      profileFile,
+    );
+    return { ms, top, eventsPerSec, eventsPerCpuSecond };
   } finally {
-    await db.destroy();
     rmSync(file, { force: true });
   }
 }
+
+/** The thread every catch-up runs on (bench/lib/catchup.ts), started at the first. */
+let thread: CatchUpThread | undefined;
+const catchUpThread = (): CatchUpThread => (thread ??= startCatchUpThread());
 
 /**
  * BENCH_REPLAY_ONLY=1 with BENCH_RECORDING naming a recording an earlier run wrote: catch-ups from the replay alone
@@ -628,6 +578,7 @@ async function replayOnly(file: string) {
     for (let run = 1; run <= RUNS; run++) await oneRun(run, { replayed, chain, work, pg });
   } finally {
     pg?.stop();
+    await thread?.close();
     await replay.close();
     rmSync(work, { recursive: true, force: true });
   }

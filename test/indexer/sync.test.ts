@@ -2,7 +2,10 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { loadFixture, mine } from "@nomicfoundation/hardhat-network-helpers";
 import type { Filter, FilterByBlockHash } from "ethers";
-import { createIndexer, createTaskProjection, indexerLag, type IndexerProvider } from "../../server/indexer";
+import { createIndexer, createTaskProjection, indexerLag, type IndexerProvider, type Projection } from "../../server/indexer";
+import { sql } from "kysely";
+import { createDatabase, type Db } from "../../server/db";
+import { testDatabase } from "../server/harness";
 import { EscrowStatus } from "@market/core/escrow";
 import { TaskEscrow__factory } from "../../typechain-types";
 import { deployEscrowFixture } from "../fixtures/escrow";
@@ -214,6 +217,38 @@ describe("indexer sync", function () {
     expect(row).to.include({ rounds: 1, last_score: 95, payout: "4500000", fee: "500000", ending: 1 });
     await expectTasksMatchContract(db, fixture);
     await db.destroy();
+  });
+
+  it("on PostgreSQL its transactions, and only they, commit without waiting for the disk (synchronous_commit off)", async function () {
+    if (!process.env.TEST_DATABASE_URL) this.skip(); // SQLite: WAL with synchronous=NORMAL, set for every connection
+    const fixture = await loadFixture(deployEscrowFixture);
+    const chain = chainConfig(fixture);
+    await randomActivity(fixture, { seed: 7, steps: 10, tag: "async-commit" });
+    // Its own connections, set to wait for the disk (the test cluster itself runs with synchronous_commit off).
+    const base = await testDatabase();
+    const url = new URL(base.url!);
+    url.searchParams.set("options", "-c synchronous_commit=on");
+    const db = createDatabase({ databaseUrl: url.toString() });
+    const seen: string[] = [];
+    const settingIn = async (executor: Db) =>
+      (await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(executor)).rows[0]!.synchronous_commit;
+    const observer: Projection = {
+      name: "synchronous-commit-observer",
+      async apply(trx) {
+        seen.push(await settingIn(trx));
+      },
+      async rollback() {},
+    };
+    const result = await syncToHead(
+      createIndexer({ db, chain, provider: hre.ethers.provider, pollIntervalMs: 50, projections: [createTaskProjection(), observer] }),
+    );
+    expect(result.events).to.be.above(0);
+    expect(seen.length).to.be.above(0);
+    expect(new Set(seen)).to.deep.equal(new Set(["off"]));
+    // Outside the indexer's transactions the server's own default stands.
+    expect(await settingIn(db)).to.equal("on");
+    await db.destroy();
+    await base.drop();
   });
 
   it("stays `confirmations` blocks behind the head", async function () {
