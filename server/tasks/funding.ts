@@ -1,5 +1,5 @@
-import { ZeroAddress } from "ethers";
-import { IERC20__factory } from "../../typechain-types";
+import { getAddress, ZeroAddress } from "ethers";
+import { IERC20__factory, TaskEscrow__factory } from "../../typechain-types";
 import { chainCall, type Chain } from "../chains";
 import type { Db } from "../db";
 import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
@@ -39,22 +39,54 @@ export function checkDuration(value: number | string): number {
 
 export type Funding = ReturnType<typeof createFunding>;
 
+/** getTask(bytes32)'s selector: a funding's check reads only the first word of its answer. */
+const GET_TASK = TaskEscrow__factory.createInterface().getFunction("getTask").selector;
+/** getTask answers a Task of ten static words, `poster` first (ITaskEscrow.Task). */
+const TASK_WORDS = 10;
+
+/**
+ * The wallet that funded the task hash on chain (the zero address when none did): the first word of getTask's
+ * answer, read without decoding the whole Task (each address of it costs a checksum); an answer of another shape is
+ * decoded by the contract's ABI, which refuses it as before.
+ */
+async function posterOnChain(chain: Chain, taskHash: string): Promise<string> {
+  if (/^0x[0-9a-f]{64}$/.test(taskHash)) {
+    const answer = await chainCall(() => chain.provider.call({ to: chain.config.escrow, data: `${GET_TASK}${taskHash.slice(2)}` }));
+    if (answer.length === 2 + 64 * TASK_WORDS && /^0x0{24}[0-9a-fA-F]{40}/.test(answer)) {
+      const word = answer.slice(26, 66);
+      return /^0+$/.test(word) ? ZeroAddress : getAddress(`0x${word}`);
+    }
+  }
+  return (await chainCall(() => chain.escrow.getTask(taskHash))).poster;
+}
+
 /** Builds unsigned funding transactions for the poster's wallet after every posting rule passed. */
 export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
-  /** A task hash must be new everywhere: not listed, and not funded by anyone on chain. */
-  async function requireUnusedHash(chain: Chain, taskHash: string, poster: string) {
-    const listed = await db.selectFrom("listings").select("task_hash").where("task_hash", "=", taskHash).executeTakeFirst();
-    if (listed) throw new MarketError("TASK_HASH_IN_USE");
-    const onChain = await chainCall(() => chain.escrow.getTask(taskHash));
-    if (onChain.poster !== ZeroAddress) {
-      if (onChain.poster === poster) {
+  /**
+   * A task hash must be new everywhere: not listed, and not funded by anyone on chain. `listed` answers whether it is
+   * listed when the caller read its batch's listings at once; without it the listing is read here.
+   */
+  async function requireUnusedHash(chain: Chain, taskHash: string, poster: string, listed?: ReadonlySet<string>) {
+    const isListed = listed
+      ? listed.has(taskHash)
+      : (await db.selectFrom("listings").select("task_hash").where("task_hash", "=", taskHash).executeTakeFirst()) !== undefined;
+    if (isListed) throw new MarketError("TASK_HASH_IN_USE");
+    const funder = await posterOnChain(chain, taskHash);
+    if (funder !== ZeroAddress) {
+      if (funder === poster) {
         throw new MarketError("TASK_HASH_IN_USE", "You already funded this task hash; list it with POST /api/v1/a2a/tasks/index.");
       }
       throw new MarketError("TASK_HASH_CLAIMED");
     }
   }
 
-  async function checkOne(body: BuildTaskBody, poster: string, chain: Chain, checkDeps: TermsDeps = deps): Promise<FundedTerms> {
+  async function checkOne(
+    body: BuildTaskBody,
+    poster: string,
+    chain: Chain,
+    checkDeps: TermsDeps = deps,
+    listed?: ReadonlySet<string>,
+  ): Promise<FundedTerms> {
     const amount = checkAmount(body.amount);
     const duration = checkDuration(body.duration);
     const terms = await checkTerms(body, poster, chain, checkDeps);
@@ -65,7 +97,7 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       const belowMinimum = minRewardRefusal(target?.minReward ?? null, amount, terms.serviceId);
       if (belowMinimum) throw belowMinimum;
     }
-    await requireUnusedHash(chain, terms.taskHash, poster);
+    await requireUnusedHash(chain, terms.taskHash, poster, listed);
     return { ...terms, amount, duration };
   }
 
@@ -124,7 +156,12 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       const terms: FundedTerms[] = [];
       // Every task is checked at once (each check reads the chain and the blob store); outcomes are taken in order.
       const batchDeps = batchTermsDeps(deps);
-      const checks = await Promise.allSettled(bodies.map((body) => checkOne(body, poster, chain, batchDeps)));
+      // The batch's listed hashes in one read, not one per task.
+      const hashes = bodies.map((body) => body.taskHash.toLowerCase());
+      const listed = new Set(
+        (await db.selectFrom("listings").select("task_hash").where("task_hash", "in", hashes).execute()).map((r) => r.task_hash),
+      );
+      const checks = await Promise.allSettled(bodies.map((body) => checkOne(body, poster, chain, batchDeps, listed)));
       for (const [index, body] of bodies.entries()) {
         const check = checks[index]!;
         try {

@@ -389,6 +389,26 @@ describe("posting: build, upload and list", function () {
       });
     });
 
+    it("lists a batch receipt sent twice at once: each task listed once, by one answer, already_listed in the other", async function () {
+      // Both requests read no listing, then one writes the batch first: the other's one transaction for the batch
+      // fails on a task listed meanwhile and writes each task on its own, each answering already_listed.
+      const briefs = ["twice one: name a river", "twice two: name a mountain", "twice three: name a lake"];
+      const tasks = briefs.map((b) => ({ ...s.publicTask(b), amount: "1000000", duration: 3600 }));
+      const plan = expectOk(await s.call<Plan>("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks } }));
+      const txHash = await s.sendAll(s.poster, plan.transactions);
+      const items = tasks.map(({ amount: _a, duration: _d, ...fields }) => fields);
+      const answers = (await Promise.all([list({ txHash, tasks: items }), list({ txHash, tasks: items })])).map(
+        (answer) => expectOk(answer) as unknown as { results: Array<{ taskHash: string; status: string }> },
+      );
+      for (const [i, brief] of briefs.entries()) {
+        const statuses = answers.map((a) => a.results[i]!);
+        expect(statuses.map((r) => r.taskHash)).to.deep.equal([publicTaskHash(brief), publicTaskHash(brief)]);
+        expect(statuses.map((r) => r.status).sort()).to.deep.equal(["already_listed", "listed"]);
+      }
+      const hashes = briefs.map((b) => publicTaskHash(b));
+      expect(await s.db.selectFrom("listings").select("task_hash").where("task_hash", "in", hashes).execute()).to.have.length(3);
+    });
+
     describe("a batch receipt's tasks as they stand on chain (one log query, then a read of each task touched since)", function () {
       const briefs = ["open one: name a river", "open two: name a mountain", "open three: name a lake"];
       /** Funds the briefs in one createTasks of `duration` seconds; the listing items and the receipt. */
