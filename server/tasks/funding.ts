@@ -62,15 +62,15 @@ async function posterOnChain(chain: Chain, taskHash: string): Promise<string> {
 
 /** Builds unsigned funding transactions for the poster's wallet after every posting rule passed. */
 export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
-  /**
-   * A task hash must be new everywhere: not listed, and not funded by anyone on chain. `listed` answers whether it is
-   * listed when the caller read its batch's listings at once; without it the listing is read here.
-   */
-  async function requireUnusedHash(chain: Chain, taskHash: string, poster: string, listed?: ReadonlySet<string>) {
-    const isListed = listed
-      ? listed.has(taskHash)
-      : (await db.selectFrom("listings").select("task_hash").where("task_hash", "=", taskHash).executeTakeFirst()) !== undefined;
-    if (isListed) throw new MarketError("TASK_HASH_IN_USE");
+  /** A task hash must be new everywhere: not listed, and not funded by anyone on chain. */
+  async function requireUnusedHash(chain: Chain, taskHash: string, poster: string) {
+    const listed = await db.selectFrom("listings").select("task_hash").where("task_hash", "=", taskHash).executeTakeFirst();
+    if (listed) throw new MarketError("TASK_HASH_IN_USE");
+    await requireUnfunded(chain, taskHash, poster);
+  }
+
+  /** A task hash must not be funded on chain by anyone. */
+  async function requireUnfunded(chain: Chain, taskHash: string, poster: string) {
     const funder = await posterOnChain(chain, taskHash);
     if (funder !== ZeroAddress) {
       if (funder === poster) {
@@ -80,12 +80,33 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
     }
   }
 
+  /**
+   * The refusals of a batch's tasks funded on chain by anyone, by index. A createTasks of them all from the poster
+   * that runs (an eth_call, nothing sent) proves none is (the escrow refuses a used hash, TaskHashUsed): one call for
+   * the batch. Where it does not run (not approved yet, or any other refusal), each task is read (getTask).
+   */
+  async function fundedRefusals(chain: Chain, poster: string, tasks: ReadonlyMap<number, FundedTerms>): Promise<Map<number, unknown>> {
+    const refusals = new Map<number, unknown>();
+    const all = [...tasks.values()];
+    if (all.length > 1 && new Set(all.map((t) => t.taskHash)).size === all.length) {
+      const runs = await chain.provider.call({ from: poster, to: chain.config.escrow, data: fundingCall(chain, all) }).then(
+        () => true,
+        () => false,
+      );
+      if (runs) return refusals;
+    }
+    await Promise.all(
+      [...tasks].map(([index, t]) => requireUnfunded(chain, t.taskHash, poster).catch((error: unknown) => refusals.set(index, error))),
+    );
+    return refusals;
+  }
+
   async function checkOne(
     body: BuildTaskBody,
     poster: string,
     chain: Chain,
     checkDeps: TermsDeps = deps,
-    listed?: ReadonlySet<string>,
+    batch?: { listed: ReadonlySet<string> },
   ): Promise<FundedTerms> {
     const amount = checkAmount(body.amount);
     const duration = checkDuration(body.duration);
@@ -97,13 +118,15 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       const belowMinimum = minRewardRefusal(target?.minReward ?? null, amount, terms.serviceId);
       if (belowMinimum) throw belowMinimum;
     }
-    await requireUnusedHash(chain, terms.taskHash, poster, listed);
+    // A batch's tasks are looked up on chain together once each passed every other check (buildBatch).
+    if (batch) {
+      if (batch.listed.has(terms.taskHash)) throw new MarketError("TASK_HASH_IN_USE");
+    } else await requireUnusedHash(chain, terms.taskHash, poster);
     return { ...terms, amount, duration };
   }
 
-  async function plan(chain: Chain, poster: string, tasks: FundedTerms[]): Promise<FundingPlan> {
-    const total = tasks.reduce((sum, t) => sum + t.amount, 0n);
-    const escrowAddress = chain.config.escrow;
+  /** The createTask call of one task, the createTasks call of several. */
+  function fundingCall(chain: Chain, tasks: readonly FundedTerms[]): string {
     const params = tasks.map((t) => ({
       taskHash: t.taskHash,
       token: chain.config.token,
@@ -112,9 +135,15 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       verifier: t.verifierAddress ?? ZeroAddress,
     }));
     const single = params.length === 1 ? params[0] : undefined;
-    const data = single
+    return single
       ? chain.escrow.interface.encodeFunctionData("createTask", [single.taskHash, single.token, single.amount, single.duration, single.verifier])
       : chain.escrow.interface.encodeFunctionData("createTasks", [params]);
+  }
+
+  async function plan(chain: Chain, poster: string, tasks: FundedTerms[]): Promise<FundingPlan> {
+    const total = tasks.reduce((sum, t) => sum + t.amount, 0n);
+    const escrowAddress = chain.config.escrow;
+    const data = fundingCall(chain, tasks);
     const tx = (to: string, txData: string): UnsignedTx => ({
       chainId: chain.config.chainId,
       from: asAddress(poster),
@@ -161,11 +190,16 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
       const listed = new Set(
         (await db.selectFrom("listings").select("task_hash").where("task_hash", "in", hashes).execute()).map((r) => r.task_hash),
       );
-      const checks = await Promise.allSettled(bodies.map((body) => checkOne(body, poster, chain, batchDeps, listed)));
+      const checks = await Promise.allSettled(bodies.map((body) => checkOne(body, poster, chain, batchDeps, { listed })));
+      // Then the tasks that passed, on chain: a task's refusal is its first, as checkOne of one task finds it.
+      const passed = new Map<number, FundedTerms>();
+      for (const [index, check] of checks.entries()) if (check.status === "fulfilled") passed.set(index, check.value);
+      const funded = await fundedRefusals(chain, poster, passed);
       for (const [index, body] of bodies.entries()) {
         const check = checks[index]!;
         try {
           if (check.status === "rejected") throw check.reason;
+          if (funded.has(index)) throw funded.get(index);
           const checked = check.value;
           if (seen.has(checked.taskHash)) throw new MarketError("DUPLICATE_TASK_HASH");
           seen.add(checked.taskHash);
