@@ -8,7 +8,7 @@ import { asAddress, asTaskHash, type BuildTaskBody, type BuiltBatch, type BuiltT
 import { MarketError, type ErrorDetail } from "@market/core/errors";
 import { parseRawAmount } from "@market/core/money";
 import { parseDuration } from "@market/core/task-fields";
-import { MAX_BATCH, MAX_TASK_AMOUNT } from "@market/core/escrow";
+import { fundingCalldata, MAX_BATCH, MAX_TASK_AMOUNT } from "@market/core/escrow";
 
 /** The escrow stores amounts in 96 bits (core/escrow); a larger amount would revert at funding. */
 export const MAX_ESCROW_AMOUNT = MAX_TASK_AMOUNT;
@@ -127,17 +127,15 @@ export function createFunding({ db, deps }: { db: Db; deps: TermsDeps }) {
 
   /** The createTask call of one task, the createTasks call of several. */
   function fundingCall(chain: Chain, tasks: readonly FundedTerms[]): string {
-    const params = tasks.map((t) => ({
-      taskHash: t.taskHash,
-      token: chain.config.token,
-      amount: t.amount,
-      duration: BigInt(t.duration),
-      verifier: t.verifierAddress ?? ZeroAddress,
-    }));
-    const single = params.length === 1 ? params[0] : undefined;
-    return single
-      ? chain.escrow.interface.encodeFunctionData("createTask", [single.taskHash, single.token, single.amount, single.duration, single.verifier])
-      : chain.escrow.interface.encodeFunctionData("createTasks", [params]);
+    return fundingCalldata(
+      tasks.map((t) => ({
+        taskHash: t.taskHash,
+        token: chain.config.token,
+        amount: t.amount,
+        duration: BigInt(t.duration),
+        verifier: t.verifierAddress ?? ZeroAddress,
+      })),
+    );
   }
 
   async function plan(chain: Chain, poster: string, tasks: FundedTerms[]): Promise<FundingPlan> {
