@@ -1,6 +1,6 @@
 "use strict";
 /**
- * autocannon `verifyBody` for bench/api.ts (plain JavaScript: it runs in autocannon's worker thread). A browse answer
+ * autocannon `verifyBody` for bench/api.ts (plain JavaScript: it runs in the load process, bench/lib/load-process.js). A browse answer
  * must carry exactly 100 tasks; a whoami answer exactly one address. Counting keys is enough and keeps the load
  * generator cheap; bench/api.ts parses a sample of answers in full before the runs.
  */

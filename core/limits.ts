@@ -31,6 +31,8 @@ export const MAX_MCP_BULK_ROWS = 200;
 export const BATCH_CHUNK_SIZE = 20;
 /** 10 MB, read as MiB: the larger reading, so a file the service accepts is never refused here first. */
 export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+/** Blobs per batch upload (issue 30): a chunk's private briefs, at most MAX_UPLOAD_BYTES decoded in all. */
+export const MAX_UPLOAD_BATCH = BATCH_CHUNK_SIZE;
 export const MAX_WEB_BRIEF_CHARS = 20_000;
 export const PUBLIC_BRIEF_PREVIEW_CHARS = 4_000;
 export const DEFAULT_ZONE = "global";

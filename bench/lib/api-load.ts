@@ -1,12 +1,13 @@
 /**
  * The API under load for bench:api and bench:browse: the app over a seeded database on loopback (a chain whose
  * provider the measured routes never call), an API key of a wallet, and one autocannon run of a route whose every
- * answer is checked by api-verify-body.js.
+ * answer is checked by api-verify-body.js (in a process of its own, load-process.js).
  */
 import path from "node:path";
 import type { AddressInfo } from "node:net";
 import hre from "hardhat";
-import autocannon from "autocannon";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { buildApp } from "../../server/app";
 import type { Db } from "../../server/db";
 import { createChains } from "../../server/chains";
@@ -17,7 +18,7 @@ const PUBLIC_URL = "http://127.0.0.1:3000";
 const ESCROW = "0x00000000000000000000000000000000000E5C40";
 /** Connections of every load run. */
 export const CONNECTIONS = 10;
-const VERIFY_BODY = path.join(__dirname, "..", "api-verify-body.js");
+const LOAD_PROCESS = path.join(__dirname, "load-process.js");
 
 export interface LoadRun {
   reqPerSec: number;
@@ -53,19 +54,17 @@ export async function serveBenchApi(db: Db, options: { dir: string; token: strin
   return { app, key, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }
 
-/** One autocannon run of `url` for `seconds` with 10 connections, every answer checked. */
+/**
+ * One autocannon run of `url` for `seconds` with 10 connections, every answer checked, in a process of its own
+ * (bench/lib/load-process.js says why not in a worker thread of this one).
+ */
 export async function loadRoute(url: string, headers: Record<string, string>, seconds: number): Promise<LoadRun> {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds, headers, workers: 1, verifyBody: VERIFY_BODY as never });
-  return {
-    reqPerSec: Math.round(result.requests.average),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    maxMs: result.latency.max,
-    requests: result.requests.total,
-    non2xx: result.non2xx,
-    mismatches: (result as unknown as { mismatches: number }).mismatches,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    mbPerSec: Math.round((result.throughput.average / 1e6) * 10) / 10,
-  };
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [LOAD_PROCESS, JSON.stringify({ url, headers, seconds, connections: CONNECTIONS })],
+    {
+      maxBuffer: 1024 * 1024,
+    },
+  );
+  return JSON.parse(stdout) as LoadRun;
 }

@@ -7,3 +7,4 @@ export * from "./enums";
 export * from "./events";
 export * from "./task";
 export * from "./rules";
+export * from "./calldata";

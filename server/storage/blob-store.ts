@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { readFile, rename, rm, writeFile, stat } from "node:fs/promises";
+import { mkdirSync, statSync } from "node:fs";
+import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { contentHash } from "@market/core/crypto";
 import type { Db } from "../db";
@@ -21,16 +21,27 @@ export function createBlobStore(dir: string): BlobStore {
     if (!/^[0-9a-f]{64}$/.test(hex)) return undefined;
     return path.join(dir, hex.slice(0, 2), hex);
   };
+  /** The 256 subfolders made so far (each made once, not at every put). */
+  const folders = new Set<string>();
   return {
     async put(bytes) {
       const rootHash = contentHash(bytes);
       const file = fileOf(rootHash)!;
-      if (!(await exists(file))) {
-        mkdirSync(path.dirname(file), { recursive: true });
+      if (!exists(file)) {
+        const folder = path.dirname(file);
+        if (!folders.has(folder)) {
+          mkdirSync(folder, { recursive: true });
+          folders.add(folder);
+        }
         // Write then rename: a crash never leaves a partial blob under its final name. Each write has a temporary
         // file of its own, so uploads of the same bytes at once each rename a whole copy (the content is the same).
         const tmp = `${file}.${randomUUID()}.tmp`;
-        await writeFile(tmp, bytes);
+        await writeFile(tmp, bytes).catch(async (error: NodeJS.ErrnoException) => {
+          // The folder was removed since it was made here: made again.
+          if (error.code !== "ENOENT") throw error;
+          mkdirSync(folder, { recursive: true });
+          await writeFile(tmp, bytes);
+        });
         await rename(tmp, file);
       }
       return { rootHash, size: bytes.length };
@@ -55,10 +66,14 @@ export function createBlobStore(dir: string): BlobStore {
   };
 }
 
-async function exists(file: string): Promise<boolean> {
+/**
+ * Whether the file is there: one stat, made synchronously (a few microseconds for a file the system has seen; made
+ * through the thread pool it cost about as much again as the whole check of a task's blob, once per private task at
+ * funding and again at listing).
+ */
+function exists(file: string): boolean {
   try {
-    await stat(file);
-    return true;
+    return statSync(file, { throwIfNoEntry: false }) !== undefined;
   } catch {
     return false;
   }

@@ -57,17 +57,29 @@ export function createUploads({
     return Number(row?.bytes ?? 0);
   }
 
-  /** What this upload adds to the account's unreferenced bytes: nothing when it already holds it or a listing uses it. */
-  async function addedBytes(accountId: number, rootHash: string, size: number): Promise<number> {
+  /**
+   * What these uploads add to the account's unreferenced bytes: nothing for a blob it already holds or a listing uses,
+   * and a blob named twice counts once.
+   */
+  async function addedBytes(accountId: number, blobs: ReadonlyMap<string, number>): Promise<number> {
+    const hashes = [...blobs.keys()];
     const held = await db
       .selectFrom("blob_uploads")
       .select("root_hash")
-      .where("root_hash", "=", rootHash)
+      .where("root_hash", "in", hashes)
       .where("account_id", "=", accountId)
-      .executeTakeFirst();
-    if (held) return 0;
-    const listed = await db.selectFrom("listings").select("task_hash").where("root_hash", "=", rootHash).executeTakeFirst();
-    return listed ? 0 : size;
+      .execute();
+    const listed = await db.selectFrom("listings").select("root_hash").where("root_hash", "in", hashes).execute();
+    const known = new Set([...held.map((r) => r.root_hash), ...listed.map((r) => r.root_hash)]);
+    let added = 0;
+    for (const [rootHash, size] of blobs) if (!known.has(rootHash)) added += size;
+    return added;
+  }
+
+  /** Runs `work` holding the turn of every key, taken one after another in sorted order (no two callers wait on each other). */
+  function inTurns<T>(keys: readonly string[], work: () => Promise<T>): Promise<T> {
+    const [first, ...rest] = keys;
+    return first === undefined ? work() : inTurn(first, () => inTurns(rest, work));
   }
 
   /**
@@ -75,22 +87,32 @@ export function createUploads({
    * its quota of unreferenced bytes (nothing stored or counted either way), 503 `STORAGE_FAILED` when the store fails.
    */
   async function store(accountId: number, bytes: Uint8Array): Promise<{ rootHash: string; size: number }> {
-    const rootHash = contentHash(bytes);
-    const size = bytes.length;
+    return (await storeMany(accountId, [bytes]))[0]!;
+  }
+
+  /**
+   * Stores several blobs for the account at once, answered in order, as `store` stores one: the quota and the rate
+   * apply to them together, and a refusal stores and counts none of them; their uploads are recorded in one transaction.
+   */
+  async function storeMany(accountId: number, items: readonly Uint8Array[]): Promise<Array<{ rootHash: string; size: number }>> {
+    const hashes = items.map((bytes) => contentHash(bytes));
+    const sizes = new Map(hashes.map((rootHash, i) => [rootHash, items[i]!.length]));
+    const total = items.reduce((sum, bytes) => sum + bytes.length, 0);
     return inTurn(`account:${accountId}`, async () => {
-      const added = await addedBytes(accountId, rootHash, size);
+      const added = await addedBytes(accountId, sizes);
       if (added > 0) {
         const held = await unreferencedBytes(accountId);
         if (held + added > limits.quotaBytes) {
+          const what = items.length === 1 ? `this upload of ${total} bytes` : `these ${items.length} uploads of ${total} bytes`;
           throw new MarketError(
             "UPLOAD_QUOTA_EXCEEDED",
-            `The account holds ${held} bytes of blobs no listed task references; this upload of ${size} bytes would pass the quota of ${limits.quotaBytes}.`,
+            `The account holds ${held} bytes of blobs no listed task references; ${what} would pass the quota of ${limits.quotaBytes}.`,
             {
               details: [
                 {
                   message: "list the tasks that use them, or wait for unreferenced blobs to be collected",
                   held,
-                  upload: size,
+                  upload: total,
                   quota: limits.quotaBytes,
                 },
               ],
@@ -98,30 +120,39 @@ export function createUploads({
           );
         }
       }
-      const wait = rate.take(`account:${accountId}`, limits.bytesPerMinute, now(), size);
+      const wait = rate.take(`account:${accountId}`, limits.bytesPerMinute, now(), total);
       if (wait !== undefined) throw rateLimited(wait, "upload bytes from this account");
-      return inTurn(`blob:${rootHash}`, async () => {
-        let stored: { rootHash: string; size: number };
-        try {
-          stored = await blobs.put(bytes);
-        } catch (cause) {
-          throw new MarketError("STORAGE_FAILED", undefined, { cause });
-        }
-        const at = now();
-        await db.transaction().execute(async (trx) => {
-          await trx
-            .insertInto("blobs")
-            .values({ root_hash: stored.rootHash, size: stored.size, created_at: at })
-            .onConflict((oc) => oc.column("root_hash").doNothing())
-            .execute();
-          await trx
-            .insertInto("blob_uploads")
-            .values({ root_hash: stored.rootHash, account_id: accountId, size: stored.size, uploaded_at: at })
-            .onConflict((oc) => oc.columns(["root_hash", "account_id"]).doUpdateSet({ uploaded_at: at }))
-            .execute();
-        });
-        return stored;
-      });
+      // Each blob's turn is held until its upload is recorded: a sweep never removes a blob between the two.
+      const distinct = [...sizes.keys()].sort();
+      return inTurns(
+        distinct.map((rootHash) => `blob:${rootHash}`),
+        async () => {
+          const stored = new Map<string, { rootHash: string; size: number }>();
+          for (const [i, rootHash] of hashes.entries()) {
+            if (stored.has(rootHash)) continue;
+            try {
+              stored.set(rootHash, await blobs.put(items[i]!));
+            } catch (cause) {
+              throw new MarketError("STORAGE_FAILED", undefined, { cause });
+            }
+          }
+          const at = now();
+          const rows = [...stored.values()];
+          await db.transaction().execute(async (trx) => {
+            await trx
+              .insertInto("blobs")
+              .values(rows.map((b) => ({ root_hash: b.rootHash, size: b.size, created_at: at })))
+              .onConflict((oc) => oc.column("root_hash").doNothing())
+              .execute();
+            await trx
+              .insertInto("blob_uploads")
+              .values(rows.map((b) => ({ root_hash: b.rootHash, account_id: accountId, size: b.size, uploaded_at: at })))
+              .onConflict((oc) => oc.columns(["root_hash", "account_id"]).doUpdateSet({ uploaded_at: at }))
+              .execute();
+          });
+          return hashes.map((rootHash) => stored.get(rootHash)!);
+        },
+      );
     });
   }
 
@@ -188,6 +219,7 @@ export function createUploads({
   let sweeping: Promise<unknown> | undefined;
   return {
     store,
+    storeMany,
     sweep,
     unreferencedBytes,
     /** Collects unreferenced blobs every `gcIntervalMs` (nothing when 0). */

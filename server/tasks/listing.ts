@@ -1,7 +1,8 @@
 import { getAddress, ZeroAddress, type Log, type TransactionReceipt } from "ethers";
 import { chainCall, type Chain } from "../chains";
 import { isUniqueViolation, type Db } from "../db";
-import type { Listing, ListingWithAmount } from "../db/schema";
+import type { Listing, ListingsTable, ListingWithAmount } from "../db/schema";
+import type { Insertable } from "kysely";
 import { batchTermsDeps, checkRental, checkTerms, type TaskTerms, type TermsDeps } from "./terms";
 import { listedFields, listingRow, type ListedFields } from "./listing-codec";
 import { appendEvents, holdLog, listedDraft } from "../events";
@@ -25,6 +26,26 @@ interface Funded {
 }
 
 export type ListingResult = ListingOutcome;
+
+/** A first listing checked and ready to write: its row, its terms, and what its funding escrowed. */
+interface Ready {
+  taskHash: string;
+  terms: TaskTerms;
+  amount: bigint;
+  deadline: number;
+  row: Insertable<ListingsTable>;
+}
+
+/** Rows per multi-row statement of a batch's listings (well under either database's parameter limit). */
+const WRITE_ROWS = 200;
+
+const isReady = (c: object): c is Ready => "row" in c && "terms" in c;
+
+function slices<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
 
 export type Listings = ReturnType<typeof createListings>;
 
@@ -115,14 +136,20 @@ export function createListings({
     return { open: task !== undefined && isOpen(task, at), deadline: task?.deadline ?? 0 };
   }
 
-  async function listFunded(
+  /**
+   * Every check of a listing, writing nothing: the answer when the task was listed before (`already_listed`, or the
+   * refusal of other properties), else the listing ready to write. `listed` answers the task's listing when the caller
+   * read its batch's listings at once (absent: not listed then); without it the listing is read here.
+   */
+  async function checkListing(
     chain: Chain,
     wallet: string,
     txHash: string,
     input: TaskFieldsInput,
     funded: Funded | undefined,
     checkDeps: TermsDeps = deps,
-  ): Promise<ListingResult> {
+    listed?: Map<string, Listing>,
+  ): Promise<{ done: ListingResult } | { ready: Ready }> {
     const taskHash = input.taskHash.toLowerCase();
     if (!funded) throw new MarketError("NOT_IN_RECEIPT", `The receipt carries no TaskCreated for ${taskHash} from the escrow.`);
     if (funded.poster !== wallet) throw new MarketError("FUNDING_WALLET_MISMATCH", `The task was funded by ${funded.poster}, not by ${wallet}.`);
@@ -139,8 +166,8 @@ export function createListings({
       );
     }
 
-    const existing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
-    if (existing) return sameListing(existing, terms);
+    const existing = listed ? listed.get(taskHash) : await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirst();
+    if (existing) return { done: await sameListing(existing, terms) };
     // A first listing only: a rental listed before keeps what it escrowed whatever its service does since.
     if (terms.serviceId !== null) {
       const block = await chainCall(() => chain.provider.getBlock(funded.blockNumber));
@@ -152,59 +179,79 @@ export function createListings({
     if (!open) {
       throw new MarketError("NOT_OPEN", "The task is no longer open on chain (assigned, cancelled or past its deadline).");
     }
+    const row = listingRow(terms, { taskHash, chain: chain.name, poster: wallet, token: funded.token, fundingTx: txHash, listedAt: now() });
+    return { ready: { taskHash, terms, amount: funded.amount, deadline, row } };
+  }
 
-    try {
-      await db.transaction().execute(async (trx) => {
-        // The log first: whichever of this listing and the indexing of its funding commits second sees the other.
-        await holdLog(trx, chain.name);
-        const row = listingRow(terms, {
-          taskHash,
-          chain: chain.name,
-          poster: wallet,
-          token: funded.token,
-          fundingTx: txHash,
-          listedAt: now(),
-        });
-        await trx.insertInto("listings").values(row).execute();
-        if (terms.requiredCapabilities.length > 0) {
-          await trx
-            .insertInto("listing_capabilities")
-            .values(terms.requiredCapabilities.map((tag) => ({ task_hash: taskHash, tag })))
-            .execute();
-        }
-        const keys = Object.entries(terms.wrappedKeys);
-        if (keys.length > 0) {
-          await trx
-            .insertInto("task_keys")
-            .values(keys.map(([agent_address, wrapped_key]) => ({ task_hash: taskHash, agent_address, wrapped_key })))
-            .execute();
-        }
-        // Listed for workers once the task is also indexed (a browse shows it then); else its indexing says so.
-        const indexed = await trx
+  /**
+   * Writes checked first listings of one chain in one transaction: all of them, or none (a unique violation when
+   * another request listed one of them meanwhile, or any failure). Then runs `onListed` for each.
+   */
+  async function writeListings(chain: Chain, ready: readonly Ready[]): Promise<void> {
+    await db.transaction().execute(async (trx) => {
+      // The log first: whichever of this listing and the indexing of its funding commits second sees the other.
+      await holdLog(trx, chain.name);
+      for (const part of slices(ready, WRITE_ROWS))
+        await trx
+          .insertInto("listings")
+          .values(part.map((r) => r.row))
+          .execute();
+      const tags = ready.flatMap((r) => r.terms.requiredCapabilities.map((tag) => ({ task_hash: r.taskHash, tag })));
+      for (const part of slices(tags, WRITE_ROWS)) await trx.insertInto("listing_capabilities").values(part).execute();
+      const keys = ready.flatMap((r) =>
+        Object.entries(r.terms.wrappedKeys).map(([agent_address, wrapped_key]) => ({ task_hash: r.taskHash, agent_address, wrapped_key })),
+      );
+      for (const part of slices(keys, WRITE_ROWS)) await trx.insertInto("task_keys").values(part).execute();
+      // Listed for workers once the task is also indexed (a browse shows it then); else its indexing says so.
+      const indexed = new Set<string>();
+      for (const part of slices(ready, WRITE_ROWS)) {
+        const rows = await trx
           .selectFrom("escrow_tasks")
           .select("task_hash")
           .where("chain", "=", chain.name)
-          .where("task_hash", "=", taskHash)
-          .executeTakeFirst();
-        if (indexed)
-          await appendEvents(
-            trx,
-            chain.name,
-            [listedDraft({ ...row, amount: funded.amount.toString() }, Object.keys(terms.wrappedKeys), deadline)],
-            now(),
-          );
-      });
+          .where(
+            "task_hash",
+            "in",
+            part.map((r) => r.taskHash),
+          )
+          .execute();
+        for (const { task_hash } of rows) indexed.add(task_hash);
+      }
+      const drafts = ready
+        .filter((r) => indexed.has(r.taskHash))
+        .map((r) => listedDraft({ ...r.row, amount: r.amount.toString() }, Object.keys(r.terms.wrappedKeys), r.deadline));
+      if (drafts.length > 0) await appendEvents(trx, chain.name, drafts, now());
+    });
+    if (!onListed) return;
+    const rows = new Map<string, Listing>();
+    for (const part of slices(ready, WRITE_ROWS)) {
+      const listed = await db
+        .selectFrom("listings")
+        .selectAll()
+        .where(
+          "task_hash",
+          "in",
+          part.map((r) => r.taskHash),
+        )
+        .execute();
+      for (const listing of listed) rows.set(listing.task_hash, listing);
+    }
+    for (const r of ready) {
+      const listing = rows.get(r.taskHash);
+      if (listing) await onListed({ ...listing, amount: r.amount.toString() }, r.deadline).catch(() => undefined);
+    }
+  }
+
+  /** Writes one checked first listing; listed concurrently by another request, the first listing decides. */
+  async function writeListing(chain: Chain, ready: Ready): Promise<ListingResult> {
+    try {
+      await writeListings(chain, [ready]);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      // Listed concurrently by another request: the first listing decides.
-      const winner = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
-      return sameListing(winner, terms);
+      const winner = await db.selectFrom("listings").selectAll().where("task_hash", "=", ready.taskHash).executeTakeFirstOrThrow();
+      return sameListing(winner, ready.terms);
     }
-    if (onListed) {
-      const listing = await db.selectFrom("listings").selectAll().where("task_hash", "=", taskHash).executeTakeFirstOrThrow();
-      await onListed({ ...listing, amount: funded.amount.toString() }, deadline).catch(() => undefined);
-    }
-    return { taskHash: asTaskHash(taskHash), status: "listed" };
+    return { taskHash: asTaskHash(ready.taskHash), status: "listed" };
   }
 
   /**
@@ -232,37 +279,73 @@ export function createListings({
   return {
     async listOne(chain: Chain, wallet: string, body: TaskFieldsInput & { txHash: string }): Promise<ListingResult> {
       const funded = await receiptOf(chain, body.txHash, wallet);
-      return listFunded(chain, wallet, body.txHash, body, funded.get(body.taskHash.toLowerCase()));
+      const checked = await checkListing(chain, wallet, body.txHash, body, funded.get(body.taskHash.toLowerCase()));
+      return "done" in checked ? checked.done : writeListing(chain, checked.ready);
     },
 
-    /** Lists the tasks of one batch receipt; each item succeeds or fails on its own (outcomes per item). */
+    /**
+     * Lists the tasks of one batch receipt; each item succeeds or fails on its own (outcomes per item). The items are
+     * checked at once (each reads the chain and the blob store), their listings read in one query, and the first
+     * listings written in one transaction; when that fails (another request listed one of them meanwhile, or any
+     * error), each is written on its own as a single listing is, so every item still has its own outcome.
+     */
     async listBatch(chain: Chain, wallet: string, txHash: string, items: TaskFieldsInput[]) {
       const funded = await receiptOf(chain, txHash, wallet);
       await markUntouched(chain, txHash, funded);
       const batchDeps = batchTermsDeps(deps);
+      const listed = new Map<string, Listing>();
+      for (const part of slices(
+        items.map((item) => item.taskHash.toLowerCase()),
+        WRITE_ROWS,
+      )) {
+        for (const listing of await db.selectFrom("listings").selectAll().where("task_hash", "in", part).execute())
+          listed.set(listing.task_hash, listing);
+      }
       const seen = new Set<string>();
       type Outcome = ErrorDetail & { taskHash: string; status: string };
-      // The items are listed at once (each reads the chain and the blob store, then writes its own rows); a repeated
-      // task hash fails alone, and an unreachable chain fails the request.
-      const results = await Promise.all(
-        items.map(async (item): Promise<Outcome> => {
+      const failed = (taskHash: string, error: unknown): Outcome => {
+        if (!(error instanceof MarketError)) {
+          return { taskHash, status: "failed", code: answeredCode("LISTING_FAILED"), message: (error as Error).message };
+        }
+        if (error.code === "CHAIN_UNAVAILABLE") throw error;
+        return { taskHash, status: "failed", code: error.code, message: error.message };
+      };
+      const answered = (result: ListingResult): Outcome => ({
+        ...result,
+        message: result.status === "listed" ? "listed" : "listed before with the same properties",
+      });
+      // A repeated task hash fails alone, and an unreachable chain fails the request.
+      const checked = await Promise.all(
+        items.map(async (item): Promise<Outcome | Ready> => {
           const taskHash = item.taskHash.toLowerCase();
           const repeated = seen.has(taskHash);
           seen.add(taskHash);
           try {
             if (repeated) throw new MarketError("DUPLICATE_TASK_HASH");
-            const result = await listFunded(chain, wallet, txHash, item, funded.get(taskHash), batchDeps);
-            return { ...result, message: result.status === "listed" ? "listed" : "listed before with the same properties" };
+            const check = await checkListing(chain, wallet, txHash, item, funded.get(taskHash), batchDeps, listed);
+            return "done" in check ? answered(check.done) : check.ready;
           } catch (error) {
-            if (!(error instanceof MarketError)) {
-              return { taskHash, status: "failed", code: answeredCode("LISTING_FAILED"), message: (error as Error).message };
-            }
-            if (error.code === "CHAIN_UNAVAILABLE") throw error;
-            return { taskHash, status: "failed", code: error.code, message: error.message };
+            return failed(taskHash, error);
           }
         }),
       );
-      return results;
+      const ready = checked.filter(isReady);
+      const written = new Map<Ready, Outcome>();
+      if (ready.length > 0) {
+        try {
+          await writeListings(chain, ready);
+          for (const r of ready) written.set(r, answered({ taskHash: asTaskHash(r.taskHash), status: "listed" }));
+        } catch {
+          for (const r of ready) {
+            try {
+              written.set(r, answered(await writeListing(chain, r)));
+            } catch (error) {
+              written.set(r, failed(r.taskHash, error));
+            }
+          }
+        }
+      }
+      return checked.map((c) => (isReady(c) ? written.get(c)! : c));
     },
   };
 }

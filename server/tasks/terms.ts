@@ -6,7 +6,7 @@ import type { ListedFields } from "./listing-codec";
 import { addressParam } from "../http/params";
 import type { TaskFieldsInput } from "@market/core/api";
 import { MarketError, type ErrorDetail } from "@market/core/errors";
-import { contentHash, publicTaskHash } from "@market/core/crypto";
+import { publicTaskHash } from "@market/core/crypto";
 import { checksumAddress } from "@market/core/addresses";
 import { isRentalCriteria, validateCriteria, type VerificationMode } from "@market/core/verification";
 import { DEFAULT_ZONE, RENTAL_DURATION_SECONDS } from "@market/core/limits";
@@ -20,7 +20,8 @@ export interface TaskTerms extends ListedFields {
 }
 
 export interface TermsDeps {
-  blobs: Pick<BlobStore, "get">;
+  /** Whether a blob is stored: a store names each blob by the SHA-256 of its bytes (BlobStore). */
+  blobs: Pick<BlobStore, "has">;
   agents: Pick<AgentRegistry, "find" | "get">;
   /** Whether this service can open a custody copy of the brief key (it holds the key the copy was wrapped to). */
   custody: { opens(keyCustodyBlob: string): boolean };
@@ -54,6 +55,9 @@ export function batchTermsDeps(deps: TermsDeps): TermsDeps {
   };
 }
 
+/** A stored blob's rootHash as its SHA-256 is written (0x + lowercase hex), however the caller wrote it. */
+const blobName = (rootHash: string) => `0x${rootHash.toLowerCase().replace(/^0x/, "")}`;
+
 /**
  * Every posting rule of a task's properties, shared by building the funding transaction and listing the funded task.
  * Throws the first refusal as a coded error; changes nothing.
@@ -86,9 +90,10 @@ export async function checkTerms(input: TaskFieldsInput, poster: string, chain: 
         details: [{ field: "body.rootHash", message: "is required for a private task" }],
       });
     }
-    const ciphertext = await deps.blobs.get(input.rootHash);
-    if (!ciphertext) throw new MarketError("BLOB_NOT_FOUND");
-    if (contentHash(ciphertext) !== taskHash) {
+    if (!(await deps.blobs.has(input.rootHash))) throw new MarketError("BLOB_NOT_FOUND");
+    // A stored blob's name is the SHA-256 of its bytes (the store computes it at upload): the name is the ciphertext's
+    // hash, without reading and hashing the blob again at each funding and listing.
+    if (blobName(input.rootHash) !== taskHash) {
       throw new MarketError("TASK_HASH_MISMATCH", "A private task's hash must be the SHA-256 of its ciphertext (the uploaded blob).");
     }
   }

@@ -1,7 +1,8 @@
 /**
  * Sealing private briefs on worker threads (sdk/src/posting/seal-threads.ts, issue 30): what a thread seals opens with
- * core/crypto and each reader's key, a malformed key is refused with core/crypto's error, a stopped thread fails only
- * its briefs and is replaced, idle threads stop, and the engine's default in Node is the threads.
+ * core/crypto and each reader's key, a brief sent before a thread is ready waits for one, a malformed key is refused
+ * with core/crypto's error, a stopped thread fails only its briefs and is replaced, threads that cannot start leave
+ * the sealing to the calling thread, idle threads stop, and the engine's default in Node is the threads.
  */
 import * as fs from "node:fs";
 import * as threads from "node:worker_threads";
@@ -42,15 +43,16 @@ describe("sdk: sealing briefs on worker threads", function () {
   });
   after(() => sealer.close());
 
-  it("seals in the calling thread until a thread is ready, then on the threads; every brief opens", async () => {
+  it("seals a brief sent before any thread is ready on the first one ready, then on the threads; every brief opens", async () => {
+    expect(sealer.readyThreads).to.equal(0);
     const first = await sealer.seal("the first brief", readerKeys);
     expectOpens(first, "the first brief");
-    expect(sealer.sealed.here).to.equal(1);
+    expect(sealer.sealed).to.deep.equal({ onThreads: 1, here: 0 });
     await until("two ready threads", () => sealer.readyThreads === 2);
     const briefs = Array.from({ length: 12 }, (_, i) => `brief ${i}: données, 数据, 🚢`);
     const sealed = await Promise.all(briefs.map((brief) => sealer.seal(brief, readerKeys)));
     for (const [i, one] of sealed.entries()) expectOpens(one, briefs[i]!);
-    expect(sealer.sealed).to.deep.equal({ onThreads: 12, here: 1 });
+    expect(sealer.sealed).to.deep.equal({ onThreads: 13, here: 0 });
     // A fresh key and IV per brief, as in the calling thread.
     expect(new Set(sealed.map((s) => Buffer.from(s.key).toString("hex"))).size).to.equal(12);
     expect(new Set(sealed.map((s) => Buffer.from(s.ciphertext).toString("hex"))).size).to.equal(12);
@@ -64,7 +66,7 @@ describe("sdk: sealing briefs on worker threads", function () {
     );
     expect(refused).to.be.instanceOf(CryptoError);
     expect((refused as CryptoError).code).to.equal("INVALID_PUBLIC_KEY");
-    expect(sealer.sealed.onThreads).to.equal(12);
+    expect(sealer.sealed.onThreads).to.equal(13);
     expectOpens(await sealer.seal("still sealing", readerKeys), "still sealing");
   });
 
@@ -98,6 +100,25 @@ describe("sdk: sealing briefs on worker threads", function () {
       await until("the idle thread stopped", () => idle.readyThreads === 0, 5_000);
     } finally {
       await idle.close();
+    }
+  });
+
+  it("seals in the calling thread the briefs waiting for threads that cannot start, and every brief after", async () => {
+    // Real threads that fail as they start (as where a thread cannot load core/crypto).
+    class FailingWorker extends threads.Worker {
+      constructor(_code: string, options: threads.WorkerOptions) {
+        super("throw new Error('cannot start here')", { ...options, eval: true });
+      }
+    }
+    const failing = createThreadSealer({ threads: { ...threads, Worker: FailingWorker }, fs }, { cores: 2, idleMs: 60_000 })!;
+    try {
+      const waiting = await Promise.all(["waiting 1", "waiting 2", "waiting 3"].map((brief) => failing.seal(brief, readerKeys)));
+      for (const [i, one] of waiting.entries()) expectOpens(one, `waiting ${i + 1}`);
+      expectOpens(await failing.seal("after", readerKeys), "after");
+      expect(failing.sealed).to.deep.equal({ onThreads: 0, here: 4 });
+      expect(failing.readyThreads).to.equal(0);
+    } finally {
+      await failing.close();
     }
   });
 

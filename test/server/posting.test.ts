@@ -258,6 +258,33 @@ describe("posting: build, upload and list", function () {
       expectError(await s.call("POST", "/api/v1/tasks/batch", { key, body: { tasks } }), "BATCH_UNSUPPORTED");
     });
 
+    it("names each task of an approved batch funded on chain (TASK_HASH_CLAIMED, TASK_HASH_IN_USE), and builds a batch with none", async function () {
+      // Approved for the whole batch: the batch's createTasks runs as an eth_call when no hash is funded (one call),
+      // and is refused when one is, when each task is read on its own.
+      await s.usdc.mint(s.poster.address, 100_000_000n);
+      await s.usdc.connect(s.poster).approve(s.escrowAddress, 100_000_000n);
+      const [mine, theirs, free] = ["approved batch: mine", "approved batch: theirs", "approved batch: free"];
+      await s.usdc.mint(s.stranger.address, 10_000_000n);
+      await s.usdc.connect(s.stranger).approve(s.escrowAddress, 10_000_000n);
+      await s.escrow.connect(s.stranger).createTask(publicTaskHash(theirs), s.token, 1_000_000n, 86_400n, hre.ethers.ZeroAddress);
+      await s.escrow.connect(s.poster).createTask(publicTaskHash(mine), s.token, 1_000_000n, 86_400n, hre.ethers.ZeroAddress);
+      const task = (b: string) => ({ ...s.publicTask(b), amount: "1000000", duration: 3600 });
+      const answer = await s.call("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks: [task(free), task(mine), task(theirs)] } });
+      expectError(answer, "INVALID_ROWS");
+      expect(answer.body.error.details?.map((d) => [d.index, d.code])).to.deep.equal([
+        [1, "TASK_HASH_IN_USE"],
+        [2, "TASK_HASH_CLAIMED"],
+      ]);
+      const built = expectOk(
+        await s.call<{ taskHashes: string[]; approveTx: unknown }>("POST", "/api/v1/tasks/batch", {
+          key: posterKey,
+          body: { tasks: [task(free), task("approved batch: another")] },
+        }),
+      );
+      expect(built.taskHashes).to.deep.equal([publicTaskHash(free), publicTaskHash("approved batch: another")]);
+      expect(built.approveTx).to.equal(null);
+    });
+
     it("refuses the whole batch naming each bad task (INVALID_ROWS), duplicates included", async function () {
       const good = { ...s.publicTask("fine brief"), amount: "1000000", duration: 3600 };
       const tasks = [good, { ...good }, { ...s.publicTask("bad duration"), amount: "1", duration: 5 }];
@@ -387,6 +414,26 @@ describe("posting: build, upload and list", function () {
           { taskHash: publicTaskHash(briefs[1]!), status: "already_listed" },
         ],
       });
+    });
+
+    it("lists a batch receipt sent twice at once: each task listed once, by one answer, already_listed in the other", async function () {
+      // Both requests read no listing, then one writes the batch first: the other's one transaction for the batch
+      // fails on a task listed meanwhile and writes each task on its own, each answering already_listed.
+      const briefs = ["twice one: name a river", "twice two: name a mountain", "twice three: name a lake"];
+      const tasks = briefs.map((b) => ({ ...s.publicTask(b), amount: "1000000", duration: 3600 }));
+      const plan = expectOk(await s.call<Plan>("POST", "/api/v1/tasks/batch", { key: posterKey, body: { tasks } }));
+      const txHash = await s.sendAll(s.poster, plan.transactions);
+      const items = tasks.map(({ amount: _a, duration: _d, ...fields }) => fields);
+      const answers = (await Promise.all([list({ txHash, tasks: items }), list({ txHash, tasks: items })])).map(
+        (answer) => expectOk(answer) as unknown as { results: Array<{ taskHash: string; status: string }> },
+      );
+      for (const [i, brief] of briefs.entries()) {
+        const statuses = answers.map((a) => a.results[i]!);
+        expect(statuses.map((r) => r.taskHash)).to.deep.equal([publicTaskHash(brief), publicTaskHash(brief)]);
+        expect(statuses.map((r) => r.status).sort()).to.deep.equal(["already_listed", "listed"]);
+      }
+      const hashes = briefs.map((b) => publicTaskHash(b));
+      expect(await s.db.selectFrom("listings").select("task_hash").where("task_hash", "in", hashes).execute()).to.have.length(3);
     });
 
     describe("a batch receipt's tasks as they stand on chain (one log query, then a read of each task touched since)", function () {

@@ -5,8 +5,9 @@
  */
 import { ZeroAddress } from "ethers";
 import { ApiError } from "../errors";
-import { erc20Interface, escrowInterface, type Settlement, type UnsignedTx } from "../chain";
+import { erc20Interface, type Settlement, type UnsignedTx } from "../chain";
 import { BATCH_CHUNK_SIZE } from "@market/core/limits";
+import { fundingCalldata } from "@market/core/escrow";
 import type { BuiltBatch, BuiltTask } from "@market/core/api";
 import type { PostingContext } from "./context";
 import type { PreparedRow } from "./prepare";
@@ -88,16 +89,14 @@ export async function approveEscrow(ctx: PostingContext, amount: bigint): Promis
 
 /** The createTask or createTasks call the client expects for these prepared rows. */
 export function expectedFunding(ctx: PostingContext, rows: readonly PreparedRow[]): { to: string; data: string } {
-  const entry = ({ checked, params }: PreparedRow) => ({
-    taskHash: params.taskHash,
-    token: ctx.chain.token,
-    amount: checked.row.amount,
-    duration: BigInt(checked.row.durationSeconds),
-    verifier: params.verifierAddress ?? ZeroAddress,
-  });
-  const single = rows.length === 1 ? entry(rows[0]!) : undefined;
-  const data = single
-    ? escrowInterface.encodeFunctionData("createTask", [single.taskHash, single.token, single.amount, single.duration, single.verifier])
-    : escrowInterface.encodeFunctionData("createTasks", [rows.map(entry)]);
+  const data = fundingCalldata(
+    rows.map(({ checked, params }) => ({
+      taskHash: params.taskHash,
+      token: ctx.chain.token,
+      amount: checked.row.amount,
+      duration: BigInt(checked.row.durationSeconds),
+      verifier: params.verifierAddress ?? ZeroAddress,
+    })),
+  );
   return { to: ctx.chain.escrow, data };
 }

@@ -9,7 +9,7 @@ import type { PostingContext } from "./context";
 import { approveEscrow, chunkSizeFor, expectedFunding, type Funding } from "./fund";
 import { chunkBuilder, mayBeSquatted, type ChunkBuilder } from "./squat";
 import { listFunded } from "./list";
-import { findRecipients, prepareRow, type PreparedRow } from "./prepare";
+import { findRecipients, prepareRows, type PreparedRow } from "./prepare";
 import type { FundedEvent, PostResult, PostStatus, PostTasksOptions, PostTasksResult } from "./types";
 
 export { checkRows, checkedRow, type CheckedRow } from "./check";
@@ -120,7 +120,7 @@ export async function postRows(ctx: PostingContext, rows: readonly CheckedRow[],
     let prepared = preparing.get(start);
     if (!prepared) {
       const chunkRows = rows.slice(start, start + chunkSize);
-      prepared = tally.timed("prepareMs", () => Promise.all(chunkRows.map((checked) => prepareRow(ctx, checked, recipients, options.onBriefKey))));
+      prepared = tally.timed("prepareMs", () => prepareRows(ctx, chunkRows, recipients, options.onBriefKey));
       prepared.catch(() => undefined); // its stage reports it
       preparing.set(start, prepared);
     }

@@ -2,9 +2,10 @@
  * Preparing rows to fund, which pays nothing: the agents that may open each private brief (one lookup per capability
  * set), and per row its task hash and, for a private brief, the ciphertext uploaded and the key wrapped to each of them.
  */
-import { clientError } from "../errors";
+import { ApiError, clientError } from "../errors";
+import { MAX_UPLOAD_BATCH } from "@market/core/limits";
 import { privateTaskHash, publicTaskHash } from "@market/core/crypto";
-import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded } from "@market/core/api";
+import type { AgentAnswer, AgentProfile, ExecutorsAnswer, Uploaded, UploadedBatch } from "@market/core/api";
 import type { CheckedRow } from "./check";
 import type { PostingContext } from "./context";
 import type { IndexParams, PostTasksOptions, WrapTo } from "./types";
@@ -82,8 +83,52 @@ export async function prepareRow(
   recipients: Recipients,
   onBriefKey?: PostTasksOptions["onBriefKey"],
 ): Promise<PreparedRow> {
+  return (await prepareRows(ctx, [checked], recipients, onBriefKey))[0]!;
+}
+
+/**
+ * Prepares the rows of a chunk, in order: each private brief sealed (on the sealer's threads, all at once), then the
+ * chunk's ciphertexts uploaded in one request (`POST /storage/upload/batch`, one blob per request to an API without
+ * it), then each row's key reported to `onBriefKey`. Rejects as the first failure (nothing is paid while preparing).
+ */
+export async function prepareRows(
+  ctx: PostingContext,
+  rows: readonly CheckedRow[],
+  recipients: Recipients,
+  onBriefKey?: PostTasksOptions["onBriefKey"],
+): Promise<PreparedRow[]> {
+  const sealing = rows.map((checked) => (checked.row.privacy === "private" ? sealRow(ctx, checked, recipients) : Promise.resolve(undefined)));
+  const sealed = await Promise.all(sealing);
+  const ciphertexts = sealed.flatMap((s) => (s ? [s.sealed.ciphertext] : []));
+  const rootHashes = ciphertexts.length > 0 ? await upload(ctx, ciphertexts) : [];
+  let next = 0;
+  return rows.map((checked, i) => {
+    const common = commonParams(ctx, checked);
+    const brief = sealed[i];
+    if (!brief) {
+      const { row } = checked;
+      return { checked, params: { taskHash: publicTaskHash(row.instructions), privacy: "public", publicBrief: row.instructions, ...common } };
+    }
+    const { sealed: briefSealed, readers } = brief;
+    // The task hash is the client's own SHA-256 of the ciphertext, never the storage's word for it.
+    const taskHash = privateTaskHash(briefSealed.ciphertext);
+    const rootHash = rootHashes[next++]!;
+    const rootHex = rootHash.replace(/^0x/i, "").toLowerCase();
+    if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
+      throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
+    }
+    onBriefKey?.({ index: checked.index, taskHash, key: briefSealed.key });
+    const wraps = briefSealed.wrappedKeys;
+    const wrappedKeys = Object.fromEntries(readers.map((reader, r) => [reader.address, wraps[r]!]));
+    const custody = recipients.custody ? { keyCustodyBlob: wraps[readers.length]! } : {};
+    return { checked, params: { taskHash, privacy: "private", rootHash, wrappedKeys, ...custody, ...common } };
+  });
+}
+
+/** The row's fields every funding and listing names, private or public. */
+function commonParams(ctx: PostingContext, checked: CheckedRow) {
   const { row } = checked;
-  const common = {
+  return {
     // The posting chain, named to the API when it builds the funding and when it lists it (default: its first postable).
     chain: ctx.settlement.chain,
     verificationMode: checked.verificationMode,
@@ -95,9 +140,10 @@ export async function prepareRow(
     ...(row.target ? { targetExecutor: row.target } : {}),
     ...(row.serviceId !== undefined ? { serviceId: row.serviceId } : {}),
   };
-  if (row.privacy === "public") {
-    return { checked, params: { taskHash: publicTaskHash(row.instructions), privacy: "public", publicBrief: row.instructions, ...common } };
-  }
+}
+
+/** A private row's brief sealed to its readers (the agents it is wrapped to, and its verifier) and the custody key. */
+async function sealRow(ctx: PostingContext, checked: CheckedRow, recipients: Recipients) {
   const verifier = checked.verifierAddress;
   const readers: Array<{ address: string; publicKey: string }> = recipientsOf(checked, recipients).map((agent) => ({
     address: agent.address,
@@ -109,20 +155,33 @@ export async function prepareRow(
     readers.push({ address: verifier, publicKey: verifierKey });
   }
   // Encrypted and its key wrapped off this thread where the engine runs in Node (seal.ts).
-  const sealed = await ctx.sealer.seal(row.instructions, [
+  const sealed = await ctx.sealer.seal(checked.row.instructions, [
     ...readers.map((reader) => reader.publicKey),
     ...(recipients.custody ? [recipients.custody] : []),
   ]);
-  // The task hash is the client's own SHA-256 of the ciphertext, never the storage's word for it.
-  const taskHash = privateTaskHash(sealed.ciphertext);
-  const { rootHash } = await ctx.http.post<Uploaded>("/api/v1/storage/upload", { data: Buffer.from(sealed.ciphertext).toString("base64") });
-  const rootHex = rootHash.replace(/^0x/i, "").toLowerCase();
-  if (/^[0-9a-f]{64}$/.test(rootHex) && `0x${rootHex}` !== taskHash) {
-    throw clientError("STORAGE_MISMATCH", `The storage stored the brief as ${rootHash}, not as its SHA-256 ${taskHash}; nothing was paid for it.`);
+  return { sealed, readers };
+}
+
+/**
+ * Uploads ciphertexts, answering their rootHashes in order: up to MAX_UPLOAD_BATCH per request (one request for one
+ * ciphertext), and one per request when the API has no batch upload (it answers 404 for the route).
+ */
+async function upload(ctx: PostingContext, ciphertexts: readonly Uint8Array[]): Promise<string[]> {
+  const one = async (bytes: Uint8Array) =>
+    (await ctx.http.post<Uploaded>("/api/v1/storage/upload", { data: Buffer.from(bytes).toString("base64") })).rootHash;
+  if (ciphertexts.length === 1) return [await one(ciphertexts[0]!)];
+  const rootHashes: string[] = [];
+  for (let at = 0; at < ciphertexts.length; at += MAX_UPLOAD_BATCH) {
+    const part = ciphertexts.slice(at, at + MAX_UPLOAD_BATCH);
+    try {
+      const { blobs } = await ctx.http.post<UploadedBatch>("/api/v1/storage/upload/batch", {
+        blobs: part.map((bytes) => ({ data: Buffer.from(bytes).toString("base64") })),
+      });
+      rootHashes.push(...blobs.map((b) => b.rootHash));
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
+      rootHashes.push(...(await Promise.all(part.map(one))));
+    }
   }
-  onBriefKey?.({ index: checked.index, taskHash, key: sealed.key });
-  const wraps = sealed.wrappedKeys;
-  const wrappedKeys = Object.fromEntries(readers.map((reader, i) => [reader.address, wraps[i]!]));
-  const custody = recipients.custody ? { keyCustodyBlob: wraps[readers.length]! } : {};
-  return { checked, params: { taskHash, privacy: "private", rootHash, wrappedKeys, ...custody, ...common } };
+  return rootHashes;
 }

@@ -5,11 +5,12 @@
  * imported: the web app bundles this engine for the page, where there is no such thing and `defaultSealer` seals in
  * the calling thread.
  *
- * The threads start when a run starts (`warm`) or on the first brief; until one has loaded core/crypto (a few hundred
- * ms) briefs are sealed in the calling thread, which waits for the first chunk anyway. They keep
- * the process alive only while they hold work, and stop after a spell without any. A thread that dies fails its briefs
- * (the engine fails their chunk unpaid) and is replaced; threads that cannot start leave the sealing to the calling
- * thread.
+ * The threads start when a run starts (`warm`) or on the first brief; a brief sent before any is ready waits for one
+ * (a thread is ready a few tens of ms after it starts): sealing it in the calling thread meanwhile cost that thread
+ * the set-up of the curve's tables (about half a second of CPU, on top of each thread's own) while it stages the first
+ * chunk. They keep the process alive only while they hold work, and stop after a spell without any. A ready thread
+ * that dies fails its briefs (the engine fails their chunk unpaid) and is replaced; threads that cannot start leave
+ * the sealing to the calling thread, which seals the briefs they were waiting with.
  */
 import type { Worker } from "node:worker_threads";
 import { CryptoError, type CryptoErrorCode } from "@market/core/crypto";
@@ -35,6 +36,9 @@ else {
   crypto = module.exports;
 }
 const { encryptBrief, wrapBriefKeys } = crypto;
+// The curve's table of base-point multiples, which the first brief would otherwise build: built while the run looks
+// its agents up, before any brief is here.
+wrapBriefKeys(new Uint8Array(32), []);
 parentPort.on("message", ({ id, instructions, readers }) => {
   try {
     const { ciphertext, key } = encryptBrief(instructions);
@@ -49,6 +53,8 @@ parentPort.postMessage({ ready: true });
 type Reply = { ready: true } | { id: number; sealed: SealedBrief } | { id: number; error: { name?: string; code?: string; message: string } };
 
 interface Job {
+  instructions: string;
+  readers: readonly string[];
   resolve(sealed: SealedBrief): void;
   reject(error: Error): void;
 }
@@ -69,7 +75,7 @@ export interface ThreadSealerOptions {
 export interface ThreadSealer extends BriefSealer {
   /** Threads started and ready to seal. */
   readonly readyThreads: number;
-  /** Briefs sealed so far on the threads, and in the calling thread while none was ready. */
+  /** Briefs sealed so far on the threads, and in the calling thread (where no thread could start). */
   readonly sealed: { onThreads: number; here: number };
   /** Starts the threads now, without a brief. */
   warm(): void;
@@ -145,8 +151,19 @@ export function createThreadSealer(
       const at = pool.indexOf(thread);
       if (at < 0) return;
       pool.splice(at, 1);
-      if (!thread.ready) cannotStart = true;
-      for (const job of thread.jobs.values()) job.reject(why);
+      // A thread that never got ready: none can start here, and the briefs it was waiting with are sealed here.
+      const startFailed = !thread.ready;
+      if (startFailed) cannotStart = true;
+      for (const job of thread.jobs.values()) {
+        if (!startFailed) job.reject(why);
+        else
+          try {
+            job.resolve(sealHere(job.instructions, job.readers));
+            sealed.here++;
+          } catch (error) {
+            job.reject(error as Error);
+          }
+      }
       thread.jobs.clear();
     };
     worker.on("error", (error) => {
@@ -188,9 +205,10 @@ export function createThreadSealer(
     async seal(instructions, readers) {
       clearTimeout(idleTimer);
       if (!cannotStart) while (pool.length < size) spawn();
-      // The ready thread with the fewest briefs in hand; none yet (starting, or none can start): this thread.
+      // The thread with the fewest briefs in hand, a ready one first (a starting one seals them once ready); none
+      // (none can start): this thread.
       let thread: Thread | undefined;
-      for (const t of pool) if (t.ready && (!thread || t.jobs.size < thread.jobs.size)) thread = t;
+      for (const t of pool) if (!thread || (t.ready && !thread.ready) || (t.ready === thread.ready && t.jobs.size < thread.jobs.size)) thread = t;
       if (!thread) {
         const here = sealHere(instructions, readers);
         sealed.here++;
@@ -200,7 +218,7 @@ export function createThreadSealer(
       const id = nextId++;
       return new Promise<SealedBrief>((resolve, reject) => {
         if (chosen.jobs.size === 0) chosen.worker.ref();
-        chosen.jobs.set(id, { resolve, reject });
+        chosen.jobs.set(id, { instructions, readers, resolve, reject });
         chosen.worker.postMessage({ id, instructions, readers: [...readers] });
       });
     },

@@ -10,7 +10,7 @@ import { startTestServer, type TestServer } from "../harness";
 import { expectError, expectOk } from "../expect";
 import { brief } from "../lifecycle/helpers";
 import { DEFAULT_ABUSE, type UploadLimits } from "../../../server/config";
-import type { BuiltTask, Uploaded } from "@market/core/api";
+import type { BuiltTask, Uploaded, UploadedBatch } from "@market/core/api";
 
 const KB = 1024;
 
@@ -93,6 +93,89 @@ describe("hardening: uploads with an owner, a quota and collection", function ()
     expectOk(await upload(server, strangerKey, randomBytes(KB)));
     server.advanceClock(61_000);
     expectOk(await upload(server, posterKey, randomBytes(KB)));
+  });
+
+  describe("batch uploads (POST /api/v1/storage/upload/batch, issue 30)", function () {
+    const uploadBatch = (server: TestServer, key: string | undefined, blobs: Array<Buffer | string>) =>
+      server.call<UploadedBatch>("POST", "/api/v1/storage/upload/batch", {
+        key,
+        body: { blobs: blobs.map((b) => ({ data: typeof b === "string" ? b : b.toString("base64") })) },
+      });
+    const uploadsOf = async (server: TestServer, hashes: string[]) =>
+      server.db.selectFrom("blob_uploads").select("root_hash").where("root_hash", "in", hashes).execute();
+
+    it("stores each blob as a single upload does, answered in order, a repeated blob once", async function () {
+      const server = await boot({});
+      const posterKey = await server.apiKeyFor(server.poster);
+      const [a, b] = [randomBytes(KB), randomBytes(2 * KB)];
+      const { blobs } = expectOk(await uploadBatch(server, posterKey, [a, b, a]));
+      expect(blobs).to.deep.equal([
+        { rootHash: hre.ethers.sha256(a), size: KB },
+        { rootHash: hre.ethers.sha256(b), size: 2 * KB },
+        { rootHash: hre.ethers.sha256(a), size: KB },
+      ]);
+      for (const bytes of [a, b]) {
+        const read = expectOk(await server.call<{ data: string }>("GET", `/api/v1/storage/${hre.ethers.sha256(bytes)}`));
+        expect(Buffer.from(read.data, "base64").equals(bytes)).to.equal(true);
+      }
+      const rows = await server.db
+        .selectFrom("blob_uploads")
+        .select(["root_hash", "account_id", "size"])
+        .where("root_hash", "in", [hre.ethers.sha256(a), hre.ethers.sha256(b)])
+        .execute();
+      expect(rows.map((r) => [r.root_hash, r.account_id, r.size]).sort()).to.deep.equal(
+        [
+          [hre.ethers.sha256(a), await accountOf(server, server.poster.address), KB],
+          [hre.ethers.sha256(b), await accountOf(server, server.poster.address), 2 * KB],
+        ].sort(),
+      );
+    });
+
+    it("refuses without a key (401), a bad blob naming its index (INVALID_BASE64, UPLOAD_EMPTY), and more than 20 (VALIDATION_FAILED), storing none", async function () {
+      const server = await boot({});
+      const posterKey = await server.apiKeyFor(server.poster);
+      const good = randomBytes(KB);
+      expectError(await uploadBatch(server, undefined, [good]), "AUTH_REQUIRED", 401);
+      const bad = await uploadBatch(server, posterKey, [good, "not base64!"]);
+      expectError(bad, "INVALID_BASE64", 400);
+      expect(bad.body.error.details?.[0]).to.deep.include({ index: 1, code: "INVALID_BASE64" });
+      const empty = await uploadBatch(server, posterKey, [good, ""]);
+      expectError(empty, "UPLOAD_EMPTY");
+      expect(empty.body.error.details?.[0]).to.deep.include({ index: 1 });
+      expectError(
+        await uploadBatch(
+          server,
+          posterKey,
+          Array.from({ length: 21 }, () => randomBytes(8)),
+        ),
+        "VALIDATION_FAILED",
+        400,
+      );
+      expectError(await uploadBatch(server, posterKey, []), "VALIDATION_FAILED", 400);
+      expect(await uploadsOf(server, [hre.ethers.sha256(good)])).to.have.length(0);
+      expect(await stored(server, hre.ethers.sha256(good))).to.equal(false);
+    });
+
+    it("applies the quota and the rate to the blobs together: a refusal stores none of them", async function () {
+      const server = await boot({ quotaBytes: 3 * KB, bytesPerMinute: 4 * KB });
+      const posterKey = await server.apiKeyFor(server.poster);
+      const [a, b] = [randomBytes(2 * KB), randomBytes(2 * KB)];
+      const refused = await uploadBatch(server, posterKey, [a, b]);
+      expectError(refused, "UPLOAD_QUOTA_EXCEEDED", 413);
+      expect(refused.body.error.details?.[0]).to.deep.include({ upload: 4 * KB, quota: 3 * KB, held: 0 });
+      expect(await uploadsOf(server, [hre.ethers.sha256(a), hre.ethers.sha256(b)])).to.have.length(0);
+      expect(await stored(server, hre.ethers.sha256(a))).to.equal(false);
+      expectOk(await uploadBatch(server, posterKey, [a, randomBytes(KB)]));
+      // The rate counts the bytes of the whole batch: blobs the account holds add nothing to its quota, but 2 KB a batch
+      // passes 4 KB a minute at the third.
+      const strangerKey = await server.apiKeyFor(server.stranger);
+      const [x, y] = [randomBytes(KB), randomBytes(KB)];
+      expectOk(await uploadBatch(server, strangerKey, [x, y]));
+      expectOk(await uploadBatch(server, strangerKey, [x, y]));
+      const limited = await uploadBatch(server, strangerKey, [x, y]);
+      expectError(limited, "RATE_LIMITED", 429);
+      expect(Number(limited.headers["retry-after"])).to.be.within(1, 60);
+    });
   });
 
   it("collects blobs nothing references once the grace period is over; listed and funded ones stay", async function () {
