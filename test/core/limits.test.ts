@@ -47,6 +47,7 @@ describe("core/limits", () => {
     ["REPUTATION_PENALTY_NEVER_DELIVERED", 10],
     ["REPUTATION_PENALTY_PER_RELEASE", 2],
     ["MAX_UPLOAD_BYTES", 10_485_760],
+    ["MAX_UPLOAD_BATCH", 20],
     ["MAX_WEB_BRIEF_CHARS", 20_000],
     ["PUBLIC_BRIEF_PREVIEW_CHARS", 4_000],
     ["DEFAULT_ZONE", "global"],

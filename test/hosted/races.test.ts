@@ -89,16 +89,15 @@ describe("hosted agents: withdraws racing", function () {
       body: amountRaw === undefined ? {} : { amountRaw: amountRaw.toString() },
     });
 
-  it("two withdraws at once: one sends, the other is refused WITHDRAWAL_IN_PROGRESS; the owner is paid once, exactly", async function () {
+  it("two withdraws at once: one sends, the other is refused WITHDRAWAL_IN_PROGRESS (or NOTHING_TO_WITHDRAW once it ended); the owner is paid once, exactly", async function () {
     const agent = await fundedAgent(5_000_000n);
     const before = await s.usdc.balanceOf(owner.address);
     const answers = await Promise.all([withdraw(agent.id), withdraw(agent.id)]);
     const won = answers.filter((a) => a.status === 200);
     expect(won, JSON.stringify(answers.map((a) => a.body))).to.have.length(1);
-    expectError(
-      answers.find((a) => a.status !== 200)!,
-      "WITHDRAWAL_IN_PROGRESS",
-    );
+    // On a loaded machine the second request may arrive after the first withdrawal has ended: the wallet is empty then.
+    const refused = answers.find((a) => a.status !== 200)!;
+    expectError(refused, refused.body.error.code === "NOTHING_TO_WITHDRAW" ? "NOTHING_TO_WITHDRAW" : "WITHDRAWAL_IN_PROGRESS");
     expect(won[0]!.body.data.amount).to.equal("5000000");
     expect(await s.usdc.balanceOf(owner.address)).to.equal(before + 5_000_000n);
     expect(await s.usdc.balanceOf(agent.address)).to.equal(0n);
