@@ -26,7 +26,8 @@ async function until<T>(read: () => T | undefined, what: string, timeoutMs = 10_
 describe("server/db: WAL checkpoints on their own thread", function () {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), "checkpoint-"))));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  // A thread told to stop closes its connection on its own time (SQLite may remove the -wal and -shm files then).
+  afterEach(() => rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 }));
 
   /** A WAL-mode file with a table of 16 KiB rows. */
   function open(file: string) {
