@@ -131,7 +131,7 @@ describe("hardening: uploads with an owner, a quota and collection", function ()
       );
     });
 
-    it("refuses without a key (401), a bad blob naming its index (INVALID_BASE64, UPLOAD_EMPTY), and more than 20 (VALIDATION_FAILED), storing none", async function () {
+    it("refuses without a key (401), a bad blob naming its index (INVALID_BASE64, UPLOAD_EMPTY), more than 20 (VALIDATION_FAILED) and more than 10 MB in all (UPLOAD_TOO_LARGE), storing none", async function () {
       const server = await boot({});
       const posterKey = await server.apiKeyFor(server.poster);
       const good = randomBytes(KB);
@@ -152,6 +152,15 @@ describe("hardening: uploads with an owner, a quota and collection", function ()
         400,
       );
       expectError(await uploadBatch(server, posterKey, []), "VALIDATION_FAILED", 400);
+      // Each under 10 MB, together over it (and the body still under its limit): refused, neither stored.
+      const halves = [randomBytes(5_250_000), randomBytes(5_250_000)];
+      expectError(await uploadBatch(server, posterKey, halves), "UPLOAD_TOO_LARGE");
+      expect(
+        await uploadsOf(
+          server,
+          halves.map((half) => hre.ethers.sha256(half)),
+        ),
+      ).to.have.length(0);
       expect(await uploadsOf(server, [hre.ethers.sha256(good)])).to.have.length(0);
       expect(await stored(server, hre.ethers.sha256(good))).to.equal(false);
     });
