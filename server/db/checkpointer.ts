@@ -5,10 +5,15 @@
  * every page of the WAL back into the database file before its commit returns. For the indexer that is the catch-up's
  * write path stopping for the copy (a quarter of its time in bench/indexer.ts: 33-36k events/s with it, 44-49k
  * without), and for the API a write that now and then takes the copy's time. So a connection opened on a file turns
- * its own automatic checkpoints off (`wal_autocheckpoint = 0`), and one thread per file and process runs a PASSIVE
+ * its own automatic checkpoints off (all but a safety net, below), and one thread per file and process runs a PASSIVE
  * checkpoint every CHECKPOINT_EVERY_MS on its own connection: it copies what no reader still needs while the writers
  * go on (a passive checkpoint takes no lock a writer waits for), and the writer starts the WAL over once everything
  * in it is copied. The copy runs on another core than the writer's.
+ *
+ * The safety net: a connection keeps SQLite's own checkpoint at WRITER_LIMIT_FACTOR times the restart bound. The
+ * thread's RESTART needs a gap between the writer's transactions, which a loaded machine may not give it in time (CI
+ * saw a WAL of 27,000 pages against a bound of 500); past that size the writer copies the rest itself (most of it
+ * already copied by the thread) and starts the WAL over at its next write, so the WAL has a bound whatever the timing.
  *
  * Should the thread fail to start or end unexpectedly, every connection of the file gets its automatic checkpoints
  * back, as SQLite's default. The thread is unreferenced (it never keeps a process alive) and ends when the last
@@ -27,6 +32,8 @@ export const CHECKPOINT_EVERY_MS = 100;
  */
 export const RESTART_PAGES = 8_000;
 const RESTART_WAIT_MS = 200;
+/** A connection's own automatic checkpoint, in multiples of the restart bound: the WAL's bound when the thread lags. */
+export const WRITER_LIMIT_FACTOR = 2;
 /** SQLite's own default, given back to the connections when the thread is gone. */
 const AUTOCHECKPOINT_PAGES = 1_000;
 
@@ -37,18 +44,26 @@ const Database = require(workerData.module);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma("busy_timeout = 0");
 let stopped = false;
+const pause = new Int32Array(new SharedArrayBuffer(4));
 let last = { log: -1, checkpointed: -1 };
 const tick = () => {
   if (stopped) return;
   try {
     let [result] = db.pragma("wal_checkpoint(PASSIVE)");
     if (result.log > workerData.restartPages) {
-      // Writers that never leave a gap keep the WAL from starting over: wait for them (a short while) and restart it.
-      db.pragma("busy_timeout = " + workerData.restartWaitMs);
-      try {
-        [result] = db.pragma("wal_checkpoint(RESTART)");
-      } finally {
-        db.pragma("busy_timeout = 0");
+      // Writers that never leave a gap keep the WAL from starting over: wait for a gap (a short while) and restart it.
+      // SQLite's busy handler would sleep 1, 2, 5, 10... ms between tries and miss a writer's sub-millisecond gaps;
+      // this tries every quarter millisecond.
+      const until = Date.now() + workerData.restartWaitMs;
+      for (;;) {
+        try {
+          [result] = db.pragma("wal_checkpoint(RESTART)");
+          if (result.busy === 0) break;
+        } catch (error) {
+          if (error.code !== "SQLITE_BUSY" && error.code !== "SQLITE_LOCKED") throw error;
+        }
+        if (Date.now() >= until) break;
+        Atomics.wait(pause, 0, 0, 0.25);
       }
     }
     if (result.log !== last.log || result.checkpointed !== last.checkpointed) {
@@ -124,7 +139,7 @@ export function checkpointInBackground(
     entry = created;
   }
   const owner = entry;
-  connection.pragma("wal_autocheckpoint = 0");
+  connection.pragma(`wal_autocheckpoint = ${restartPages * WRITER_LIMIT_FACTOR}`);
   owner.connections.add(connection);
   return () => {
     owner.connections.delete(connection);
