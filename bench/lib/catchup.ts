@@ -6,7 +6,7 @@
  * bench's main thread holds Hardhat, the generated chain and its recording (over 200 MB of heap), whose garbage
  * collection a catch-up on that thread pays for: the same catch-up ran at 34-43k events/s beside such a heap against
  * 40-54k in a lean one. The thread stays up for every catch-up of a bench, so the first one warms it as a long
- * catch-up warms itself.
+ * catch-up warms itself, and runs with the server's indexer thread's V8 limits (INDEXER_RESOURCE_LIMITS).
  */
 import path from "node:path";
 import { Worker, parentPort, workerData } from "node:worker_threads";
@@ -14,6 +14,7 @@ import { toQuantity } from "ethers";
 import type { ChainConfig } from "../../server/config";
 import { createDatabase, type Db } from "../../server/db";
 import { createIndexer } from "../../server/indexer";
+import { INDEXER_RESOURCE_LIMITS } from "../../server/indexer/worker";
 import { ChainRpcProvider } from "../../server/chains/rpc";
 import { profiled, type Categories } from "./profile";
 
@@ -117,6 +118,8 @@ export function startCatchUpThread(): CatchUpThread {
   const worker = new Worker(BOOTSTRAP, {
     eval: true,
     workerData: { entry: path.join(__dirname, `catchup${path.extname(__filename)}`), tsNode: require.resolve("ts-node"), catchUpThread: true },
+    // The server's indexer thread's limits (its young generation), so that the bench measures what the server runs.
+    resourceLimits: INDEXER_RESOURCE_LIMITS,
   });
   const waiting = new Map<number, { resolve: (value: never) => void; reject: (error: Error) => void }>();
   let next = 0;

@@ -182,6 +182,8 @@ describe("indexer restarts", function () {
         projections: { module: require.resolve("./worker-projections"), export: "workerProjections" },
         onError: (error) => errors.push(error),
       });
+      // The thread runs with its young generation of 64 MB (INDEXER_RESOURCE_LIMITS), as bench/indexer.ts measures it.
+      expect(last.worker.resourceLimits?.maxYoungGenerationSizeMb).to.equal(64);
       await waitFor(async () => (await readCursor(db, "arc"))?.number === head, 30_000, "the worker to catch up");
       await last.stop();
       expect(await last.exited).to.equal(0);
