@@ -119,13 +119,79 @@ function sealToMany(plaintext: Uint8Array, recipientPublicKeys: readonly string[
   const recipients = recipientPublicKeys.map((publicKey) => recipientPoint(publicKey));
   const ephemeralSecret = scalarOf(secp256k1.utils.randomSecretKey());
   const ephemeral = Buffer.from(secp256k1.Point.BASE.multiply(ephemeralSecret).toBytes(false));
-  return recipients.map((recipient) => {
-    const shared = Buffer.from(recipient.multiply(ephemeralSecret).toBytes(false));
-    const nonce = randomBytes(WRAP_NONCE_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", wrapKey(ephemeral, shared), nonce);
-    const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-    return Buffer.concat([ephemeral, nonce, cipher.getAuthTag(), body]).toString("hex");
-  });
+  return recipients.map((recipient) => sealWith(ephemeral, wrapKey(ephemeral, sharedPoint(recipient, ephemeralSecret)), plaintext));
+}
+
+/** One wrap in the layout above: a fresh nonce, AES-256-GCM under the recipient's wrap key. */
+function sealWith(ephemeral: Buffer, key: Buffer, plaintext: Uint8Array): string {
+  const nonce = randomBytes(WRAP_NONCE_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", key, nonce);
+  const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([ephemeral, nonce, cipher.getAuthTag(), body]).toString("hex");
+}
+
+function sharedPoint(recipient: CurvePoint, ephemeralSecret: bigint): Buffer {
+  return Buffer.from(recipient.multiply(ephemeralSecret).toBytes(false));
+}
+
+/** Wraps of many briefs under one ephemeral key (createBriefKeyWrapper). */
+export interface BriefKeyWrapper {
+  /** As `wrapBriefKeys`, under this wrapper's current ephemeral key; refuses the whole call as it does. */
+  wrap(key: Uint8Array, recipientPublicKeys: readonly string[]): string[];
+}
+
+/** A wrapper's ephemeral key is replaced after this many wraps, or this long after it was made. */
+export const WRAPPER_MAX_WRAPS = 100_000;
+export const WRAPPER_MAX_AGE_MS = 10 * 60_000;
+
+/**
+ * Wraps brief keys for many briefs, each wrap in the same format as `wrapBriefKeys` (every agent opens it with
+ * `unwrapBriefKey`), with one ephemeral key shared by the briefs wrapped within `maxWraps` wraps and `maxAgeMs`: each
+ * recipient's wrap key (the HKDF of the ephemeral key and the shared point) is derived once per ephemeral key, and a
+ * wrap is then a fresh 16-byte nonce and one AES-256-GCM encryption of the 32-byte brief key, instead of a curve
+ * multiplication per recipient (a 1,000-row bulk run wrapping 500 briefs to 20 agents: 10,000 multiplications, about
+ * 2.2 s of CPU, against 20 per sealing thread).
+ *
+ * This is NaCl's `crypto_box_beforenm`: a shared key precomputed per sender and recipient encrypts many messages, each
+ * under its own random nonce. AES-GCM with distinct random nonces is secure for many messages under one key (the
+ * bounds above keep it far from its limits), and the wraps to one recipient still differ in nonce and ciphertext. What
+ * changes: an agent sees that briefs whose wraps carry the same ephemeral key were sealed by one process within a
+ * few minutes (a poster's own run; the chain shows who posted them anyway), and a leak of the ephemeral secret
+ * opens those briefs' keys, not only one brief's: the secret lives only in this wrapper's memory, beside the brief
+ * keys themselves, and is replaced as said.
+ */
+export function createBriefKeyWrapper({
+  maxWraps = WRAPPER_MAX_WRAPS,
+  maxAgeMs = WRAPPER_MAX_AGE_MS,
+  now = Date.now,
+}: { maxWraps?: number; maxAgeMs?: number; now?: () => number } = {}): BriefKeyWrapper {
+  let session: { secret: bigint; ephemeral: Buffer; keys: Map<string, Buffer>; wraps: number; madeAt: number } | undefined;
+  const fresh = () => {
+    const secret = scalarOf(secp256k1.utils.randomSecretKey());
+    const ephemeral = Buffer.from(secp256k1.Point.BASE.multiply(secret).toBytes(false));
+    return { secret, ephemeral, keys: new Map<string, Buffer>(), wraps: 0, madeAt: now() };
+  };
+  return {
+    wrap(key, recipientPublicKeys) {
+      checkBriefKey(key);
+      const count = recipientPublicKeys.length;
+      if (!session || session.wraps + count > maxWraps || now() - session.madeAt >= maxAgeMs || session.keys.size + count > RECIPIENT_CACHE_SIZE) {
+        session = fresh();
+      }
+      const current = session;
+      // Every recipient's wrap key first: a bad public key refuses the call before anything is wrapped.
+      const keys = recipientPublicKeys.map((publicKey) => {
+        let derived = current.keys.get(publicKey);
+        if (!derived) {
+          derived = wrapKey(current.ephemeral, sharedPoint(recipientPoint(publicKey), current.secret));
+          current.keys.set(publicKey, derived);
+        }
+        return derived;
+      });
+      current.wraps += count;
+      return keys.map((derived) => sealWith(current.ephemeral, derived, key));
+    },
+  };
 }
 
 /** Opens what `sealToPublicKey` sealed, with the recipient's private key. */

@@ -1,12 +1,13 @@
 /**
- * Key wraps per second, side by side in one process: the product's wrap (core/crypto, @noble/curves with precomputed
- * recipient points, one ephemeral key per brief), the same one wrap per call, a wrap whose curve work is node:crypto's
- * native secp256k1 ECDH (OpenSSL), and eciesjs. Every method's wraps are checked to open with eciesjs first, so each
+ * Key wraps per second, side by side in one process: the product's wrap (core/crypto's `createBriefKeyWrapper`, as
+ * posting seals: one ephemeral key for many briefs, a recipient's wrap key derived once), core/crypto's
+ * `wrapBriefKeys` (@noble/curves with precomputed recipient points, one ephemeral key per brief), the same one wrap
+ * per call, a wrap whose curve work is node:crypto's native secp256k1 ECDH (OpenSSL), and eciesjs. Every method's wraps are checked to open with eciesjs first, so each
  * rate is for the same eciesjs-compatible bytes.
  */
 import { createCipheriv, createECDH, ECDH, hkdfSync, randomBytes } from "node:crypto";
 import { Wallet } from "ethers";
-import { encryptBrief, publicKeyFromPrivateKey, wrapBriefKey, wrapBriefKeys } from "@market/core/crypto";
+import { createBriefKeyWrapper, encryptBrief, publicKeyFromPrivateKey, wrapBriefKey, wrapBriefKeys } from "@market/core/crypto";
 
 const P = 2n ** 256n - 2n ** 32n - 977n; // secp256k1 field prime
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n; // group order
@@ -55,8 +56,10 @@ export async function wrapRates(agents: number, briefs: number): Promise<Record<
   const ecies = await import("eciesjs");
   const wallets = Array.from({ length: agents }, () => Wallet.createRandom());
   const publicKeys = wallets.map((w) => publicKeyFromPrivateKey(w.privateKey));
+  const wrapper = createBriefKeyWrapper();
   const methods: Record<string, [Method, number]> = {
-    product: [(key, recipients) => wrapBriefKeys(key, recipients), briefs],
+    product: [(key, recipients) => wrapper.wrap(key, recipients), briefs],
+    productOneEphemeralPerBrief: [(key, recipients) => wrapBriefKeys(key, recipients), briefs],
     productOneEphemeralPerWrap: [(key, recipients) => recipients.map((r) => wrapBriefKey(key, r)), briefs],
     nodeCryptoNative: [(key, recipients) => recipients.map((r) => nativeWrap(key, r)), Math.ceil(briefs / 5)],
     eciesjs: [

@@ -4,6 +4,7 @@ import { SigningKey } from "ethers";
 import {
   addressFromPublicKey,
   BRIEF_IV_BYTES,
+  createBriefKeyWrapper,
   BRIEF_TAG_BYTES,
   contentHash,
   CryptoError,
@@ -18,6 +19,7 @@ import {
   wrapBriefKey,
   wrapBriefKeys,
   WRAPPED_KEY_BYTES,
+  WRAPPER_MAX_AGE_MS,
 } from "@market/core/crypto";
 
 // secp256k1 private key 1: its public key is the generator point G.
@@ -254,6 +256,62 @@ describe("core/crypto", () => {
       const wraps = Array.from({ length: 6 }, () => wrapBriefKey(key, publicKey));
       expect(new Set(wraps).size).to.equal(6);
       for (const wrapped of wraps) expect(Buffer.from(unwrapBriefKey(wrapped, HARDHAT_KEY)).equals(Buffer.from(key))).to.equal(true);
+    });
+  });
+
+  describe("a wrapper: one ephemeral key for many briefs", () => {
+    const ephemeralOf = (wrapped: string) => wrapped.slice(0, 130);
+
+    it("wraps many briefs to several agents: each agent opens its wraps (here and with eciesjs), and only its own", async () => {
+      const ecies = await import("eciesjs");
+      const wrapper = createBriefKeyWrapper();
+      const secrets = [HARDHAT_KEY, OTHER_KEY, KEY_ONE.slice(2)];
+      const readers = secrets.map(publicKeyFromPrivateKey);
+      const briefs = Array.from({ length: 4 }, () => encryptBrief("a private brief"));
+      const wraps = briefs.map(({ key }) => wrapper.wrap(key, readers));
+      for (const [b, { key, ciphertext }] of briefs.entries()) {
+        expect(wraps[b]).to.have.length(3);
+        for (const [i, secret] of secrets.entries()) {
+          const opened = unwrapBriefKey(wraps[b]![i]!, secret);
+          expect(decryptBrief(ciphertext, opened)).to.equal("a private brief");
+          expect(Buffer.from(ecies.decrypt(Buffer.from(secret, "hex"), Buffer.from(wraps[b]![i]!, "hex"))).equals(Buffer.from(key))).to.equal(true);
+          for (const j of secrets.keys()) if (j !== i) expectCryptoError(() => unwrapBriefKey(wraps[b]![j]!, secret), "KEY_UNWRAP_FAILED");
+        }
+      }
+      // One ephemeral key for all of them; every wrap still has its own nonce, so no two are alike, even of one key.
+      expect(new Set(wraps.flat().map(ephemeralOf)).size).to.equal(1);
+      const again = wrapper.wrap(briefs[0]!.key, readers);
+      expect(new Set([...wraps.flat(), ...again]).size).to.equal(15);
+      expect(new Set([...wraps.flat(), ...again].map((w) => w.slice(130, 162))).size).to.equal(15);
+      // Another wrapper has an ephemeral key of its own.
+      expect(ephemeralOf(createBriefKeyWrapper().wrap(briefs[0]!.key, readers)[0]!)).to.not.equal(ephemeralOf(again[0]!));
+    });
+
+    it("replaces its ephemeral key after maxWraps wraps and after maxAgeMs", () => {
+      let now = 1_000_000;
+      const wrapper = createBriefKeyWrapper({ maxWraps: 4, now: () => now });
+      const reader = publicKeyFromPrivateKey(HARDHAT_KEY);
+      const key = encryptBrief("x").key;
+      const first = wrapper.wrap(key, [reader, reader]).map(ephemeralOf);
+      const second = wrapper.wrap(key, [reader, reader]).map(ephemeralOf);
+      expect(second).to.deep.equal(first); // four wraps: the bound, not past it
+      const third = wrapper.wrap(key, [reader]).map(ephemeralOf);
+      expect(third[0]).to.not.equal(first[0]);
+      now += WRAPPER_MAX_AGE_MS - 1;
+      expect(ephemeralOf(wrapper.wrap(key, [reader])[0]!)).to.equal(third[0]);
+      now += 1;
+      const aged = ephemeralOf(wrapper.wrap(key, [reader])[0]!);
+      expect(aged).to.not.equal(third[0]);
+      expect(Buffer.from(unwrapBriefKey(wrapper.wrap(key, [reader])[0]!, HARDHAT_KEY)).equals(Buffer.from(key))).to.equal(true);
+    });
+
+    it("refuses the whole call as wrapBriefKeys does, and wraps on afterwards", () => {
+      const wrapper = createBriefKeyWrapper();
+      expectCryptoError(() => wrapper.wrap(new Uint8Array(32), [G_COMPRESSED, "04abcd"]), "INVALID_PUBLIC_KEY");
+      expectCryptoError(() => wrapper.wrap(new Uint8Array(31), [G_COMPRESSED]), "INVALID_KEY_LENGTH");
+      expect(wrapper.wrap(new Uint8Array(32), [])).to.deep.equal([]);
+      const key = encryptBrief("y").key;
+      expect(Buffer.from(unwrapBriefKey(wrapper.wrap(key, [G_COMPRESSED])[0]!, KEY_ONE)).equals(Buffer.from(key))).to.equal(true);
     });
   });
 

@@ -35,14 +35,15 @@ else {
   evaluate(module.exports, require("node:module").createRequire(workerData.file), module, workerData.file, require("node:path").dirname(workerData.file));
   crypto = module.exports;
 }
-const { encryptBrief, wrapBriefKeys } = crypto;
-// The curve's table of base-point multiples, which the first brief would otherwise build: built while the run looks
-// its agents up, before any brief is here.
-wrapBriefKeys(new Uint8Array(32), []);
+const { encryptBrief, createBriefKeyWrapper } = crypto;
+// One ephemeral key for the briefs of this thread (core/crypto createBriefKeyWrapper), made now with the curve's table
+// of base-point multiples, while the run looks its agents up, before any brief is here.
+const wrapper = createBriefKeyWrapper();
+wrapper.wrap(new Uint8Array(32), []);
 parentPort.on("message", ({ id, instructions, readers }) => {
   try {
     const { ciphertext, key } = encryptBrief(instructions);
-    parentPort.postMessage({ id, sealed: { ciphertext, key, wrappedKeys: wrapBriefKeys(key, readers) } });
+    parentPort.postMessage({ id, sealed: { ciphertext, key, wrappedKeys: wrapper.wrap(key, readers) } });
   } catch (error) {
     parentPort.postMessage({ id, error: { name: error && error.name, code: error && error.code, message: String((error && error.message) || error) } });
   }
