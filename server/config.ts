@@ -199,6 +199,11 @@ export interface ServerConfig {
   /** `INDEXER_SUBSCRIBE` (default true; issue 30): follow new heads over the node's WebSocket, polling as the fallback. */
   indexerSubscribe: boolean;
   /**
+   * `INDEXER_V8_TUNING` (default true; issue 30): a process that runs indexer threads sets V8's heap growing factor
+   * and memory reducer for catch-ups (INDEXER_V8_FLAGS in server/indexer/worker.ts); false keeps V8's defaults.
+   */
+  indexerV8Tuning: boolean;
+  /**
    * On PostgreSQL, how often a process tries the leases it lacks (each chain's indexer, the verifier key's sender, the
    * hosted runners) and checks those it holds (ms): another process takes over a dead leader's work within about this
    * long (docs/scaling.md).
@@ -316,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     indexerInWorker: env.INDEXER_IN_WORKER !== "false",
     // Issue 30: the indexer follows new heads over the node's WebSocket (eth_subscribe), polling as the fallback.
     indexerSubscribe: env.INDEXER_SUBSCRIBE !== "false",
+    indexerV8Tuning: env.INDEXER_V8_TUNING !== "false",
     leaseRetryMs: Math.max(50, integer(env.LEASE_RETRY_MS, 1_000, "LEASE_RETRY_MS")),
     logLevel: env.LOG_LEVEL ?? "info",
     identity: {

@@ -7,7 +7,7 @@ import { buildApp, webhookOutbound } from "./app";
 import { createEventFeed } from "./events";
 import { createWebhookSender, WEBHOOKS_LEASE } from "./webhooks";
 import type { App } from "./http/types";
-import { createIndexer, newHeadsUrl, superviseIndexerWorker, type IndexerLogger } from "./indexer";
+import { applyIndexerV8Flags, createIndexer, newHeadsUrl, superviseIndexerWorker, type IndexerLogger } from "./indexer";
 import { defaultProjections, DEFAULT_PROJECTIONS_MODULE } from "./projections";
 import { createOutbox, type Outbox } from "./outbox";
 import { Wallet } from "ethers";
@@ -122,6 +122,8 @@ async function run(config: ServerConfig, unlockSqlite: (() => void) | undefined)
 
   const indexerLog: IndexerLogger = app.log;
   const inWorker = config.indexerInWorker && (config.databaseUrl !== undefined || config.sqlitePath !== ":memory:");
+  // V8's heap settings for catch-ups (server/indexer/worker.ts), before the first indexer thread starts.
+  if (inWorker && config.indexerV8Tuning && chains.list().length > 0) applyIndexerV8Flags();
   for (const chain of chains.list()) {
     let running: { stop(): Promise<void> } | undefined;
     leases.hold(indexerLease(chain.name), {

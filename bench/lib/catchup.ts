@@ -6,7 +6,8 @@
  * bench's main thread holds Hardhat, the generated chain and its recording (over 200 MB of heap), whose garbage
  * collection a catch-up on that thread pays for: the same catch-up ran at 34-43k events/s beside such a heap against
  * 40-54k in a lean one. The thread stays up for every catch-up of a bench, so the first one warms it as a long
- * catch-up warms itself, and runs with the server's indexer thread's V8 limits (INDEXER_RESOURCE_LIMITS).
+ * catch-up warms itself, and runs with the server's indexer thread's V8 limits and settings (INDEXER_RESOURCE_LIMITS,
+ * INDEXER_V8_FLAGS).
  */
 import path from "node:path";
 import { Worker, parentPort, workerData } from "node:worker_threads";
@@ -14,7 +15,7 @@ import { toQuantity } from "ethers";
 import type { ChainConfig } from "../../server/config";
 import { createDatabase, type Db } from "../../server/db";
 import { createIndexer } from "../../server/indexer";
-import { INDEXER_RESOURCE_LIMITS } from "../../server/indexer/worker";
+import { applyIndexerV8Flags, INDEXER_RESOURCE_LIMITS } from "../../server/indexer/worker";
 import { ChainRpcProvider } from "../../server/chains/rpc";
 import { profiled, type Categories } from "./profile";
 
@@ -115,6 +116,8 @@ require(workerData.entry);
 `;
 
 export function startCatchUpThread(): CatchUpThread {
+  // As startServer does before its indexer threads start (INDEXER_V8_TUNING, on by default).
+  applyIndexerV8Flags();
   const worker = new Worker(BOOTSTRAP, {
     eval: true,
     workerData: { entry: path.join(__dirname, `catchup${path.extname(__filename)}`), tsNode: require.resolve("ts-node"), catchUpThread: true },

@@ -7,6 +7,9 @@
 export { createIndexer, type Indexer, type IndexerOptions, type IndexerLogger, type IndexerStep, type RangeProgress, type SyncResult } from "./sync";
 export type { IndexerProvider, RawLog } from "./node";
 export {
+  applyIndexerV8Flags,
+  indexerV8FlagsApplied,
+  INDEXER_V8_FLAGS,
   startIndexerWorker,
   superviseIndexerWorker,
   type IndexerWorker,

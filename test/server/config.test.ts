@@ -3,6 +3,7 @@
  * and the registries beside an escrow.
  */
 import { expect } from "chai";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -81,6 +82,27 @@ describe("server: configuration", function () {
       expect(arc({ INDEXER_SUBSCRIBE: "false" }).indexerSubscribe).to.equal(false);
       expect(arc({}).chains[0]!.wsUrl).to.equal(undefined);
       expect(arc({ CHAIN_ARC_WS_URL: "wss://node.example/key" }).chains[0]!.wsUrl).to.equal("wss://node.example/key");
+    });
+
+    it("tunes V8's heap for catch-ups unless INDEXER_V8_TUNING=false (issue 30)", function () {
+      expect(loadConfig({}).indexerV8Tuning).to.equal(true);
+      expect(loadConfig({ INDEXER_V8_TUNING: "false" }).indexerV8Tuning).to.equal(false);
+    });
+
+    it("INDEXER_V8_FLAGS are set once per process (in a process of its own)", function () {
+      // A child process: the flags are the process's, and this one (the suite's) keeps V8's defaults.
+      const script = `
+        const { applyIndexerV8Flags, indexerV8FlagsApplied, INDEXER_V8_FLAGS } = require(${JSON.stringify(path.resolve(__dirname, "../../server/indexer"))});
+        const before = indexerV8FlagsApplied();
+        applyIndexerV8Flags();
+        applyIndexerV8Flags();
+        console.log(JSON.stringify({ before, after: indexerV8FlagsApplied(), flags: INDEXER_V8_FLAGS }));`;
+      const out = execFileSync(process.execPath, ["-r", "ts-node/register/transpile-only", "-e", script], { encoding: "utf8" });
+      expect(JSON.parse(out.trim().split("\n").at(-1)!)).to.deep.equal({
+        before: false,
+        after: true,
+        flags: ["--heap-growing-percent=300", "--no-memory-reducer"],
+      });
     });
 
     it("takes the registries from the deployment record, or from CHAIN_<C>_IDENTITY and CHAIN_<C>_REPUTATION", function () {
