@@ -1,14 +1,17 @@
 /**
- * The indexer bench's catch-up (bench/indexer.ts), run on a thread of its own: a fresh indexer of a source into an
- * empty, migrated database until it has caught up, checked against the source's logs.
+ * The indexer bench's catch-up (bench/indexer.ts), run in a process of its own on a thread of its own: a fresh indexer
+ * of a source into an empty, migrated database until it has caught up, checked against the source's logs.
  *
- * Why a thread: the server runs its indexer in a worker thread (server/indexer/worker.ts), with a heap of its own. The
- * bench's main thread holds Hardhat, the generated chain and its recording (over 200 MB of heap), whose garbage
- * collection a catch-up on that thread pays for: the same catch-up ran at 34-43k events/s beside such a heap against
- * 40-54k in a lean one. The thread stays up for every catch-up of a bench, so the first one warms it as a long
- * catch-up warms itself, and runs with the server's indexer thread's V8 limits and settings (INDEXER_RESOURCE_LIMITS,
- * INDEXER_V8_FLAGS).
+ * Why a thread: the server runs its indexer in a worker thread (server/indexer/worker.ts), with a heap of its own and
+ * the limits and settings the server gives it (INDEXER_RESOURCE_LIMITS, INDEXER_V8_FLAGS). Why a process: the bench's
+ * own process holds Hardhat, the generated chain and its recording (over 200 MB of heap), whose garbage collection
+ * (V8 shrinks an idle heap with full collections of its own, on the machine's other core) the server's process does
+ * not have (on the bench's main thread, the same catch-up ran at 34-43k events/s against 40-54k in a lean process).
+ * The process's main thread sits idle, as an idle API's would, and sets INDEXER_V8_FLAGS at its start, as startServer
+ * does before its indexer threads start. The thread stays up for every catch-up of a bench, so the first one warms it
+ * as a long catch-up warms itself.
  */
+import { fork } from "node:child_process";
 import path from "node:path";
 import { Worker, parentPort, workerData } from "node:worker_threads";
 import { toQuantity } from "ethers";
@@ -23,7 +26,7 @@ export interface CatchUp {
   eventsPerSec: number;
   seconds: number;
   /**
-   * Events per second of the bench process's CPU time (user + system, every thread, the idle main thread and SQLite's
+   * Events per second of the catch-up process's CPU time (user + system, every thread, the idle main thread and SQLite's
    * checkpoint thread included; the source and the PostgreSQL server are processes of their own): what the catch-up
    * costs, which the machine's other load changes far less than its wall-clock rate.
    */
@@ -115,43 +118,62 @@ require(workerData.tsNode).register({ transpileOnly: true });
 require(workerData.entry);
 `;
 
+/** Starts the catch-up process (see the top of this file); its thread runs the catch-ups asked, one at a time. */
 export function startCatchUpThread(): CatchUpThread {
-  // As startServer does before its indexer threads start (INDEXER_V8_TUNING, on by default).
-  applyIndexerV8Flags();
-  const worker = new Worker(BOOTSTRAP, {
-    eval: true,
-    workerData: { entry: path.join(__dirname, `catchup${path.extname(__filename)}`), tsNode: require.resolve("ts-node"), catchUpThread: true },
-    // The server's indexer thread's limits (its young generation), so that the bench measures what the server runs.
-    resourceLimits: INDEXER_RESOURCE_LIMITS,
+  const child = fork(__filename, [CATCH_UP_PROCESS], {
+    execArgv: ["-r", "ts-node/register/transpile-only"],
+    serialization: "advanced", // the profile's categories hold regular expressions
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const waiting = new Map<number, { resolve: (value: never) => void; reject: (error: Error) => void }>();
   let next = 0;
-  worker.on("message", ({ id, result, error }: Answer) => {
+  child.on("message", ({ id, result, error }: Answer) => {
     const waiter = waiting.get(id);
     waiting.delete(id);
     if (error !== undefined) waiter?.reject(new Error(error));
     else waiter?.resolve(result as never);
   });
-  const failAll = (error: Error) => {
-    for (const waiter of waiting.values()) waiter.reject(error);
+  const ended = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.once("exit", (code, signal) => {
+    for (const waiter of waiting.values()) waiter.reject(new Error(`the catch-up process ended (${signal ?? code})`));
     waiting.clear();
-  };
-  worker.on("error", failAll);
-  worker.on("exit", (code) => failAll(new Error(`the catch-up thread ended (${code})`)));
+  });
   const ask = <T>(request: Omit<Request, "id">): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = next++;
       waiting.set(id, { resolve: resolve, reject });
-      worker.postMessage({ id, ...request } satisfies Request);
+      child.send({ id, ...request } satisfies Request);
     });
   return {
     catchUp: (target, source, pollIntervalMs) => ask<CatchUp>({ target, source, pollIntervalMs }),
     profiled: (target, source, pollIntervalMs, categories, profileFile) =>
       ask<ProfiledCatchUp>({ target, source, pollIntervalMs, profile: { categories, ...(profileFile ? { profileFile } : {}) } }),
     async close() {
-      await worker.terminate();
+      child.kill();
+      await ended;
     },
   };
+}
+
+const CATCH_UP_PROCESS = "--catch-up-process";
+
+// Inside the catch-up process: the settings startServer gives a process with indexer threads, then the thread, to
+// which each request goes and from which each answer comes back.
+if (process.argv.includes(CATCH_UP_PROCESS) && process.send) {
+  applyIndexerV8Flags();
+  const worker = new Worker(BOOTSTRAP, {
+    eval: true,
+    workerData: { entry: path.join(__dirname, `catchup${path.extname(__filename)}`), tsNode: require.resolve("ts-node"), catchUpThread: true },
+    resourceLimits: INDEXER_RESOURCE_LIMITS,
+  });
+  process.on("message", (request: Request) => worker.postMessage(request));
+  worker.on("message", (answer: Answer) => process.send!(answer));
+  worker.on("error", (error) => {
+    console.error(error);
+    process.exit(1);
+  });
+  worker.on("exit", (code) => process.exit(code || 1));
+  process.on("disconnect", () => process.exit(0));
 }
 
 // Inside the thread: one catch-up per request, one at a time.

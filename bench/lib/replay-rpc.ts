@@ -10,6 +10,7 @@
  * topics), single calls and batches. Anything else is answered with JSON-RPC error -32601.
  */
 import { fork } from "node:child_process";
+import { INDEXER_V8_FLAGS } from "../../server/indexer/worker";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -208,11 +209,14 @@ function matchesTopics(logTopics: readonly string[], filter: readonly unknown[])
 /**
  * The replay in a process of its own (as a node is), serving the recording in `file` (JSON: `{ recording }`, as
  * BENCH_RECORDING writes it): its answers are built and written on another core than the indexer's, and none of its
- * work shows in the indexer's profile. Resolves once it listens.
+ * work shows in the indexer's profile. Resolves once it listens. It stands in for a node faster than the catch-up, so
+ * it runs with the V8 settings that keep a quiet minute from slowing its next answers (the indexer's own,
+ * INDEXER_V8_FLAGS): with V8's defaults an idle heap is shrunk, and the next catch-up's answers wait for full
+ * collections.
  */
 export async function startReplayProcess(file: string): Promise<ReplayRpc> {
   const child = fork(__filename, ["--serve", file], {
-    execArgv: ["-r", "ts-node/register/transpile-only"],
+    execArgv: ["-r", "ts-node/register/transpile-only", ...INDEXER_V8_FLAGS],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const url = await new Promise<string>((resolve, reject) => {

@@ -9,8 +9,9 @@ import type { IndexerLogger, RangeProgress } from "./sync";
  * The indexer thread's V8 limits: a young generation of 64 MB. A range's decoded logs and rows live across the awaits
  * of its fetch and store; with V8's default they outlive young collections and are promoted, and a catch-up then runs
  * full collections of the old generation every few ranges (five or six per 23,000 events in bench/indexer.ts, with
- * concurrent marking on the other threads; none with this, and 39-45k events/s against 34-41k). It costs up to 64 MB
- * of memory while the thread is busy.
+ * concurrent marking on the other threads). Fewer are promoted with this (39-45k events/s against 34-41k); the full
+ * collections left after a quiet spell are what INDEXER_V8_FLAGS is for. It costs up to 64 MB of memory while the
+ * thread is busy.
  */
 export const INDEXER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 64 } as const;
 
@@ -18,13 +19,13 @@ export const INDEXER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 64 } as const
  * V8 settings of a process that runs indexer threads (`INDEXER_V8_TUNING`, default on; startServer applies them before
  * its first indexer thread starts). They are the process's, not one thread's (V8 has no such setting per isolate):
  *   - `--heap-growing-percent=300`: after a full collection a heap may grow to four times its live objects before the
- *     next one. V8's own factor falls to about 1.3 after a quiet spell, and the next catch-up then runs a full
- *     collection of the old generation every few ranges (five to seven per 23,600 events in bench/indexer.ts, with
- *     concurrent marking on the other core);
+ *     next one. After a quiet spell V8's own limit was 1.3 to 1.5 times them (--trace-gc), and the next catch-up ran a
+ *     full collection of the old generation every few ranges (five to seven per 23,600 events in bench/indexer.ts,
+ *     with concurrent marking on the other core);
  *   - `--no-memory-reducer` (threads started after this): an idle heap is not shrunk by the collections V8 schedules
  *     after a burst, which leave it that low limit.
- * bench/indexer.ts, same machine: 35-41k events/s without them, 49-59k with (a catch-up after the minute the live
- * phases take; back to back, without the quiet spell, 50-60k either way). The cost is memory: each heap of the process
+ * bench/indexer.ts's catch-ups replayed alone after 45 s of idleness each: 37-38k events/s without them, 46.6k and
+ * 55.7k with (back to back, without the quiet spell, 50-60k either way). The cost is memory: each heap of the process
  * (the API's too) holds up to four times its live objects between full collections, and idle threads keep theirs.
  */
 export const INDEXER_V8_FLAGS = ["--heap-growing-percent=300", "--no-memory-reducer"] as const;
