@@ -11,7 +11,8 @@
  *   - catch-up under API load: the indexer's worker thread catching up from the node into a fresh file while the main
  *     thread serves the API over that file (buildApp) to a local client loop of browse reads and sign-in nonce writes;
  *     the main thread's event-loop delay (p99 and max) is what the API's callers feel;
- *   - BENCH_RUNS runs (default 5), each with the machine's calibration and the load average: a catch-up from the replay
+ *   - BENCH_RUNS runs (default 5; every run's catch-ups first, back to back, then every run's live phases), each with
+ *     the machine's calibration and the load average: a catch-up from the replay
  *     into a fresh SQLite file and into a fresh PostgreSQL database (a throwaway server on loopback, when its binaries
  *     are installed), one from the live node for comparison, and the live delay from a block being mined to its task
  *     being readable by the API's read path, with the indexer in its worker thread following new heads over the
@@ -338,7 +339,13 @@ async function main() {
     const pg = await startBenchPostgres();
     const runs: Run[] = [];
     try {
-      for (let run = 1; run <= RUNS; run++) runs.push(await oneRun(run, { replayed, chain, work, pg, live }));
+      // Every run's catch-ups back to back, then every run's live phases: a catch-up right after a minute of live
+      // phases ran on a machine measurably slower for it (the calibration loop just before it took 0.31-0.48 s
+      // against 0.23-0.25 s back to back; per calibration the catch-ups ran alike).
+      const context = { replayed, chain, work, pg, live };
+      const caughtUp: CaughtUp[] = [];
+      for (let run = 1; run <= RUNS; run++) caughtUp.push(await catchUpRun(run, context));
+      for (const one of caughtUp) runs.push(await finishRun(one, context));
     } finally {
       pg?.stop();
       await thread?.close();
@@ -445,25 +452,33 @@ interface LiveDelay {
 
 const load1m = () => Math.round(loadavg()[0]! * 100) / 100;
 
+type RunContext = {
+  replayed: ChainConfig;
+  chain: ChainConfig;
+  work: string;
+  pg: BenchPostgres | undefined;
+  live?: (db: Db, sqlitePath: string, subscribe: boolean, run: number) => Promise<LiveDelay>;
+};
+/** A run's catch-ups, and its file open on this thread as the API's connection is while the server's indexer writes. */
+type CaughtUp = Pick<Run, "run" | "machine" | "sqlite" | "postgres"> & { sqlitePath: string; db: Db };
+
 /** One run (see main): its figures, each with the load average when it started, and its calibration. */
-async function oneRun(
-  run: number,
-  context: {
-    replayed: ChainConfig;
-    chain: ChainConfig;
-    work: string;
-    pg: BenchPostgres | undefined;
-    live?: (db: Db, sqlitePath: string, subscribe: boolean, run: number) => Promise<LiveDelay>;
-  },
-): Promise<Run> {
-  const { replayed, chain, work, pg, live } = context;
+async function oneRun(run: number, context: RunContext): Promise<Run> {
+  return finishRun(await catchUpRun(run, context), context);
+}
+
+/**
+ * A run's catch-ups from the replay: into a fresh SQLite file (kept for the run's live phases) and a fresh PostgreSQL
+ * database, after the machine's calibration.
+ */
+async function catchUpRun(run: number, context: RunContext): Promise<CaughtUp> {
+  const { replayed, pg } = context;
   const machine = machineFigures();
-  const sqlitePath = path.join(work, `run-${run}.sqlite`);
+  const sqlitePath = path.join(context.work, `run-${run}.sqlite`);
   const db = createDatabase({ sqlitePath });
   await migrateToLatest(db);
   let load = load1m();
   const sqlite = { ...(await catchUpThread().catchUp({ sqlitePath }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
-
   let postgres: Run["postgres"];
   if (pg) {
     const admin = createDatabase({ databaseUrl: pg.url });
@@ -480,6 +495,17 @@ async function oneRun(
     postgres = { ...(await catchUpThread().catchUp({ databaseUrl }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
   }
 
+  console.log(
+    `run ${run} caught up: SQLite ${sqlite.eventsPerSec} events/s, PostgreSQL ${postgres?.eventsPerSec ?? "-"} (SHA-256 loop ${machine.calibration.sha256LoopMs} ms)`,
+  );
+  return { run, machine, sqlite, postgres, sqlitePath, db };
+}
+
+/** The rest of a run (the catch-up from the live node, the live delays) on its caught-up file; the run's figures. */
+async function finishRun(caughtUp: CaughtUp, context: RunContext): Promise<Run> {
+  const { chain, work, live } = context;
+  const { run, machine, sqlite, postgres, sqlitePath, db } = caughtUp;
+  let load: number;
   let node: Run["node"] | undefined;
   let subscribed: Run["subscribed"] | undefined;
   let polled: Run["polled"] | undefined;
