@@ -41,7 +41,7 @@ import type { Categories } from "./lib/profile";
 import { startBenchPostgres, type BenchPostgres } from "./lib/postgres";
 import { calibrated, machineFigures, type MachineFigures } from "./lib/machine";
 import { recordChain, startReplayProcess } from "./lib/replay-rpc";
-import { startCatchUpThread, type CatchUp, type CatchUpThread } from "./lib/catchup";
+import { startCatchUpProcess, type CatchUp, type CatchUpProcess } from "./lib/catchup";
 
 /** A single stall shows in the maximum, hardly in the p99 (848 ms and 41 ms before transactions were bounded). */
 const BARS = {
@@ -348,7 +348,7 @@ async function main() {
       for (const one of caughtUp) runs.push(await finishRun(one, context));
     } finally {
       pg?.stop();
-      await thread?.close();
+      await catchUps?.close();
       await replay.close();
     }
 
@@ -478,7 +478,7 @@ async function catchUpRun(run: number, context: RunContext): Promise<CaughtUp> {
   const db = createDatabase({ sqlitePath });
   await migrateToLatest(db);
   let load = load1m();
-  const sqlite = { ...(await catchUpThread().catchUp({ sqlitePath }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
+  const sqlite = { ...(await catchUpProcess().catchUp({ sqlitePath }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
   let postgres: Run["postgres"];
   if (pg) {
     const admin = createDatabase({ databaseUrl: pg.url });
@@ -492,7 +492,7 @@ async function catchUpRun(run: number, context: RunContext): Promise<CaughtUp> {
       await pgDb.destroy();
     }
     load = load1m();
-    postgres = { ...(await catchUpThread().catchUp({ databaseUrl }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
+    postgres = { ...(await catchUpProcess().catchUp({ databaseUrl }, replayed, POLL_INTERVAL_MS)), loadAverage1m: load };
   }
 
   console.log(
@@ -515,7 +515,7 @@ async function finishRun(caughtUp: CaughtUp, context: RunContext): Promise<Run> 
     await migrateToLatest(nodeDb);
     load = load1m();
     await nodeDb.destroy();
-    node = { ...(await catchUpThread().catchUp({ sqlitePath: nodePath }, chain, POLL_INTERVAL_MS)), loadAverage1m: load };
+    node = { ...(await catchUpProcess().catchUp({ sqlitePath: nodePath }, chain, POLL_INTERVAL_MS)), loadAverage1m: load };
     rmSync(nodePath, { force: true });
     load = load1m();
     subscribed = { ...(await live(db, sqlitePath, true, run)), loadAverage1m: load };
@@ -566,7 +566,7 @@ async function profiledCatchUp(source: ChainConfig, work: string) {
   await db.destroy();
   const profileFile = process.env.BENCH_CPU_PROFILE_DIR ? path.join(process.env.BENCH_CPU_PROFILE_DIR, "indexer-catchup.cpuprofile") : undefined;
   try {
-    const { ms, top, eventsPerSec, eventsPerCpuSecond } = await catchUpThread().profiled(
+    const { ms, top, eventsPerSec, eventsPerCpuSecond } = await catchUpProcess().profiled(
       { sqlitePath: file },
       source,
       POLL_INTERVAL_MS,
@@ -579,9 +579,9 @@ async function profiledCatchUp(source: ChainConfig, work: string) {
   }
 }
 
-/** The thread every catch-up runs on (bench/lib/catchup.ts), started at the first. */
-let thread: CatchUpThread | undefined;
-const catchUpThread = (): CatchUpThread => (thread ??= startCatchUpThread());
+/** The process (and its thread) every catch-up runs in (bench/lib/catchup.ts), started at the first. */
+let catchUps: CatchUpProcess | undefined;
+const catchUpProcess = (): CatchUpProcess => (catchUps ??= startCatchUpProcess());
 
 /**
  * BENCH_REPLAY_ONLY=1 with BENCH_RECORDING naming a recording an earlier run wrote: catch-ups from the replay alone
@@ -604,7 +604,7 @@ async function replayOnly(file: string) {
     for (let run = 1; run <= RUNS; run++) await oneRun(run, { replayed, chain, work, pg });
   } finally {
     pg?.stop();
-    await thread?.close();
+    await catchUps?.close();
     await replay.close();
     rmSync(work, { recursive: true, force: true });
   }

@@ -99,7 +99,7 @@ type Request = {
 export type ProfiledCatchUp = CatchUp & { ms: Record<string, number>; top: Record<string, number> };
 type Answer = { id: number; result?: ProfiledCatchUp | CatchUp; error?: string };
 
-export interface CatchUpThread {
+export interface CatchUpProcess {
   catchUp(target: CatchUpTarget, source: ChainConfig, pollIntervalMs: number): Promise<CatchUp>;
   profiled(
     target: CatchUpTarget,
@@ -119,7 +119,7 @@ require(workerData.entry);
 `;
 
 /** Starts the catch-up process (see the top of this file); its thread runs the catch-ups asked, one at a time. */
-export function startCatchUpThread(): CatchUpThread {
+export function startCatchUpProcess(): CatchUpProcess {
   const child = fork(__filename, [CATCH_UP_PROCESS], {
     execArgv: ["-r", "ts-node/register/transpile-only"],
     serialization: "advanced", // the profile's categories hold regular expressions

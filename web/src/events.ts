@@ -3,11 +3,13 @@
  * SDK's `streamEvents`, which reconnects from the last event seen). The stream stops when the page unmounts.
  */
 import { useEffect, useRef } from "react";
-import { streamEvents } from "../../sdk/src/events";
+import { eventPage, streamEvents } from "../../sdk/src/events";
 
 /**
  * Calls `onEvent` for each event from now on about one of `taskHashes`, while `token` is set and the list is not
- * empty. A refused stream (a revoked session) just ends.
+ * empty, and once when the stream starts: the log's head is read first and `onEvent` called, so an event between the
+ * page's load and the stream's start reloads the page too instead of being missed. A refused stream (a revoked
+ * session) just ends.
  */
 export function useTaskEvents(token: string | undefined, taskHashes: readonly string[], onEvent: () => void) {
   const callback = useRef(onEvent);
@@ -19,7 +21,11 @@ export function useTaskEvents(token: string | undefined, taskHashes: readonly st
     const wanted = new Set(key.split(",").map((h) => h.toLowerCase()));
     void (async () => {
       try {
-        for await (const event of streamEvents({ baseUrl: window.location.origin, sessionToken: token, after: "now", signal: controller.signal })) {
+        const baseUrl = window.location.origin;
+        const head = (await eventPage({ baseUrl, sessionToken: token, after: "now", limit: 1 })).next;
+        if (controller.signal.aborted) return;
+        callback.current(); // whatever happened between the page's load and the head
+        for await (const event of streamEvents({ baseUrl, sessionToken: token, after: head, signal: controller.signal })) {
           if (event.taskHash && wanted.has(event.taskHash.toLowerCase())) callback.current();
         }
       } catch {
