@@ -259,8 +259,9 @@ export function createSkillStore({ db, now, checkTool }: { db: Db; now: () => nu
     // LIKE with `\` escaping its wildcards (ESCAPE is the same in SQLite and PostgreSQL).
     const like = (column: "slug" | "name" | "description" | "capabilities", text: string) =>
       sql<boolean>`lower(${sql.ref(`skills.${column}`)}) like ${`%${text.toLowerCase().replace(/[%_\\]/g, "\\$&")}%`} escape '\\'`;
-    if (query.tag) {
-      const [tag] = capabilityTags([query.tag], "query.tag");
+    // A blank tag (spaces alone) filters nothing, as a blank entry of `capabilities` does elsewhere.
+    const [tag] = query.tag ? capabilityTags([query.tag], "query.tag") : [];
+    if (tag) {
       // Tags are stored as a JSON array of strings: `"tag"` appears in it exactly when the tag is one of them.
       base = base.where(like("capabilities", JSON.stringify(tag)));
     }

@@ -79,6 +79,11 @@ describe("skills", function () {
       .and.not.include("secret-sauce");
     expect(expectOk(await s.call<{ total: number }>("GET", "/api/v1/skills?tag=editing")).total).to.equal(1);
     expect(expectOk(await s.call<{ total: number }>("GET", "/api/v1/skills?tag=cooking")).total).to.equal(0);
+    // A blank tag (a space, a no-break space) filters nothing; a malformed one is refused (the fuzzer's 500 before).
+    const all = expectOk(await s.call<{ total: number }>("GET", "/api/v1/skills")).total;
+    expect(expectOk(await s.call<{ total: number }>("GET", "/api/v1/skills?tag=%C2%A0")).total).to.equal(all);
+    expect(expectOk(await s.call<{ total: number }>("GET", "/api/v1/skills?tag=%20")).total).to.equal(all);
+    expectError(await s.call("GET", "/api/v1/skills?tag=a%2Cb"), "VALIDATION_FAILED");
     expect(expectOk(await s.call<{ total: number }>("GET", "/api/v1/skills?q=WORDING")).total).to.equal(1);
     // A private skill: its author sees it, anyone else gets SKILL_NOT_FOUND (for reading, editing and deleting).
     expectOk(await s.call("GET", "/api/v1/skills/secret-sauce", { key: author }));
