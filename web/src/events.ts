@@ -22,9 +22,13 @@ export function useTaskEvents(token: string | undefined, taskHashes: readonly st
     void (async () => {
       try {
         const baseUrl = window.location.origin;
-        const head = (await eventPage({ baseUrl, sessionToken: token, after: "now", limit: 1 })).next;
+        // The head failing to load (the network) leaves the stream to start from "now", as it retries on its own.
+        const head = await eventPage({ baseUrl, sessionToken: token, after: "now", limit: 1 }).then(
+          (page) => page.next,
+          () => "now",
+        );
         if (controller.signal.aborted) return;
-        callback.current(); // whatever happened between the page's load and the head
+        if (head !== "now") callback.current(); // whatever happened between the page's load and the head
         for await (const event of streamEvents({ baseUrl, sessionToken: token, after: head, signal: controller.signal })) {
           if (event.taskHash && wanted.has(event.taskHash.toLowerCase())) callback.current();
         }
