@@ -183,7 +183,10 @@ export function createBriefKeyWrapper({
       const keys = recipientPublicKeys.map((publicKey) => {
         let derived = current.keys.get(publicKey);
         if (!derived) {
-          derived = wrapKey(current.ephemeral, sharedPoint(recipientPoint(publicKey), current.secret));
+          // One multiplication per recipient and ephemeral key: the point as given, not the shared cache's, whose
+          // table of multiples (built for wrapBriefKeys' one multiplication per wrap) would cost more than it saves.
+          const point = secp256k1.Point.fromHex(normalizePublicKey(publicKey));
+          derived = wrapKey(current.ephemeral, sharedPoint(point, current.secret));
           current.keys.set(publicKey, derived);
         }
         return derived;
